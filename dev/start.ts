@@ -1,0 +1,184 @@
+/**
+ * `npm start`: the whole pipeline on this machine — redis-server, the REST
+ * bridge, the Worker in `wrangler dev` (workerd) and a cron driver. Ctrl-C or
+ * SIGTERM stops every child; nothing is left running.
+ *
+ * Environment:
+ *   PORT                  Worker port (default 8787)
+ *   DELAYLINE_TOKEN       API token (default dev-token)
+ *   REDIS_PORT            local redis-server port (default: a free one)
+ *   BRIDGE_PORT           REST bridge port (default: a free one)
+ *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data)
+ *   REDIS_URL             use this Redis instead of starting one
+ *   UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN   use Upstash: no local Redis or bridge
+ *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { SETTING_NAMES } from "../src/env.js";
+import { startBridge, type RunningBridge } from "./bridge/server.js";
+import { startCronDriver, type CronDriver } from "./cron-driver.js";
+import { freePort, portFromEnv } from "./ports.js";
+import { startRedis, type RunningRedis } from "./redis-launcher.js";
+
+const log = (line: string) => console.log(`[delayline] ${line}`);
+const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
+
+let redis: RunningRedis | undefined;
+let bridge: RunningBridge | undefined;
+let wrangler: ChildProcess | undefined;
+let cron: CronDriver | undefined;
+let stopping: Promise<void> | undefined;
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    // Negative pid: the whole process group, i.e. wrangler and its workerd.
+    process.kill(-child.pid!, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+async function stopAll(code: number): Promise<never> {
+  stopping ??= (async () => {
+    cron?.stop();
+    if (wrangler && wrangler.exitCode === null && wrangler.signalCode === null) {
+      const exited = new Promise<void>((r) => wrangler!.once("exit", () => r()));
+      killGroup(wrangler, "SIGTERM");
+      const timer = setTimeout(() => killGroup(wrangler!, "SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+      // workerd may outlive wrangler by a moment; the group must be empty.
+      killGroup(wrangler, "SIGKILL");
+    }
+    await bridge?.close().catch(() => {});
+    await redis?.stop().catch(() => {});
+  })();
+  await stopping;
+  process.exit(code);
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    void stopAll(0);
+  });
+}
+
+// npm does not always pass SIGTERM on to its script; when whoever started us
+// is gone, stop as if signalled, so no orphaned Redis or workerd stays behind.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent && !stopping) {
+    log("parent process exited: stopping");
+    void stopAll(0);
+  }
+}, 250).unref();
+
+async function waitForHealthy(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    if (wrangler && wrangler.exitCode !== null) throw new Error(`wrangler dev exited with code ${wrangler.exitCode}`);
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the Worker did not become healthy within ${timeoutMs / 1000} s (last: ${last})`);
+}
+
+async function main() {
+  // The Worker imports the Lua scripts as a generated module; rebuild it in case a script changed.
+  const built = spawnSync(process.execPath, [join(root, "scripts/build-lua.mjs")], { stdio: "inherit" });
+  if (built.status !== 0) throw new Error("building the Lua scripts failed");
+  const port = portFromEnv("PORT", 8787);
+  const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
+  const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
+
+  let restUrl = process.env.UPSTASH_REDIS_REST_URL;
+  let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
+  if (restUrl && restToken) {
+    log(`using Upstash at ${new URL(restUrl).host} (no local Redis or bridge)`);
+  } else {
+    let redisUrl = process.env.REDIS_URL;
+    if (redisUrl) {
+      log("using the Redis at REDIS_URL");
+    } else {
+      redis = await startRedis({ port: portFromEnv("REDIS_PORT", 0), dataDir: join(dataDir, "redis") });
+      redisUrl = redis.url;
+      log(`redis-server on ${redis.url} (append-only file in ${redis.dataDir})`);
+    }
+    restToken = randomBytes(24).toString("hex");
+    bridge = await startBridge({ redisUrl, token: restToken, port: portFromEnv("BRIDGE_PORT", 0) });
+    restUrl = bridge.url;
+    log(`REST bridge on ${bridge.url}`);
+  }
+
+  const vars: Record<string, string> = {
+    ALLOW_PRIVATE_TARGETS: "true",
+    ...Object.fromEntries(SETTING_NAMES.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : []))),
+    UPSTASH_REDIS_REST_URL: restUrl,
+    UPSTASH_REDIS_REST_TOKEN: restToken,
+    DELAYLINE_TOKEN: apiToken,
+  };
+
+  // Secrets travel in a private env file, not on the command line where `ps` shows them.
+  mkdirSync(dataDir, { recursive: true });
+  const envFile = join(dataDir, "worker.env");
+  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n") + "\n", { mode: 0o600 });
+
+  const require = createRequire(import.meta.url);
+  const wranglerBin = join(dirname(require.resolve("wrangler/package.json")), "bin/wrangler.js");
+  wrangler = spawn(
+    process.execPath,
+    [
+      wranglerBin, "dev",
+      "--config", join(root, "wrangler.toml"),
+      "--port", String(port),
+      "--ip", "127.0.0.1",
+      "--inspector-port", String(await freePort()),
+      "--test-scheduled",
+      "--show-interactive-dev-session=false",
+      "--persist-to", join(dataDir, "wrangler"),
+      "--log-level", process.env.WRANGLER_LOG_LEVEL || "warn",
+      "--env-file", envFile,
+    ],
+    {
+      cwd: root,
+      // Its own process group, so stopping takes workerd along with it.
+      detached: true,
+      stdio: ["ignore", "inherit", "inherit"],
+      // No telemetry, and no fetch of the `Request.cf` sample from the internet.
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+    },
+  );
+  wrangler.once("exit", (code, signal) => {
+    if (!stopping) {
+      log(`wrangler dev exited (${signal ?? code}); stopping`);
+      void stopAll(1);
+    }
+  });
+
+  const workerUrl = `http://127.0.0.1:${port}`;
+  await waitForHealthy(workerUrl, 60_000);
+  cron = startCronDriver({ workerUrl, log: (l) => log(`cron: ${l}`) });
+  log("ready");
+  console.log(`
+  API        ${workerUrl}
+  token      ${apiToken}
+  health     curl ${workerUrl}/healthz
+`);
+}
+
+main().catch((err: Error) => {
+  console.error(`[delayline] ${err.message}`);
+  void stopAll(1);
+});

@@ -1,0 +1,109 @@
+import { z } from "zod";
+
+/**
+ * The Worker's bindings as Cloudflare hands them over: `[vars]` from
+ * wrangler.toml and secrets, all strings. Read them through {@link settings},
+ * never directly.
+ */
+export interface Env {
+  UPSTASH_REDIS_REST_URL?: string;
+  UPSTASH_REDIS_REST_TOKEN?: string;
+  DELAYLINE_TOKEN?: string;
+  DELAYLINE_PREFIX?: string;
+  ALLOW_PRIVATE_TARGETS?: string;
+  TICK_POLL_MS?: string;
+  REDIS_TIMEOUT_MS?: string;
+}
+
+const bool = z
+  .enum(["true", "false", "1", "0", ""])
+  .default("false")
+  .transform((v) => v === "true" || v === "1");
+
+const int = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((v, ctx) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: "custom", message: `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const SettingsSchema = z.object({
+  UPSTASH_REDIS_REST_URL: z.url({ protocol: /^https?$/, error: "must be the http(s) URL of Upstash or the local bridge" }),
+  UPSTASH_REDIS_REST_TOKEN: z.string({ error: "is required" }).min(1, "is required"),
+  DELAYLINE_TOKEN: z
+    .string({ error: "is required (one or more comma-separated API tokens)" })
+    .transform((v) => v.split(",").map((t) => t.trim()).filter(Boolean))
+    .refine((tokens) => tokens.length > 0 && tokens.every((t) => t.length >= 8), "needs at least one token of 8 or more characters"),
+  DELAYLINE_PREFIX: z
+    .string()
+    .default("dl:{main}")
+    .refine((v) => /^[^\s{}]*\{[^\s{}]+\}[^\s{}]*$/.test(v), "must contain exactly one {hash tag}, e.g. dl:{main}, so every key lives in one slot"),
+  ALLOW_PRIVATE_TARGETS: bool,
+  TICK_POLL_MS: int(50, 60_000, 1_000),
+  REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
+});
+
+/** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
+export const SETTING_NAMES = Object.keys(SettingsSchema.shape) as Array<keyof Env>;
+
+/** Settings parsed from {@link Env}, with defaults applied. */
+export interface Settings {
+  /** Upstash REST URL (or the local bridge). Required. */
+  redisUrl: string;
+  /** Upstash REST token. Required. */
+  redisToken: string;
+  /** API bearer tokens; several allow rotation. From comma-separated `DELAYLINE_TOKEN`. Required. */
+  apiTokens: string[];
+  /** Key prefix with a hash tag. Default `dl:{main}`. */
+  prefix: string;
+  /** Deliver to loopback and private addresses. Default false (true under `npm start`). */
+  allowPrivateTargets: boolean;
+  /** Longest sleep between tick rounds. Default 1,000 ms (50–60,000). */
+  tickPollMs: number;
+  /** A Redis request slower than this counts as an outage. Default 5,000 ms. */
+  redisTimeoutMs: number;
+}
+
+/** Bad deployment settings; the message names each offending setting. */
+export class SettingsError extends Error {
+  override name = "SettingsError";
+}
+
+const cache = new WeakMap<object, Settings>();
+
+/**
+ * Parses and caches the settings of one `env`. Throws {@link SettingsError}
+ * naming every bad setting, so a misconfigured deployment fails loudly on its
+ * first request instead of misbehaving later.
+ */
+export function settings(env: Env): Settings {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  // Empty strings mean "unset" so `[vars]` can list a setting without a value.
+  const raw = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
+  );
+  const parsed = SettingsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")} ${i.message}`);
+    throw new SettingsError(`invalid delayline settings: ${problems.join("; ")}`);
+  }
+  const d = parsed.data;
+  const result: Settings = {
+    redisUrl: d.UPSTASH_REDIS_REST_URL,
+    redisToken: d.UPSTASH_REDIS_REST_TOKEN,
+    apiTokens: d.DELAYLINE_TOKEN,
+    prefix: d.DELAYLINE_PREFIX,
+    allowPrivateTargets: d.ALLOW_PRIVATE_TARGETS,
+    tickPollMs: d.TICK_POLL_MS,
+    redisTimeoutMs: d.REDIS_TIMEOUT_MS,
+  };
+  cache.set(env, result);
+  return result;
+}

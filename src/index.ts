@@ -1,0 +1,8 @@
+import type { Env } from "./env.js";
+import { app } from "./producer/app.js";
+import { scheduled } from "./tick/scheduled.js";
+
+export default {
+  fetch: app.fetch,
+  scheduled,
+} satisfies ExportedHandler<Env>;

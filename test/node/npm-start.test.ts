@@ -1,0 +1,83 @@
+/**
+ * `npm start` brings the whole stack up and SIGTERM takes all of it down.
+ * Runs the real command in its own process group on free ports, with its data
+ * in a temp dir.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { freePort } from "../../dev/ports.js";
+
+const dataDir = mkdtempSync(join(tmpdir(), "delayline-start-"));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+function groupMembers(pgid: number): string[] {
+  const ps = spawnSync("ps", ["-eo", "pgid=,pid=,args="], { encoding: "utf8" });
+  return ps.stdout
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && Number(l.split(/\s+/)[0]) === pgid);
+}
+
+function processesUsing(dir: string): string[] {
+  const ps = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
+  return ps.stdout.split("\n").filter((l) => l.includes(dir));
+}
+
+it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { timeout: 120_000 }, async () => {
+  const port = await freePort();
+  const child = spawn("npm", ["start"], {
+    cwd: join(import.meta.dirname, "../.."),
+    env: { ...process.env, PORT: String(port), DELAYLINE_DATA_DIR: dataDir, DELAYLINE_TOKEN: "start-test-token" },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c));
+  child.stderr!.on("data", (c: Buffer) => (output += c));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.once("exit", (code, signal) => r({ code, signal })),
+  );
+
+  try {
+    const started = Date.now();
+    let health: { ok?: boolean; redis?: string } = {};
+    while (Date.now() - started < 60_000 && health.ok !== true) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) });
+        health = (await res.json()) as typeof health;
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    expect(health, output).toMatchObject({ ok: true, redis: "up" });
+    // The banner follows the first healthy answer.
+    for (let i = 0; i < 40 && !output.includes("start-test-token"); i++) await new Promise((r) => setTimeout(r, 250));
+    // While running, the stack's processes are in the group: redis-server, workerd.
+    const running = groupMembers(child.pid!).join("\n");
+    expect(running).toMatch(/redis-server/);
+    expect(processesUsing(dataDir).join("\n")).toMatch(/wrangler/);
+    expect(output).toContain("start-test-token");
+
+    process.kill(child.pid!, "SIGTERM");
+    // npm re-raises the signal it was stopped by once its script has exited.
+    const { code, signal } = await exited;
+    expect(code === 0 || signal === "SIGTERM", output).toBe(true);
+  } finally {
+    // Whatever happened, do not leave the stack behind for the rest of the run.
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, "SIGKILL");
+  }
+
+  // Bounded wait: children get a moment to finish exiting after npm does.
+  let left: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    left = [...groupMembers(child.pid!), ...processesUsing(dataDir)];
+    if (left.length === 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(left, output).toEqual([]);
+  expect(output).toMatch(/SIGTERM: stopping|parent process exited: stopping/);
+  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+});
