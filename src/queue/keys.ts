@@ -2,19 +2,70 @@
  * Every Redis key delayline uses is built here and nowhere else.
  *
  * A deployment's keys share one prefix holding a hash tag, so they all live
- * in one cluster slot and every script may touch any of them:
+ * in one cluster slot and every script may touch any of them (each still
+ * receives every key it touches in KEYS):
  *
- *   <prefix>                e.g. `dl:{main}`
- *   <prefix>:tick:last      STRING  epoch ms of the latest scheduled() start (heartbeat)
+ *   <p>                      prefix, e.g. `dl:{main}`
+ *   <p>:tick:last            STRING epoch ms of the latest scheduled() start (heartbeat)
+ *   <p>:topics               SET    active-topic registry
+ *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
+ *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
+ *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention); expires
+ *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry)
+ *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)
+ *   <p>:t:<topic>:dead       LIST   dead-letter entries, newest first, capped
+ *   <p>:t:<topic>:conf       HASH   topic settings
+ *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
+ *   <p>:t:<topic>:stats      HASH   counters: dispatched, succeeded, retried, dead
+ *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
+ *
+ * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys.
  */
-export interface Keys {
-  prefix: string;
-  tickLast: string;
+export interface TopicKeys {
+  due: string;
+  lease: string;
+  dead: string;
+  conf: string;
+  bucket: string;
+  stats: string;
 }
 
+export class Keys {
+  readonly tickLast: string;
+  readonly topics: string;
+  readonly jobs: string;
+  readonly meta: string;
+
+  constructor(readonly prefix: string) {
+    this.tickLast = `${prefix}:tick:last`;
+    this.topics = `${prefix}:topics`;
+    this.jobs = `${prefix}:jobs`;
+    this.meta = `${prefix}:meta`;
+  }
+
+  topic(topic: string): TopicKeys {
+    const t = `${this.prefix}:t:${topic}`;
+    return {
+      due: `${t}:due`,
+      lease: `${t}:lease`,
+      dead: `${t}:dead`,
+      conf: `${t}:conf`,
+      bucket: `${t}:bucket`,
+      stats: `${t}:stats`,
+    };
+  }
+
+  idempotency(topic: string, key: string): string {
+    return `${this.prefix}:t:${topic}:idem:${key}`;
+  }
+
+  /** The finished-job hash of the retention bucket holding `ms`. */
+  done(ms: number, retentionMs: number): string {
+    return `${this.prefix}:done:${Math.floor(ms / retentionMs)}`;
+  }
+}
+
+/** The keys of the deployment with this prefix. */
 export function keys(prefix: string): Keys {
-  return {
-    prefix,
-    tickLast: `${prefix}:tick:last`,
-  };
+  return new Keys(prefix);
 }

@@ -1,0 +1,28 @@
+import { monotonicFactory } from "ulidx";
+
+const TOPIC = /^[A-Za-z0-9._-]{1,64}$/;
+const JOB_ID = /^([A-Za-z0-9._-]{1,64})\.([0-9A-HJKMNP-TV-Z]{26})$/;
+
+/** Topic names: 1–64 of `A–Z a–z 0–9 . _ -`. */
+export function isTopic(topic: string): boolean {
+  return TOPIC.test(topic);
+}
+
+// Monotonic within an isolate: ids minted in the same millisecond still sort
+// in minting order, and a sorted set orders equal due times by member.
+const ulid = monotonicFactory();
+
+/**
+ * A new job id: `<topic>.<ULID>`. The topic makes every by-id operation able
+ * to find its keys; the ULID keeps jobs due at the same millisecond in
+ * enqueue order.
+ */
+export function newJobId(topic: string, now: number): string {
+  return `${topic}.${ulid(now)}`;
+}
+
+/** The topic of a well-formed job id, or null for anything else. */
+export function topicOfJobId(id: string): string | null {
+  const m = JOB_ID.exec(id);
+  return m ? m[1]! : null;
+}

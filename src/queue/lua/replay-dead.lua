@@ -1,0 +1,62 @@
+--[[
+  replay-dead: puts dead-letter entries back on the schedule with fresh
+  attempts — those whose ids are given, or all of them.
+
+  KEYS[1]  dead list       dead-letter entries, newest first
+  KEYS[2]  due zset        id -> due ms
+  KEYS[3]  jobs hash       id -> record JSON
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+
+  ARGV[1]  due time for the replayed jobs, epoch ms
+  ARGV[2]  "all" to replay every entry, "ids" to replay only the ids that follow
+  ARGV[3…] job ids (with "ids")
+
+  Returns  the number of jobs replayed
+]]
+local rcall = redis.call
+local deadKey, dueKey, jobsKey, metaKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local due, mode = ARGV[1], ARGV[2]
+
+-- unpack() is limited to a few thousand values; large variadic calls go in slices.
+local function callInSlices(command, key, args)
+  for i = 1, #args, 4000 do
+    rcall(command, key, unpack(args, i, math.min(i + 3999, #args)))
+  end
+end
+
+local wanted = {}
+for i = 3, #ARGV do wanted[ARGV[i]] = true end
+
+local entries = rcall("LRANGE", deadKey, 0, -1)
+local keep, picked, seen = {}, {}, {}
+for _, entry in ipairs(entries) do
+  -- Entries are built as {"id":…,…,"job":<record>}: the id opens them and the
+  -- record closes them, so neither needs a decode and re-encode (which would
+  -- round payload numbers to 14 digits).
+  local id = string.match(entry, '^{"id":"([^"]+)"')
+  local at = string.find(entry, ',"job":', 1, true)
+  if id and at and (mode == "all" or wanted[id]) and not seen[id] then
+    seen[id] = true
+    picked[#picked + 1] = { id, string.sub(entry, at + 7, -2) }
+  else
+    keep[#keep + 1] = entry
+  end
+end
+-- The list is newest first; replaying oldest first keeps equal due times in the original order.
+local records, dues = {}, {}
+for i = #picked, 1, -1 do
+  records[#records + 1] = picked[i][1]
+  records[#records + 1] = picked[i][2]
+  dues[#dues + 1] = due
+  dues[#dues + 1] = picked[i][1]
+end
+local replayed = #dues / 2
+if replayed == 0 then return 0 end
+callInSlices("HSET", jobsKey, records)
+callInSlices("ZADD", dueKey, dues)
+local replayedIds = {}
+for i = 2, #dues, 2 do replayedIds[#replayedIds + 1] = dues[i] end
+callInSlices("HDEL", metaKey, replayedIds)
+rcall("DEL", deadKey)
+if #keep > 0 then callInSlices("RPUSH", deadKey, keep) end
+return replayed

@@ -1,0 +1,114 @@
+--[[
+  settle: records the outcomes of a chunk of one topic's claimed jobs in one
+  call. Each outcome is fenced by its attempt number: unless the job is still
+  leased at that very attempt (it was not re-delivered meanwhile), the outcome
+  is stale and changes nothing.
+
+  KEYS[1]  due zset        id -> due ms
+  KEYS[2]  lease zset      id -> lease deadline ms
+  KEYS[3]  jobs hash       id -> record JSON
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[5]  stats hash      counters
+  KEYS[6]  dead list       dead-letter entries, newest first
+  KEYS[7]  done hash       finished-job records of the current retention bucket
+
+  ARGV[1]  now, epoch ms
+  ARGV[2]  dead-letter cap
+  ARGV[3]  done hash TTL, ms
+  ARGV[4]  n, the number of outcomes
+  then for outcome i, five values from ARGV[5 + 5(i-1)]:
+           id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text
+
+  Returns  per outcome: 1 applied, 0 stale
+]]
+local rcall = redis.call
+local dueKey, leaseKey, jobsKey, metaKey, statsKey, deadKey, doneKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local nowText = ARGV[1]
+local deadCap = tonumber(ARGV[2])
+local doneTtl = ARGV[3]
+local n = tonumber(ARGV[4])
+
+local ids = {}
+for i = 1, n do ids[i] = ARGV[5 + 5 * (i - 1)] end
+local leased = rcall("ZMSCORE", leaseKey, unpack(ids))
+local metas = rcall("HMGET", metaKey, unpack(ids))
+
+local out = {}
+local live, liveMeta, finishIdx = {}, {}, {}
+local seen = {}
+for i = 1, n do
+  local a = 5 + 5 * (i - 1)
+  local id, attempt = ids[i], tonumber(ARGV[a + 1])
+  local meta = metas[i] and cjson.decode(metas[i])
+  -- One outcome per job and call: a second one for the same id is stale.
+  if leased[i] and meta and meta.a == attempt and not seen[id] then
+    seen[id] = true
+    out[i] = 1
+    live[#live + 1] = i
+    liveMeta[i] = meta
+    if ARGV[a + 2] ~= "retry" then finishIdx[#finishIdx + 1] = i end
+  else
+    out[i] = 0
+  end
+end
+if #live == 0 then return out end
+
+local records = {}
+if #finishIdx > 0 then
+  local finishIds = {}
+  for j, i in ipairs(finishIdx) do finishIds[j] = ids[i] end
+  local got = rcall("HMGET", jobsKey, unpack(finishIds))
+  for j, i in ipairs(finishIdx) do records[i] = got[j] end
+end
+
+local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, finished = {}, {}, {}, {}, {}, {}
+local acked, retried, died = 0, 0, 0
+for _, i in ipairs(live) do
+  local a = 5 + 5 * (i - 1)
+  local id, kind, at, err = ids[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local attempts = liveMeta[i].a
+  leaseIds[#leaseIds + 1] = id
+  if kind == "retry" then
+    dueArgs[#dueArgs + 1] = at
+    dueArgs[#dueArgs + 1] = id
+    metaArgs[#metaArgs + 1] = id
+    metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err })
+    retried = retried + 1
+  else
+    local record = records[i] or "null"
+    local e = (err ~= "" and cjson.encode(err)) or (liveMeta[i].e and cjson.encode(liveMeta[i].e)) or "null"
+    local state = kind == "ack" and "succeeded" or "dead"
+    finished[#finished + 1] = id
+    doneArgs[#doneArgs + 1] = id
+    doneArgs[#doneArgs + 1] = '{"state":"' .. state .. '","attempts":' .. attempts .. ',"lastError":' .. e ..
+      ',"finishedAt":' .. nowText .. ',"job":' .. record .. '}'
+    if kind == "ack" then
+      acked = acked + 1
+    else
+      deadEntries[#deadEntries + 1] = '{"id":"' .. id .. '","attempts":' .. attempts .. ',"lastError":' .. e ..
+        ',"failedAt":' .. nowText .. ',"job":' .. record .. '}'
+      died = died + 1
+    end
+  end
+end
+
+rcall("ZREM", leaseKey, unpack(leaseIds))
+if retried > 0 then
+  rcall("ZADD", dueKey, unpack(dueArgs))
+  rcall("HSET", metaKey, unpack(metaArgs))
+  rcall("HINCRBY", statsKey, "retried", retried)
+end
+if #finished > 0 then
+  rcall("HDEL", jobsKey, unpack(finished))
+  rcall("HDEL", metaKey, unpack(finished))
+  rcall("HSET", doneKey, unpack(doneArgs))
+  rcall("PEXPIRE", doneKey, doneTtl)
+end
+if acked > 0 then rcall("HINCRBY", statsKey, "succeeded", acked) end
+if died > 0 then
+  rcall("LPUSH", deadKey, unpack(deadEntries))
+  rcall("LTRIM", deadKey, 0, deadCap - 1)
+  rcall("HINCRBY", statsKey, "dead", died)
+end
+return out

@@ -1,0 +1,25 @@
+--[[
+  topic-stats: a consistent snapshot of one topic's settings, backlog and counters.
+
+  KEYS[1]  due zset        id -> due ms
+  KEYS[2]  lease zset      id -> lease deadline ms
+  KEYS[3]  dead list       dead-letter entries
+  KEYS[4]  conf hash       topic settings
+  KEYS[5]  stats hash      counters
+
+  ARGV[1]  now, epoch ms
+
+  Returns  { scheduled, ready now, in flight, dead, conf (flat field/value array),
+             counters (flat field/value array), oldest ready due ms or false }
+]]
+local rcall = redis.call
+local oldest = rcall("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
+return {
+  rcall("ZCARD", KEYS[1]),
+  rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]),
+  rcall("ZCARD", KEYS[2]),
+  rcall("LLEN", KEYS[3]),
+  rcall("HGETALL", KEYS[4]),
+  rcall("HGETALL", KEYS[5]),
+  oldest[2] or false,
+}

@@ -1,0 +1,92 @@
+import { parseDuration, type Duration } from "./duration.js";
+
+/** Retry policy as a user writes it: delays are durations. */
+export type BackoffInput =
+  | { type: "fixed"; delay: Duration }
+  | { type: "exponential"; delay?: Duration; factor?: number; maxDelay?: Duration; jitter?: boolean }
+  | { type: "schedule"; delays: Duration[] };
+
+/** Retry policy as stored: every delay in ms. */
+export type Backoff =
+  | { type: "fixed"; delay: number }
+  | { type: "exponential"; delay: number; factor: number; maxDelay: number; jitter: boolean }
+  | { type: "schedule"; delays: number[] };
+
+/** Exponential from 1 s, doubling, capped at 1 h, with full jitter. */
+export const DEFAULT_BACKOFF: Extract<Backoff, { type: "exponential" }> = { type: "exponential", delay: 1_000, factor: 2, maxDelay: 3_600_000, jitter: true };
+
+/** Most a handler's retry-after may push a retry out: 1 day. */
+export const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** Turns a policy as written into the stored form, applying defaults. Throws RangeError on nonsense. */
+export function normalizeBackoff(input: BackoffInput): Backoff {
+  switch (input.type) {
+    case "fixed":
+      return { type: "fixed", delay: parseDuration(input.delay) };
+    case "schedule": {
+      if (input.delays.length === 0 || input.delays.length > 100) throw new RangeError("a schedule lists 1 to 100 delays");
+      return { type: "schedule", delays: input.delays.map(parseDuration) };
+    }
+    case "exponential": {
+      const factor = input.factor ?? DEFAULT_BACKOFF.factor;
+      if (!(factor >= 1 && factor <= 100)) throw new RangeError("factor must be from 1 to 100");
+      return {
+        type: "exponential",
+        delay: input.delay === undefined ? DEFAULT_BACKOFF.delay : parseDuration(input.delay),
+        factor,
+        maxDelay: input.maxDelay === undefined ? DEFAULT_BACKOFF.maxDelay : parseDuration(input.maxDelay),
+        jitter: input.jitter ?? true,
+      };
+    }
+  }
+}
+
+/**
+ * How long to wait before the next attempt after `attempt` attempts failed
+ * (attempt ≥ 1). `random` is a number in [0, 1), taken for full jitter.
+ *
+ * - fixed: always `delay`;
+ * - schedule: `delays[attempt - 1]`, the last one repeating (e.g. 5 s, 30 s, 60 s, 60 s, …);
+ * - exponential: `delay · factor^(attempt-1)` capped at `maxDelay`; with
+ *   jitter a uniform pick from [0, that] ("full jitter").
+ *
+ * src/queue/lua/claim.lua computes the same for leases that expire; a test
+ * holds the two equal.
+ */
+export function backoffDelay(policy: Backoff, attempt: number, random: number): number {
+  switch (policy.type) {
+    case "fixed":
+      return policy.delay;
+    case "schedule":
+      return policy.delays[Math.min(attempt, policy.delays.length) - 1]!;
+    case "exponential": {
+      const raw = Math.min(policy.delay * policy.factor ** (attempt - 1), policy.maxDelay);
+      return policy.jitter ? Math.floor(random * raw) : Math.floor(raw);
+    }
+  }
+}
+
+/** What to do after a failed attempt: the decision the tick and pull consumers settle with. */
+export type FailureDecision = { kind: "retry"; at: number } | { kind: "dead" };
+
+/**
+ * Decides retry or dead after attempt number `attempt` failed. A handler's
+ * `retryAfterMs` overrides the policy (capped at {@link MAX_RETRY_AFTER_MS});
+ * a permanent failure or exhausted attempts mean dead.
+ */
+export function decideAfterFailure(args: {
+  attempt: number;
+  maxAttempts: number;
+  backoff: Backoff;
+  now: number;
+  permanent?: boolean;
+  retryAfterMs?: number;
+  random?: number;
+}): FailureDecision {
+  if (args.permanent || args.attempt >= args.maxAttempts) return { kind: "dead" };
+  const delay =
+    args.retryAfterMs !== undefined
+      ? Math.min(Math.max(0, Math.round(args.retryAfterMs)), MAX_RETRY_AFTER_MS)
+      : backoffDelay(args.backoff, args.attempt, args.random ?? Math.random());
+  return { kind: "retry", at: args.now + delay };
+}

@@ -1,0 +1,413 @@
+import type { Redis } from "@upstash/redis/cloudflare";
+import { z } from "zod";
+import { newJobId, topicOfJobId } from "./ids.js";
+import { Keys } from "./keys.js";
+import * as lua from "./lua.generated.js";
+import type { Backoff } from "./policy/backoff.js";
+import { redisCall } from "./redis.js";
+import { runScript } from "./scripts.js";
+import {
+  decodeTopicConf,
+  DEFAULT_TOPIC_DEFAULTS,
+  encodeTopicPatch,
+  type TopicDefaults,
+  type TopicPatch,
+  type TopicSecrets,
+  type TopicSettings,
+} from "./topics.js";
+import {
+  deadEntrySchema,
+  doneSchema,
+  flatHash,
+  intReply,
+  metaSchema,
+  nullableString,
+  numericReply,
+  parseRecord,
+  type DeadEntry,
+  type JobRecord,
+  type JobState,
+  type Target,
+} from "./types.js";
+
+/** Options of a {@link Queue}. */
+export interface QueueOptions {
+  redis: Redis;
+  /** Key prefix with a hash tag, e.g. `dl:{main}`. */
+  prefix: string;
+  /** Defaults for topics that do not set their own. Default {@link DEFAULT_TOPIC_DEFAULTS}. */
+  defaults?: Partial<TopicDefaults>;
+  /** Finished jobs stay readable this long. Default 3,600,000 ms (1 h). */
+  retentionMs?: number;
+  /** Dead-letter list length per topic; the oldest entries are trimmed. Default 10,000. */
+  deadLetterCap?: number;
+  /** How long an idempotency key is remembered. Default 86,400,000 ms (24 h). */
+  idempotencyWindowMs?: number;
+  /** Most expired leases one claim reaps. Default 100. */
+  reapLimit?: number;
+  /** The clock. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** A job to enqueue. */
+export interface EnqueueInput {
+  topic: string;
+  payload: unknown;
+  /** Run this many ms from now. Default 0. Ignored when `runAt` is given. */
+  delayMs?: number;
+  /** Run at this epoch ms; a time in the past means now. */
+  runAt?: number;
+  maxAttempts?: number;
+  backoff?: Backoff;
+  target?: Target;
+  timeoutMs?: number;
+  /** A repeat of this key within the idempotency window returns the first job's id. */
+  idempotencyKey?: string;
+}
+
+export interface EnqueueResult {
+  id: string;
+  topic: string;
+  dueAt: number;
+  deduplicated: boolean;
+}
+
+export interface ClaimedJob {
+  id: string;
+  topic: string;
+  attempt: number;
+  dueAt: number;
+  leaseExpiresAt: number;
+  record: JobRecord;
+}
+
+export interface ClaimResult {
+  jobs: ClaimedJob[];
+  /** The earliest due time still scheduled in the topic, or null when none is. */
+  nextDueAt: number | null;
+  paused: boolean;
+  /** Expired leases handled by this claim. */
+  reaped: { retried: number; dead: number };
+}
+
+export type Outcome =
+  | { id: string; attempt: number; kind: "ack" }
+  | { id: string; attempt: number; kind: "retry"; at: number; error: string }
+  | { id: string; attempt: number; kind: "dead"; error: string };
+
+export interface JobView {
+  id: string;
+  topic: string;
+  state: JobState;
+  /** When the job is or was due (for a job in flight: the due time of the current attempt). */
+  dueAt: number | null;
+  attempts: number;
+  maxAttempts: number;
+  lastError: string | null;
+  createdAt: number;
+  payload: unknown;
+  leaseExpiresAt?: number;
+  finishedAt?: number;
+}
+
+export interface TopicStats {
+  topic: string;
+  settings: TopicSettings;
+  scheduled: number;
+  ready: number;
+  inflight: number;
+  dead: number;
+  /** Due time of the oldest job that is ready now, or null. */
+  oldestReadyDueAt: number | null;
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+}
+
+/** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
+export const MAX_BATCH = 1_000;
+
+// Topics this isolate has registered already: only the first enqueue per
+// topic pays the SADD, which keeps a single enqueue at three commands.
+const registered = new Map<string, Set<string>>();
+
+/**
+ * delayline's queue: every state change of a job is one Lua script, so no
+ * interleaving of producers, ticks and consumers can lose or duplicate a job.
+ */
+export class Queue {
+  readonly keys: Keys;
+  private readonly redis: Redis;
+  private readonly defaults: TopicDefaults;
+  private readonly retentionMs: number;
+  private readonly deadLetterCap: number;
+  private readonly idempotencyWindowMs: number;
+  private readonly reapLimit: number;
+  private readonly now: () => number;
+
+  constructor(options: QueueOptions) {
+    this.redis = options.redis;
+    this.keys = new Keys(options.prefix);
+    this.defaults = { ...DEFAULT_TOPIC_DEFAULTS, ...options.defaults };
+    this.retentionMs = options.retentionMs ?? 3_600_000;
+    this.deadLetterCap = options.deadLetterCap ?? 10_000;
+    this.idempotencyWindowMs = options.idempotencyWindowMs ?? 86_400_000;
+    this.reapLimit = options.reapLimit ?? 100;
+    this.now = options.now ?? Date.now;
+  }
+
+  private doneKeys(now: number): { current: string; previous: string } {
+    return {
+      current: this.keys.done(now, this.retentionMs),
+      previous: this.keys.done(now - this.retentionMs, this.retentionMs),
+    };
+  }
+
+  /** A done bucket must outlive its last write by a whole retention window. */
+  private get doneTtlMs(): number {
+    return 2 * this.retentionMs;
+  }
+
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    return (await this.enqueueBatch([input]))[0]!;
+  }
+
+  /** Enqueues up to {@link MAX_BATCH} jobs in one atomic call, in order. */
+  async enqueueBatch(inputs: EnqueueInput[]): Promise<EnqueueResult[]> {
+    if (inputs.length === 0) return [];
+    if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
+    const now = this.now();
+    const seen = registered.get(this.keys.prefix) ?? new Set<string>();
+    const keys = [this.keys.jobs, this.keys.topics];
+    const args: Array<string | number> = [inputs.length, this.idempotencyWindowMs];
+    const planned: Array<{ topic: string; dueAt: number }> = [];
+    const newTopics = new Set<string>();
+    for (const input of inputs) {
+      const id = newJobId(input.topic, now);
+      const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
+      const record: JobRecord = { id, topic: input.topic, payload: input.payload, createdAt: now };
+      if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
+      if (input.backoff !== undefined) record.backoff = input.backoff;
+      if (input.target !== undefined) record.target = input.target;
+      if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
+      if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
+      const due = this.keys.topic(input.topic).due;
+      keys.push(due, input.idempotencyKey !== undefined ? this.keys.idempotency(input.topic, input.idempotencyKey) : due);
+      let flags = input.idempotencyKey !== undefined ? "i" : "-";
+      if (!seen.has(input.topic)) {
+        flags += "r";
+        newTopics.add(input.topic);
+      }
+      args.push(id, dueAt, JSON.stringify(record), input.topic, flags);
+      planned.push({ topic: input.topic, dueAt });
+    }
+    const reply = z.array(z.union([z.string(), z.number()])).parse(await runScript(this.redis, lua.enqueue, keys, args));
+    for (const t of newTopics) seen.add(t);
+    registered.set(this.keys.prefix, seen);
+    return planned.map((p, i) => ({
+      id: String(reply[2 * i]),
+      topic: p.topic,
+      dueAt: p.dueAt,
+      deduplicated: reply[2 * i + 1] === 1,
+    }));
+  }
+
+  /**
+   * Reaps expired leases, then leases up to `max` due jobs of `topic` for
+   * `leaseMs`, within the topic's rate limit and concurrency.
+   */
+  async claim(topic: string, options: { max: number; leaseMs: number; now?: number }): Promise<ClaimResult> {
+    const max = Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH);
+    const now = options.now ?? this.now();
+    const t = this.keys.topic(topic);
+    const raw = await runScript(
+      this.redis,
+      lua.claim,
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.stats, t.dead, this.keys.done(now, this.retentionMs)],
+      [
+        now,
+        max,
+        options.leaseMs,
+        Math.floor(Math.random() * 2 ** 31),
+        this.defaults.maxAttempts,
+        JSON.stringify(this.defaults.backoff),
+        this.deadLetterCap,
+        this.doneTtlMs,
+        this.reapLimit,
+      ],
+    );
+    const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
+    const [nextDue, retried, dead, paused] = reply.slice(0, 4).map((v) => numericReply.parse(v));
+    const jobs: ClaimedJob[] = [];
+    for (let i = 4; i < reply.length; i += 4) {
+      jobs.push({
+        id: String(reply[i]),
+        topic,
+        attempt: intReply.parse(reply[i + 1]),
+        dueAt: numericReply.parse(reply[i + 2]),
+        leaseExpiresAt: now + options.leaseMs,
+        record: parseRecord(String(reply[i + 3])),
+      });
+    }
+    return { jobs, nextDueAt: nextDue! < 0 ? null : nextDue!, paused: paused === 1, reaped: { retried: retried!, dead: dead! } };
+  }
+
+  /** Settles a chunk of one topic's claimed jobs; each result says whether it applied or was stale. */
+  async settle(topic: string, outcomes: Outcome[], options: { now?: number } = {}): Promise<Array<{ id: string; applied: boolean }>> {
+    if (outcomes.length === 0) return [];
+    if (outcomes.length > MAX_BATCH) throw new RangeError(`settle at most ${MAX_BATCH} outcomes at once`);
+    const now = options.now ?? this.now();
+    const t = this.keys.topic(topic);
+    const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, outcomes.length];
+    for (const o of outcomes) {
+      args.push(o.id, o.attempt, o.kind, o.kind === "retry" ? Math.round(o.at) : 0, o.kind === "ack" ? "" : o.error);
+    }
+    const raw = await runScript(
+      this.redis,
+      lua.settle,
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.stats, t.dead, this.keys.done(now, this.retentionMs)],
+      args,
+    );
+    const applied = z.array(intReply).length(outcomes.length).parse(raw);
+    return outcomes.map((o, i) => ({ id: o.id, applied: applied[i] === 1 }));
+  }
+
+  /** Cancels a scheduled job. */
+  async cancel(id: string): Promise<"cancelled" | "not-found" | "inflight"> {
+    const topic = topicOfJobId(id);
+    if (!topic) return "not-found";
+    const t = this.keys.topic(topic);
+    const now = this.now();
+    const code = intReply.parse(
+      await runScript(
+        this.redis,
+        lua.cancel,
+        [t.due, t.lease, this.keys.jobs, this.keys.meta, this.keys.done(now, this.retentionMs)],
+        [id, now, this.doneTtlMs],
+      ),
+    );
+    return code === 1 ? "cancelled" : code === -1 ? "inflight" : "not-found";
+  }
+
+  /** Moves a scheduled job to a new due time (a time in the past means now). */
+  async reschedule(id: string, dueAt: number): Promise<"rescheduled" | "not-found" | "inflight"> {
+    const topic = topicOfJobId(id);
+    if (!topic) return "not-found";
+    const t = this.keys.topic(topic);
+    const due = Math.max(this.now(), Math.round(dueAt));
+    const code = intReply.parse(await runScript(this.redis, lua.reschedule, [t.due, t.lease], [id, due]));
+    return code === 1 ? "rescheduled" : code === -1 ? "inflight" : "not-found";
+  }
+
+  /** Everything known about a job, or null when it is unknown or its retention ran out. */
+  async get(id: string): Promise<JobView | null> {
+    const topic = topicOfJobId(id);
+    if (!topic) return null;
+    const t = this.keys.topic(topic);
+    const now = this.now();
+    const done = this.doneKeys(now);
+    const raw = await runScript(
+      this.redis,
+      lua.get,
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf],
+      [id],
+    );
+    const [record, meta, due, lease, finished, topicMaxAttempts] = z.array(nullableString).length(6).parse(raw);
+    const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? (topicMaxAttempts ? Number(topicMaxAttempts) : this.defaults.maxAttempts);
+    if (record) {
+      const job = parseRecord(record);
+      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null };
+      const view: JobView = {
+        id,
+        topic,
+        state: lease ? "inflight" : "scheduled",
+        dueAt: lease ? (m.d ?? null) : due ? Number(due) : null,
+        attempts: m.a,
+        maxAttempts: maxAttemptsOf(job),
+        lastError: m.e ?? null,
+        createdAt: job.createdAt,
+        payload: job.payload,
+      };
+      if (lease) view.leaseExpiresAt = Number(lease);
+      return view;
+    }
+    if (!finished) return null;
+    const d = doneSchema.parse(JSON.parse(finished));
+    if (now - d.finishedAt > this.retentionMs) return null;
+    return {
+      id,
+      topic,
+      state: d.state,
+      dueAt: null,
+      attempts: d.attempts,
+      maxAttempts: maxAttemptsOf(d.job),
+      lastError: d.lastError,
+      createdAt: d.job.createdAt,
+      payload: d.job.payload,
+      finishedAt: d.finishedAt,
+    };
+  }
+
+  /** A page of a topic's dead letters, newest first. `cursor` is an offset from the newest. */
+  async listDead(topic: string, options: { limit?: number; cursor?: number } = {}): Promise<{ entries: DeadEntry[]; nextCursor: number | null }> {
+    const limit = Math.min(Math.max(1, options.limit ?? 50), 1_000);
+    const start = Math.max(0, options.cursor ?? 0);
+    const raw = await redisCall(() => this.redis.lrange(this.keys.topic(topic).dead, start, start + limit));
+    const rows = z.array(z.string()).parse(raw);
+    const entries = rows.slice(0, limit).map((r) => deadEntrySchema.parse(JSON.parse(r)));
+    return { entries, nextCursor: rows.length > limit ? start + limit : null };
+  }
+
+  /** Puts dead jobs back on the schedule with fresh attempts; returns how many. */
+  async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<number> {
+    const t = this.keys.topic(topic);
+    const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
+    const args = options.all ? [due, "all"] : [due, "ids", ...(options.ids ?? [])];
+    if (!options.all && (options.ids ?? []).length === 0) return 0;
+    return intReply.parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta], args));
+  }
+
+  /** Drops a topic's dead letters; returns how many. */
+  async purgeDead(topic: string): Promise<number> {
+    return intReply.parse(await runScript(this.redis, lua.purgeDead, [this.keys.topic(topic).dead], []));
+  }
+
+  /** Changes a topic's settings (null clears a field back to its default) and registers it. */
+  async configureTopic(topic: string, patch: TopicPatch): Promise<void> {
+    const t = this.keys.topic(topic);
+    const { set, clear } = encodeTopicPatch(patch);
+    await runScript(this.redis, lua.configureTopic, [t.conf, this.keys.topics, t.bucket], [topic, set.length, ...set.flat(), ...clear]);
+  }
+
+  /** A topic's settings with defaults applied, and its secrets (for signing and verifying only). */
+  async topicSettings(topic: string): Promise<{ settings: TopicSettings; secrets: TopicSecrets }> {
+    // Without automatic deserialization HGETALL arrives as Redis sends it: a flat field/value array.
+    const raw: unknown = await redisCall(() => this.redis.hgetall(this.keys.topic(topic).conf));
+    return decodeTopicConf(flatHash.parse(raw ?? []), this.defaults);
+  }
+
+  /** Settings, backlog and counters of one topic, read in one consistent snapshot. */
+  async topicStats(topic: string): Promise<TopicStats> {
+    const t = this.keys.topic(topic);
+    const now = this.now();
+    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.dead, t.conf, t.stats], [now]);
+    const [scheduled, ready, inflight, dead, conf, counters, oldest] = z
+      .tuple([intReply, intReply, intReply, intReply, flatHash, flatHash, nullableString])
+      .parse(raw);
+    const c = (name: string) => Number(counters[name] ?? 0);
+    return {
+      topic,
+      settings: decodeTopicConf(conf, this.defaults).settings,
+      scheduled,
+      ready,
+      inflight,
+      dead,
+      oldestReadyDueAt: ready > 0 && oldest !== null ? Number(oldest) : null,
+      counters: { dispatched: c("dispatched"), succeeded: c("succeeded"), retried: c("retried"), dead: c("dead") },
+    };
+  }
+
+  /** Every registered topic, sorted by name. */
+  async listTopics(): Promise<string[]> {
+    const members = z.array(z.string()).parse(await redisCall(() => this.redis.smembers(this.keys.topics)));
+    return members.sort();
+  }
+}

@@ -1,0 +1,110 @@
+import { z } from "zod";
+import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
+
+/** Settings of one topic after defaults are applied. */
+export interface TopicSettings {
+  /** Jobs per second the tick may start; unset means no limit. */
+  ratePerSec?: number;
+  /** Token bucket size; default max(1, ratePerSec). */
+  burst?: number;
+  /** Most jobs in flight at once; unset means no limit. */
+  concurrency?: number;
+  /** Attempts before a job is dead. Default 5 (1–100). */
+  maxAttempts: number;
+  /** Retry policy. Default exponential from 1 s, ×2, capped at 1 h, full jitter. */
+  backoff: Backoff;
+  /** Paused topics are not dispatched and claim nothing. Default false. */
+  paused: boolean;
+  /** `push`: the tick delivers; `pull`: consumers claim over HTTP. Default push. */
+  mode: "push" | "pull";
+  /** Default delivery URL of the http handler. */
+  url?: string;
+  /** Per-job handler timeout. Default 30,000 ms. */
+  timeoutMs: number;
+  /** Whether a signing secret (for deliveries) is set; the secret itself is write-only. */
+  hasSigningSecret: boolean;
+  /** Whether a webhook secret (for ingest) is set; the secret itself is write-only. */
+  hasWebhookSecret: boolean;
+}
+
+/** Secrets of a topic, for the code that signs and verifies; never returned by the API. */
+export interface TopicSecrets {
+  signingSecret?: string;
+  webhookSecret?: string;
+}
+
+/** Deployment-wide defaults for what a topic does not set. */
+export interface TopicDefaults {
+  /** Default 5. */
+  maxAttempts: number;
+  /** Default {@link DEFAULT_BACKOFF}. */
+  backoff: Backoff;
+  /** Default 30,000 ms. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_TOPIC_DEFAULTS: TopicDefaults = { maxAttempts: 5, backoff: DEFAULT_BACKOFF, timeoutMs: 30_000 };
+
+/** A change to a topic's settings: a value sets the field, null clears it back to its default. */
+export interface TopicPatch {
+  ratePerSec?: number | null;
+  burst?: number | null;
+  concurrency?: number | null;
+  maxAttempts?: number | null;
+  backoff?: Backoff | null;
+  paused?: boolean | null;
+  mode?: "push" | "pull" | null;
+  url?: string | null;
+  timeoutMs?: number | null;
+  signingSecret?: string | null;
+  webhookSecret?: string | null;
+}
+
+const num = z.string().transform(Number).pipe(z.number().finite());
+const stored = z.object({
+  ratePerSec: num.optional(),
+  burst: num.optional(),
+  concurrency: num.optional(),
+  maxAttempts: num.optional(),
+  backoff: z.string().transform((s) => JSON.parse(s) as Backoff).optional(),
+  paused: z.enum(["true", "false"]).optional(),
+  mode: z.enum(["push", "pull"]).optional(),
+  url: z.string().optional(),
+  timeoutMs: num.optional(),
+  signingSecret: z.string().optional(),
+  webhookSecret: z.string().optional(),
+});
+
+/** Reads a topic's conf hash, filling in defaults. */
+export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDefaults): { settings: TopicSettings; secrets: TopicSecrets } {
+  const c = stored.parse(hash);
+  const settings: TopicSettings = {
+    maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
+    backoff: c.backoff ?? defaults.backoff,
+    paused: c.paused === "true",
+    mode: c.mode ?? "push",
+    timeoutMs: c.timeoutMs ?? defaults.timeoutMs,
+    hasSigningSecret: c.signingSecret !== undefined,
+    hasWebhookSecret: c.webhookSecret !== undefined,
+  };
+  if (c.ratePerSec !== undefined) settings.ratePerSec = c.ratePerSec;
+  if (c.burst !== undefined) settings.burst = c.burst;
+  if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
+  if (c.url !== undefined) settings.url = c.url;
+  const secrets: TopicSecrets = {};
+  if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;
+  if (c.webhookSecret !== undefined) secrets.webhookSecret = c.webhookSecret;
+  return { settings, secrets };
+}
+
+/** Turns a patch into the fields to set and the fields to clear. */
+export function encodeTopicPatch(patch: TopicPatch): { set: Array<[string, string]>; clear: string[] } {
+  const set: Array<[string, string]> = [];
+  const clear: string[] = [];
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    if (value === null) clear.push(field);
+    else set.push([field, typeof value === "object" ? JSON.stringify(value) : String(value)]);
+  }
+  return { set, clear };
+}

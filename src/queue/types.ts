@@ -1,0 +1,79 @@
+import { z } from "zod";
+import type { Backoff } from "./policy/backoff.js";
+
+/** Where the built-in http handler delivers a job. */
+export interface Target {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+}
+
+/** What is stored for a job while it lives; immutable after enqueue. */
+export interface JobRecord {
+  id: string;
+  topic: string;
+  payload: unknown;
+  createdAt: number;
+  maxAttempts?: number;
+  backoff?: Backoff;
+  target?: Target;
+  timeoutMs?: number;
+  idempotencyKey?: string;
+}
+
+export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
+
+const backoffSchema = z.union([
+  z.object({ type: z.literal("fixed"), delay: z.number() }),
+  z.object({ type: z.literal("exponential"), delay: z.number(), factor: z.number(), maxDelay: z.number(), jitter: z.boolean() }),
+  z.object({ type: z.literal("schedule"), delays: z.array(z.number()).min(1) }),
+]);
+
+export const jobRecordSchema = z.object({
+  id: z.string(),
+  topic: z.string(),
+  payload: z.unknown(),
+  createdAt: z.number(),
+  maxAttempts: z.number().int().optional(),
+  backoff: backoffSchema.optional(),
+  target: z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() }).optional(),
+  timeoutMs: z.number().optional(),
+  idempotencyKey: z.string().optional(),
+}) satisfies z.ZodType<JobRecord>;
+
+/** Parses the JSON text of a job record; invalid data is a bug, so it throws. */
+export function parseRecord(text: string): JobRecord {
+  return jobRecordSchema.parse(JSON.parse(text));
+}
+
+export const metaSchema = z.object({ a: z.number().int(), d: z.number().optional(), e: z.string().nullish() });
+
+/** A finished job's record as kept for the retention window. */
+export const doneSchema = z.object({
+  state: z.enum(["succeeded", "dead", "cancelled"]),
+  attempts: z.number().int(),
+  lastError: z.string().nullable(),
+  finishedAt: z.number(),
+  job: jobRecordSchema,
+});
+
+/** A dead-letter entry. */
+export const deadEntrySchema = z.object({
+  id: z.string(),
+  attempts: z.number().int(),
+  lastError: z.string().nullable(),
+  failedAt: z.number(),
+  job: jobRecordSchema,
+});
+export type DeadEntry = z.infer<typeof deadEntrySchema>;
+
+/** Redis replies arrive as strings, integers or null; Lua numbers as integers. */
+export const intReply = z.number().int();
+export const numericReply = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/)]).transform(Number);
+export const stringReply = z.string();
+export const nullableString = z.string().nullable();
+export const flatHash = z.array(z.string()).transform((flat) => {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
+  return out;
+});
