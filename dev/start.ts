@@ -68,6 +68,10 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   });
 }
 
+// Whoever reads our output may go first; a closed pipe must not abort a clean stop.
+process.stdout.on("error", () => {});
+process.stderr.on("error", () => {});
+
 // npm does not always pass SIGTERM on to its script; when whoever started us
 // is gone, stop as if signalled, so no orphaned Redis or workerd stays behind.
 const parent = process.ppid;

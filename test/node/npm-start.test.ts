@@ -21,6 +21,31 @@ function groupMembers(pgid: number): string[] {
     .filter((l) => l && Number(l.split(/\s+/)[0]) === pgid);
 }
 
+/** Every live descendant of `root`: what npm start spawned, however it grouped them. */
+function descendants(root: number): Array<{ pid: number; args: string }> {
+  const ps = spawnSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" });
+  const rows = ps.stdout
+    .split("\n")
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }));
+  const found: Array<{ pid: number; args: string }> = [];
+  const walk = (pid: number) => {
+    for (const r of rows) if (r.ppid === pid) (found.push({ pid: r.pid, args: r.args }), walk(r.pid));
+  };
+  walk(root);
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function processesUsing(dir: string): string[] {
   const ps = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
   return ps.stdout.split("\n").filter((l) => l.includes(dir));
@@ -35,6 +60,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
+  let stack: Array<{ pid: number; args: string }> = [];
   child.stdout!.on("data", (c: Buffer) => (output += c));
   child.stderr!.on("data", (c: Buffer) => (output += c));
   const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
@@ -60,6 +86,10 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     expect(running).toMatch(/redis-server/);
     expect(processesUsing(dataDir).join("\n")).toMatch(/wrangler/);
     expect(output).toContain("start-test-token");
+    const spawned = descendants(child.pid!);
+    expect(spawned.some((p) => /workerd/.test(p.args))).toBe(true);
+    expect(spawned.some((p) => /redis-server/.test(p.args))).toBe(true);
+    stack = spawned;
 
     process.kill(child.pid!, "SIGTERM");
     // npm re-raises the signal it was stopped by once its script has exited.
@@ -73,7 +103,11 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
   // Bounded wait: children get a moment to finish exiting after npm does.
   let left: string[] = [];
   for (let i = 0; i < 40; i++) {
-    left = [...groupMembers(child.pid!), ...processesUsing(dataDir)];
+    left = [
+      ...groupMembers(child.pid!),
+      ...processesUsing(dataDir),
+      ...stack.filter((p) => alive(p.pid)).map((p) => `${p.pid} ${p.args}`),
+    ];
     if (left.length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
   }
