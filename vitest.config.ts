@@ -6,6 +6,7 @@ export const TEST_API_TOKEN = "test-api-token-0123456789";
 
 export default defineConfig({
   test: {
+    reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
         test: {

@@ -13,10 +13,14 @@ import { tsImport } from "tsx/esm/api";
 export default async function setup(project: TestProject) {
   const { startTestStack } = (await tsImport("./stack.ts", import.meta.url)) as typeof import("./stack.js");
   const stack = await startTestStack();
+  // A second Redis that only the cost test uses, so its command counts are exact.
+  const meter = await startTestStack();
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
+  project.provide("meterBridgeUrl", meter.bridge.url);
+  project.provide("meterBridgeToken", meter.token);
   return async () => {
-    await stack.stop();
+    await Promise.all([stack.stop(), meter.stop()]);
   };
 }

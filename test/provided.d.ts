@@ -4,6 +4,9 @@ declare module "vitest" {
     bridgeUrl: string;
     bridgeToken: string;
     redisUrl: string;
+    /** A bridge to a Redis of its own, for exact command counts. */
+    meterBridgeUrl: string;
+    meterBridgeToken: string;
   }
 }
 export {};

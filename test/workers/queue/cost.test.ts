@@ -1,0 +1,106 @@
+/**
+ * What a job costs in Redis commands (as Upstash bills them: INFO
+ * commandstats counts the commands scripts run too) and in REST requests
+ * (Workers subrequests). Runs against a Redis of its own so the counts are exact.
+ */
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { Queue } from "../../../src/queue/queue.js";
+import { createRedis } from "../../../src/queue/redis.js";
+import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
+import { freshPrefix } from "./helpers.js";
+
+const redis = createRedis({ redisUrl: inject("meterBridgeUrl"), redisToken: inject("meterBridgeToken"), redisTimeoutMs: 30_000 });
+const report: Record<string, number> = {};
+
+// Counts REST requests to the metered Redis (every one is a Workers subrequest).
+let requests = 0;
+const realFetch = globalThis.fetch;
+beforeAll(() => {
+  globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+    if (String(input instanceof Request ? input.url : input).startsWith(inject("meterBridgeUrl"))) requests++;
+    return realFetch(input, init);
+  }) as typeof fetch;
+});
+afterAll(() => {
+  globalThis.fetch = realFetch;
+  console.log(JSON.stringify({ costPerJob: report }));
+});
+
+/** A command the client has no method for, sent as the REST protocol's `POST /`. */
+async function raw(command: string[]): Promise<string> {
+  const res = await realFetch(inject("meterBridgeUrl"), {
+    method: "POST",
+    headers: { authorization: `Bearer ${inject("meterBridgeToken")}` },
+    body: JSON.stringify(command),
+  });
+  return ((await res.json()) as { result: string }).result;
+}
+
+async function meter<T>(work: () => Promise<T>): Promise<{ commands: number; requests: number; result: T }> {
+  await raw(["CONFIG", "RESETSTAT"]);
+  requests = 0;
+  const result = await work();
+  const made = requests;
+  let commands = 0;
+  for (const line of (await raw(["INFO", "commandstats"])).split("\n")) {
+    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+    // Leave out the metering's own CONFIG RESETSTAT.
+    if (m && !m[1]!.startsWith("config")) commands += Number(m[2]);
+  }
+  return { commands, requests: made, result };
+}
+
+const N = 10_000;
+const CHUNK = 100;
+
+it(`${N} jobs through enqueue → claim → ack in chunks of ${CHUNK}: ≤ 4 Redis commands per job`, { timeout: 180_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  // Producers enqueue one job per call; 50 calls in flight at a time.
+  const enqueue = await meter(async () => {
+    for (let i = 0; i < N; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => queue.enqueue({ topic: "bill", payload: { n: i + j, pad: "x".repeat(80) } })));
+    }
+  });
+  const drain = await meter(async () => {
+    let done = 0;
+    for (;;) {
+      const { jobs } = await queue.claim("bill", { max: CHUNK, leaseMs: 60_000 });
+      if (jobs.length === 0) return done;
+      await queue.settle("bill", jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
+      done += jobs.length;
+    }
+  });
+  expect(drain.result).toBe(N);
+  report.enqueueCommands = enqueue.commands / N;
+  report.claimAndAckCommands = drain.commands / N;
+  report.successCommands = (enqueue.commands + drain.commands) / N;
+  report.enqueueRequests = enqueue.requests / N;
+  report.claimAndAckRequests = drain.requests / N;
+  expect(report.successCommands).toBeLessThanOrEqual(4);
+});
+
+it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const backoff = normalizeBackoff({ type: "fixed", delay: 0 });
+  await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "fail", payload: i, backoff, maxAttempts: 2 })));
+  const cycle = async (kind: "retry" | "dead") => {
+    let n = 0;
+    for (;;) {
+      const { jobs } = await queue.claim("fail", { max: CHUNK, leaseMs: 60_000 });
+      if (jobs.length === 0) return n;
+      await queue.settle(
+        "fail",
+        jobs.map((j) => (kind === "retry" ? { id: j.id, attempt: j.attempt, kind, at: Date.now(), error: "HTTP 503" } : { id: j.id, attempt: j.attempt, kind, error: "HTTP 500" })),
+      );
+      n += jobs.length;
+      if (kind === "retry" && n >= 1_000) return n;
+    }
+  };
+  const retry = await meter(() => cycle("retry"));
+  const dead = await meter(() => cycle("dead"));
+  expect(retry.result).toBe(1_000);
+  expect(dead.result).toBe(1_000);
+  report.failedAttemptCommands = retry.commands / 1_000;
+  report.deadLetterCommands = dead.commands / 1_000;
+  expect((await queue.topicStats("fail")).counters).toMatchObject({ retried: 1_000, dead: 1_000 });
+});
