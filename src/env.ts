@@ -13,6 +13,13 @@ export interface Env {
   ALLOW_PRIVATE_TARGETS?: string;
   TICK_POLL_MS?: string;
   REDIS_TIMEOUT_MS?: string;
+  MAX_PAYLOAD_BYTES?: string;
+  MAX_BODY_BYTES?: string;
+  RETENTION_MS?: string;
+  DEAD_LETTER_CAP?: string;
+  IDEMPOTENCY_WINDOW_MS?: string;
+  DEFAULT_MAX_ATTEMPTS?: string;
+  DEFAULT_TIMEOUT_MS?: string;
 }
 
 const bool = z
@@ -47,6 +54,13 @@ const SettingsSchema = z.object({
   ALLOW_PRIVATE_TARGETS: bool,
   TICK_POLL_MS: int(50, 60_000, 1_000),
   REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
+  MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, 256 * 1024),
+  MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, 5 * 1024 * 1024),
+  RETENTION_MS: int(1_000, 30 * 86_400_000, 3_600_000),
+  DEAD_LETTER_CAP: int(1, 1_000_000, 10_000),
+  IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, 86_400_000),
+  DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
+  DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -68,6 +82,20 @@ export interface Settings {
   tickPollMs: number;
   /** A Redis request slower than this counts as an outage. Default 5,000 ms. */
   redisTimeoutMs: number;
+  /** Largest job payload, serialized. Default 262,144 bytes (256 KiB). */
+  maxPayloadBytes: number;
+  /** Largest request body; checked before parsing. Default 5 MiB. */
+  maxBodyBytes: number;
+  /** Finished jobs stay readable this long. Default 3,600,000 ms (1 h). */
+  retentionMs: number;
+  /** Dead letters kept per topic; the oldest are trimmed. Default 10,000. */
+  deadLetterCap: number;
+  /** How long an idempotency key is remembered. Default 86,400,000 ms (24 h). */
+  idempotencyWindowMs: number;
+  /** Attempts for topics that set none. Default 5. */
+  defaultMaxAttempts: number;
+  /** Handler timeout for topics that set none. Default 30,000 ms. */
+  defaultTimeoutMs: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -103,6 +131,13 @@ export function settings(env: Env): Settings {
     allowPrivateTargets: d.ALLOW_PRIVATE_TARGETS,
     tickPollMs: d.TICK_POLL_MS,
     redisTimeoutMs: d.REDIS_TIMEOUT_MS,
+    maxPayloadBytes: d.MAX_PAYLOAD_BYTES,
+    maxBodyBytes: d.MAX_BODY_BYTES,
+    retentionMs: d.RETENTION_MS,
+    deadLetterCap: d.DEAD_LETTER_CAP,
+    idempotencyWindowMs: d.IDEMPOTENCY_WINDOW_MS,
+    defaultMaxAttempts: d.DEFAULT_MAX_ATTEMPTS,
+    defaultTimeoutMs: d.DEFAULT_TIMEOUT_MS,
   };
   cache.set(env, result);
   return result;

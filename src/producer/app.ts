@@ -1,13 +1,23 @@
-import { Hono } from "hono";
-import { settings, SettingsError, type Env, type Settings } from "../env.js";
-import { createRedis, RedisUnavailableError } from "../queue/redis.js";
+import { createRoute, z } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { settings, SettingsError } from "../env.js";
+import { queueFromSettings } from "../queue/from-settings.js";
 import { lastTickAt, redisIsUp } from "../queue/health.js";
-import { problem } from "./problem.js";
+import { createRedis, RedisUnavailableError } from "../queue/redis.js";
+import { bearerToken, tokenMatches } from "./auth.js";
+import { jsonBody } from "./body.js";
+import { router, type AppEnv } from "./context.js";
+import { ApiProblem, problem } from "./problem.js";
+import { hooks } from "./routes/hooks.js";
+import { jobs } from "./routes/jobs.js";
+import { topics } from "./routes/topics.js";
+import { Problem } from "./schemas.js";
 
-export type AppEnv = { Bindings: Env; Variables: { settings: Settings } };
+export type { AppEnv };
 
 /** The producer: delayline's HTTP API. */
-export const app = new Hono<AppEnv>();
+export const app = router();
 
 app.use(async (c, next) => {
   // Parsing here makes a misconfigured deployment fail on its first request,
@@ -16,16 +26,109 @@ app.use(async (c, next) => {
   await next();
 });
 
-app.get("/healthz", async (c) => {
-  const s = c.get("settings");
-  const redis = createRedis(s);
-  const up = await redisIsUp(redis);
-  if (!up) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
-  const last = await lastTickAt(redis, s.prefix).catch(() => null);
-  return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last });
+app.use("/v1/*", async (c, next) => {
+  // Webhook ingest authorises itself: a bearer token or a body signature.
+  if (c.req.path.startsWith("/v1/hooks/")) return next();
+  const token = bearerToken(c.req.header("authorization"));
+  if (token === null || !(await tokenMatches(token, c.get("settings").apiTokens))) {
+    return problem(401, token === null ? "send Authorization: Bearer <token>" : "the token is not valid", {
+      headers: { "www-authenticate": 'Bearer realm="delayline"' },
+    });
+  }
+  await next();
 });
 
-app.notFound((c) => problem(404, `no route for ${c.req.method} ${c.req.path}`));
+app.use("/v1/*", (c, next) =>
+  bodyLimit({
+    maxSize: c.get("settings").maxBodyBytes,
+    onError: () => problem(413, `the body is larger than ${c.get("settings").maxBodyBytes} bytes`),
+  })(c, next),
+);
+
+app.use("/v1/*", async (c, next) => {
+  if (c.req.path.startsWith("/v1/hooks/")) return next();
+  return jsonBody(c, next);
+});
+
+app.use("/v1/*", async (c, next) => {
+  c.set("queue", queueFromSettings(c.get("settings")));
+  await next();
+});
+
+app.openapi(
+  createRoute({
+    method: "get",
+    path: "/healthz",
+    summary: "Liveness and Redis reachability (no auth)",
+    security: [],
+    responses: {
+      200: {
+        description: "Healthy",
+        content: {
+          "application/json": {
+            schema: z.object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() }),
+          },
+        },
+      },
+      503: {
+        description: "Redis unreachable",
+        content: {
+          "application/json": {
+            schema: z.object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() }),
+          },
+        },
+      },
+    },
+  }),
+  async (c) => {
+    const s = c.get("settings");
+    const redis = createRedis(s);
+    if (!(await redisIsUp(redis))) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
+    const last = await lastTickAt(redis, s.prefix).catch(() => null);
+    return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);
+  },
+);
+
+app.route("/v1/jobs", jobs);
+app.route("/v1/topics", topics);
+app.route("/v1/hooks", hooks);
+
+app.openAPIRegistry.register("Problem", Problem);
+app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
+  type: "apiKey",
+  in: "header",
+  name: "X-Delayline-Signature",
+  description: "sha256=<hex HMAC-SHA256 of the raw body with the topic's webhookSecret> (webhook ingest only)",
+});
+app.doc31("/openapi.json", {
+  openapi: "3.1.0",
+  info: {
+    title: "delayline",
+    version: "0.1.0",
+    description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
+  },
+  security: [{ bearer: [] }],
+});
+
+/** Route patterns the app serves, for telling 405 from 404. */
+function servedMethods(path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of app.routes) {
+    if (r.method === "ALL") continue;
+    const pattern = new RegExp(`^${r.path.replace(/:[^/]+/g, "[^/]+")}/?$`);
+    if (pattern.test(path)) methods.add(r.method);
+  }
+  return [...methods];
+}
+
+app.notFound((c) => {
+  const allowed = servedMethods(c.req.path);
+  if (allowed.length > 0) {
+    return problem(405, `${c.req.method} is not allowed on ${c.req.path}`, { headers: { allow: allowed.join(", ") } });
+  }
+  return problem(404, `no route for ${c.req.method} ${c.req.path}`);
+});
 
 app.onError((err, c) => {
   if (err instanceof SettingsError) {
@@ -37,6 +140,9 @@ app.onError((err, c) => {
       headers: { "retry-after": "1" },
     });
   }
+  if (err instanceof ApiProblem) return problem(err.status, err.message, { headers: err.headers });
+  // Hono's own 4xx (e.g. malformed JSON caught by its validator).
+  if (err instanceof HTTPException && err.status >= 400 && err.status < 500) return problem(err.status, err.message || "bad request");
   console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(err) }));
   return problem(500, "internal error");
 });

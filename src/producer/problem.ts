@@ -1,3 +1,5 @@
+import type { ZodError } from "zod";
+
 /**
  * RFC 9457 problem details: every error delayline's HTTP edge returns.
  */
@@ -39,4 +41,25 @@ export function problem(
     status,
     headers: { "content-type": "application/problem+json", ...extra.headers },
   });
+}
+
+/** Thrown by a route handler to answer with a problem document (the app's one error hook renders it). */
+export class ApiProblem extends Error {
+  constructor(
+    readonly status: number,
+    detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = "ApiProblem";
+  }
+}
+
+/** 422 listing every violated rule with its JSON path (e.g. `jobs[3].topic`). */
+export function validationProblem(error: ZodError, where: string): Response {
+  const errors = error.issues.map((i) => ({
+    path: i.path.reduce<string>((acc, p) => (typeof p === "number" ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)), ""),
+    message: i.message,
+  }));
+  return problem(422, `the ${where} does not match the schema`, { type: "urn:delayline:validation", errors });
 }

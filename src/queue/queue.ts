@@ -3,7 +3,7 @@ import { z } from "zod";
 import { newJobId, topicOfJobId } from "./ids.js";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
-import type { Backoff } from "./policy/backoff.js";
+import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
 import { redisCall } from "./redis.js";
 import { runScript } from "./scripts.js";
 import {
@@ -268,6 +268,48 @@ export class Queue {
     );
     const applied = z.array(intReply).length(outcomes.length).parse(raw);
     return outcomes.map((o, i) => ({ id: o.id, applied: applied[i] === 1 }));
+  }
+
+  /** Acks one claimed job by id (pull consumers). */
+  async ack(id: string, attempt: number): Promise<"acked" | "stale"> {
+    const topic = topicOfJobId(id);
+    if (!topic) return "stale";
+    const [r] = await this.settle(topic, [{ id, attempt, kind: "ack" }]);
+    return r!.applied ? "acked" : "stale";
+  }
+
+  /**
+   * Fails one claimed job by id (pull consumers): retried by its policy (or
+   * at `retryAfterMs`), or dead when permanent or out of attempts.
+   */
+  async fail(
+    id: string,
+    attempt: number,
+    failure: { error: string; retryAfterMs?: number; permanent?: boolean },
+  ): Promise<"retry" | "dead" | "stale"> {
+    const topic = topicOfJobId(id);
+    if (!topic) return "stale";
+    const [recordText, { settings }] = await Promise.all([
+      redisCall(() => this.redis.hget<string>(this.keys.jobs, id)),
+      this.topicSettings(topic),
+    ]);
+    if (recordText === null) return "stale";
+    const record = parseRecord(recordText);
+    const now = this.now();
+    const decision = decideAfterFailure({
+      attempt,
+      maxAttempts: record.maxAttempts ?? settings.maxAttempts,
+      backoff: record.backoff ?? settings.backoff,
+      now,
+      ...(failure.permanent !== undefined ? { permanent: failure.permanent } : {}),
+      ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+    });
+    const outcome: Outcome =
+      decision.kind === "retry"
+        ? { id, attempt, kind: "retry", at: decision.at, error: failure.error }
+        : { id, attempt, kind: "dead", error: failure.error };
+    const [r] = await this.settle(topic, [outcome], { now });
+    return r!.applied ? decision.kind : "stale";
   }
 
   /** Cancels a scheduled job. */

@@ -43,9 +43,11 @@ export async function redisCall<T>(call: () => Promise<T>): Promise<T> {
 
 function isOutage(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  // fetch() failing outright (connection refused) is a TypeError in workerd;
-  // an expired per-request deadline is a TimeoutError or AbortError.
-  if (["TypeError", "TimeoutError", "AbortError", "UpstashJSONParseError"].includes(err.name)) return true;
-  // The bridge answers 503 with this text when its Redis is down.
-  return /Redis is unreachable|bridge is shutting down/.test(err.message);
+  // Redis answered with an error of its own (WRONGTYPE, a Lua error): the
+  // client raises an UpstashError. The bridge's "Redis is unreachable" (503)
+  // arrives the same way and is an outage.
+  if (err.name === "UpstashError") return /Redis is unreachable|bridge is shutting down|Service Unavailable|timed out/i.test(err.message);
+  // Anything else escaped fetch itself: refused, reset, timed out, a body
+  // that is not the protocol's JSON.
+  return true;
 }

@@ -1,0 +1,201 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { EnqueueInput, Queue } from "../../queue/queue.js";
+import { normalizeBackoff } from "../../queue/policy/backoff.js";
+import { problemResponses, router } from "../context.js";
+import { ApiProblem } from "../problem.js";
+import {
+  AckBody,
+  BatchBody,
+  EnqueueResponse,
+  iso,
+  JobBody,
+  JobId,
+  JobView,
+  NackBody,
+  RescheduleBody,
+} from "../schemas.js";
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
+const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
+const IdempotencyHeader = z.object({
+  "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "Idempotency-Key", in: "header" } }),
+});
+
+/** Checks what a schema cannot, the payload's size, and builds the job for the queue. */
+function toInput(body: JobBody, maxPayloadBytes: number, index?: number): EnqueueInput {
+  const where = index === undefined ? "payload" : `jobs[${index}].payload`;
+  const size = new TextEncoder().encode(JSON.stringify(body.payload ?? null)).length;
+  if (size > maxPayloadBytes) {
+    throw new ApiProblem(413, `${where} is ${size} bytes serialized; the limit is ${maxPayloadBytes}`);
+  }
+  const input: EnqueueInput = { topic: body.topic, payload: body.payload ?? null };
+  if (body.delay !== undefined) input.delayMs = body.delay;
+  if (body.runAt !== undefined) input.runAt = body.runAt;
+  if (body.maxAttempts !== undefined) input.maxAttempts = body.maxAttempts;
+  if (body.backoff !== undefined) input.backoff = normalizeBackoff(body.backoff);
+  if (body.target !== undefined) input.target = body.target;
+  if (body.timeoutMs !== undefined) input.timeoutMs = body.timeoutMs;
+  if (body.idempotencyKey !== undefined) input.idempotencyKey = body.idempotencyKey;
+  return input;
+}
+
+export const jobs = router()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/",
+      summary: "Enqueue a job",
+      request: { body: { ...json(JobBody), required: true }, headers: IdempotencyHeader },
+      responses: {
+        201: { description: "Enqueued", ...json(EnqueueResponse) },
+        200: { description: "A repeat of an idempotency key: the existing job", ...json(EnqueueResponse) },
+        ...problemResponses([400, 401, 413, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const header = c.req.valid("header")["idempotency-key"];
+      const input = toInput(body, c.get("settings").maxPayloadBytes);
+      
+      if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
+      const r = await c.get("queue").enqueue(input);
+      return c.json({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/batch",
+      summary: "Enqueue up to 1,000 jobs, all or nothing",
+      request: { body: { ...json(BatchBody), required: true } },
+      responses: {
+        201: { description: "Enqueued, in order", ...json(z.object({ jobs: z.array(EnqueueResponse) })) },
+        ...problemResponses([400, 401, 413, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { jobs: bodies } = c.req.valid("json");
+      const max = c.get("settings").maxPayloadBytes;
+      const inputs: EnqueueInput[] = [];
+      for (const [i, b] of bodies.entries()) {
+        inputs.push(toInput(b, max, i));
+      }
+      const results = await c.get("queue").enqueueBatch(inputs);
+      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{id}",
+      summary: "A job's state",
+      request: { params: IdParam },
+      responses: { 200: { description: "The job", ...json(JobView) }, ...problemResponses([401, 404, 503]) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const job = await c.get("queue").get(id);
+      if (!job) throw new ApiProblem(404, `no job ${id} (unknown, or finished longer ago than the retention window)`);
+      return c.json(
+        {
+          id: job.id,
+          topic: job.topic,
+          state: job.state,
+          dueAt: job.dueAt === null ? null : iso(job.dueAt),
+          attempts: job.attempts,
+          maxAttempts: job.maxAttempts,
+          lastError: job.lastError,
+          createdAt: iso(job.createdAt),
+          payload: job.payload,
+          ...(job.leaseExpiresAt !== undefined ? { leaseExpiresAt: iso(job.leaseExpiresAt) } : {}),
+          ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
+        },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{id}",
+      summary: "Cancel a scheduled job",
+      request: { params: IdParam },
+      responses: {
+        200: { description: "Cancelled", ...json(z.object({ id: JobId, state: z.literal("cancelled") })) },
+        ...problemResponses([401, 404, 409, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const r = await c.get("queue").cancel(id);
+      if (r === "inflight") throw new ApiProblem(409, `job ${id} is in flight and cannot be cancelled`);
+      if (r === "not-found") await notScheduled(c.get("queue"), id);
+      return c.json({ id, state: "cancelled" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/{id}",
+      summary: "Reschedule a scheduled job",
+      request: { params: IdParam, body: { ...json(RescheduleBody), required: true } },
+      responses: {
+        200: { description: "Rescheduled", ...json(z.object({ id: JobId, dueAt: z.string() })) },
+        ...problemResponses([400, 401, 404, 409, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const dueAt = body.runAt ?? Date.now() + body.delay!;
+      const r = await c.get("queue").reschedule(id, dueAt);
+      if (r === "inflight") throw new ApiProblem(409, `job ${id} is in flight and cannot be rescheduled`);
+      if (r === "not-found") await notScheduled(c.get("queue"), id);
+      return c.json({ id, dueAt: iso(Math.max(Date.now(), dueAt)) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{id}/ack",
+      summary: "Pull consumers: report success of a claimed attempt",
+      request: { params: IdParam, body: { ...json(AckBody), required: true } },
+      responses: {
+        200: { description: "Acknowledged", ...json(z.object({ id: JobId, state: z.literal("succeeded") })) },
+        ...problemResponses([400, 401, 409, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { attempt } = c.req.valid("json");
+      const r = await c.get("queue").ack(id, attempt);
+      if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased (the lease expired and the job was re-delivered, or it was settled already)`);
+      return c.json({ id, state: "succeeded" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{id}/nack",
+      summary: "Pull consumers: report failure of a claimed attempt",
+      request: { params: IdParam, body: { ...json(NackBody), required: true } },
+      responses: {
+        200: { description: "Retried by policy, or dead", ...json(z.object({ id: JobId, state: z.enum(["scheduled", "dead"]) })) },
+        ...problemResponses([400, 401, 409, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { attempt, ...failure } = c.req.valid("json");
+      const r = await c.get("queue").fail(id, attempt, failure);
+      if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased`);
+      return c.json({ id, state: r === "retry" ? ("scheduled" as const) : ("dead" as const) }, 200);
+    },
+  );
+
+/** 404 for an unknown job, 409 for one that exists but is no longer scheduled. */
+async function notScheduled(queue: Queue, id: string): Promise<never> {
+  const job = await queue.get(id);
+  if (!job) throw new ApiProblem(404, `no job ${id}`);
+  throw new ApiProblem(409, `job ${id} is ${job.state}, not scheduled`);
+}

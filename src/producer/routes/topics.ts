@@ -1,0 +1,158 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { normalizeBackoff } from "../../queue/policy/backoff.js";
+import type { TopicPatch } from "../../queue/topics.js";
+import type { TopicStats } from "../../queue/queue.js";
+import { problemResponses, router } from "../context.js";
+import { ApiProblem } from "../problem.js";
+import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
+const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+
+function view(s: TopicStats) {
+  return { ...s, oldestReadyDueAt: s.oldestReadyDueAt === null ? null : iso(s.oldestReadyDueAt) };
+}
+
+const pauseRoute = (paused: boolean) =>
+  createRoute({
+    method: "post",
+    path: paused ? "/{topic}/pause" : "/{topic}/resume",
+    summary: paused ? "Pause a topic: nothing is dispatched or claimed" : "Resume a paused topic",
+    request: { params: TopicParam },
+    responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
+  });
+
+export const topics = router()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/",
+      summary: "Every registered topic with its settings and stats",
+      responses: { 200: { description: "Topics", ...json(z.object({ topics: z.array(TopicView) })) }, ...problemResponses([401, 503]) },
+    }),
+    async (c) => {
+      const queue = c.get("queue");
+      const names = await queue.listTopics();
+      const stats = await Promise.all(names.map((n) => queue.topicStats(n)));
+      return c.json({ topics: stats.map(view) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{topic}",
+      summary: "A topic's settings and stats",
+      request: { params: TopicParam },
+      responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
+    }),
+    async (c) => c.json(view(await c.get("queue").topicStats(c.req.valid("param").topic)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/{topic}",
+      summary: "Change a topic's settings (null resets a field; secrets are write-only)",
+      request: { params: TopicParam, body: { ...json(TopicSettingsBody), required: true } },
+      responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([400, 401, 415, 422, 503]) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const { backoff, ...rest } = body;
+      const patch: TopicPatch = { ...rest };
+      if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);
+      const queue = c.get("queue");
+      await queue.configureTopic(topic, patch);
+      return c.json(view(await queue.topicStats(topic)), 200);
+    },
+  )
+  .openapi(pauseRoute(true), async (c) => {
+    const { topic } = c.req.valid("param");
+    await c.get("queue").configureTopic(topic, { paused: true });
+    return c.json(view(await c.get("queue").topicStats(topic)), 200);
+  })
+  .openapi(pauseRoute(false), async (c) => {
+    const { topic } = c.req.valid("param");
+    await c.get("queue").configureTopic(topic, { paused: false });
+    return c.json(view(await c.get("queue").topicStats(topic)), 200);
+  })
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{topic}/dead",
+      summary: "Dead letters, newest first",
+      request: {
+        params: TopicParam,
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(1_000).default(50),
+          cursor: z.coerce.number().int().min(0).default(0),
+        }),
+      },
+      responses: {
+        200: { description: "A page", ...json(z.object({ entries: z.array(DeadEntryView), nextCursor: z.string().nullable() })) },
+        ...problemResponses([401, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const { limit, cursor } = c.req.valid("query");
+      const page = await c.get("queue").listDead(topic, { limit, cursor });
+      return c.json(
+        {
+          entries: page.entries.map((e) => ({ id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload })),
+          nextCursor: page.nextCursor === null ? null : String(page.nextCursor),
+        },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{topic}/dead/replay",
+      summary: "Put dead jobs back on the schedule with fresh attempts",
+      request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
+      responses: { 200: { description: "Replayed", ...json(z.object({ replayed: z.number().int() })) }, ...problemResponses([400, 401, 415, 422, 503]) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const dueAt = Date.now() + (body.delay ?? 0);
+      const replayed = await c.get("queue").replayDead(topic, body.all ? { all: true, dueAt } : { ids: body.ids!, dueAt });
+      return c.json({ replayed }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{topic}/dead",
+      summary: "Drop every dead letter of a topic",
+      request: { params: TopicParam },
+      responses: { 200: { description: "Purged", ...json(z.object({ purged: z.number().int() })) }, ...problemResponses([401, 422, 503]) },
+    }),
+    async (c) => c.json({ purged: await c.get("queue").purgeDead(c.req.valid("param").topic) }, 200),
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{topic}/claim",
+      summary: "Pull consumers: lease due jobs of a pull-mode topic",
+      request: { params: TopicParam, body: { ...json(ClaimBody), required: false } },
+      responses: {
+        200: { description: "Leased jobs (possibly none)", ...json(z.object({ jobs: z.array(ClaimedView) })) },
+        ...problemResponses([400, 401, 409, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const { max, leaseMs } = c.req.valid("json");
+      const queue = c.get("queue");
+      const { settings } = await queue.topicSettings(topic);
+      if (settings.mode !== "pull") throw new ApiProblem(409, `topic ${topic} is in push mode; set mode: "pull" to claim over HTTP`);
+      const { jobs } = await queue.claim(topic, { max, leaseMs });
+      return c.json(
+        { jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempt, payload: j.record.payload, dueAt: iso(j.dueAt), leaseExpiresAt: iso(j.leaseExpiresAt) })) },
+        200,
+      );
+    },
+  );

@@ -1,0 +1,206 @@
+import { z } from "@hono/zod-openapi";
+import { parseDuration } from "../queue/policy/duration.js";
+
+const MAX_DELAY_MS = 365 * 86_400_000;
+
+export const TopicName = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -")
+  .openapi({ example: "emails" });
+
+export const JobId = z
+  .string()
+  .max(100)
+  .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
+
+/** A duration: `"90s"`, `"5m"`, `"1h30m"`, `"500ms"`, or milliseconds. Parsed to ms. */
+export const Duration = z
+  .union([z.string().max(32), z.number().int().nonnegative()])
+  .transform((v, ctx) => {
+    try {
+      return parseDuration(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  })
+  .openapi({ description: 'A duration such as "90s", "5m", "1h30m", "500ms", or a number of ms', example: "90s" });
+
+const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, "must be at most 365 days");
+
+/** ISO 8601 or epoch ms; parsed to epoch ms. */
+export const Instant = z
+  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative()])
+  .transform((v) => (typeof v === "number" ? v : Date.parse(v)))
+  .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
+
+export const BackoffBody = z
+  .discriminatedUnion("type", [
+    z.object({ type: z.literal("fixed"), delay: Duration }).strict(),
+    z
+      .object({
+        type: z.literal("exponential"),
+        delay: Duration.optional(),
+        factor: z.number().min(1).max(100).optional(),
+        maxDelay: Duration.optional(),
+        jitter: z.boolean().optional(),
+      })
+      .strict(),
+    z.object({ type: z.literal("schedule"), delays: z.array(Duration).min(1).max(100) }).strict(),
+  ])
+  .openapi("Backoff");
+
+const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, "an HTTP header name");
+
+export const TargetBody = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048),
+    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).optional(),
+    headers: z
+      .record(HeaderName, z.string().max(4_096).regex(/^[^\r\n]*$/, "no line breaks"))
+      .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
+      .optional(),
+  })
+  .strict()
+  .openapi("Target");
+
+export const JobBody = z
+  .object({
+    topic: TopicName,
+    payload: z.unknown().optional().openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
+    delay: Delay.optional(),
+    runAt: Instant.optional(),
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+    backoff: BackoffBody.optional(),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+    target: TargetBody.optional(),
+    timeoutMs: z.number().int().min(100).max(600_000).optional(),
+  })
+  .strict()
+  .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
+  .openapi("JobRequest");
+export type JobBody = z.output<typeof JobBody>;
+
+export const BatchBody = z
+  .object({ jobs: z.array(JobBody).min(1).max(1_000) })
+  .strict()
+  .openapi("BatchRequest");
+
+export const EnqueueResponse = z
+  .object({ id: JobId, topic: TopicName, dueAt: z.string(), deduplicated: z.boolean() })
+  .openapi("Enqueued");
+
+export const JobView = z
+  .object({
+    id: JobId,
+    topic: TopicName,
+    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled"]),
+    dueAt: z.string().nullable(),
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    payload: z.unknown(),
+    leaseExpiresAt: z.string().optional(),
+    finishedAt: z.string().optional(),
+  })
+  .openapi("Job");
+
+export const RescheduleBody = z
+  .object({ delay: Delay.optional(), runAt: Instant.optional() })
+  .strict()
+  .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
+  .openapi("Reschedule");
+
+export const TopicSettingsBody = z
+  .object({
+    ratePerSec: z.number().positive().max(10_000).nullable().optional(),
+    burst: z.number().int().min(1).max(100_000).nullable().optional(),
+    concurrency: z.number().int().min(1).max(10_000).nullable().optional(),
+    maxAttempts: z.number().int().min(1).max(100).nullable().optional(),
+    backoff: BackoffBody.nullable().optional(),
+    url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048).nullable().optional(),
+    mode: z.enum(["push", "pull"]).nullable().optional(),
+    paused: z.boolean().nullable().optional(),
+    timeoutMs: z.number().int().min(100).max(600_000).nullable().optional(),
+    signingSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
+    webhookSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
+  })
+  .strict()
+  .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
+
+const BackoffOut = z
+  .union([
+    z.object({ type: z.literal("fixed"), delay: z.number() }),
+    z.object({ type: z.literal("exponential"), delay: z.number(), factor: z.number(), maxDelay: z.number(), jitter: z.boolean() }),
+    z.object({ type: z.literal("schedule"), delays: z.array(z.number()) }),
+  ])
+  .openapi("BackoffSettings", { description: "Delays in ms" });
+
+export const TopicView = z
+  .object({
+    topic: TopicName,
+    settings: z.object({
+      ratePerSec: z.number().optional(),
+      burst: z.number().optional(),
+      concurrency: z.number().optional(),
+      maxAttempts: z.number(),
+      backoff: BackoffOut,
+      paused: z.boolean(),
+      mode: z.enum(["push", "pull"]),
+      url: z.string().optional(),
+      timeoutMs: z.number(),
+      hasSigningSecret: z.boolean(),
+      hasWebhookSecret: z.boolean(),
+    }),
+    scheduled: z.number().int(),
+    ready: z.number().int(),
+    inflight: z.number().int(),
+    dead: z.number().int(),
+    oldestReadyDueAt: z.string().nullable(),
+    counters: z.object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() }),
+  })
+  .openapi("Topic");
+
+export const DeadEntryView = z
+  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown() })
+  .openapi("DeadLetter");
+
+export const ReplayBody = z
+  .object({ ids: z.array(JobId).min(1).max(10_000).optional(), all: z.boolean().optional(), delay: Delay.optional() })
+  .strict()
+  .refine((b) => (b.ids !== undefined) !== (b.all === true), { message: "give ids, or all: true", path: ["ids"] })
+  .openapi("Replay");
+
+export const ClaimBody = z
+  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })
+  .strict()
+  .openapi("Claim");
+
+export const ClaimedView = z
+  .object({ id: JobId, attempt: z.number().int(), payload: z.unknown(), dueAt: z.string(), leaseExpiresAt: z.string() })
+  .openapi("ClaimedJob");
+
+export const AckBody = z.object({ attempt: z.number().int().min(1) }).strict().openapi("Ack");
+
+export const NackBody = z
+  .object({
+    attempt: z.number().int().min(1),
+    error: z.string().max(1_024),
+    retryAfterMs: z.number().int().min(0).max(86_400_000).optional(),
+    permanent: z.boolean().optional(),
+  })
+  .strict()
+  .openapi("Nack");
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .openapi("Problem");
+
+export const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,0 +1,15 @@
+import type { Settings } from "../env.js";
+import { Queue } from "./queue.js";
+import { createRedis } from "./redis.js";
+
+/** The deployment's queue, configured from its settings. */
+export function queueFromSettings(s: Settings): Queue {
+  return new Queue({
+    redis: createRedis(s),
+    prefix: s.prefix,
+    defaults: { maxAttempts: s.defaultMaxAttempts, timeoutMs: s.defaultTimeoutMs },
+    retentionMs: s.retentionMs,
+    deadLetterCap: s.deadLetterCap,
+    idempotencyWindowMs: s.idempotencyWindowMs,
+  });
+}
