@@ -19,6 +19,27 @@ export type { AppEnv };
 /** The producer: delayline's HTTP API. */
 export const app = router();
 
+// The OpenAPI document needs no settings or Redis: it is registered first,
+// so it answers before any middleware below runs.
+app.openAPIRegistry.register("Problem", Problem);
+app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
+  type: "apiKey",
+  in: "header",
+  name: "X-Delayline-Signature",
+  description: "sha256=<hex HMAC-SHA256 of the raw body with the topic's webhookSecret> (webhook ingest only)",
+});
+app.doc31("/openapi.json", {
+  openapi: "3.1.0",
+  info: {
+    title: "delayline",
+    version: "0.1.0",
+    description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
+  },
+  security: [{ bearer: [] }],
+});
+
+
 app.use(async (c, next) => {
   // Parsing here makes a misconfigured deployment fail on its first request,
   // naming the setting, rather than somewhere deep in a handler.
@@ -92,24 +113,6 @@ app.openapi(
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
 app.route("/v1/hooks", hooks);
-
-app.openAPIRegistry.register("Problem", Problem);
-app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
-  type: "apiKey",
-  in: "header",
-  name: "X-Delayline-Signature",
-  description: "sha256=<hex HMAC-SHA256 of the raw body with the topic's webhookSecret> (webhook ingest only)",
-});
-app.doc31("/openapi.json", {
-  openapi: "3.1.0",
-  info: {
-    title: "delayline",
-    version: "0.1.0",
-    description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
-  },
-  security: [{ bearer: [] }],
-});
 
 /** Route patterns the app serves, for telling 405 from 404. */
 function servedMethods(path: string): string[] {

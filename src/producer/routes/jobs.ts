@@ -18,7 +18,7 @@ import {
 const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 const IdempotencyHeader = z.object({
-  "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "Idempotency-Key", in: "header" } }),
+  "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "idempotency-key", in: "header" } }),
 });
 
 /** Checks what a schema cannot, the payload's size, and builds the job for the queue. */

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { app } from "../../../src/producer/app.js";
+import { call, isolatedEnv } from "./helpers.js";
+
+const UNAUTHENTICATED = new Set(["/healthz", "/openapi.json", "/docs"]);
+const SAMPLE: Record<string, string> = { id: "t.01ARZ3NDEKTSV4RRFFQ69G5FAV", topic: "t" };
+
+async function documented(): Promise<Array<{ method: string; path: string }>> {
+  const doc = (await call(isolatedEnv(), "/openapi.json", { token: null })).body as { paths: Record<string, Record<string, unknown>> };
+  return Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })));
+}
+
+describe("the OpenAPI document", () => {
+  it("is served without a token as OpenAPI 3.1", async () => {
+    const r = await call(isolatedEnv(), "/openapi.json", { token: null });
+    expect(r.status).toBe(200);
+    expect(r.body.openapi).toBe("3.1.0");
+  });
+
+  it("lists exactly the routes the app serves", async () => {
+    // A route appears once per handler (validators included); compare distinct method + path pairs.
+    const served = app.routes
+      .filter((r) => r.method !== "ALL" && !["/openapi.json", "/docs"].includes(r.path))
+      .map((r) => `${r.method} ${r.path.replace(/:([^/]+)/g, "{$1}")}`);
+    const listed = (await documented()).map((r) => `${r.method} ${r.path}`);
+    expect(new Set(listed)).toEqual(new Set(served));
+    expect(listed.length).toBe(new Set(served).size);
+  });
+
+  it("every documented route but /healthz answers 401 without a token", async () => {
+    const env = isolatedEnv();
+    const routes = (await documented()).filter((r) => !UNAUTHENTICATED.has(r.path));
+    expect(routes.length).toBeGreaterThanOrEqual(17);
+    for (const { method, path } of routes) {
+      const url = path.replace(/\{(\w+)\}/g, (_, name: string) => SAMPLE[name]!);
+      const r = await call(env, url, { method, token: null, ...(method === "GET" || method === "DELETE" ? {} : { body: {} }) });
+      expect(r.status, `${method} ${path}`).toBe(401);
+      expect(r.headers.get("content-type")).toBe("application/problem+json");
+    }
+  });
+});

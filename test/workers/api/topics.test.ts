@@ -1,0 +1,125 @@
+import { describe, expect, it } from "vitest";
+import { call, isolatedEnv } from "./helpers.js";
+
+async function hmac(secret: string, body: string | Uint8Array) {
+  const enc = new TextEncoder();
+  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, typeof body === "string" ? enc.encode(body) : body));
+  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+describe("topics", () => {
+  it("PUT sets settings (secrets write-only), GET reads them with stats, pause and resume", async () => {
+    const env = isolatedEnv();
+    const put = await call(env, "/v1/topics/mail", {
+      method: "PUT",
+      body: { ratePerSec: 20, burst: 5, concurrency: 10, maxAttempts: 3, backoff: { type: "schedule", delays: ["5s", "30s", "60s"] }, url: "https://example.com/hook", timeoutMs: 5_000, signingSecret: "s".repeat(32), webhookSecret: "w".repeat(32) },
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.settings).toEqual({
+      ratePerSec: 20,
+      burst: 5,
+      concurrency: 10,
+      maxAttempts: 3,
+      backoff: { type: "schedule", delays: [5_000, 30_000, 60_000] },
+      paused: false,
+      mode: "push",
+      url: "https://example.com/hook",
+      timeoutMs: 5_000,
+      hasSigningSecret: true,
+      hasWebhookSecret: true,
+    });
+    expect(JSON.stringify(put.body)).not.toMatch(/sss|www/);
+    await call(env, "/v1/jobs", { body: { topic: "mail", payload: 1 } });
+    const paused = await call(env, "/v1/topics/mail/pause", { method: "POST" });
+    expect(paused.body.settings.paused).toBe(true);
+    expect((await call(env, "/v1/topics/mail/resume", { method: "POST" })).body.settings.paused).toBe(false);
+    const got = await call(env, "/v1/topics/mail");
+    expect(got.body).toMatchObject({ topic: "mail", scheduled: 1, ready: 1, inflight: 0, dead: 0, counters: { dispatched: 0 } });
+    const list = await call(env, "/v1/topics");
+    expect(list.body.topics.map((t: { topic: string }) => t.topic)).toEqual(["mail"]);
+    const reset = await call(env, "/v1/topics/mail", { method: "PUT", body: { maxAttempts: null, signingSecret: null } });
+    expect(reset.body.settings).toMatchObject({ maxAttempts: 5, hasSigningSecret: false });
+    expect((await call(env, "/v1/topics/mail", { method: "PUT", body: { ratePerSec: -1 } })).status).toBe(422);
+    expect((await call(env, "/v1/topics/bad%20topic")).status).toBe(422);
+  });
+});
+
+describe("pull consumers and dead letters", () => {
+  it("claim, ack, nack to retry and to dead; stale attempts are 409; replay and purge", async () => {
+    const env = isolatedEnv();
+    expect((await call(env, "/v1/topics/work/claim", { body: {} })).status).toBe(409);
+    await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", backoff: { type: "fixed", delay: 0 } } });
+    const ids = (await call(env, "/v1/jobs/batch", { body: { jobs: [1, 2, 3].map((n) => ({ topic: "work", payload: { n }, maxAttempts: 2 })) } })).body.jobs.map(
+      (j: { id: string }) => j.id,
+    );
+    const claim = await call(env, "/v1/topics/work/claim", { body: { max: 10, leaseMs: 60_000 } });
+    expect(claim.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual(ids.map((id: string) => [id, 1]));
+    expect(claim.body.jobs[0]).toMatchObject({ payload: { n: 1 }, dueAt: expect.any(String), leaseExpiresAt: expect.any(String) });
+    // An empty body takes the defaults.
+    expect((await call(env, "/v1/topics/work/claim", { method: "POST" })).body.jobs).toEqual([]);
+
+    expect((await call(env, `/v1/jobs/${ids[0]}/ack`, { body: { attempt: 1 } })).body).toEqual({ id: ids[0], state: "succeeded" });
+    expect((await call(env, `/v1/jobs/${ids[0]}/ack`, { body: { attempt: 1 } })).status).toBe(409);
+    expect((await call(env, `/v1/jobs/${ids[1]}/nack`, { body: { attempt: 1, error: "busy" } })).body).toEqual({ id: ids[1], state: "scheduled" });
+    expect((await call(env, `/v1/jobs/${ids[2]}/nack`, { body: { attempt: 1, error: "bad input", permanent: true } })).body).toEqual({
+      id: ids[2],
+      state: "dead",
+    });
+    expect((await call(env, `/v1/jobs/${ids[1]}/ack`, { body: { attempt: 1 } })).status).toBe(409);
+    const again = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
+    expect(again.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[1], 2]]);
+    expect((await call(env, `/v1/jobs/${ids[1]}/nack`, { body: { attempt: 2, error: "still busy" } })).body.state).toBe("dead");
+    expect((await call(env, `/v1/jobs/${ids[1]}`)).body).toMatchObject({ state: "dead", attempts: 2, lastError: "still busy" });
+
+    const dead = await call(env, "/v1/topics/work/dead?limit=1");
+    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 } }]);
+    expect(dead.body.nextCursor).toBe("1");
+    expect((await call(env, "/v1/topics/work/dead?cursor=1")).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
+    expect((await call(env, "/v1/topics/work/dead?limit=0")).status).toBe(422);
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1 });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: {} })).status).toBe(422);
+    const replayed = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
+    expect(replayed.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[2], 1]]);
+    expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1 });
+    expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2 });
+  });
+});
+
+describe("POST /v1/hooks/:topic", () => {
+  it("accepts the bearer token; JSON stays JSON, other bodies keep their type; ?delay= schedules", async () => {
+    const env = isolatedEnv();
+    const j = await call(env, "/v1/hooks/gh?delay=1m", { raw: '{"action":"opened"}', headers: { "content-type": "application/json" } });
+    expect(j.status).toBe(202);
+    expect((await call(env, `/v1/jobs/${j.body.id}`)).body).toMatchObject({ payload: { action: "opened" }, state: "scheduled" });
+    const t = await call(env, "/v1/hooks/gh", { raw: "a=1&b=2", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect((await call(env, `/v1/jobs/${t.body.id}`)).body.payload).toEqual({ contentType: "application/x-www-form-urlencoded", text: "a=1&b=2" });
+    expect((await call(env, "/v1/hooks/gh?delay=never", { raw: "x" })).status).toBe(422);
+    expect((await call(env, "/v1/hooks/gh", { raw: new Uint8Array([0xff, 0xfe]) })).status).toBe(400);
+  });
+
+  it("accepts a valid HMAC signature (ours or GitHub's); refuses forged ones; a replay makes no second job", async () => {
+    const env = isolatedEnv();
+    const secret = "webhook-secret-0123456789";
+    await call(env, "/v1/topics/gh", { method: "PUT", body: { webhookSecret: secret } });
+    const body = '{"zen":"Keep it logically awesome."}';
+    const sig = `sha256=${await hmac(secret, body)}`;
+    const headers = { "content-type": "application/json" };
+    const first = await call(env, "/v1/hooks/gh", { raw: body, token: null, headers: { ...headers, "x-delayline-signature": sig } });
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    const replay = await call(env, "/v1/hooks/gh", { raw: body, token: null, headers: { ...headers, "x-hub-signature-256": sig } });
+    expect(replay.body).toEqual({ id: first.body.id, deduplicated: true });
+    for (const forged of [`sha256=${await hmac("wrong-secret-000000000", body)}`, "sha256=00", "md5=abc", ""]) {
+      const r = await call(env, "/v1/hooks/gh", { raw: body, token: null, headers: { ...headers, "x-delayline-signature": forged } });
+      expect(r.status, forged).toBe(401);
+      expect(r.headers.get("content-type")).toBe("application/problem+json");
+    }
+    // A signature for another body does not carry over.
+    const tampered = await call(env, "/v1/hooks/gh", { raw: body.replace("awesome", "evil"), token: null, headers: { ...headers, "x-delayline-signature": sig } });
+    expect(tampered.status).toBe(401);
+    // Topics without a webhook secret accept only the token.
+    expect((await call(env, "/v1/hooks/other", { raw: body, token: null, headers: { ...headers, "x-delayline-signature": sig } })).status).toBe(401);
+    expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(1);
+  });
+});
