@@ -15,12 +15,16 @@ export default async function setup(project: TestProject) {
   const stack = await startTestStack();
   // A second Redis that only the cost test uses, so its command counts are exact.
   const meter = await startTestStack();
+  // And one for the fuzz test, which checks that rejected requests write no key at all.
+  const fuzz = await startTestStack();
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
   project.provide("meterBridgeUrl", meter.bridge.url);
   project.provide("meterBridgeToken", meter.token);
+  project.provide("fuzzBridgeUrl", fuzz.bridge.url);
+  project.provide("fuzzBridgeToken", fuzz.token);
   return async () => {
-    await Promise.all([stack.stop(), meter.stop()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop()]);
   };
 }

@@ -7,6 +7,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for exact command counts. */
     meterBridgeUrl: string;
     meterBridgeToken: string;
+    /** A bridge to a Redis of its own, for the fuzz test's key counts. */
+    fuzzBridgeUrl: string;
+    fuzzBridgeToken: string;
   }
 }
 export {};
