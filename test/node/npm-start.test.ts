@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../../dev/ports.js";
+import { Delayline } from "../../src/client/index.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "delayline-start-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -86,6 +87,10 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     expect(running).toMatch(/redis-server/);
     expect(processesUsing(dataDir).join("\n")).toMatch(/wrangler/);
     expect(output).toContain("start-test-token");
+    // The typed client, from Node, against the Worker running in workerd.
+    const dl = new Delayline({ baseUrl: `http://127.0.0.1:${port}`, token: "start-test-token" });
+    const job = await dl.enqueue({ topic: "smoke", payload: { from: "node" }, delay: "1h" });
+    expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { from: "node" } });
     const spawned = descendants(child.pid!);
     expect(spawned.some((p) => /workerd/.test(p.args))).toBe(true);
     expect(spawned.some((p) => /redis-server/.test(p.args))).toBe(true);

@@ -1,0 +1,250 @@
+/**
+ * A typed client for delayline's HTTP API. Works in Node ≥ 20 and Workers
+ * (anything with fetch). Every non-2xx answer becomes a {@link DelaylineError}
+ * carrying the problem document.
+ */
+export { Receiver, signPayload, verifySignature, type VerifyOptions, type VerifyResult } from "./signature.js";
+
+type Duration = string | number;
+type Backoff =
+  | { type: "fixed"; delay: Duration }
+  | { type: "exponential"; delay?: Duration; factor?: number; maxDelay?: Duration; jitter?: boolean }
+  | { type: "schedule"; delays: Duration[] };
+
+export interface JobRequest {
+  topic: string;
+  payload?: unknown;
+  /** `"90s"` or ms; not with runAt. */
+  delay?: Duration;
+  /** ISO 8601 or epoch ms; not with delay. */
+  runAt?: string | number;
+  maxAttempts?: number;
+  backoff?: Backoff;
+  idempotencyKey?: string;
+  target?: { url: string; method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"; headers?: Record<string, string> };
+  timeoutMs?: number;
+}
+
+export interface Enqueued {
+  id: string;
+  topic: string;
+  dueAt: string;
+  deduplicated: boolean;
+}
+
+export interface Job {
+  id: string;
+  topic: string;
+  state: "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
+  dueAt: string | null;
+  attempts: number;
+  maxAttempts: number;
+  lastError: string | null;
+  createdAt: string;
+  payload: unknown;
+  leaseExpiresAt?: string;
+  finishedAt?: string;
+}
+
+export interface TopicSettingsPatch {
+  ratePerSec?: number | null;
+  burst?: number | null;
+  concurrency?: number | null;
+  maxAttempts?: number | null;
+  backoff?: Backoff | null;
+  url?: string | null;
+  mode?: "push" | "pull" | null;
+  paused?: boolean | null;
+  timeoutMs?: number | null;
+  signingSecret?: string | null;
+  webhookSecret?: string | null;
+}
+
+export interface Topic {
+  topic: string;
+  settings: {
+    ratePerSec?: number;
+    burst?: number;
+    concurrency?: number;
+    maxAttempts: number;
+    backoff: { type: string; [k: string]: unknown };
+    paused: boolean;
+    mode: "push" | "pull";
+    url?: string;
+    timeoutMs: number;
+    hasSigningSecret: boolean;
+    hasWebhookSecret: boolean;
+  };
+  scheduled: number;
+  ready: number;
+  inflight: number;
+  dead: number;
+  oldestReadyDueAt: string | null;
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+}
+
+export interface DeadLetter {
+  id: string;
+  attempts: number;
+  lastError: string | null;
+  failedAt: string;
+  payload: unknown;
+}
+
+export interface ClaimedJob {
+  id: string;
+  attempt: number;
+  payload: unknown;
+  dueAt: string;
+  leaseExpiresAt: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: Array<{ path: string; message: string }>;
+}
+
+/** A non-2xx answer. `status` and `problem` say what went wrong; 503s are safe to retry with an idempotency key. */
+export class DelaylineError extends Error {
+  override name = "DelaylineError";
+  constructor(
+    readonly status: number,
+    readonly problem: Problem,
+  ) {
+    super(`${status} ${problem.title}: ${problem.detail}`);
+  }
+}
+
+/** Options of {@link Delayline}. */
+export interface DelaylineOptions {
+  /** The Worker's URL, e.g. `https://delayline.example.workers.dev`. */
+  baseUrl: string;
+  /** An API token (`DELAYLINE_TOKEN`). */
+  token: string;
+  /** Replaces the global fetch (tests, service bindings). Default `globalThis.fetch`. */
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+export class Delayline {
+  private readonly base: string;
+  private readonly doFetch: (request: Request) => Promise<Response>;
+
+  constructor(private readonly options: DelaylineOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, "");
+    this.doFetch = options.fetch ?? ((r) => fetch(r));
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${this.options.token}`, ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === "string" ? body : JSON.stringify(body);
+      (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+    }
+    const res = await this.doFetch(new Request(this.base + path, init));
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) {
+      const problem =
+        parsed && typeof parsed === "object" && "status" in parsed
+          ? (parsed as Problem)
+          : { type: "about:blank", title: res.statusText, status: res.status, detail: text.slice(0, 200) };
+      throw new DelaylineError(res.status, problem);
+    }
+    return parsed as T;
+  }
+
+  private static seg(s: string): string {
+    return encodeURIComponent(s);
+  }
+
+  /** Enqueues one job; a repeated idempotency key returns the first job with `deduplicated: true`. */
+  enqueue(job: JobRequest): Promise<Enqueued> {
+    return this.request("POST", "/v1/jobs", job);
+  }
+
+  /** Enqueues up to 1,000 jobs, all or nothing. */
+  async enqueueBatch(jobs: JobRequest[]): Promise<Enqueued[]> {
+    return (await this.request<{ jobs: Enqueued[] }>("POST", "/v1/jobs/batch", { jobs })).jobs;
+  }
+
+  /** A job's state, or null when unknown or past its retention. */
+  async get(id: string): Promise<Job | null> {
+    try {
+      return await this.request<Job>("GET", `/v1/jobs/${Delayline.seg(id)}`);
+    } catch (err) {
+      if (err instanceof DelaylineError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  /** Cancels a scheduled job (409 when in flight). */
+  async cancel(id: string): Promise<void> {
+    await this.request("DELETE", `/v1/jobs/${Delayline.seg(id)}`);
+  }
+
+  /** Moves a scheduled job to a new time. */
+  reschedule(id: string, when: { delay: Duration } | { runAt: string | number }): Promise<{ id: string; dueAt: string }> {
+    return this.request("PATCH", `/v1/jobs/${Delayline.seg(id)}`, when);
+  }
+
+  async topics(): Promise<Topic[]> {
+    return (await this.request<{ topics: Topic[] }>("GET", "/v1/topics")).topics;
+  }
+
+  topic(name: string): Promise<Topic> {
+    return this.request("GET", `/v1/topics/${Delayline.seg(name)}`);
+  }
+
+  configureTopic(name: string, patch: TopicSettingsPatch): Promise<Topic> {
+    return this.request("PUT", `/v1/topics/${Delayline.seg(name)}`, patch);
+  }
+
+  pause(name: string): Promise<Topic> {
+    return this.request("POST", `/v1/topics/${Delayline.seg(name)}/pause`);
+  }
+
+  resume(name: string): Promise<Topic> {
+    return this.request("POST", `/v1/topics/${Delayline.seg(name)}/resume`);
+  }
+
+  /** A page of dead letters, newest first; pass `nextCursor` back for the next page. */
+  deadLetters(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ entries: DeadLetter[]; nextCursor: string | null }> {
+    const q = new URLSearchParams();
+    if (page.limit !== undefined) q.set("limit", String(page.limit));
+    if (page.cursor !== undefined) q.set("cursor", page.cursor);
+    const qs = q.toString();
+    return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
+  }
+
+  async replay(topic: string, what: { ids: string[]; delay?: Duration } | { all: true; delay?: Duration }): Promise<number> {
+    return (await this.request<{ replayed: number }>("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, what)).replayed;
+  }
+
+  async purgeDead(topic: string): Promise<number> {
+    return (await this.request<{ purged: number }>("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead`)).purged;
+  }
+
+  /** Pull consumers: lease up to `max` due jobs of a pull-mode topic. */
+  async claim(topic: string, options: { max?: number; leaseMs?: number } = {}): Promise<ClaimedJob[]> {
+    return (await this.request<{ jobs: ClaimedJob[] }>("POST", `/v1/topics/${Delayline.seg(topic)}/claim`, options)).jobs;
+  }
+
+  /** Pull consumers: the attempt succeeded. A stale attempt throws a 409 DelaylineError. */
+  async ack(id: string, attempt: number): Promise<void> {
+    await this.request("POST", `/v1/jobs/${Delayline.seg(id)}/ack`, { attempt });
+  }
+
+  /** Pull consumers: the attempt failed; retried by policy (or after retryAfterMs), or dead when permanent or out of attempts. */
+  async nack(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"scheduled" | "dead"> {
+    return (await this.request<{ state: "scheduled" | "dead" }>("POST", `/v1/jobs/${Delayline.seg(id)}/nack`, { attempt, ...failure })).state;
+  }
+
+  /** Sends a raw webhook body to a topic's ingest endpoint (with the API token). */
+  ingest(topic: string, body: string, options: { contentType?: string; delay?: Duration } = {}): Promise<{ id: string; deduplicated: boolean }> {
+    const qs = options.delay !== undefined ? `?delay=${encodeURIComponent(String(options.delay))}` : "";
+    return this.request("POST", `/v1/hooks/${Delayline.seg(topic)}${qs}`, body, { "content-type": options.contentType ?? "application/octet-stream" });
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * delayline's delivery signature: `Delayline-Signature: t=<unix seconds>,v1=<hex>`,
+ * where hex is HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret.
+ * WebCrypto only, so it runs in Workers, Node ≥ 20, Deno, Bun and browsers.
+ */
+const encoder = new TextEncoder();
+
+async function hmacHex(secret: string, message: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
+  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function equalConstantTime(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** The `Delayline-Signature` header value for `body` at `timestampSec`. */
+export async function signPayload(secret: string, body: string, timestampSec: number = Math.floor(Date.now() / 1000)): Promise<string> {
+  return `t=${timestampSec},v1=${await hmacHex(secret, `${timestampSec}.${body}`)}`;
+}
+
+/** Options of {@link verifySignature}. */
+export interface VerifyOptions {
+  /** The `Delayline-Signature` header as received. */
+  header: string | null | undefined;
+  /** The raw request body, exactly as received (before any JSON parsing). */
+  body: string;
+  /** The current secret, or [current, next] while rotating. */
+  secrets: string | string[];
+  /** Largest accepted age (either way) of the timestamp. Default 300 s. */
+  toleranceSec?: number;
+  /** The clock, in seconds. Default now. */
+  nowSec?: number;
+}
+
+export type VerifyResult = { ok: true } | { ok: false; reason: "missing" | "malformed" | "expired" | "mismatch" };
+
+/** Checks a delivery's signature against any of the secrets, within the timestamp tolerance. */
+export async function verifySignature(options: VerifyOptions): Promise<VerifyResult> {
+  if (!options.header) return { ok: false, reason: "missing" };
+  const parts = Object.fromEntries(
+    options.header.split(",").map((p) => {
+      const i = p.indexOf("=");
+      return [p.slice(0, i).trim(), p.slice(i + 1).trim()];
+    }),
+  );
+  const t = Number(parts.t);
+  const v1 = parts.v1 ?? "";
+  if (!Number.isInteger(t) || !/^[0-9a-f]{64}$/.test(v1)) return { ok: false, reason: "malformed" };
+  const now = options.nowSec ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - t) > (options.toleranceSec ?? 300)) return { ok: false, reason: "expired" };
+  const secrets = Array.isArray(options.secrets) ? options.secrets : [options.secrets];
+  let ok = false;
+  for (const secret of secrets) if (equalConstantTime(await hmacHex(secret, `${t}.${options.body}`), v1)) ok = true;
+  return ok ? { ok: true } : { ok: false, reason: "mismatch" };
+}
+
+/**
+ * Verifies deliveries in a webhook receiver, with the current and the next
+ * signing secret so a rotation never rejects a valid delivery.
+ *
+ * ```ts
+ * const receiver = new Receiver({ currentSecret: env.SIGNING_SECRET });
+ * if (!(await receiver.verify(request.headers.get("delayline-signature"), await request.text()))) return new Response(null, { status: 401 });
+ * ```
+ */
+export class Receiver {
+  constructor(private readonly options: { currentSecret: string; nextSecret?: string; toleranceSec?: number }) {}
+
+  async verify(header: string | null | undefined, body: string): Promise<boolean> {
+    const secrets = [this.options.currentSecret, ...(this.options.nextSecret ? [this.options.nextSecret] : [])];
+    const result = await verifySignature({
+      header,
+      body,
+      secrets,
+      ...(this.options.toleranceSec !== undefined ? { toleranceSec: this.options.toleranceSec } : {}),
+    });
+    return result.ok;
+  }
+}

@@ -1,0 +1,79 @@
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { Delayline, DelaylineError, Receiver, signPayload, verifySignature } from "../../../src/client/index.js";
+import worker from "../../../src/index.js";
+import { isolatedEnv, TOKEN } from "./helpers.js";
+
+function client(token = TOKEN) {
+  const env = isolatedEnv();
+  return new Delayline({ baseUrl: "http://delayline.test/", token, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
+}
+
+describe("Delayline client", () => {
+  it("round-trips every operation against the Worker", async () => {
+    const dl = client();
+    const job = await dl.enqueue({ topic: "mail", payload: { to: "ada" }, delay: "1h", idempotencyKey: "k1" });
+    expect(job).toMatchObject({ topic: "mail", deduplicated: false });
+    expect((await dl.enqueue({ topic: "mail", idempotencyKey: "k1" })).id).toBe(job.id);
+    const batch = await dl.enqueueBatch([{ topic: "mail", payload: 1 }, { topic: "mail", payload: 2, delay: 5_000 }]);
+    expect(batch).toHaveLength(2);
+    expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { to: "ada" } });
+    expect(await dl.reschedule(job.id, { runAt: "2099-01-01T00:00:00Z" })).toEqual({ id: job.id, dueAt: "2099-01-01T00:00:00.000Z" });
+    await dl.cancel(job.id);
+    expect((await dl.get(job.id))!.state).toBe("cancelled");
+    expect(await dl.get("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV")).toBeNull();
+
+    expect((await dl.configureTopic("work", { mode: "pull", maxAttempts: 1 })).settings.mode).toBe("pull");
+    expect((await dl.pause("work")).settings.paused).toBe(true);
+    expect((await dl.resume("work")).settings.paused).toBe(false);
+    const [w1, w2] = await dl.enqueueBatch([{ topic: "work", payload: "a" }, { topic: "work", payload: "b" }]);
+    const claimed = await dl.claim("work", { max: 5, leaseMs: 30_000 });
+    expect(claimed.map((c) => c.id)).toEqual([w1!.id, w2!.id]);
+    await dl.ack(w1!.id, 1);
+    expect(await dl.nack(w2!.id, 1, { error: "boom" })).toBe("dead");
+    const dead = await dl.deadLetters("work", { limit: 10 });
+    expect(dead.entries.map((e) => e.id)).toEqual([w2!.id]);
+    expect(await dl.replay("work", { ids: [w2!.id] })).toBe(1);
+    const again = await dl.claim("work");
+    await dl.nack(again[0]!.id, 1, { error: "again", permanent: true });
+    expect(await dl.purgeDead("work")).toBe(1);
+    expect((await dl.topics()).map((t) => t.topic)).toEqual(["mail", "work"]);
+    expect((await dl.topic("work")).counters).toMatchObject({ succeeded: 1, dead: 2 });
+
+    const hook = await dl.ingest("hooks", "plain text", { contentType: "text/plain", delay: "1m" });
+    expect((await dl.get(hook.id))!.payload).toEqual({ contentType: "text/plain", text: "plain text" });
+  });
+
+  it("throws typed errors carrying the problem document", async () => {
+    const err = await client().enqueue({ topic: "bad topic" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DelaylineError);
+    expect((err as DelaylineError).status).toBe(422);
+    expect((err as DelaylineError).problem.errors![0]!.path).toBe("topic");
+    const unauthorized = await client("wrong-token-000").topics().catch((e: unknown) => e);
+    expect((unauthorized as DelaylineError).status).toBe(401);
+  });
+});
+
+describe("delivery signatures", () => {
+  const body = JSON.stringify({ hello: "world" });
+
+  it("verify what sign produced, with the current or the next secret", async () => {
+    const header = await signPayload("current-secret", body, 1_800_000_000);
+    expect(header).toMatch(/^t=1800000000,v1=[0-9a-f]{64}$/);
+    expect(await verifySignature({ header, body, secrets: "current-secret", nowSec: 1_800_000_010 })).toEqual({ ok: true });
+    expect(await verifySignature({ header, body, secrets: ["old", "current-secret"], nowSec: 1_800_000_010 })).toEqual({ ok: true });
+    const receiver = new Receiver({ currentSecret: "old", nextSecret: "current-secret" });
+    expect(await receiver.verify(await signPayload("current-secret", body), body)).toBe(true);
+  });
+
+  it("refuse tampered bodies, wrong secrets, stale timestamps and malformed headers", async () => {
+    const header = await signPayload("s3cret", body, 1_800_000_000);
+    const now = 1_800_000_000;
+    expect(await verifySignature({ header, body: body + " ", secrets: "s3cret", nowSec: now })).toEqual({ ok: false, reason: "mismatch" });
+    expect(await verifySignature({ header, body, secrets: "other", nowSec: now })).toEqual({ ok: false, reason: "mismatch" });
+    expect(await verifySignature({ header, body, secrets: "s3cret", nowSec: now + 301 })).toEqual({ ok: false, reason: "expired" });
+    expect(await verifySignature({ header, body, secrets: "s3cret", nowSec: now + 30, toleranceSec: 10 })).toEqual({ ok: false, reason: "expired" });
+    expect(await verifySignature({ header: "v1=abc", body, secrets: "s3cret" })).toEqual({ ok: false, reason: "malformed" });
+    expect(await verifySignature({ header: null, body, secrets: "s3cret" })).toEqual({ ok: false, reason: "missing" });
+  });
+});
