@@ -100,9 +100,9 @@ async function waitForHealthy(url: string, timeoutMs: number): Promise<void> {
 }
 
 async function main() {
-  // The Worker imports the Lua scripts as a generated module; rebuild it in case a script changed.
-  const built = spawnSync(process.execPath, [join(root, "scripts/build-lua.mjs")], { stdio: "inherit" });
-  if (built.status !== 0) throw new Error("building the Lua scripts failed");
+  // The Worker imports generated files (Lua scripts, API reference); rebuild them in case a source changed.
+  const built = spawnSync(process.execPath, [join(root, "scripts/build.mjs")], { stdio: "inherit" });
+  if (built.status !== 0) throw new Error("generating the Lua module and the API reference failed");
   const port = portFromEnv("PORT", 8787);
   const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
   const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));

@@ -6,6 +6,8 @@ import { z } from "zod";
  * never directly.
  */
 export interface Env {
+  /** Static files (the API reference at /docs), from `[assets]` in wrangler.toml. */
+  ASSETS?: Fetcher;
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
   DELAYLINE_TOKEN?: string;
@@ -114,9 +116,7 @@ export function settings(env: Env): Settings {
   const cached = cache.get(env);
   if (cached) return cached;
   // Empty strings mean "unset" so `[vars]` can list a setting without a value.
-  const raw = Object.fromEntries(
-    Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""),
-  );
+  const raw = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""));
   const parsed = SettingsSchema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join(".")} ${i.message}`);

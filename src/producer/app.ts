@@ -110,6 +110,13 @@ app.openapi(
   },
 );
 
+// The API reference (Swagger UI, its files built into public/docs by scripts/build-docs.mjs).
+app.get("/docs", (c) => c.redirect("/docs/", 301));
+app.get("/docs/*", async (c) => {
+  if (!c.env.ASSETS) throw new ApiProblem(404, "the API reference is not deployed with this Worker (no ASSETS binding)");
+  return c.env.ASSETS.fetch(c.req.raw);
+});
+
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
 app.route("/v1/hooks", hooks);

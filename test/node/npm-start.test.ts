@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../../dev/ports.js";
 import { Delayline } from "../../src/client/index.js";
+import { artifactDir, launchChromium } from "../browser.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "delayline-start-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -91,6 +92,23 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     const dl = new Delayline({ baseUrl: `http://127.0.0.1:${port}`, token: "start-test-token" });
     const job = await dl.enqueue({ topic: "smoke", payload: { from: "node" }, delay: "1h" });
     expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { from: "node" } });
+    // The API reference renders in a real browser, offline: every file comes from the Worker.
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+      page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
+      page.on("request", (r) => !r.url().startsWith(`http://127.0.0.1:${port}/`) && problems.push(`off-site: ${r.url()}`));
+      await page.goto(`http://127.0.0.1:${port}/docs`);
+      await page.locator(".swagger-ui .info .title").filter({ hasText: "delayline" }).waitFor({ timeout: 20_000 });
+      await page.locator(".opblock-summary-path", { hasText: "/v1/jobs/batch" }).first().waitFor();
+      expect(await page.locator(".opblock").count()).toBeGreaterThanOrEqual(18);
+      await page.screenshot({ path: join(artifactDir(), "docs.png"), fullPage: false });
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
     const spawned = descendants(child.pid!);
     expect(spawned.some((p) => /workerd/.test(p.args))).toBe(true);
     expect(spawned.some((p) => /redis-server/.test(p.args))).toBe(true);

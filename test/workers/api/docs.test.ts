@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { self } from "../self.js";
+
+describe("GET /docs", () => {
+  it("serves the API reference and its assets from the Worker itself, pointing at /openapi.json", async () => {
+    const page = await self.fetch("http://delayline.test/docs/");
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<div id="swagger-ui">');
+    // Nothing is fetched from another origin.
+    expect(html).not.toMatch(/https?:\/\//);
+    for (const asset of ["swagger-ui-bundle.js", "swagger-ui.css", "init.js"]) {
+      const r = await self.fetch(`http://delayline.test/docs/${asset}`);
+      expect(r.status, asset).toBe(200);
+      expect((await r.text()).length).toBeGreaterThan(10);
+    }
+    expect(await (await self.fetch("http://delayline.test/docs/init.js")).text()).toContain('url: "/openapi.json"');
+  });
+});
