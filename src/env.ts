@@ -7,7 +7,7 @@ import { z } from "zod";
  */
 export interface Env {
   /** Static files (the API reference at /docs), from `[assets]` in wrangler.toml. */
-  ASSETS?: Fetcher;
+  ASSETS?: { fetch(request: Request): Promise<Response> };
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
   DELAYLINE_TOKEN?: string;

@@ -125,12 +125,12 @@ export interface DelaylineOptions {
   /** An API token (`DELAYLINE_TOKEN`). */
   token: string;
   /** Replaces the global fetch (tests, service bindings). Default `globalThis.fetch`. */
-  fetch?: (request: Request) => Promise<Response>;
+  fetch?: (request: Request) => Response | Promise<Response>;
 }
 
 export class Delayline {
   private readonly base: string;
-  private readonly doFetch: (request: Request) => Promise<Response>;
+  private readonly doFetch: (request: Request) => Response | Promise<Response>;
 
   constructor(private readonly options: DelaylineOptions) {
     this.base = options.baseUrl.replace(/\/+$/, "");
