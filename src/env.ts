@@ -22,6 +22,11 @@ export interface Env {
   IDEMPOTENCY_WINDOW_MS?: string;
   DEFAULT_MAX_ATTEMPTS?: string;
   DEFAULT_TIMEOUT_MS?: string;
+  SIGNING_SECRET?: string;
+  TICK_CHUNK?: string;
+  TICK_CONCURRENCY?: string;
+  TICK_SUBREQUEST_BUDGET?: string;
+  TICK_OVERLAP_MS?: string;
 }
 
 const bool = z
@@ -63,6 +68,11 @@ const SettingsSchema = z.object({
   IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, 86_400_000),
   DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
   DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
+  SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
+  TICK_CHUNK: int(1, 1_000, 100),
+  TICK_CONCURRENCY: int(1, 1_000, 50),
+  TICK_SUBREQUEST_BUDGET: int(10, 100_000, 900),
+  TICK_OVERLAP_MS: int(0, 600_000, 15_000),
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -98,6 +108,16 @@ export interface Settings {
   defaultMaxAttempts: number;
   /** Handler timeout for topics that set none. Default 30,000 ms. */
   defaultTimeoutMs: number;
+  /** Signs http deliveries of topics without their own signingSecret. Default: unsigned. */
+  signingSecret?: string;
+  /** Most jobs one claim takes per topic per round. Default 100. */
+  tickChunk: number;
+  /** Most handlers running at once in one tick, across topics. Default 50. */
+  tickConcurrency: number;
+  /** Most subrequests (Redis REST calls + outbound fetches) one tick invocation makes. Default 900 (paid plan; use 45 on the free plan). */
+  tickSubrequestBudget: number;
+  /** How long a tick runs past its minute, so a late next cron still finds no gap. Default 15,000 ms. */
+  tickOverlapMs: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -138,7 +158,12 @@ export function settings(env: Env): Settings {
     idempotencyWindowMs: d.IDEMPOTENCY_WINDOW_MS,
     defaultMaxAttempts: d.DEFAULT_MAX_ATTEMPTS,
     defaultTimeoutMs: d.DEFAULT_TIMEOUT_MS,
+    tickChunk: d.TICK_CHUNK,
+    tickConcurrency: d.TICK_CONCURRENCY,
+    tickSubrequestBudget: d.TICK_SUBREQUEST_BUDGET,
+    tickOverlapMs: d.TICK_OVERLAP_MS,
   };
+  if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;
   cache.set(env, result);
   return result;
 }

@@ -12,6 +12,8 @@ import { tsImport } from "tsx/esm/api";
  */
 export default async function setup(project: TestProject) {
   const { startTestStack } = (await tsImport("./stack.ts", import.meta.url)) as typeof import("./stack.js");
+  const { startReceiver } = (await tsImport("./receiver.ts", import.meta.url)) as typeof import("./receiver.js");
+  const receiver = await startReceiver();
   const stack = await startTestStack();
   // A second Redis that only the cost test uses, so its command counts are exact.
   const meter = await startTestStack();
@@ -24,7 +26,8 @@ export default async function setup(project: TestProject) {
   project.provide("meterBridgeToken", meter.token);
   project.provide("fuzzBridgeUrl", fuzz.bridge.url);
   project.provide("fuzzBridgeToken", fuzz.token);
+  project.provide("receiverUrl", receiver.url);
   return async () => {
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), receiver.close()]);
   };
 }

@@ -10,6 +10,8 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the fuzz test's key counts. */
     fuzzBridgeUrl: string;
     fuzzBridgeToken: string;
+    /** A local HTTP receiver that records deliveries (test/receiver.ts). */
+    receiverUrl: string;
   }
 }
 export {};

@@ -88,6 +88,8 @@ export interface ClaimResult {
   paused: boolean;
   /** Expired leases handled by this claim. */
   reaped: { retried: number; dead: number };
+  /** When the topic's rate limit held jobs back: ms until the next one may start; else 0. */
+  rateLimitedForMs: number;
 }
 
 export type Outcome =
@@ -235,9 +237,9 @@ export class Queue {
       ],
     );
     const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
-    const [nextDue, retried, dead, paused] = reply.slice(0, 4).map((v) => numericReply.parse(v));
+    const [nextDue, retried, dead, paused, tokenInMs] = reply.slice(0, 5).map((v) => numericReply.parse(v));
     const jobs: ClaimedJob[] = [];
-    for (let i = 4; i < reply.length; i += 4) {
+    for (let i = 5; i < reply.length; i += 4) {
       jobs.push({
         id: String(reply[i]),
         topic,
@@ -247,7 +249,13 @@ export class Queue {
         record: parseRecord(String(reply[i + 3])),
       });
     }
-    return { jobs, nextDueAt: nextDue! < 0 ? null : nextDue!, paused: paused === 1, reaped: { retried: retried!, dead: dead! } };
+    return {
+      jobs,
+      nextDueAt: nextDue! < 0 ? null : nextDue!,
+      paused: paused === 1,
+      reaped: { retried: retried!, dead: dead! },
+      rateLimitedForMs: tokenInMs!,
+    };
   }
 
   /** Settles a chunk of one topic's claimed jobs; each result says whether it applied or was stale. */

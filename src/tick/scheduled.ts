@@ -1,12 +1,23 @@
 import { settings, type Env } from "../env.js";
-import { createRedis } from "../queue/redis.js";
+import { queueFromSettings } from "../queue/from-settings.js";
 import { recordTickHeartbeat } from "../queue/health.js";
+import { TickLock } from "../queue/lock.js";
+import { createRedis } from "../queue/redis.js";
+import { runTick } from "./loop.js";
 
 /**
- * The Worker's cron entry point. For now it records a heartbeat that
- * `/healthz` reports; the dispatch loop builds on it.
+ * The Worker's cron entry point (every minute): records a heartbeat for
+ * /healthz, then runs the dispatch loop for the rest of its minute.
  */
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
   const s = settings(env);
-  await recordTickHeartbeat(createRedis(s), s.prefix, controller.scheduledTime);
+  const redis = createRedis(s);
+  await recordTickHeartbeat(redis, s.prefix, controller.scheduledTime);
+  const report = await runTick({
+    queue: queueFromSettings(s),
+    lock: new TickLock(redis, s.prefix),
+    settings: s,
+    scheduledTime: controller.scheduledTime,
+  });
+  console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
 }

@@ -29,6 +29,7 @@
   ARGV[9]  most expired leases reaped per call
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
+             ms until the token bucket holds a whole token (0: not rate-limited now),
              then per job taken: id, attempt, due ms, record JSON }
 ]]
 local rcall = redis.call
@@ -142,7 +143,7 @@ if take > 0 and rate and rate > 0 then
 end
 
 -- 3. Take due jobs.
-local out = { -1, retried, died, paused and 1 or 0 }
+local out = { -1, retried, died, paused and 1 or 0, 0 }
 if take > 0 then
   local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", now, "WITHSCORES", "LIMIT", 0, take)
   if #due > 0 then
@@ -178,10 +179,13 @@ if take > 0 then
       rcall("HINCRBY", statsKey, "dispatched", taken)
     end
     if tokens then
-      rcall("HSET", bucketKey, "t", tostring(tokens - taken), "ts", now)
+      tokens = tokens - taken
+      rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
     end
   end
 end
+-- Tell a caller held back by the rate when to come back, so it sleeps instead of spinning.
+if tokens and tokens < 1 then out[5] = math.ceil((1 - tokens) * 1000 / rate) end
 
 local nextDue = rcall("ZRANGE", dueKey, 0, 0, "WITHSCORES")
 if nextDue[2] then out[1] = nextDue[2] end

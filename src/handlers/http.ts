@@ -1,0 +1,70 @@
+import { signPayload } from "../client/signature.js";
+import { PermanentError, RetryableError, type JobContext } from "./registry.js";
+import { forbiddenTarget } from "./ssrf.js";
+
+/** Where and how the built-in http handler delivers. */
+export interface HttpDelivery {
+  /** The topic's URL, used when the job has no target of its own. */
+  topicUrl?: string;
+  /** Signs deliveries: the topic's signingSecret, else the deployment's. Unsigned without one. */
+  signingSecret?: string;
+  /** Deliver to loopback and private addresses too (local development). */
+  allowPrivate: boolean;
+}
+
+const RETRYABLE = new Set([408, 425, 429]);
+
+/** Parses Retry-After (seconds or an HTTP date) into ms from now. */
+export function retryAfterMs(header: string | null, now: number): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1_000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+async function firstKilobyte(res: Response): Promise<string> {
+  try {
+    return (await res.text()).slice(0, 1_024);
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The built-in `http` handler: sends the payload as JSON to the job's target
+ * (or the topic's URL), signed. 2xx is success; 408, 425, 429, 5xx, timeouts
+ * and network errors retry (honouring Retry-After); redirects and other 4xx
+ * are permanent. Redirects are never followed: a target could bounce the
+ * request to an address the guard refuses.
+ */
+export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Promise<void> {
+  const url = job.target?.url ?? delivery.topicUrl;
+  if (!url) throw new PermanentError(`topic ${job.topic} has no url and the job no target; set one with PUT /v1/topics/${job.topic}`);
+  const refused = forbiddenTarget(url, delivery.allowPrivate);
+  if (refused) throw new PermanentError(`refused target ${url}: ${refused}`);
+  const method = job.target?.method ?? "POST";
+  const body = method === "GET" ? undefined : JSON.stringify(job.payload ?? null);
+  const headers: Record<string, string> = {
+    ...job.target?.headers,
+    "content-type": "application/json",
+    "user-agent": "delayline",
+    "delayline-job-id": job.id,
+    "delayline-topic": job.topic,
+    "delayline-attempt": String(job.attempt),
+  };
+  if (delivery.signingSecret) headers["delayline-signature"] = await signPayload(delivery.signingSecret, body ?? "");
+  let res: Response;
+  try {
+    res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: job.signal });
+  } catch (err) {
+    throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
+  }
+  if (res.ok) {
+    await res.body?.cancel();
+    return;
+  }
+  const text = `HTTP ${res.status}${(await firstKilobyte(res)).replace(/^/, ": ").replace(/^: $/, "")}`;
+  if (res.status >= 500 || RETRYABLE.has(res.status)) throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()));
+  if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`);
+  throw new PermanentError(text);
+}

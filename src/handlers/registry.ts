@@ -1,0 +1,84 @@
+/**
+ * Topic → handler. Register handlers at module load (see src/handlers/index.ts);
+ * a topic without one is delivered by the built-in `http` handler.
+ */
+
+/** What a handler gets for one job. */
+export interface JobContext {
+  id: string;
+  topic: string;
+  /** 1 for the first delivery; a handler can use id + attempt to stay idempotent. */
+  attempt: number;
+  /** When the job was due, epoch ms. */
+  dueAt: number;
+  payload: unknown;
+  /** The job's http target, when it was enqueued with one. */
+  target?: { url: string; method?: string; headers?: Record<string, string> };
+  /** Aborted when the job's timeout passes. */
+  signal: AbortSignal;
+  /** fetch that counts toward the tick's subrequest budget; use it for outbound calls. */
+  fetch: typeof fetch;
+}
+
+/** Throw to retry, optionally after a given delay (overrides the backoff policy, capped). */
+export class RetryableError extends Error {
+  override name = "RetryableError";
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Throw to send the job straight to the dead-letter list, whatever attempts remain. */
+export class PermanentError extends Error {
+  override name = "PermanentError";
+}
+
+/** One job's result from a batch handler: nothing or `true` for success, an Error for failure. */
+export type BatchResult = void | undefined | true | Error;
+
+export type JobHandler = (job: JobContext) => unknown | Promise<unknown>;
+export type BatchHandler = (jobs: JobContext[]) => BatchResult[] | Promise<BatchResult[]>;
+
+/** Options of a handler. */
+export interface HandlerOptions {
+  /** Jobs handled at once for this topic; lower than the topic's setting wins. Default: the topic's `concurrency`, else 10. */
+  concurrency?: number;
+}
+
+export interface BatchHandlerOptions extends HandlerOptions {
+  /** The handler gets up to this many jobs per call (e.g. 128 events per report). Required. */
+  batchSize: number;
+}
+
+export type Registered =
+  | { kind: "single"; fn: JobHandler; options: HandlerOptions }
+  | { kind: "batch"; fn: BatchHandler; options: BatchHandlerOptions };
+
+const handlers = new Map<string, Registered>();
+
+/** Registers the handler of a topic: one job per call, or with `batchSize` an array of jobs per call. */
+export function defineHandler(topic: string, fn: JobHandler, options?: HandlerOptions): void;
+export function defineHandler(topic: string, fn: BatchHandler, options: BatchHandlerOptions): void;
+export function defineHandler(topic: string, fn: JobHandler | BatchHandler, options: HandlerOptions | BatchHandlerOptions = {}): void {
+  if ("batchSize" in options) {
+    if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 1_000) {
+      throw new RangeError("batchSize must be a whole number from 1 to 1,000");
+    }
+    handlers.set(topic, { kind: "batch", fn: fn as BatchHandler, options });
+  } else {
+    handlers.set(topic, { kind: "single", fn: fn as JobHandler, options });
+  }
+}
+
+/** Removes a topic's handler (its jobs go back to the http handler). */
+export function removeHandler(topic: string): void {
+  handlers.delete(topic);
+}
+
+/** The code handler of a topic, if one is registered. */
+export function handlerFor(topic: string): Registered | undefined {
+  return handlers.get(topic);
+}

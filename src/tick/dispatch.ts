@@ -1,0 +1,145 @@
+import { deliverHttp } from "../handlers/http.js";
+import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext } from "../handlers/registry.js";
+import { decideAfterFailure } from "../queue/policy/backoff.js";
+import type { ClaimedJob, Outcome } from "../queue/queue.js";
+import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
+import { Semaphore } from "./budget.js";
+
+/** What dispatching one topic's chunk needs. */
+export interface DispatchContext {
+  settings: TopicSettings;
+  secrets: TopicSecrets;
+  /** The deployment's SIGNING_SECRET, for topics without their own. */
+  deploymentSigningSecret?: string;
+  allowPrivateTargets: boolean;
+  /** Counts toward the subrequest budget. */
+  fetch: typeof fetch;
+  /** Shared by all topics of the tick. */
+  overall: Semaphore;
+  now: () => number;
+}
+
+/** The error text kept with a job: its message, at most 1 KB. */
+function errorText(err: unknown): string {
+  const text = err instanceof Error ? err.message || err.name : String(err);
+  return text.slice(0, 1_024);
+}
+
+/** Runs `work` with an AbortSignal that fires after `ms`; a timeout is a retryable failure. */
+async function withTimeout<T>(ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error(`timed out after ${ms} ms`));
+      reject(new RetryableError(`timed out after ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work(controller.signal), timedOut]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchContext): Outcome {
+  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack" };
+  const decision = decideAfterFailure({
+    attempt: job.attempt,
+    maxAttempts: job.record.maxAttempts ?? ctx.settings.maxAttempts,
+    backoff: job.record.backoff ?? ctx.settings.backoff,
+    now: ctx.now(),
+    permanent: result instanceof PermanentError,
+    ...(result instanceof RetryableError && result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
+  });
+  const error = errorText(result);
+  return decision.kind === "retry"
+    ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error }
+    : { id: job.id, attempt: job.attempt, kind: "dead", error };
+}
+
+function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch): JobContext {
+  const context: JobContext = {
+    id: job.id,
+    topic: job.topic,
+    attempt: job.attempt,
+    dueAt: job.dueAt,
+    payload: job.record.payload,
+    signal,
+    fetch: fetcher,
+  };
+  if (job.record.target) context.target = job.record.target;
+  return context;
+}
+
+const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+
+/**
+ * Hands one topic's claimed chunk to its handler — the registered code
+ * handler, else the built-in http handler — with bounded concurrency and a
+ * timeout per job (per call for batch handlers), and turns every result into
+ * the outcome to settle: ack, retry by policy (or the handler's retry-after),
+ * or dead on a permanent error or the last attempt.
+ */
+export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): Promise<Outcome[]> {
+  if (jobs.length === 0) return [];
+  const topic = jobs[0]!.topic;
+  const registered = handlerFor(topic);
+  const limit = Math.max(1, Math.min(registered?.options.concurrency ?? Infinity, ctx.settings.concurrency ?? 10));
+  const local = new Semaphore(limit);
+  const timeoutOf = (job: ClaimedJob) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
+
+  if (registered?.kind === "batch") {
+    const outcomes: Outcome[] = [];
+    const groups: ClaimedJob[][] = [];
+    for (let i = 0; i < jobs.length; i += registered.options.batchSize) groups.push(jobs.slice(i, i + registered.options.batchSize));
+    await Promise.all(
+      groups.map((group) =>
+        local.run(() =>
+          ctx.overall.run(async () => {
+            let results: Array<BatchResult | Error>;
+            try {
+              const timeout = Math.max(...group.map(timeoutOf));
+              results = await withTimeout(timeout, async (signal) => {
+                const r = await registered.fn(group.map((j) => contextOf(j, signal, ctx.fetch)));
+                if (!Array.isArray(r) || r.length !== group.length) {
+                  throw new RetryableError(`batch handler returned ${Array.isArray(r) ? r.length : typeof r} results for ${group.length} jobs`);
+                }
+                return r;
+              });
+            } catch (err) {
+              results = group.map(() => asError(err));
+            }
+            group.forEach((job, i) => outcomes.push(outcomeOf(job, results[i], ctx)));
+          }),
+        ),
+      ),
+    );
+    return outcomes;
+  }
+
+  return Promise.all(
+    jobs.map((job) =>
+      local.run(() =>
+        ctx.overall.run(async () => {
+          try {
+            await withTimeout(timeoutOf(job), async (signal) => {
+              const context = contextOf(job, signal, ctx.fetch);
+              if (registered) await registered.fn(context);
+              else {
+                const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets };
+                if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
+                const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
+                if (secret !== undefined) delivery.signingSecret = secret;
+                await deliverHttp(context, delivery);
+              }
+            });
+            return outcomeOf(job, undefined, ctx);
+          } catch (err) {
+            return outcomeOf(job, asError(err), ctx);
+          }
+        }),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,189 @@
+import type { Settings } from "../env.js";
+import type { TickLock } from "../queue/lock.js";
+import type { ClaimResult, Outcome, Queue } from "../queue/queue.js";
+import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
+import { Semaphore, SubrequestBudget } from "./budget.js";
+import { dispatchChunk } from "./dispatch.js";
+
+/** Time as the loop sees it; tests drive it by hand. */
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+};
+
+/** Options of one tick invocation. */
+export interface TickOptions {
+  queue: Queue;
+  lock: TickLock;
+  settings: Settings;
+  /** When Cloudflare scheduled this invocation (its minute), epoch ms. */
+  scheduledTime: number;
+  clock?: Clock;
+  /** How long past `scheduledTime` the loop runs. Default 60,000 ms + `settings.tickOverlapMs`. */
+  windowMs?: number;
+  /** Outbound fetch for the http handler (counted). Default the global fetch. */
+  fetch?: typeof fetch;
+  /** One structured line per round and per failure. Default console.log of JSON. */
+  log?: (line: Record<string, unknown>) => void;
+}
+
+export interface TickReport {
+  /** Why the loop ended: its window passed, the budget ran out, the lock was lost, or it never got the lock. */
+  ended: "window" | "budget" | "lock-lost" | "not-acquired";
+  rounds: number;
+  claimed: number;
+  outcomes: { ack: number; retry: number; dead: number; stale: number };
+  subrequests: number;
+}
+
+/** How often topics and their settings are read again. */
+const TOPIC_REFRESH_MS = 10_000;
+
+/**
+ * One tick invocation: takes the lock (waiting for a running loop to end its
+ * window rather than starting a second one), then runs rounds until its window
+ * or its subrequest budget ends. A round claims a chunk of every push topic
+ * (each topic at most `tickChunk`, so a hot topic cannot starve the others),
+ * dispatches them, and settles each topic's chunk in one call; then it sleeps
+ * until the earliest known due time or `TICK_POLL_MS`, whichever is sooner.
+ */
+export async function runTick(options: TickOptions): Promise<TickReport> {
+  const { queue, lock, settings: s } = options;
+  const clock = options.clock ?? realClock;
+  const log = options.log ?? ((line) => console.log(JSON.stringify(line)));
+  const budget = new SubrequestBudget(s.tickSubrequestBudget);
+  const fetcher = budget.countingFetch(options.fetch ?? fetch);
+  const overall = new Semaphore(s.tickConcurrency);
+  const windowEnd = options.scheduledTime + (options.windowMs ?? 60_000 + s.tickOverlapMs);
+  // Renewed every third of its life: a crashed loop is replaced within 15 s.
+  const lockTtl = Math.max(15_000, 3 * s.tickPollMs);
+  const report: TickReport = { ended: "window", rounds: 0, claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0 };
+  const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
+
+  // 1. The lock. A loop already running is healthy while it renews its lock;
+  // wait for it to end (or for its lock to lapse) instead of running beside it.
+  for (;;) {
+    if (clock.now() >= windowEnd || budget.left < 4) return finish("not-acquired");
+    budget.spend();
+    const got = await lock.acquire(lockTtl);
+    if (got.acquired) break;
+    await clock.sleep(Math.max(25, Math.min(got.heldForMs + 1, s.tickPollMs, windowEnd - clock.now())));
+  }
+  let lastExtend = clock.now();
+
+  let topics: Array<{ name: string; settings: TopicSettings; secrets: TopicSecrets }> = [];
+  let topicsReadAt = -Infinity;
+  let ended: TickReport["ended"] = "window";
+
+  try {
+    while (clock.now() < windowEnd) {
+      // Renew the lock well before it lapses; losing it means another loop took over.
+      if (clock.now() - lastExtend >= lockTtl / 3) {
+        budget.spend();
+        if (!(await lock.extend(lockTtl))) {
+          ended = "lock-lost";
+          break;
+        }
+        lastExtend = clock.now();
+      }
+      if (clock.now() - topicsReadAt >= TOPIC_REFRESH_MS) {
+        if (budget.left < 2) {
+          ended = "budget";
+          break;
+        }
+        budget.spend();
+        const names = await queue.listTopics();
+        // Settings of every topic; cut the list to what the budget can read.
+        const readable = names.slice(0, Math.max(0, budget.left - 2));
+        budget.spend(readable.length);
+        const read = await Promise.all(readable.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
+        topics = read.filter((t) => t.settings.mode === "push" && !t.settings.paused);
+        topicsReadAt = clock.now();
+      }
+
+      // Each claimed topic costs a claim and a settle, and each job may make
+      // one fetch; one subrequest stays for releasing the lock. The budget is
+      // shared evenly, starting from a topic that rotates every round, so a
+      // tight budget still reaches every topic in turn.
+      let left = budget.left - 1;
+      const share = Math.floor(left / Math.max(1, topics.length));
+      const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
+      for (let k = 0; k < topics.length; k++) {
+        const topic = topics[(report.rounds + k) % topics.length]!;
+        const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
+        if (max < 1) break;
+        plan.push({ topic, max });
+        left -= 2 + max;
+      }
+      if (plan.length === 0 && topics.length > 0) {
+        ended = "budget";
+        break;
+      }
+
+      const now = clock.now();
+      budget.spend(plan.length);
+      const claims: ClaimResult[] = await Promise.all(
+        plan.map((p) => queue.claim(p.topic.name, { max: p.max, leaseMs: p.topic.settings.timeoutMs + 30_000, now })),
+      );
+      report.rounds++;
+      let more = false;
+      // When to look again: a topic's next due job, or — when ready jobs were
+      // held back by its rate limit — its next token; never later than the poll.
+      let wakeAt = Infinity;
+      let nextDue = Infinity;
+      const settled = await Promise.all(
+        plan.map(async (p, i) => {
+          const claim = claims[i]!;
+          if (claim.nextDueAt !== null) {
+            nextDue = Math.min(nextDue, claim.nextDueAt);
+            wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
+          }
+          if (claim.jobs.length === p.max && p.max > 0) more = true;
+          if (claim.jobs.length === 0) return [];
+          report.claimed += claim.jobs.length;
+          const ctx = {
+            settings: p.topic.settings,
+            secrets: p.topic.secrets,
+            allowPrivateTargets: s.allowPrivateTargets,
+            fetch: fetcher,
+            overall,
+            now: () => clock.now(),
+            ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
+          };
+          const outcomes: Outcome[] = await dispatchChunk(claim.jobs, ctx);
+          budget.spend();
+          const results = await queue.settle(p.topic.name, outcomes, { now: clock.now() });
+          for (const [j, r] of results.entries()) {
+            if (!r.applied) report.outcomes.stale++;
+            else report.outcomes[outcomes[j]!.kind]++;
+          }
+          for (const o of outcomes) {
+            if (o.kind !== "ack") log({ level: "warn", msg: "job failed", topic: p.topic.name, id: o.id, attempt: o.attempt, outcome: o.kind, error: o.error });
+          }
+          return results;
+        }),
+      );
+      log({
+        level: "info",
+        msg: "tick round",
+        round: report.rounds,
+        claimed: settled.reduce((n, r) => n + r.length, 0),
+        subrequests: budget.spent,
+        nextDueInMs: Number.isFinite(nextDue) ? nextDue - clock.now() : null,
+      });
+
+      if (more) continue;
+      const wait = Math.min(wakeAt - clock.now(), s.tickPollMs, windowEnd - clock.now());
+      if (wait > 0) await clock.sleep(wait);
+    }
+  } finally {
+    budget.spend();
+    await lock.release().catch(() => false);
+  }
+  return finish(ended);
+}

@@ -1,0 +1,65 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Delivery {
+  path: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  at: number;
+}
+
+/**
+ * A local HTTP receiver for delivery tests. The path says how to answer:
+ *   …/ok                  200
+ *   …/status/<code>       that status (with ?retryAfter=<s> a Retry-After header)
+ *   …/redirect            302 to http://127.0.0.1/
+ * Every request is recorded; GET /__deliveries?prefix=<path prefix> lists them.
+ */
+export async function startReceiver(): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const deliveries: Delivery[] = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://receiver");
+    if (url.pathname === "/__deliveries") {
+      const prefix = url.searchParams.get("prefix") ?? "/";
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(deliveries.filter((d) => d.path.startsWith(prefix))));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      deliveries.push({
+        path: url.pathname,
+        method: req.method ?? "",
+        headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+      });
+      const status = /\/status\/(\d{3})$/.exec(url.pathname);
+      if (status) {
+        const retryAfter = url.searchParams.get("retryAfter");
+        if (retryAfter) res.setHeader("retry-after", retryAfter);
+        res.statusCode = Number(status[1]);
+        res.end(`status ${status[1]} from the receiver`);
+      } else if (url.pathname.endsWith("/redirect")) {
+        res.statusCode = 302;
+        res.setHeader("location", "http://127.0.0.1/");
+        res.end();
+      } else {
+        res.end("ok");
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
