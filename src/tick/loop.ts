@@ -41,8 +41,10 @@ export interface TickReport {
   subrequests: number;
 }
 
-/** How often topics and their settings are read again. */
-const TOPIC_REFRESH_MS = 10_000;
+/** How often the topic list is read again. */
+const TOPIC_LIST_REFRESH_MS = 1_000;
+/** How often known topics' settings are read again. */
+const TOPIC_SETTINGS_REFRESH_MS = 10_000;
 
 /**
  * One tick invocation: takes the lock (waiting for a running loop to end its
@@ -76,8 +78,11 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   }
   let lastExtend = clock.now();
 
-  let topics: Array<{ name: string; settings: TopicSettings; secrets: TopicSecrets }> = [];
-  let topicsReadAt = -Infinity;
+  type Topic = { name: string; settings: TopicSettings; secrets: TopicSecrets };
+  const known = new Map<string, Topic>();
+  let topics: Topic[] = [];
+  let namesReadAt = -Infinity;
+  let settingsReadAt = -Infinity;
   let ended: TickReport["ended"] = "window";
 
   try {
@@ -91,19 +96,28 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         }
         lastExtend = clock.now();
       }
-      if (clock.now() - topicsReadAt >= TOPIC_REFRESH_MS) {
+      // The topic list is read every second, so a new topic's first job waits
+      // at most that long; settings are read for new topics at once and for
+      // known ones every ten seconds (pausing takes effect at once regardless:
+      // claim checks it).
+      if (clock.now() - namesReadAt >= TOPIC_LIST_REFRESH_MS) {
         if (budget.left < 2) {
           ended = "budget";
           break;
         }
         budget.spend();
         const names = await queue.listTopics();
-        // Settings of every topic; cut the list to what the budget can read.
-        const readable = names.slice(0, Math.max(0, budget.left - 2));
-        budget.spend(readable.length);
-        const read = await Promise.all(readable.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
-        topics = read.filter((t) => t.settings.mode === "push" && !t.settings.paused);
-        topicsReadAt = clock.now();
+        namesReadAt = clock.now();
+        const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
+        const toRead = names.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 2));
+        if (toRead.length > 0) {
+          budget.spend(toRead.length);
+          const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
+          for (const t of read) known.set(t.name, t);
+          if (stale) settingsReadAt = clock.now();
+        }
+        for (const n of [...known.keys()]) if (!names.includes(n)) known.delete(n);
+        topics = [...known.values()].filter((t) => t.settings.mode === "push" && !t.settings.paused);
       }
 
       // Each claimed topic costs a claim and a settle, and each job may make
