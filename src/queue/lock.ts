@@ -6,8 +6,9 @@ import { runScript } from "./scripts.js";
 
 /**
  * The tick's lock: one loop per deployment. Held with an owner token (SET NX
- * PX), renewed while the loop runs, released by compare-and-delete, so a
- * loop whose lock expired can never free its successor's.
+ * PX), renewed while the loop runs (by the peek script, which the loop calls
+ * every poll anyway), released by compare-and-delete, so a loop whose lock
+ * expired can never free its successor's.
  */
 export class TickLock {
   private readonly key: string;
@@ -24,11 +25,6 @@ export class TickLock {
   async acquire(ttlMs: number): Promise<{ acquired: true } | { acquired: false; heldForMs: number }> {
     const [ok, ttl] = z.array(z.number()).parse(await runScript(this.redis, lua.lockAcquire, [this.key], [this.token, ttlMs]));
     return ok === 1 ? { acquired: true } : { acquired: false, heldForMs: Math.max(0, ttl ?? 0) };
-  }
-
-  /** Renews the lock; false means it was lost (expired, and maybe taken by another loop). */
-  async extend(ttlMs: number): Promise<boolean> {
-    return z.number().parse(await runScript(this.redis, lua.lockExtend, [this.key], [this.token, ttlMs])) === 1;
   }
 
   async release(): Promise<boolean> {

@@ -455,6 +455,31 @@ export class Queue {
     };
   }
 
+  /**
+   * The tick's cheap look before a round: the registered topics and, for the
+   * given ones, their earliest due time and (with `leases`) earliest lease
+   * deadline; with `renewLock`, the tick lock is renewed in the same call.
+   * One request; one command per topic (two with leases).
+   */
+  async peek(
+    topics: string[],
+    options: { leases: boolean; renewLock?: { token: string; ttlMs: number } },
+  ): Promise<{ lockHeld: boolean; registered: string[]; topics: Map<string, { nextDueAt: number | null; nextLeaseDeadline: number | null }> }> {
+    const keys = [this.keys.topics, this.keys.tickLock, ...topics.flatMap((t) => [this.keys.topic(t).due, this.keys.topic(t).lease])];
+    const args = [options.leases ? "1" : "0", options.renewLock?.token ?? "", options.renewLock?.ttlMs ?? 0];
+    const raw = await runScript(this.redis, lua.peek, keys, args);
+    const [lock, registered, ...times] = z.tuple([intReply, z.array(z.string())], z.union([z.string(), z.number()])).parse(raw);
+    const at = (v: string | number | undefined) => {
+      const n = numericReply.parse(v);
+      return n < 0 ? null : n;
+    };
+    return {
+      lockHeld: lock === 1,
+      registered: registered.sort(),
+      topics: new Map(topics.map((t, i) => [t, { nextDueAt: at(times[2 * i]), nextLeaseDeadline: at(times[2 * i + 1]) }])),
+    };
+  }
+
   /** Every registered topic, sorted by name. */
   async listTopics(): Promise<string[]> {
     const members = z.array(z.string()).parse(await redisCall(() => this.redis.smembers(this.keys.topics)));

@@ -41,10 +41,10 @@ export interface TickReport {
   subrequests: number;
 }
 
-/** How often the topic list is read again. */
-const TOPIC_LIST_REFRESH_MS = 1_000;
-/** How often known topics' settings are read again. */
-const TOPIC_SETTINGS_REFRESH_MS = 10_000;
+/** How often known topics' settings are read again (new topics are read at once). */
+const TOPIC_SETTINGS_REFRESH_MS = 30_000;
+/** How often lease deadlines are looked at, to reap leases of loops that died. */
+const LEASE_CHECK_MS = 5_000;
 
 /**
  * One tick invocation: takes the lock (waiting for a running loop to end its
@@ -67,6 +67,12 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   const report: TickReport = { ended: "window", rounds: 0, claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0 };
   const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
 
+  // Blind polls (looking for jobs nobody told us about) may use at most half
+  // of what is left of the budget, so polling alone can never end a loop
+  // early: with little budget left, the poll interval stretches. Known due
+  // times are still met exactly.
+  const pollInterval = () => Math.max(s.tickPollMs, (windowEnd - clock.now()) / Math.max(1, budget.left / 2));
+
   // 1. The lock. A loop already running is healthy while it renews its lock;
   // wait for it to end (or for its lock to lapse) instead of running beside it.
   for (;;) {
@@ -81,43 +87,56 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   type Topic = { name: string; settings: TopicSettings; secrets: TopicSecrets };
   const known = new Map<string, Topic>();
   let topics: Topic[] = [];
-  let namesReadAt = -Infinity;
   let settingsReadAt = -Infinity;
+  let leasesReadAt = -Infinity;
   let ended: TickReport["ended"] = "window";
 
   try {
     while (clock.now() < windowEnd) {
-      // Renew the lock well before it lapses; losing it means another loop took over.
-      if (clock.now() - lastExtend >= lockTtl / 3) {
-        budget.spend();
-        if (!(await lock.extend(lockTtl))) {
-          ended = "lock-lost";
-          break;
-        }
-        lastExtend = clock.now();
+      // One cheap look: the topic registry and each push topic's earliest due
+      // time (and, every few seconds, earliest lease deadline). Only topics
+      // with work are claimed, so an idle poll is this one request.
+      if (budget.left < 3) {
+        ended = "budget";
+        break;
       }
-      // The topic list is read every second, so a new topic's first job waits
-      // at most that long; settings are read for new topics at once and for
-      // known ones every ten seconds (pausing takes effect at once regardless:
-      // claim checks it).
-      if (clock.now() - namesReadAt >= TOPIC_LIST_REFRESH_MS) {
-        if (budget.left < 2) {
-          ended = "budget";
-          break;
-        }
-        budget.spend();
-        const names = await queue.listTopics();
-        namesReadAt = clock.now();
-        const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
-        const toRead = names.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 2));
-        if (toRead.length > 0) {
-          budget.spend(toRead.length);
-          const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
-          for (const t of read) known.set(t.name, t);
-          if (stale) settingsReadAt = clock.now();
-        }
-        for (const n of [...known.keys()]) if (!names.includes(n)) known.delete(n);
-        topics = [...known.values()].filter((t) => t.settings.mode === "push" && !t.settings.paused);
+      const withLeases = clock.now() - leasesReadAt >= LEASE_CHECK_MS;
+      // Renew the lock well before it lapses, in the same request; losing it
+      // means another loop took over.
+      const renew = clock.now() - lastExtend >= lockTtl / 3;
+      budget.spend();
+      const peek = await queue.peek(
+        topics.map((t) => t.name),
+        { leases: withLeases, ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}) },
+      );
+      if (!peek.lockHeld) {
+        ended = "lock-lost";
+        break;
+      }
+      if (renew) lastExtend = clock.now();
+      if (withLeases) leasesReadAt = clock.now();
+      const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
+      const toRead = peek.registered.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 3));
+      if (toRead.length > 0) {
+        budget.spend(toRead.length);
+        const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
+        for (const t of read) known.set(t.name, t);
+        if (stale) settingsReadAt = clock.now();
+      }
+      for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
+      const fresh = topics.map((t) => t.name);
+      topics = [...known.values()].filter((t) => t.settings.mode === "push" && !t.settings.paused);
+      const nowPeek = clock.now();
+      // Topics read for the first time have no peek yet: claim them once to learn.
+      const withWork = topics.filter((t) => {
+        const p = peek.topics.get(t.name);
+        if (!p || !fresh.includes(t.name)) return true;
+        return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
+      });
+      let wakeAt = Infinity;
+      for (const t of topics) {
+        const p = peek.topics.get(t.name);
+        if (p?.nextDueAt != null && p.nextDueAt > nowPeek) wakeAt = Math.min(wakeAt, p.nextDueAt);
       }
 
       // Each claimed topic costs a claim and a settle, and each job may make
@@ -125,18 +144,24 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       // shared evenly, starting from a topic that rotates every round, so a
       // tight budget still reaches every topic in turn.
       let left = budget.left - 1;
-      const share = Math.floor(left / Math.max(1, topics.length));
+      const share = Math.floor(left / Math.max(1, withWork.length));
       const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
-      for (let k = 0; k < topics.length; k++) {
-        const topic = topics[(report.rounds + k) % topics.length]!;
+      for (let k = 0; k < withWork.length; k++) {
+        const topic = withWork[(report.rounds + k) % withWork.length]!;
         const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
         if (max < 1) break;
         plan.push({ topic, max });
         left -= 2 + max;
       }
-      if (plan.length === 0 && topics.length > 0) {
+      if (plan.length === 0 && withWork.length > 0) {
         ended = "budget";
         break;
+      }
+      if (plan.length === 0) {
+        report.rounds++;
+        const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
+        if (wait > 0) await clock.sleep(wait);
+        continue;
       }
 
       const now = clock.now();
@@ -148,7 +173,6 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       let more = false;
       // When to look again: a topic's next due job, or — when ready jobs were
       // held back by its rate limit — its next token; never later than the poll.
-      let wakeAt = Infinity;
       let nextDue = Infinity;
       const settled = await Promise.all(
         plan.map(async (p, i) => {
@@ -192,7 +216,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       });
 
       if (more) continue;
-      const wait = Math.min(wakeAt - clock.now(), s.tickPollMs, windowEnd - clock.now());
+      const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
       if (wait > 0) await clock.sleep(wait);
     }
   } finally {

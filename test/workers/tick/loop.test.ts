@@ -22,7 +22,8 @@ function recorder(topic: string, clock: { now(): number }, behave: (job: JobCont
 describe("the loop", () => {
   it("runs every job of its window once, never early, within TICK_POLL_MS of its due time", async () => {
     const clock = new VirtualClock(T0);
-    const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
+    // A job every ~270 ms at a 100 ms poll needs the paid plan's larger subrequest budget.
+    const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "5000" }, clock);
     const topic = uniqueTopic("times");
     const seen = recorder(topic, clock);
     const dues = Array.from({ length: 200 }, (_, i) => T0 + Math.floor((i * 54_000) / 200) + (i % 7) * 13);
