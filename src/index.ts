@@ -1,4 +1,5 @@
 import type { Env } from "./env.js";
+import "./handlers/index.js";
 import { app } from "./producer/app.js";
 import { scheduled } from "./tick/scheduled.js";
 
