@@ -5,107 +5,22 @@
  */
 export { Receiver, signPayload, verifySignature, type VerifyOptions, type VerifyResult } from "./signature.js";
 
+import type { z } from "@hono/zod-openapi";
+import type * as schemas from "../producer/schemas.js";
+
+// Every request and response type is the API's own zod schema, imported as a
+// type only: the client carries no schema code, and cannot drift from the server.
 type Duration = string | number;
-type Backoff =
-  | { type: "fixed"; delay: Duration }
-  | { type: "exponential"; delay?: Duration; factor?: number; maxDelay?: Duration; jitter?: boolean }
-  | { type: "schedule"; delays: Duration[] };
-
-export interface JobRequest {
-  topic: string;
-  payload?: unknown;
-  /** `"90s"` or ms; not with runAt. */
-  delay?: Duration;
-  /** ISO 8601 or epoch ms; not with delay. */
-  runAt?: string | number;
-  maxAttempts?: number;
-  backoff?: Backoff;
-  idempotencyKey?: string;
-  target?: { url: string; method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"; headers?: Record<string, string> };
-  timeoutMs?: number;
-}
-
-export interface Enqueued {
-  id: string;
-  topic: string;
-  dueAt: string;
-  deduplicated: boolean;
-}
-
-export interface Job {
-  id: string;
-  topic: string;
-  state: "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
-  dueAt: string | null;
-  attempts: number;
-  maxAttempts: number;
-  lastError: string | null;
-  createdAt: string;
-  payload: unknown;
-  leaseExpiresAt?: string;
-  finishedAt?: string;
-}
-
-export interface TopicSettingsPatch {
-  ratePerSec?: number | null;
-  burst?: number | null;
-  concurrency?: number | null;
-  maxAttempts?: number | null;
-  backoff?: Backoff | null;
-  url?: string | null;
-  mode?: "push" | "pull" | null;
-  paused?: boolean | null;
-  timeoutMs?: number | null;
-  signingSecret?: string | null;
-  webhookSecret?: string | null;
-}
-
-export interface Topic {
-  topic: string;
-  settings: {
-    ratePerSec?: number;
-    burst?: number;
-    concurrency?: number;
-    maxAttempts: number;
-    backoff: { type: string; [k: string]: unknown };
-    paused: boolean;
-    mode: "push" | "pull";
-    url?: string;
-    timeoutMs: number;
-    hasSigningSecret: boolean;
-    hasWebhookSecret: boolean;
-  };
-  scheduled: number;
-  ready: number;
-  inflight: number;
-  dead: number;
-  oldestReadyDueAt: string | null;
-  counters: { dispatched: number; succeeded: number; retried: number; dead: number };
-}
-
-export interface DeadLetter {
-  id: string;
-  attempts: number;
-  lastError: string | null;
-  failedAt: string;
-  payload: unknown;
-}
-
-export interface ClaimedJob {
-  id: string;
-  attempt: number;
-  payload: unknown;
-  dueAt: string;
-  leaseExpiresAt: string;
-}
-
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  errors?: Array<{ path: string; message: string }>;
-}
+/** A job to enqueue, as POST /v1/jobs takes it. */
+export type JobRequest = z.input<typeof schemas.JobBody>;
+export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
+export type Job = z.output<typeof schemas.JobView>;
+/** A change to a topic's settings, as PUT /v1/topics/:topic takes it. */
+export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
+export type Topic = z.output<typeof schemas.TopicView>;
+export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
+export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
+export type Problem = z.output<typeof schemas.Problem>;
 
 /** A non-2xx answer. `status` and `problem` say what went wrong; 503s are safe to retry with an idempotency key. */
 export class DelaylineError extends Error {
