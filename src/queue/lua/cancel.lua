@@ -14,6 +14,7 @@
 
   Returns  1 cancelled, 0 not scheduled (unknown or finished), -1 in flight
 ]]
+-- @include records
 local rcall = redis.call
 local dueKey, leaseKey, jobsKey, metaKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, nowText, doneTtl = ARGV[1], ARGV[2], ARGV[3]
@@ -22,7 +23,7 @@ if rcall("ZREM", dueKey, id) == 0 then
   if rcall("ZSCORE", leaseKey, id) then return -1 end
   return 0
 end
-local record = rcall("HGET", jobsKey, id) or "null"
+local record = rcall("HGET", jobsKey, id)
 local meta = rcall("HGET", metaKey, id)
 local attempts, lastError = 0, "null"
 if meta then
@@ -32,7 +33,6 @@ if meta then
 end
 rcall("HDEL", jobsKey, id)
 rcall("HDEL", metaKey, id)
-rcall("HSET", doneKey, id, '{"state":"cancelled","attempts":' .. attempts .. ',"lastError":' .. lastError ..
-  ',"finishedAt":' .. nowText .. ',"job":' .. record .. '}')
+rcall("HSET", doneKey, id, doneRecord("cancelled", attempts, lastError, nowText, record))
 rcall("PEXPIRE", doneKey, doneTtl)
 return 1

@@ -32,6 +32,7 @@
              ms until the token bucket holds a whole token (0: not rate-limited now),
              then per job taken: id, attempt, due ms, record JSON }
 ]]
+-- @include records
 local rcall = redis.call
 local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, statsKey, deadKey, doneKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -85,11 +86,9 @@ if #expired > 0 then
       local err = "lease expired: attempt " .. attempts .. " did not settle in time"
       if attempts >= maxAttempts then
         local e = cjson.encode(err)
-        deadEntries[#deadEntries + 1] = '{"id":"' .. id .. '","attempts":' .. attempts .. ',"lastError":' .. e ..
-          ',"failedAt":' .. ARGV[1] .. ',"job":' .. record .. '}'
+        deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, ARGV[1], record)
         doneArgs[#doneArgs + 1] = id
-        doneArgs[#doneArgs + 1] = '{"state":"dead","attempts":' .. attempts .. ',"lastError":' .. e ..
-          ',"finishedAt":' .. ARGV[1] .. ',"job":' .. record .. '}'
+        doneArgs[#doneArgs + 1] = doneRecord("dead", attempts, e, ARGV[1], record)
         died = died + 1
       else
         local policy = job.backoff or (conf.backoff and cjson.decode(conf.backoff)) or cjson.decode(defaultBackoff)

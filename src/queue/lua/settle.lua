@@ -21,6 +21,7 @@
 
   Returns  per outcome: 1 applied, 0 stale
 ]]
+-- @include records
 local rcall = redis.call
 local dueKey, leaseKey, jobsKey, metaKey, statsKey, deadKey, doneKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -76,18 +77,16 @@ for _, i in ipairs(live) do
     metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err })
     retried = retried + 1
   else
-    local record = records[i] or "null"
+    local record = records[i]
     local e = (err ~= "" and cjson.encode(err)) or (liveMeta[i].e and cjson.encode(liveMeta[i].e)) or "null"
     local state = kind == "ack" and "succeeded" or "dead"
     finished[#finished + 1] = id
     doneArgs[#doneArgs + 1] = id
-    doneArgs[#doneArgs + 1] = '{"state":"' .. state .. '","attempts":' .. attempts .. ',"lastError":' .. e ..
-      ',"finishedAt":' .. nowText .. ',"job":' .. record .. '}'
+    doneArgs[#doneArgs + 1] = doneRecord(state, attempts, e, nowText, record)
     if kind == "ack" then
       acked = acked + 1
     else
-      deadEntries[#deadEntries + 1] = '{"id":"' .. id .. '","attempts":' .. attempts .. ',"lastError":' .. e ..
-        ',"failedAt":' .. nowText .. ',"job":' .. record .. '}'
+      deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, nowText, record)
       died = died + 1
     end
   end
