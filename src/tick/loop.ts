@@ -89,6 +89,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   let topics: Topic[] = [];
   let settingsReadAt = -Infinity;
   let leasesReadAt = -Infinity;
+  const pausedUntil = new Map<string, number>();
   let ended: TickReport["ended"] = "window";
 
   try {
@@ -125,10 +126,14 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       }
       for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
       const fresh = topics.map((t) => t.name);
-      topics = [...known.values()].filter((t) => t.settings.mode === "push" && !t.settings.paused);
+      // Paused topics stay in: the claim script itself refuses them, so a
+      // resume takes effect at the next claim, not at the next settings read.
+      // A topic found paused is only asked again after a poll interval.
+      topics = [...known.values()].filter((t) => t.settings.mode === "push");
       const nowPeek = clock.now();
       // Topics read for the first time have no peek yet: claim them once to learn.
       const withWork = topics.filter((t) => {
+        if ((pausedUntil.get(t.name) ?? -Infinity) > nowPeek) return false;
         const p = peek.topics.get(t.name);
         if (!p || !fresh.includes(t.name)) return true;
         return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
@@ -177,6 +182,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       const settled = await Promise.all(
         plan.map(async (p, i) => {
           const claim = claims[i]!;
+          if (claim.paused) pausedUntil.set(p.topic.name, now + s.tickPollMs);
+          else pausedUntil.delete(p.topic.name);
           if (claim.nextDueAt !== null) {
             nextDue = Math.min(nextDue, claim.nextDueAt);
             wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
