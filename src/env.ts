@@ -8,6 +8,13 @@ import { z } from "zod";
 export interface Env {
   /** Static files (the API reference at /docs), from `[assets]` in wrangler.toml. */
   ASSETS?: { fetch(request: Request): Promise<Response> };
+  /** This Worker's TickChunk entrypoint (service binding), for fanning chunks out to invocations of their own. */
+  TICK_RUNNER?: {
+    run(
+      topic: string,
+      max: number,
+    ): Promise<{ claimed: number; outcomes: { ack: number; retry: number; dead: number; stale: number }; subrequests: number; more: boolean }>;
+  };
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
   DELAYLINE_TOKEN?: string;
@@ -27,6 +34,7 @@ export interface Env {
   TICK_CONCURRENCY?: string;
   TICK_SUBREQUEST_BUDGET?: string;
   TICK_OVERLAP_MS?: string;
+  TICK_FANOUT?: string;
 }
 
 const bool = z
@@ -73,6 +81,7 @@ const SettingsSchema = z.object({
   TICK_CONCURRENCY: int(1, 1_000, 50),
   TICK_SUBREQUEST_BUDGET: int(10, 100_000, 900),
   TICK_OVERLAP_MS: int(0, 600_000, 15_000),
+  TICK_FANOUT: int(0, 30, 4),
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -118,6 +127,8 @@ export interface Settings {
   tickSubrequestBudget: number;
   /** How long a tick runs past its minute, so a late next cron still finds no gap. Default 15,000 ms. */
   tickOverlapMs: number;
+  /** Extra invocations (TickChunk via the TICK_RUNNER service binding) a round may start for a topic with a backlog. Default 4; 0 turns fan-out off. */
+  tickFanout: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -162,6 +173,7 @@ export function settings(env: Env): Settings {
     tickConcurrency: d.TICK_CONCURRENCY,
     tickSubrequestBudget: d.TICK_SUBREQUEST_BUDGET,
     tickOverlapMs: d.TICK_OVERLAP_MS,
+    tickFanout: d.TICK_FANOUT,
   };
   if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;
   cache.set(env, result);

@@ -3,6 +3,7 @@ import type { TickLock } from "../queue/lock.js";
 import type { ClaimResult, Outcome, Queue } from "../queue/queue.js";
 import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
+import type { ChunkReport } from "./chunk.js";
 import { dispatchChunk } from "./dispatch.js";
 
 /** Time as the loop sees it; tests drive it by hand. */
@@ -30,6 +31,13 @@ export interface TickOptions {
   fetch?: typeof fetch;
   /** One structured line per round and per failure. Default console.log of JSON. */
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * Runs one chunk of a topic in an invocation of its own (the TickChunk
+   * entrypoint through the TICK_RUNNER service binding). With it, a topic
+   * with a backlog gets up to `TICK_FANOUT` extra chunks per round, each
+   * costing this invocation one subrequest.
+   */
+  fanOut?: (topic: string, max: number) => Promise<ChunkReport>;
 }
 
 export interface TickReport {
@@ -39,6 +47,8 @@ export interface TickReport {
   claimed: number;
   outcomes: { ack: number; retry: number; dead: number; stale: number };
   subrequests: number;
+  /** Chunks run in invocations of their own. */
+  fannedOut: number;
 }
 
 /** How often known topics' settings are read again (new topics are read at once). */
@@ -64,7 +74,14 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   const windowEnd = options.scheduledTime + (options.windowMs ?? 60_000 + s.tickOverlapMs);
   // Renewed every third of its life: a crashed loop is replaced within 15 s.
   const lockTtl = Math.max(15_000, 3 * s.tickPollMs);
-  const report: TickReport = { ended: "window", rounds: 0, claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0 };
+  const report: TickReport = {
+    ended: "window",
+    rounds: 0,
+    claimed: 0,
+    outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 },
+    subrequests: 0,
+    fannedOut: 0,
+  };
   const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
 
   // Blind polls (looking for jobs nobody told us about) may use at most half
@@ -90,6 +107,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   let settingsReadAt = -Infinity;
   let leasesReadAt = -Infinity;
   const pausedUntil = new Map<string, number>();
+  // Topics whose last claim came back full: more is ready than one chunk.
+  const backlog = new Set<string>();
   let ended: TickReport["ended"] = "window";
 
   try {
@@ -148,26 +167,47 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       // one fetch; one subrequest stays for releasing the lock. The budget is
       // shared evenly, starting from a topic that rotates every round, so a
       // tight budget still reaches every topic in turn.
+      //
+      // A topic with a backlog, when fan-out is on, is handed to invocations
+      // of their own instead: a chunk there costs this invocation one
+      // subrequest, where delivering it here costs one per job.
       let left = budget.left - 1;
-      const share = Math.floor(left / Math.max(1, withWork.length));
+      const fanning = options.fanOut && s.tickFanout > 0 ? withWork.filter((t) => backlog.has(t.name)) : [];
+      const local = withWork.filter((t) => !fanning.includes(t));
+      const remote: Array<{ topic: string; max: number }> = [];
+      for (const t of fanning) {
+        for (let k = 0; k < s.tickFanout && left >= 1; k++, left--) remote.push({ topic: t.name, max: s.tickChunk });
+      }
+      const share = Math.floor(left / Math.max(1, local.length));
       const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
-      for (let k = 0; k < withWork.length; k++) {
-        const topic = withWork[(report.rounds + k) % withWork.length]!;
+      for (let k = 0; k < local.length; k++) {
+        const topic = local[(report.rounds + k) % local.length]!;
         const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
         if (max < 1) break;
         plan.push({ topic, max });
         left -= 2 + max;
       }
-      if (plan.length === 0 && withWork.length > 0) {
+      if (plan.length === 0 && remote.length === 0 && withWork.length > 0) {
         ended = "budget";
         break;
       }
-      if (plan.length === 0) {
+      if (plan.length === 0 && remote.length === 0) {
         report.rounds++;
         const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
         if (wait > 0) await clock.sleep(wait);
         continue;
       }
+
+      budget.spend(remote.length);
+      report.fannedOut += remote.length;
+      const remoteRuns = Promise.all(
+        remote.map((r) =>
+          options.fanOut!(r.topic, r.max).catch((err: unknown) => {
+            log({ level: "error", msg: "fan-out chunk failed", topic: r.topic, error: String(err) });
+            return null;
+          }),
+        ),
+      );
 
       const now = clock.now();
       budget.spend(plan.length);
@@ -188,7 +228,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
             nextDue = Math.min(nextDue, claim.nextDueAt);
             wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
           }
-          if (claim.jobs.length === p.max && p.max > 0) more = true;
+          if (claim.jobs.length === p.max && p.max > 0) {
+            more = true;
+            backlog.add(p.topic.name);
+          } else backlog.delete(p.topic.name);
           if (claim.jobs.length === 0) return [];
           report.claimed += claim.jobs.length;
           const ctx = {
@@ -213,6 +256,18 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           return results;
         }),
       );
+      // A fanned-out topic keeps its backlog mark while any of its chunks came back full.
+      const stillFull = new Set<string>();
+      for (const [i, r] of (await remoteRuns).entries()) {
+        if (!r) continue;
+        report.claimed += r.claimed;
+        for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
+        if (r.more) stillFull.add(remote[i]!.topic);
+      }
+      for (const t of fanning) {
+        if (stillFull.has(t.name)) more = true;
+        else backlog.delete(t.name);
+      }
       log({
         level: "info",
         msg: "tick round",

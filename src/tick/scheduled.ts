@@ -18,6 +18,7 @@ export async function scheduled(controller: ScheduledController, env: Env, _ctx:
     lock: new TickLock(redis, s.prefix),
     settings: s,
     scheduledTime: controller.scheduledTime,
+    ...(env.TICK_RUNNER ? { fanOut: (topic: string, max: number) => env.TICK_RUNNER!.run(topic, max) } : {}),
   });
   console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
 }
