@@ -22,6 +22,7 @@ import { SETTING_NAMES } from "../src/env.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
 import { freePort, portFromEnv } from "./ports.js";
+import { descendantsOf, isAlive, signalTree } from "./process-tree.js";
 import { startRedis, type RunningRedis } from "./redis-launcher.js";
 
 const log = (line: string) => console.log(`[delayline] ${line}`);
@@ -33,26 +34,24 @@ let wrangler: ChildProcess | undefined;
 let cron: CronDriver | undefined;
 let stopping: Promise<void> | undefined;
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals) {
-  try {
-    // Negative pid: the whole process group, i.e. wrangler and its workerd.
-    process.kill(-child.pid!, signal);
-  } catch {
-    /* already gone */
-  }
-}
-
 async function stopAll(code: number): Promise<never> {
   stopping ??= (async () => {
     cron?.stop();
-    if (wrangler && wrangler.exitCode === null && wrangler.signalCode === null) {
-      const exited = new Promise<void>((r) => wrangler!.once("exit", () => r()));
-      killGroup(wrangler, "SIGTERM");
-      const timer = setTimeout(() => killGroup(wrangler!, "SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-      // workerd may outlive wrangler by a moment; the group must be empty.
-      killGroup(wrangler, "SIGKILL");
+    if (wrangler?.pid !== undefined) {
+      // wrangler and the workerd processes under it. Read the tree first:
+      // once wrangler exits, its children are no longer found through it.
+      const tree = [wrangler.pid, ...descendantsOf(wrangler.pid).map((p) => p.pid)];
+      const exited = wrangler.exitCode !== null || wrangler.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => wrangler!.once("exit", () => r()));
+      signalTree(wrangler.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+      for (let i = 0; i < 20 && tree.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
+      for (const pid of tree.filter(isAlive)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone meanwhile */
+        }
+      }
     }
     await bridge?.close().catch(() => {});
     await redis?.stop().catch(() => {});
@@ -157,8 +156,8 @@ async function main() {
     ],
     {
       cwd: root,
-      // Its own process group, so stopping takes workerd along with it.
-      detached: true,
+      // Same process group as this launcher: a signal to the whole group
+      // (Ctrl-C in a terminal, or a kill of the group) reaches workerd too.
       stdio: ["ignore", "inherit", "inherit"],
       // No telemetry, and no fetch of the `Request.cf` sample from the internet.
       env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../../dev/ports.js";
+import { descendantsOf, isAlive, signalTree } from "../../dev/process-tree.js";
 import { Delayline } from "../../src/client/index.js";
 import { artifactDir, launchChromium } from "../browser.js";
 
@@ -21,31 +22,6 @@ function groupMembers(pgid: number): string[] {
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => l && Number(l.split(/\s+/)[0]) === pgid);
-}
-
-/** Every live descendant of `root`: what npm start spawned, however it grouped them. */
-function descendants(root: number): Array<{ pid: number; args: string }> {
-  const ps = spawnSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" });
-  const rows = ps.stdout
-    .split("\n")
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }));
-  const found: Array<{ pid: number; args: string }> = [];
-  const walk = (pid: number) => {
-    for (const r of rows) if (r.ppid === pid) (found.push({ pid: r.pid, args: r.args }), walk(r.pid));
-  };
-  walk(root);
-  return found;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function processesUsing(dir: string): string[] {
@@ -109,7 +85,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     } finally {
       await browser.close();
     }
-    const spawned = descendants(child.pid!);
+    const spawned = descendantsOf(child.pid!);
     expect(spawned.some((p) => /workerd/.test(p.args))).toBe(true);
     expect(spawned.some((p) => /redis-server/.test(p.args))).toBe(true);
     stack = spawned;
@@ -119,8 +95,13 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     const { code, signal } = await exited;
     expect(code === 0 || signal === "SIGTERM", output).toBe(true);
   } finally {
-    // Whatever happened, do not leave the stack behind for the rest of the run.
-    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, "SIGKILL");
+    // Whatever happened, leave nothing behind: a clean stop first, then force.
+    if (child.exitCode === null && child.signalCode === null) {
+      const tree = descendantsOf(child.pid!);
+      signalTree(child.pid!, "SIGTERM");
+      for (let i = 0; i < 100 && tree.some((p) => isAlive(p.pid)); i++) await new Promise((r) => setTimeout(r, 100));
+      for (const p of tree.filter((p) => isAlive(p.pid))) process.kill(p.pid, "SIGKILL");
+    }
   }
 
   // Bounded wait: children get a moment to finish exiting after npm does.
@@ -129,7 +110,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     left = [
       ...groupMembers(child.pid!),
       ...processesUsing(dataDir),
-      ...stack.filter((p) => alive(p.pid)).map((p) => `${p.pid} ${p.args}`),
+      ...stack.filter((p) => isAlive(p.pid)).map((p) => `${p.pid} ${p.args}`),
     ];
     if (left.length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
