@@ -1,6 +1,7 @@
 import type { Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
 import type { ClaimResult, Outcome, Queue } from "../queue/queue.js";
+import { RedisUnavailableError } from "../queue/redis.js";
 import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import type { ChunkReport } from "./chunk.js";
@@ -90,12 +91,29 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   // times are still met exactly.
   const pollInterval = () => Math.max(s.tickPollMs, (windowEnd - clock.now()) / Math.max(1, budget.left / 2));
 
+  // While Redis is unreachable the loop waits and tries again (1 s, doubling
+  // up to 5 s) rather than ending: jobs it held stay leased and come back
+  // after their lease, so nothing is lost, and the loop resumes on its own.
+  let outageWait = 1_000;
+  const waitOutOutage = async (err: unknown) => {
+    if (!(err instanceof RedisUnavailableError)) throw err;
+    log({ level: "error", msg: "Redis unreachable; the tick waits and retries", retryInMs: outageWait, error: err.message });
+    await clock.sleep(Math.min(outageWait, Math.max(0, windowEnd - clock.now())));
+    outageWait = Math.min(outageWait * 2, 5_000);
+  };
+
   // 1. The lock. A loop already running is healthy while it renews its lock;
   // wait for it to end (or for its lock to lapse) instead of running beside it.
   for (;;) {
     if (clock.now() >= windowEnd || budget.left < 4) return finish("not-acquired");
     budget.spend();
-    const got = await lock.acquire(lockTtl);
+    let got: Awaited<ReturnType<TickLock["acquire"]>>;
+    try {
+      got = await lock.acquire(lockTtl);
+    } catch (err) {
+      await waitOutOutage(err);
+      continue;
+    }
     if (got.acquired) break;
     await clock.sleep(Math.max(25, Math.min(got.heldForMs + 1, s.tickPollMs, windowEnd - clock.now())));
   }
@@ -113,176 +131,182 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
 
   try {
     while (clock.now() < windowEnd) {
-      // One cheap look: the topic registry and each push topic's earliest due
-      // time (and, every few seconds, earliest lease deadline). Only topics
-      // with work are claimed, so an idle poll is this one request.
-      if (budget.left < 3) {
-        ended = "budget";
-        break;
-      }
-      const withLeases = clock.now() - leasesReadAt >= LEASE_CHECK_MS;
-      // Renew the lock well before it lapses, in the same request; losing it
-      // means another loop took over.
-      const renew = clock.now() - lastExtend >= lockTtl / 3;
-      budget.spend();
-      const peek = await queue.peek(
-        topics.map((t) => t.name),
-        { leases: withLeases, ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}) },
-      );
-      if (!peek.lockHeld) {
-        ended = "lock-lost";
-        break;
-      }
-      if (renew) lastExtend = clock.now();
-      if (withLeases) leasesReadAt = clock.now();
-      const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
-      const toRead = peek.registered.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 3));
-      if (toRead.length > 0) {
-        budget.spend(toRead.length);
-        const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
-        for (const t of read) known.set(t.name, t);
-        if (stale) settingsReadAt = clock.now();
-      }
-      for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
-      const fresh = topics.map((t) => t.name);
-      // Paused topics stay in: the claim script itself refuses them, so a
-      // resume takes effect at the next claim, not at the next settings read.
-      // A topic found paused is only asked again after a poll interval.
-      topics = [...known.values()].filter((t) => t.settings.mode === "push");
-      const nowPeek = clock.now();
-      // Topics read for the first time have no peek yet: claim them once to learn.
-      const withWork = topics.filter((t) => {
-        if ((pausedUntil.get(t.name) ?? -Infinity) > nowPeek) return false;
-        const p = peek.topics.get(t.name);
-        if (!p || !fresh.includes(t.name)) return true;
-        return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
-      });
-      let wakeAt = Infinity;
-      for (const t of topics) {
-        const p = peek.topics.get(t.name);
-        if (p?.nextDueAt != null && p.nextDueAt > nowPeek) wakeAt = Math.min(wakeAt, p.nextDueAt);
-      }
+      try {
+        // One cheap look: the topic registry and each push topic's earliest due
+        // time (and, every few seconds, earliest lease deadline). Only topics
+        // with work are claimed, so an idle poll is this one request.
+        if (budget.left < 3) {
+          ended = "budget";
+          break;
+        }
+        const withLeases = clock.now() - leasesReadAt >= LEASE_CHECK_MS;
+        // Renew the lock well before it lapses, in the same request; losing it
+        // means another loop took over.
+        const renew = clock.now() - lastExtend >= lockTtl / 3;
+        budget.spend();
+        const peek = await queue.peek(
+          topics.map((t) => t.name),
+          { leases: withLeases, ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}) },
+        );
+        if (!peek.lockHeld) {
+          ended = "lock-lost";
+          break;
+        }
+        outageWait = 1_000;
+        if (renew) lastExtend = clock.now();
+        if (withLeases) leasesReadAt = clock.now();
+        const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
+        const toRead = peek.registered.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 3));
+        if (toRead.length > 0) {
+          budget.spend(toRead.length);
+          const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
+          for (const t of read) known.set(t.name, t);
+          if (stale) settingsReadAt = clock.now();
+        }
+        for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
+        const fresh = topics.map((t) => t.name);
+        // Paused topics stay in: the claim script itself refuses them, so a
+        // resume takes effect at the next claim, not at the next settings read.
+        // A topic found paused is only asked again after a poll interval.
+        topics = [...known.values()].filter((t) => t.settings.mode === "push");
+        const nowPeek = clock.now();
+        // Topics read for the first time have no peek yet: claim them once to learn.
+        const withWork = topics.filter((t) => {
+          if ((pausedUntil.get(t.name) ?? -Infinity) > nowPeek) return false;
+          const p = peek.topics.get(t.name);
+          if (!p || !fresh.includes(t.name)) return true;
+          return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
+        });
+        let wakeAt = Infinity;
+        for (const t of topics) {
+          const p = peek.topics.get(t.name);
+          if (p?.nextDueAt != null && p.nextDueAt > nowPeek) wakeAt = Math.min(wakeAt, p.nextDueAt);
+        }
 
-      // Each claimed topic costs a claim and a settle, and each job may make
-      // one fetch; one subrequest stays for releasing the lock. The budget is
-      // shared evenly, starting from a topic that rotates every round, so a
-      // tight budget still reaches every topic in turn.
-      //
-      // A topic with a backlog, when fan-out is on, is handed to invocations
-      // of their own instead: a chunk there costs this invocation one
-      // subrequest, where delivering it here costs one per job.
-      let left = budget.left - 1;
-      const fanning = options.fanOut && s.tickFanout > 0 ? withWork.filter((t) => backlog.has(t.name)) : [];
-      const local = withWork.filter((t) => !fanning.includes(t));
-      const remote: Array<{ topic: string; max: number }> = [];
-      for (const t of fanning) {
-        for (let k = 0; k < s.tickFanout && left >= 1; k++, left--) remote.push({ topic: t.name, max: s.tickChunk });
-      }
-      const share = Math.floor(left / Math.max(1, local.length));
-      const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
-      for (let k = 0; k < local.length; k++) {
-        const topic = local[(report.rounds + k) % local.length]!;
-        const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
-        if (max < 1) break;
-        plan.push({ topic, max });
-        left -= 2 + max;
-      }
-      if (plan.length === 0 && remote.length === 0 && withWork.length > 0) {
-        ended = "budget";
-        break;
-      }
-      if (plan.length === 0 && remote.length === 0) {
+        // Each claimed topic costs a claim and a settle, and each job may make
+        // one fetch; one subrequest stays for releasing the lock. The budget is
+        // shared evenly, starting from a topic that rotates every round, so a
+        // tight budget still reaches every topic in turn.
+        //
+        // A topic with a backlog, when fan-out is on, is handed to invocations
+        // of their own instead: a chunk there costs this invocation one
+        // subrequest, where delivering it here costs one per job.
+        let left = budget.left - 1;
+        const fanning = options.fanOut && s.tickFanout > 0 ? withWork.filter((t) => backlog.has(t.name)) : [];
+        const local = withWork.filter((t) => !fanning.includes(t));
+        const remote: Array<{ topic: string; max: number }> = [];
+        for (const t of fanning) {
+          for (let k = 0; k < s.tickFanout && left >= 1; k++, left--) remote.push({ topic: t.name, max: s.tickChunk });
+        }
+        const share = Math.floor(left / Math.max(1, local.length));
+        const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
+        for (let k = 0; k < local.length; k++) {
+          const topic = local[(report.rounds + k) % local.length]!;
+          const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
+          if (max < 1) break;
+          plan.push({ topic, max });
+          left -= 2 + max;
+        }
+        if (plan.length === 0 && remote.length === 0 && withWork.length > 0) {
+          ended = "budget";
+          break;
+        }
+        if (plan.length === 0 && remote.length === 0) {
+          report.rounds++;
+          const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
+          if (wait > 0) await clock.sleep(wait);
+          continue;
+        }
+
+        budget.spend(remote.length);
+        report.fannedOut += remote.length;
+        const remoteRuns = Promise.all(
+          remote.map((r) =>
+            options.fanOut!(r.topic, r.max).catch((err: unknown) => {
+              log({ level: "error", msg: "fan-out chunk failed", topic: r.topic, error: String(err) });
+              return null;
+            }),
+          ),
+        );
+
+        const now = clock.now();
+        budget.spend(plan.length);
+        const claims: ClaimResult[] = await Promise.all(
+          plan.map((p) => queue.claim(p.topic.name, { max: p.max, leaseMs: p.topic.settings.timeoutMs + 30_000, now })),
+        );
         report.rounds++;
+        let more = false;
+        let nextDue = Infinity;
+        const settled = await Promise.all(
+          plan.map(async (p, i) => {
+            const claim = claims[i]!;
+            if (claim.paused) pausedUntil.set(p.topic.name, now + s.tickPollMs);
+            else pausedUntil.delete(p.topic.name);
+            // When to look again: the topic's next due job, or — when ready jobs
+            // were held back by its rate limit — its next token.
+            if (claim.nextDueAt !== null) {
+              nextDue = Math.min(nextDue, claim.nextDueAt);
+              wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
+            }
+            if (claim.jobs.length === p.max && p.max > 0) {
+              more = true;
+              backlog.add(p.topic.name);
+            } else backlog.delete(p.topic.name);
+            if (claim.jobs.length === 0) return [];
+            report.claimed += claim.jobs.length;
+            const ctx = {
+              settings: p.topic.settings,
+              secrets: p.topic.secrets,
+              allowPrivateTargets: s.allowPrivateTargets,
+              fetch: fetcher,
+              overall,
+              now: () => clock.now(),
+              ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
+            };
+            const outcomes: Outcome[] = await dispatchChunk(claim.jobs, ctx);
+            budget.spend();
+            const results = await queue.settle(p.topic.name, outcomes, { now: clock.now() });
+            for (const [j, r] of results.entries()) {
+              if (!r.applied) report.outcomes.stale++;
+              else report.outcomes[outcomes[j]!.kind]++;
+            }
+            for (const o of outcomes) {
+              if (o.kind !== "ack") log({ level: "warn", msg: "job failed", topic: p.topic.name, id: o.id, attempt: o.attempt, outcome: o.kind, error: o.error });
+            }
+            return results;
+          }),
+        );
+        // A fanned-out topic keeps its backlog mark while any of its chunks came back full.
+        const stillFull = new Set<string>();
+        for (const [i, r] of (await remoteRuns).entries()) {
+          if (!r) continue;
+          report.claimed += r.claimed;
+          for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
+          if (r.more) stillFull.add(remote[i]!.topic);
+        }
+        for (const t of fanning) {
+          if (stillFull.has(t.name)) more = true;
+          else backlog.delete(t.name);
+        }
+        log({
+          level: "info",
+          msg: "tick round",
+          round: report.rounds,
+          claimed: settled.reduce((n, r) => n + r.length, 0),
+          subrequests: budget.spent,
+          nextDueInMs: Number.isFinite(nextDue) ? nextDue - clock.now() : null,
+        });
+
+        if (more) continue;
         const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
         if (wait > 0) await clock.sleep(wait);
-        continue;
+      } catch (err) {
+        await waitOutOutage(err);
       }
-
-      budget.spend(remote.length);
-      report.fannedOut += remote.length;
-      const remoteRuns = Promise.all(
-        remote.map((r) =>
-          options.fanOut!(r.topic, r.max).catch((err: unknown) => {
-            log({ level: "error", msg: "fan-out chunk failed", topic: r.topic, error: String(err) });
-            return null;
-          }),
-        ),
-      );
-
-      const now = clock.now();
-      budget.spend(plan.length);
-      const claims: ClaimResult[] = await Promise.all(
-        plan.map((p) => queue.claim(p.topic.name, { max: p.max, leaseMs: p.topic.settings.timeoutMs + 30_000, now })),
-      );
-      report.rounds++;
-      let more = false;
-      // When to look again: a topic's next due job, or — when ready jobs were
-      // held back by its rate limit — its next token; never later than the poll.
-      let nextDue = Infinity;
-      const settled = await Promise.all(
-        plan.map(async (p, i) => {
-          const claim = claims[i]!;
-          if (claim.paused) pausedUntil.set(p.topic.name, now + s.tickPollMs);
-          else pausedUntil.delete(p.topic.name);
-          if (claim.nextDueAt !== null) {
-            nextDue = Math.min(nextDue, claim.nextDueAt);
-            wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
-          }
-          if (claim.jobs.length === p.max && p.max > 0) {
-            more = true;
-            backlog.add(p.topic.name);
-          } else backlog.delete(p.topic.name);
-          if (claim.jobs.length === 0) return [];
-          report.claimed += claim.jobs.length;
-          const ctx = {
-            settings: p.topic.settings,
-            secrets: p.topic.secrets,
-            allowPrivateTargets: s.allowPrivateTargets,
-            fetch: fetcher,
-            overall,
-            now: () => clock.now(),
-            ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
-          };
-          const outcomes: Outcome[] = await dispatchChunk(claim.jobs, ctx);
-          budget.spend();
-          const results = await queue.settle(p.topic.name, outcomes, { now: clock.now() });
-          for (const [j, r] of results.entries()) {
-            if (!r.applied) report.outcomes.stale++;
-            else report.outcomes[outcomes[j]!.kind]++;
-          }
-          for (const o of outcomes) {
-            if (o.kind !== "ack") log({ level: "warn", msg: "job failed", topic: p.topic.name, id: o.id, attempt: o.attempt, outcome: o.kind, error: o.error });
-          }
-          return results;
-        }),
-      );
-      // A fanned-out topic keeps its backlog mark while any of its chunks came back full.
-      const stillFull = new Set<string>();
-      for (const [i, r] of (await remoteRuns).entries()) {
-        if (!r) continue;
-        report.claimed += r.claimed;
-        for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
-        if (r.more) stillFull.add(remote[i]!.topic);
-      }
-      for (const t of fanning) {
-        if (stillFull.has(t.name)) more = true;
-        else backlog.delete(t.name);
-      }
-      log({
-        level: "info",
-        msg: "tick round",
-        round: report.rounds,
-        claimed: settled.reduce((n, r) => n + r.length, 0),
-        subrequests: budget.spent,
-        nextDueInMs: Number.isFinite(nextDue) ? nextDue - clock.now() : null,
-      });
-
-      if (more) continue;
-      const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
-      if (wait > 0) await clock.sleep(wait);
     }
   } finally {
     budget.spend();
+    // During an outage the release fails; the lock then lapses on its own.
     await lock.release().catch(() => false);
   }
   return finish(ended);
