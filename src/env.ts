@@ -35,6 +35,7 @@ export interface Env {
   TICK_SUBREQUEST_BUDGET?: string;
   TICK_OVERLAP_MS?: string;
   TICK_FANOUT?: string;
+  TICK_IDLE_PEEK_MS?: string;
 }
 
 const bool = z
@@ -82,6 +83,8 @@ const SettingsSchema = z.object({
   TICK_SUBREQUEST_BUDGET: int(10, 100_000, 900),
   TICK_OVERLAP_MS: int(0, 600_000, 15_000),
   TICK_FANOUT: int(0, 30, 4),
+  // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
+  TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -129,6 +132,12 @@ export interface Settings {
   tickOverlapMs: number;
   /** Extra invocations (TickChunk via the TICK_RUNNER service binding) a round may start for a topic with a backlog. Default 4; 0 turns fan-out off. */
   tickFanout: number;
+  /**
+   * When nothing is due within this long, the tick stops polling every
+   * TICK_POLL_MS and looks only this often; producers then start jobs due
+   * sooner themselves. Default 20,000 ms (at most 25,000); 0 keeps the tick polling.
+   */
+  tickIdlePeekMs: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -174,6 +183,7 @@ export function settings(env: Env): Settings {
     tickSubrequestBudget: d.TICK_SUBREQUEST_BUDGET,
     tickOverlapMs: d.TICK_OVERLAP_MS,
     tickFanout: d.TICK_FANOUT,
+    tickIdlePeekMs: d.TICK_IDLE_PEEK_MS,
   };
   if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;
   cache.set(env, result);

@@ -1,4 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { wakeForSoonJobs } from "../tick/wake.js";
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
 import { validationProblem } from "./problem.js";
@@ -33,3 +35,15 @@ const DESCRIPTIONS: Record<number, string> = {
   422: "Schema violation",
   503: "Redis unreachable; nothing changed, retry later",
 };
+
+/** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
+export async function wakeSoonJobs(c: Context<AppEnv>, jobs: Array<{ topic: string; dueAt: number }>): Promise<void> {
+  let waitUntil: (work: Promise<unknown>) => void;
+  try {
+    const ctx = c.executionCtx;
+    waitUntil = (work) => ctx.waitUntil(work);
+  } catch {
+    return; // no execution context (not running as a Worker): nothing can outlive the response
+  }
+  await wakeForSoonJobs({ env: c.env, settings: c.get("settings"), queue: c.get("queue"), jobs, waitUntil });
+}

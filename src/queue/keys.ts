@@ -8,6 +8,7 @@
  *   <p>                      prefix, e.g. `dl:{main}`
  *   <p>:tick:last            STRING epoch ms of the latest scheduled() start (heartbeat)
  *   <p>:tick:lock            STRING owner token of the running tick loop; expires unless renewed
+ *   <p>:tick:asleep          STRING present while the tick sleeps longer than TICK_POLL_MS (producers then wake jobs due soon); expires
  *   <p>:topics               SET    active-topic registry
  *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
  *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
@@ -34,6 +35,7 @@ export interface TopicKeys {
 export class Keys {
   readonly tickLast: string;
   readonly tickLock: string;
+  readonly tickAsleep: string;
   readonly topics: string;
   readonly jobs: string;
   readonly meta: string;
@@ -41,6 +43,7 @@ export class Keys {
   constructor(readonly prefix: string) {
     this.tickLast = `${prefix}:tick:last`;
     this.tickLock = `${prefix}:tick:lock`;
+    this.tickAsleep = `${prefix}:tick:asleep`;
     this.topics = `${prefix}:topics`;
     this.jobs = `${prefix}:jobs`;
     this.meta = `${prefix}:meta`;

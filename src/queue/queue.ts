@@ -463,10 +463,21 @@ export class Queue {
    */
   async peek(
     topics: string[],
-    options: { leases: boolean; renewLock?: { token: string; ttlMs: number } },
+    options: {
+      leases: boolean;
+      renewLock?: { token: string; ttlMs: number };
+      /** Set the sleep mark for this many ms, or clear it ("clear"); leave it when unset. */
+      sleepMark?: number | "clear";
+    },
   ): Promise<{ lockHeld: boolean; registered: string[]; topics: Map<string, { nextDueAt: number | null; nextLeaseDeadline: number | null }> }> {
-    const keys = [this.keys.topics, this.keys.tickLock, ...topics.flatMap((t) => [this.keys.topic(t).due, this.keys.topic(t).lease])];
-    const args = [options.leases ? "1" : "0", options.renewLock?.token ?? "", options.renewLock?.ttlMs ?? 0];
+    const keys = [
+      this.keys.topics,
+      this.keys.tickLock,
+      this.keys.tickAsleep,
+      ...topics.flatMap((t) => [this.keys.topic(t).due, this.keys.topic(t).lease]),
+    ];
+    const mark = options.sleepMark === undefined ? "" : options.sleepMark === "clear" ? "-" : String(options.sleepMark);
+    const args = [options.leases ? "1" : "0", options.renewLock?.token ?? "", options.renewLock?.ttlMs ?? 0, mark];
     const raw = await runScript(this.redis, lua.peek, keys, args);
     const [lock, registered, ...times] = z.tuple([intReply, z.array(z.string())], z.union([z.string(), z.number()])).parse(raw);
     const at = (v: string | number | undefined) => {
@@ -478,6 +489,11 @@ export class Queue {
       registered: registered.sort(),
       topics: new Map(topics.map((t, i) => [t, { nextDueAt: at(times[2 * i]), nextLeaseDeadline: at(times[2 * i + 1]) }])),
     };
+  }
+
+  /** Whether the tick has said it sleeps longer than its poll interval (producers then wake jobs due soon themselves). */
+  async tickAsleep(): Promise<boolean> {
+    return (await redisCall(() => this.redis.exists(this.keys.tickAsleep))) === 1;
   }
 
   /** Every registered topic, sorted by name. */

@@ -6,6 +6,7 @@ import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import type { ChunkReport } from "./chunk.js";
 import { dispatchChunk } from "./dispatch.js";
+import { SLEEP_MARK_STALENESS_MS } from "./wake.js";
 
 /** Time as the loop sees it; tests drive it by hand. */
 export interface Clock {
@@ -50,12 +51,16 @@ export interface TickReport {
   subrequests: number;
   /** Chunks run in invocations of their own. */
   fannedOut: number;
+  /** Sleeps of TICK_IDLE_PEEK_MS taken while idle. */
+  idleSleeps: number;
 }
 
 /** How often known topics' settings are read again (new topics are read at once). */
 const TOPIC_SETTINGS_REFRESH_MS = 30_000;
 /** How often lease deadlines are looked at, to reap leases of loops that died. */
 const LEASE_CHECK_MS = 5_000;
+/** How long a topic found paused is left alone: a resume takes effect within this. */
+const PAUSED_RECHECK_MS = 5_000;
 
 /**
  * One tick invocation: takes the lock (waiting for a running loop to end its
@@ -73,8 +78,9 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   const fetcher = budget.countingFetch(options.fetch ?? fetch);
   const overall = new Semaphore(s.tickConcurrency);
   const windowEnd = options.scheduledTime + (options.windowMs ?? 60_000 + s.tickOverlapMs);
-  // Renewed every third of its life: a crashed loop is replaced within 15 s.
-  const lockTtl = Math.max(15_000, 3 * s.tickPollMs);
+  // Renewed every third of its life, and it must outlast an idle sleep: a
+  // crashed loop is replaced within 15 s (30 s with the default idle look).
+  const lockTtl = Math.max(15_000, 3 * s.tickPollMs, s.tickIdlePeekMs + 10_000);
   const report: TickReport = {
     ended: "window",
     rounds: 0,
@@ -82,6 +88,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 },
     subrequests: 0,
     fannedOut: 0,
+    idleSleeps: 0,
   };
   const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
 
@@ -127,6 +134,16 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   const pausedUntil = new Map<string, number>();
   // Topics whose last claim came back full: more is ready than one chunk.
   const backlog = new Set<string>();
+  // Sleeping when idle: after a few empty rounds with nothing due within
+  // TICK_IDLE_PEEK_MS, the loop marks itself asleep (producers then start
+  // jobs due sooner themselves), keeps polling until every producer has seen
+  // the mark, and from then on looks only every TICK_IDLE_PEEK_MS.
+  let idleRounds = 0;
+  let markedAt: number | null = null;
+  // The change to the mark that the next peek makes: undefined leaves it.
+  // The first peek clears a mark a previous invocation left behind.
+  let markChange: number | "clear" | undefined = "clear";
+  const markTtl = 3 * s.tickIdlePeekMs;
   let ended: TickReport["ended"] = "window";
 
   try {
@@ -146,8 +163,15 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         budget.spend();
         const peek = await queue.peek(
           topics.map((t) => t.name),
-          { leases: withLeases, ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}) },
+          {
+            leases: withLeases,
+            ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
+            ...(markChange !== undefined ? { sleepMark: markChange } : {}),
+          },
         );
+        if (typeof markChange === "number" && markedAt === null) markedAt = clock.now();
+        if (markChange === "clear") markedAt = null;
+        markChange = undefined;
         if (!peek.lockHeld) {
           ended = "lock-lost";
           break;
@@ -213,10 +237,27 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         }
         if (plan.length === 0 && remote.length === 0) {
           report.rounds++;
+          idleRounds++;
+          const quiet = s.tickIdlePeekMs > 0 && wakeAt - clock.now() > s.tickIdlePeekMs;
+          if (!quiet) {
+            if (markedAt !== null) markChange = "clear";
+          } else if (markedAt === null) {
+            if (idleRounds >= 3) markChange = markTtl;
+          } else if (clock.now() - markedAt >= SLEEP_MARK_STALENESS_MS + s.tickPollMs) {
+            // Every producer knows by now: look again only every TICK_IDLE_PEEK_MS,
+            // renewing the mark with each look.
+            report.idleSleeps++;
+            markChange = markTtl;
+            const wait = Math.min(wakeAt - clock.now() - s.tickPollMs, s.tickIdlePeekMs, windowEnd - clock.now());
+            if (wait > 0) await clock.sleep(wait);
+            continue;
+          }
           const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
           if (wait > 0) await clock.sleep(wait);
           continue;
         }
+        idleRounds = 0;
+        if (markedAt !== null) markChange = "clear";
 
         budget.spend(remote.length);
         report.fannedOut += remote.length;
@@ -240,7 +281,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         const settled = await Promise.all(
           plan.map(async (p, i) => {
             const claim = claims[i]!;
-            if (claim.paused) pausedUntil.set(p.topic.name, now + s.tickPollMs);
+            if (claim.paused) pausedUntil.set(p.topic.name, now + PAUSED_RECHECK_MS);
             else pausedUntil.delete(p.topic.name);
             // When to look again: the topic's next due job, or — when ready jobs
             // were held back by its rate limit — its next token.

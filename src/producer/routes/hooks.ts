@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { problemResponses, router } from "../context.js";
+import { problemResponses, router, wakeSoonJobs } from "../context.js";
 import { bearerToken, constantTimeEqual, tokenMatches } from "../auth.js";
 import { depthExceeds, readUtf8 } from "../body.js";
 import { ApiProblem } from "../problem.js";
@@ -91,6 +91,7 @@ export const hooks = router().openapi(
     const size = encoder.encode(JSON.stringify(payload)).length;
     if (size > settings.maxPayloadBytes) throw new ApiProblem(413, `the payload is ${size} bytes; the limit is ${settings.maxPayloadBytes}`);
     const r = await queue.enqueue({ topic, payload, delayMs: delay ?? 0, ...(idempotencyKey ? { idempotencyKey } : {}) });
+    if (!r.deduplicated) await wakeSoonJobs(c, [r]);
     return c.json({ id: r.id, deduplicated: r.deduplicated }, 202);
   },
 );

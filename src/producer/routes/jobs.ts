@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { EnqueueInput, Queue } from "../../queue/queue.js";
+import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
-import { problemResponses, router } from "../context.js";
+import { problemResponses, router, wakeSoonJobs } from "../context.js";
 import { ApiProblem } from "../problem.js";
 import {
   AckBody,
@@ -59,6 +60,7 @@ export const jobs = router()
       
       if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
       const r = await c.get("queue").enqueue(input);
+      if (!r.deduplicated) await wakeSoonJobs(c, [r]);
       return c.json({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
     },
   )
@@ -81,6 +83,7 @@ export const jobs = router()
         inputs.push(toInput(b, max, i));
       }
       const results = await c.get("queue").enqueueBatch(inputs);
+      await wakeSoonJobs(c, results.filter((r) => !r.deduplicated));
       return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
     },
   )
@@ -151,6 +154,7 @@ export const jobs = router()
       const r = await c.get("queue").reschedule(id, dueAt);
       if (r === "inflight") throw new ApiProblem(409, `job ${id} is in flight and cannot be rescheduled`);
       if (r === "not-found") await notScheduled(c.get("queue"), id);
+      await wakeSoonJobs(c, [{ topic: topicOfJobId(id)!, dueAt: Math.max(Date.now(), dueAt) }]);
       return c.json({ id, dueAt: iso(Math.max(Date.now(), dueAt)) }, 200);
     },
   )

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { TopicPatch } from "../../queue/topics.js";
 import type { TopicStats } from "../../queue/queue.js";
-import { problemResponses, router } from "../context.js";
+import { problemResponses, router, wakeSoonJobs } from "../context.js";
 import { ApiProblem } from "../problem.js";
 import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
@@ -119,6 +119,7 @@ export const topics = router()
       const body = c.req.valid("json");
       const dueAt = Date.now() + (body.delay ?? 0);
       const replayed = await c.get("queue").replayDead(topic, body.all ? { all: true, dueAt } : { ids: body.ids!, dueAt });
+      if (replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
       return c.json({ replayed }, 200);
     },
   )

@@ -105,21 +105,37 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   expect((await queue.topicStats("fail")).counters).toMatchObject({ retried: 1_000, dead: 1_000 });
 });
 
-it("an idle minute of the tick: one request per poll; Redis commands counted", { timeout: 120_000 }, async () => {
+it("an idle minute of the tick, polling and asleep: requests and Redis commands", { timeout: 120_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
-  for (const topicCount of [1, 5]) {
-    const clock = new VirtualClock(1_900_000_000_000);
-    const d = tickDeployment({ UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" }, clock);
-    // Topics with jobs due far beyond the minute: known, but nothing to do.
-    for (let t = 0; t < topicCount; t++) await d.queue.enqueue({ topic: `idle${t}`, payload: 1, runAt: clock.now() + 3_600_000 });
-    // Warm-up: the first poll reads every topic's settings.
-    await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
-    const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
-    report[`idleCommandsPerMinute_${topicCount}topics`] = minute.commands;
-    report[`idleRequestsPerMinute_${topicCount}topics`] = minute.requests;
-    // 60 polls at 1 s, one request each (renewing the lock rides along); plus
-    // taking and releasing the lock and a settings refresh per topic every 30 s.
-    expect(minute.result.claimed).toBe(0);
-    expect(minute.requests).toBeLessThanOrEqual(60 + 2 + 2 * topicCount + 1);
+  for (const mode of ["polling", "asleep"] as const) {
+    for (const topicCount of [1, 5]) {
+      const clock = new VirtualClock(1_900_000_000_000);
+      const d = tickDeployment(
+        {
+          UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"),
+          UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"),
+          TICK_POLL_MS: "1000",
+          TICK_IDLE_PEEK_MS: mode === "polling" ? "0" : "20000",
+        },
+        clock,
+      );
+      // Topics with jobs due far beyond the minute: known, but nothing to do.
+      for (let t = 0; t < topicCount; t++) await d.queue.enqueue({ topic: `idle${t}`, payload: 1, runAt: clock.now() + 3_600_000 });
+      // Warm-up: the first polls read every topic's settings.
+      await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
+      const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
+      report[`idle_${mode}_${topicCount}topics_commandsPerMinute`] = minute.commands;
+      report[`idle_${mode}_${topicCount}topics_requestsPerMinute`] = minute.requests;
+      expect(minute.result.claimed).toBe(0);
+      if (mode === "polling") {
+        // 60 polls at 1 s, one request each (renewing the lock rides along); plus
+        // taking and releasing the lock and a settings read per topic every 30 s.
+        expect(minute.requests).toBeLessThanOrEqual(60 + 2 + 2 * topicCount + 1);
+      } else {
+        // A few polls, then a look every 20 s.
+        expect(minute.result.idleSleeps).toBeGreaterThanOrEqual(2);
+        expect(minute.requests).toBeLessThanOrEqual(15 + 2 * topicCount);
+      }
+    }
   }
 });

@@ -1,0 +1,74 @@
+import { expect, inject, it } from "vitest";
+import { testEnv } from "../self.js";
+import { tickDeployment, uniqueTopic } from "./helpers.js";
+
+/**
+ * Fan-out runs chunks in invocations of their own (the TickChunk entrypoint
+ * through the TICK_RUNNER service binding), which read the deployment's own
+ * settings — so this test uses the deployment's own prefix, and a topic no
+ * other test touches.
+ */
+it("a backlog beyond one invocation's budget is carried by fanned-out invocations", { timeout: 60_000 }, async () => {
+  expect(testEnv.TICK_RUNNER).toBeDefined();
+  const d = tickDeployment({ DELAYLINE_PREFIX: "dl:{main}", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10", TICK_FANOUT: "3", TICK_POLL_MS: "50" });
+  const topic = uniqueTopic("fanout");
+  await d.queue.configureTopic(topic, { url: `${inject("receiverUrl")}/${topic}/ok` });
+  await d.queue.enqueueBatch(Array.from({ length: 300 }, (_, i) => ({ topic, payload: i })));
+  const report = await d.tick({ scheduledTime: Date.now(), windowMs: 20_000, fanOut: (t, max) => testEnv.TICK_RUNNER!.run(t, max) });
+  console.log(JSON.stringify({ fanout: report }));
+  // This invocation stayed inside its 45 subrequests; the others carried the rest.
+  expect(report.subrequests).toBeLessThanOrEqual(45);
+  expect(report.fannedOut).toBeGreaterThan(0);
+  const delivered = (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as unknown[];
+  // Delivering here costs a subrequest per job: at most ~30 of the 45. Fanned out, a chunk costs one.
+  expect(report.claimed).toBeGreaterThan(150);
+  expect(delivered.length).toBe(report.claimed);
+  expect(report.outcomes.ack).toBe(report.claimed);
+  // The rest stays for no one: the next test shares this prefix.
+  await d.queue.configureTopic(topic, { paused: true });
+});
+
+/**
+ * A sleeping tick (nothing due within TICK_IDLE_PEEK_MS) looks only that
+ * often; a job enqueued meanwhile for "in a moment" is started by the
+ * producer's own invocation at its due time.
+ */
+it("while the tick sleeps, the producer starts a job due soon, on time", { timeout: 60_000 }, async () => {
+  const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+  const worker = (await import("../../../src/index.js")).default;
+  const overrides = { DELAYLINE_PREFIX: "dl:{main}", TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "20000" };
+  const d = tickDeployment(overrides);
+  const topic = uniqueTopic("wake");
+  await d.queue.configureTopic(topic, { url: `${inject("receiverUrl")}/${topic}/ok` });
+  const start = Date.now();
+  const ticking = d.tick({ scheduledTime: start, windowMs: 6_000 });
+  // Three idle rounds, then the mark, then a second for producers to notice.
+  let asleep = false;
+  for (let i = 0; i < 100 && !asleep; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    asleep = await d.queue.tickAsleep();
+  }
+  expect(asleep).toBe(true);
+  await new Promise((r) => setTimeout(r, 1_500));
+
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request("http://delayline.test/v1/jobs", {
+      method: "POST",
+      headers: { authorization: "Bearer test-api-token-0123456789", "content-type": "application/json" },
+      body: JSON.stringify({ topic, payload: { soon: true }, delay: 700 }),
+    }),
+    { ...d.env },
+    ctx,
+  );
+  expect(res.status).toBe(201);
+  const { id, dueAt } = (await res.json()) as { id: string; dueAt: string };
+  await waitOnExecutionContext(ctx);
+  const delivered = (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as Array<{ at: number; headers: Record<string, string> }>;
+  expect(delivered.map((x) => x.headers["delayline-job-id"])).toEqual([id]);
+  expect(delivered[0]!.at).toBeGreaterThanOrEqual(Date.parse(dueAt));
+  const report = await ticking;
+  // The sleeping tick delivered nothing itself: the producer's invocation did.
+  expect(report.claimed).toBe(0);
+  expect(report.idleSleeps).toBeGreaterThan(0);
+});
