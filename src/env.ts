@@ -1,5 +1,16 @@
 import { z } from "zod";
 
+/** What a TickChunk invocation reports (src/tick/chunk.ts). */
+export interface TickChunkReport {
+  claimed: number;
+  outcomes: { ack: number; retry: number; dead: number; stale: number };
+  subrequests: number;
+  /** The topic still had a full chunk's worth ready: more work remains. */
+  more: boolean;
+  /** The topic's earliest due job after the last chunk, or null. */
+  nextDueAt?: number | null;
+}
+
 /**
  * The Worker's bindings as Cloudflare hands them over: `[vars]` from
  * wrangler.toml and secrets, all strings. Read them through {@link settings},
@@ -10,10 +21,8 @@ export interface Env {
   ASSETS?: { fetch(request: Request): Promise<Response> };
   /** This Worker's TickChunk entrypoint (service binding), for fanning chunks out to invocations of their own. */
   TICK_RUNNER?: {
-    run(
-      topic: string,
-      max: number,
-    ): Promise<{ claimed: number; outcomes: { ack: number; retry: number; dead: number; stale: number }; subrequests: number; more: boolean }>;
+    run(topic: string, max: number): Promise<TickChunkReport>;
+    drain(topic: string, horizonMs: number): Promise<TickChunkReport>;
   };
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;

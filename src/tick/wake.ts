@@ -20,8 +20,9 @@ async function tickAsleep(queue: Queue, now: number): Promise<boolean> {
 /**
  * Called by the producer after it stored jobs. While the tick sleeps (it
  * found nothing due within TICK_IDLE_PEEK_MS and now looks only that often),
- * jobs due sooner are started from this invocation: at their due time it runs
- * their topic's chunk through the TickChunk entrypoint. Claims are atomic, so
+ * jobs due sooner are started from this invocation: at the earliest one's due
+ * time it asks the TickChunk entrypoint to drain the topic over the idle
+ * horizon, chunk after chunk as jobs fall due. Claims are atomic, so
  * a tick that wakes meanwhile never delivers a job twice. Best effort: if
  * this fails, the tick's next look finds the job (at most TICK_IDLE_PEEK_MS late).
  */
@@ -43,14 +44,27 @@ export async function wakeForSoonJobs(args: {
   } catch {
     return;
   }
-  // One run per topic and due time is enough: a chunk takes every job due by then.
-  const runs = new Map<string, { topic: string; dueAt: number }>();
-  for (const j of soon) runs.set(`${j.topic}@${j.dueAt}`, j);
-  for (const { topic, dueAt } of runs.values()) {
+  // One drain per topic, from its earliest job due soon: it follows the
+  // topic's later due times itself. A drain this isolate already started for
+  // the topic, reaching past these jobs, covers them.
+  const earliest = new Map<string, number>();
+  for (const j of soon) earliest.set(j.topic, Math.min(earliest.get(j.topic) ?? Infinity, j.dueAt));
+  const latest = Math.max(...soon.map((j) => j.dueAt));
+  for (const [topic, dueAt] of earliest) {
+    const running = draining.get(topic);
+    if (running !== undefined && running.from <= dueAt && running.until >= latest) continue;
+    const until = Date.now() + s.tickIdlePeekMs;
+    draining.set(topic, { from: dueAt, until });
     args.waitUntil(
       new Promise((r) => setTimeout(r, Math.max(0, dueAt - Date.now())))
-        .then(() => runner.run(topic, s.tickChunk))
-        .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "waking a job due soon failed", topic, error: String(err) }))),
+        .then(() => runner.drain(topic, Math.max(0, until - Date.now())))
+        .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "waking jobs due soon failed", topic, error: String(err) })))
+        .finally(() => {
+          if (draining.get(topic)?.until === until) draining.delete(topic);
+        }),
     );
   }
 }
+
+/** Drains this isolate has started, per topic: from when, until when. */
+const draining = new Map<string, { from: number; until: number }>();
