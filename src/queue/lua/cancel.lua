@@ -31,8 +31,5 @@ if meta then
   attempts = m.a
   if m.e then lastError = cjson.encode(m.e) end
 end
-rcall("HDEL", jobsKey, id)
-rcall("HDEL", metaKey, id)
-rcall("HSET", doneKey, id, doneRecord("cancelled", attempts, lastError, nowText, record))
-rcall("PEXPIRE", doneKey, doneTtl)
+writeFinished(jobsKey, metaKey, doneKey, doneTtl, { id }, { id, doneRecord("cancelled", attempts, lastError, nowText, record) })
 return 1

@@ -102,21 +102,12 @@ if #expired > 0 then
     end
   end
   rcall("ZREM", leaseKey, unpack(gone))
-  if #dueArgs > 0 then
-    rcall("ZADD", dueKey, unpack(dueArgs))
-    rcall("HSET", metaKey, unpack(metaArgs))
-    rcall("HINCRBY", statsKey, "retried", retried)
-  end
+  if #dueArgs > 0 then writeRetries(dueKey, metaKey, statsKey, dueArgs, metaArgs) end
   if #deadEntries > 0 then
-    rcall("LPUSH", deadKey, unpack(deadEntries))
-    rcall("LTRIM", deadKey, 0, deadCap - 1)
     local ids = {}
     for i = 1, #doneArgs, 2 do ids[#ids + 1] = doneArgs[i] end
-    rcall("HDEL", jobsKey, unpack(ids))
-    rcall("HDEL", metaKey, unpack(ids))
-    rcall("HSET", doneKey, unpack(doneArgs))
-    rcall("PEXPIRE", doneKey, doneTtl)
-    rcall("HINCRBY", statsKey, "dead", died)
+    writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
+    pushDead(deadKey, statsKey, deadEntries, deadCap)
   end
 end
 

@@ -93,21 +93,8 @@ for _, i in ipairs(live) do
 end
 
 rcall("ZREM", leaseKey, unpack(leaseIds))
-if retried > 0 then
-  rcall("ZADD", dueKey, unpack(dueArgs))
-  rcall("HSET", metaKey, unpack(metaArgs))
-  rcall("HINCRBY", statsKey, "retried", retried)
-end
-if #finished > 0 then
-  rcall("HDEL", jobsKey, unpack(finished))
-  rcall("HDEL", metaKey, unpack(finished))
-  rcall("HSET", doneKey, unpack(doneArgs))
-  rcall("PEXPIRE", doneKey, doneTtl)
-end
+if retried > 0 then writeRetries(dueKey, metaKey, statsKey, dueArgs, metaArgs) end
+if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
 if acked > 0 then rcall("HINCRBY", statsKey, "succeeded", acked) end
-if died > 0 then
-  rcall("LPUSH", deadKey, unpack(deadEntries))
-  rcall("LTRIM", deadKey, 0, deadCap - 1)
-  rcall("HINCRBY", statsKey, "dead", died)
-end
+if died > 0 then pushDead(deadKey, statsKey, deadEntries, deadCap) end
 return out
