@@ -12,7 +12,8 @@ import { runScript } from "./scripts.js";
  */
 export class TickLock {
   private readonly key: string;
-  readonly token = crypto.randomUUID();
+  /** The lock's value while held: a random token and when the holder's window ends. Set by acquire. */
+  token = "";
 
   constructor(
     private readonly redis: Redis,
@@ -21,10 +22,22 @@ export class TickLock {
     this.key = new Keys(prefix).tickLock;
   }
 
-  /** Takes the lock; when another loop holds it, says how long until it expires. */
-  async acquire(ttlMs: number): Promise<{ acquired: true } | { acquired: false; heldForMs: number }> {
-    const [ok, ttl] = z.array(z.number()).parse(await runScript(this.redis, lua.lockAcquire, [this.key], [this.token, ttlMs]));
-    return ok === 1 ? { acquired: true } : { acquired: false, heldForMs: Math.max(0, ttl ?? 0) };
+  /**
+   * Takes the lock for a loop whose window ends at `windowEnd`; when another
+   * loop holds it, says how long until that lock expires and when the
+   * holder's window ends, so a waiter can sleep until then instead of asking again and again.
+   */
+  async acquire(ttlMs: number, windowEnd: number): Promise<{ acquired: true } | { acquired: false; heldForMs: number; holderWindowEnd: number | null }> {
+    const value = `${crypto.randomUUID()}|${windowEnd}`;
+    const [ok, ttl, holder] = z
+      .tuple([z.number()], z.union([z.number(), z.string()]))
+      .parse(await runScript(this.redis, lua.lockAcquire, [this.key], [value, ttlMs]));
+    if (ok === 1) {
+      this.token = value;
+      return { acquired: true };
+    }
+    const end = Number(String(holder ?? "").split("|")[1]);
+    return { acquired: false, heldForMs: Math.max(0, Number(ttl ?? 0)), holderWindowEnd: Number.isFinite(end) ? end : null };
   }
 
   async release(): Promise<boolean> {

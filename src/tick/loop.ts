@@ -59,6 +59,8 @@ export interface TickReport {
 const TOPIC_SETTINGS_REFRESH_MS = 30_000;
 /** How often lease deadlines are looked at, to reap leases of loops that died. */
 const LEASE_CHECK_MS = 5_000;
+/** How often a waiting invocation asks for the lock while the holder's window lasts. */
+const HANDOVER_CHECK_MS = 5_000;
 /** How long a topic found paused is left alone: a resume takes effect within this. */
 const PAUSED_RECHECK_MS = 5_000;
 
@@ -116,13 +118,18 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     budget.spend();
     let got: Awaited<ReturnType<TickLock["acquire"]>>;
     try {
-      got = await lock.acquire(lockTtl);
+      got = await lock.acquire(lockTtl, windowEnd);
     } catch (err) {
       await waitOutOutage(err);
       continue;
     }
     if (got.acquired) break;
-    await clock.sleep(Math.max(25, Math.min(got.heldForMs + 1, s.tickPollMs, windowEnd - clock.now())));
+    // Until the holder's window ends, ask every 5 s (it may end early, out of
+    // budget, or die and let its lock lapse); from then on, every poll until
+    // it lets go. An overlap of 15 s costs a waiter a few requests, not fifteen.
+    const holderLeft = got.holderWindowEnd === null ? 0 : got.holderWindowEnd - clock.now();
+    const wait = holderLeft > 0 ? Math.min(holderLeft, got.heldForMs + 1, HANDOVER_CHECK_MS) : Math.min(got.heldForMs + 1, s.tickPollMs);
+    await clock.sleep(Math.max(25, Math.min(wait, windowEnd - clock.now())));
   }
   let lastExtend = clock.now();
 

@@ -1,13 +1,13 @@
 --[[
   lock-acquire: takes the tick lock when it is free.
 
-  KEYS[1]  lock key        STRING owner token, expires
+  KEYS[1]  lock key        STRING "<owner token>|<epoch ms the holder's window ends>", expires
 
-  ARGV[1]  owner token
+  ARGV[1]  lock value: owner token and window end
   ARGV[2]  time to live, ms
 
-  Returns  { 1 } when taken; { 0, ms until the holder's lock expires } when held
+  Returns  { 1 } when taken; { 0, ms until the holder's lock expires, the holder's lock value } when held
 ]]
 local rcall = redis.call
 if rcall("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return { 1 } end
-return { 0, rcall("PTTL", KEYS[1]) }
+return { 0, rcall("PTTL", KEYS[1]), rcall("GET", KEYS[1]) or "" }
