@@ -5,13 +5,16 @@
  */
 const encoder = new TextEncoder();
 
-async function hmacHex(secret: string, message: string): Promise<string> {
+/** Hex HMAC-SHA256 of `message` (text or raw bytes) with `secret`. */
+export async function hmacHex(secret: string, message: string | Uint8Array): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
+  const data = typeof message === "string" ? encoder.encode(message) : message;
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, data));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function equalConstantTime(a: string, b: string): boolean {
+/** Compares two strings without an early exit on the first difference. */
+export function equalConstantTime(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);

@@ -39,7 +39,6 @@ app.doc31("/openapi.json", {
   security: [{ bearer: [] }],
 });
 
-
 app.use(async (c, next) => {
   // Parsing here makes a misconfigured deployment fail on its first request,
   // naming the setting, rather than somewhere deep in a handler.
@@ -76,6 +75,10 @@ app.use("/v1/*", async (c, next) => {
   await next();
 });
 
+const Health = z
+  .object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() })
+  .openapi("Health");
+
 app.openapi(
   createRoute({
     method: "get",
@@ -83,22 +86,8 @@ app.openapi(
     summary: "Liveness and Redis reachability (no auth)",
     security: [],
     responses: {
-      200: {
-        description: "Healthy",
-        content: {
-          "application/json": {
-            schema: z.object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() }),
-          },
-        },
-      },
-      503: {
-        description: "Redis unreachable",
-        content: {
-          "application/json": {
-            schema: z.object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() }),
-          },
-        },
-      },
+      200: { description: "Healthy", content: { "application/json": { schema: Health } } },
+      503: { description: "Redis unreachable", content: { "application/json": { schema: Health } } },
     },
   }),
   async (c) => {

@@ -5,7 +5,7 @@ async function digest(s: string): Promise<Uint8Array> {
 }
 
 /** Compares two equal-length byte strings without an early exit. */
-export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;

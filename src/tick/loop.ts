@@ -195,7 +195,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           if (stale) settingsReadAt = clock.now();
         }
         for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
-        const fresh = topics.map((t) => t.name);
+        const peeked = topics.map((t) => t.name);
         // Paused topics stay in: the claim script itself refuses them, so a
         // resume takes effect at the next claim, not at the next settings read.
         // A topic found paused is only asked again after a poll interval.
@@ -205,7 +205,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         const withWork = topics.filter((t) => {
           if ((pausedUntil.get(t.name) ?? -Infinity) > nowPeek) return false;
           const p = peek.topics.get(t.name);
-          if (!p || !fresh.includes(t.name)) return true;
+          if (!p || !peeked.includes(t.name)) return true;
           return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
         });
         let wakeAt = Infinity;

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { problemResponses, router, wakeSoonJobs } from "../context.js";
-import { bearerToken, constantTimeEqual, tokenMatches } from "../auth.js";
+import { equalConstantTime, hmacHex } from "../../client/signature.js";
+import { bearerToken, tokenMatches } from "../auth.js";
 import { depthExceeds, readUtf8 } from "../body.js";
 import { ApiProblem } from "../problem.js";
 import { JobId, TopicName } from "../schemas.js";
@@ -17,12 +18,6 @@ function parseDelay(text: string | undefined): number {
     /* answered below */
   }
   throw new ApiProblem(422, `delay=${JSON.stringify(text)} is not a duration of at most 365 days such as "90s"`);
-}
-
-async function hmacHex(secret: string, body: Uint8Array): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, body));
-  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**
@@ -70,7 +65,7 @@ export const hooks = router().openapi(
         });
       if (!presented || !secrets.webhookSecret) throw unauthorized();
       const expected = await hmacHex(secrets.webhookSecret, raw);
-      if (!constantTimeEqual(encoder.encode(expected), encoder.encode(presented))) throw unauthorized();
+      if (!equalConstantTime(expected, presented)) throw unauthorized();
       idempotencyKey = `hook:${presented}`;
     }
 
