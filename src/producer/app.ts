@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError } from "../env.js";
@@ -11,6 +12,7 @@ import { router, type AppEnv } from "./context.js";
 import { ApiProblem, problem } from "./problem.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
+import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
 import { Problem } from "./schemas.js";
 
@@ -46,9 +48,15 @@ app.use(async (c, next) => {
   await next();
 });
 
+// The API and /metrics need a token; the pages (/docs, /dashboard) ask for one themselves.
+app.use("/metrics", (c, next) => requireToken(c, next));
 app.use("/v1/*", async (c, next) => {
   // Webhook ingest authorises itself: a bearer token or a body signature.
   if (c.req.path.startsWith("/v1/hooks/")) return next();
+  return requireToken(c, next);
+});
+
+async function requireToken(c: Context<AppEnv>, next: Next) {
   const token = bearerToken(c.req.header("authorization"));
   if (token === null || !(await tokenMatches(token, c.get("settings").apiTokens))) {
     return problem(401, token === null ? "send Authorization: Bearer <token>" : "the token is not valid", {
@@ -56,7 +64,7 @@ app.use("/v1/*", async (c, next) => {
     });
   }
   await next();
-});
+}
 
 app.use("/v1/*", (c, next) =>
   bodyLimit({
@@ -70,10 +78,12 @@ app.use("/v1/*", async (c, next) => {
   return jsonBody(c, next);
 });
 
-app.use("/v1/*", async (c, next) => {
+const withQueue = async (c: Context<AppEnv>, next: Next) => {
   c.set("queue", queueFromSettings(c.get("settings")));
   await next();
-});
+};
+app.use("/v1/*", withQueue);
+app.use("/metrics", withQueue);
 
 const Health = z
   .object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() })
@@ -99,16 +109,25 @@ app.openapi(
   },
 );
 
-// The API reference (Swagger UI, its files built into public/docs by scripts/build-docs.mjs).
-app.get("/docs", (c) => c.redirect("/docs/", 301));
-app.get("/docs/*", async (c) => {
-  if (!c.env.ASSETS) throw new ApiProblem(404, "the API reference is not deployed with this Worker (no ASSETS binding)");
-  return c.env.ASSETS.fetch(c.req.raw);
-});
+// Pages served from Workers static assets: the API reference (Swagger UI,
+// built into public/docs by scripts/build-docs.mjs) and the dashboard
+// (public/dashboard, scripts/build-dashboard.mjs). Neither needs a CDN.
+for (const [page, what] of [
+  ["/docs", "the API reference"],
+  ["/dashboard", "the dashboard"],
+] as const) {
+  app.get(page, (c) => c.redirect(`${page}/`, 301));
+  app.get(`${page}/*`, async (c) => {
+    if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
+    return c.env.ASSETS.fetch(c.req.raw);
+  });
+}
 
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
 app.route("/v1/hooks", hooks);
+app.route("/v1/stats", stats);
+app.route("/metrics", metrics);
 
 /** Route patterns the app serves, for telling 405 from 404. */
 function servedMethods(path: string): string[] {

@@ -204,3 +204,66 @@ export const Problem = z
   .openapi("Problem");
 
 export const iso = (ms: number) => new Date(ms).toISOString();
+
+const HistogramView = z
+  .object({
+    count: z.number().int(),
+    sumMs: z.number(),
+    p50: z.number().nullable(),
+    p95: z.number().nullable(),
+    p99: z.number().nullable(),
+    buckets: z.array(z.object({ leMs: z.number().nullable().openapi({ description: "upper bound in ms; null for +Inf" }), count: z.number().int() })),
+  })
+  .openapi("Histogram", { description: "Per-bucket counts (not cumulative); quantiles in ms, interpolated within buckets" });
+
+const SeriesPointView = z
+  .object({
+    at: z.string(),
+    succeeded: z.number().int(),
+    retried: z.number().int(),
+    dead: z.number().int(),
+    latenessP50: z.number().nullable(),
+    latenessP99: z.number().nullable(),
+    scheduled: z.number().int().nullable(),
+    ready: z.number().int().nullable(),
+    inflight: z.number().int().nullable(),
+  })
+  .openapi("SeriesPoint", { description: "One minute: attempts settled in it, their lateness, and the backlog the tick sampled (null: not sampled)" });
+
+export const StatsView = z
+  .object({
+    now: z.string(),
+    tick: z.object({
+      lastScheduledAt: z.string().nullable(),
+      status: z
+        .object({
+          startedAt: z.string(),
+          updatedAt: z.string(),
+          rounds: z.number().int(),
+          claimed: z.number().int(),
+          subrequests: z.number().int(),
+          budget: z.number().int(),
+          asleep: z.boolean(),
+          ended: z.string().nullable(),
+        })
+        .nullable(),
+    }),
+    topics: z.array(
+      z.object({
+        topic: TopicName,
+        mode: z.enum(["push", "pull"]),
+        paused: z.boolean(),
+        scheduled: z.number().int(),
+        ready: z.number().int(),
+        inflight: z.number().int(),
+        dead: z.number().int(),
+        lagMs: z.number().openapi({ description: "how long the oldest ready job has been due; 0 when none is ready" }),
+        ratePerMinute: z.number().openapi({ description: "attempts settled per minute over the last 5 minutes" }),
+        counters: z.object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() }),
+        lateness: HistogramView,
+        duration: HistogramView,
+        series: z.array(SeriesPointView),
+      }),
+    ),
+  })
+  .openapi("Stats");

@@ -9,6 +9,7 @@
  *   <p>:tick:last            STRING epoch ms of the latest scheduled() start (heartbeat)
  *   <p>:tick:lock            STRING owner token of the running tick loop; expires unless renewed
  *   <p>:tick:asleep          STRING present while the tick sleeps longer than TICK_POLL_MS (producers then wake jobs due soon); expires
+ *   <p>:tick:status          STRING JSON the running (or last) tick loop reports: rounds, claims, subrequests, budget
  *   <p>:topics               SET    active-topic registry
  *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
  *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
@@ -18,7 +19,8 @@
  *   <p>:t:<topic>:dead       LIST   dead-letter entries, newest first, capped
  *   <p>:t:<topic>:conf       HASH   topic settings
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
- *   <p>:t:<topic>:stats      HASH   counters: dispatched, succeeded, retried, dead
+ *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
+ *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *
  * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys.
@@ -29,13 +31,14 @@ export interface TopicKeys {
   dead: string;
   conf: string;
   bucket: string;
-  stats: string;
+  metrics: string;
 }
 
 export class Keys {
   readonly tickLast: string;
   readonly tickLock: string;
   readonly tickAsleep: string;
+  readonly tickStatus: string;
   readonly topics: string;
   readonly jobs: string;
   readonly meta: string;
@@ -44,6 +47,7 @@ export class Keys {
     this.tickLast = `${prefix}:tick:last`;
     this.tickLock = `${prefix}:tick:lock`;
     this.tickAsleep = `${prefix}:tick:asleep`;
+    this.tickStatus = `${prefix}:tick:status`;
     this.topics = `${prefix}:topics`;
     this.jobs = `${prefix}:jobs`;
     this.meta = `${prefix}:meta`;
@@ -57,7 +61,7 @@ export class Keys {
       dead: `${t}:dead`,
       conf: `${t}:conf`,
       bucket: `${t}:bucket`,
-      stats: `${t}:stats`,
+      metrics: `${t}:metrics`,
     };
   }
 

@@ -2,6 +2,7 @@ import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
+import type { TickStatus } from "./queue.js";
 import { runScript } from "./scripts.js";
 
 /**
@@ -12,6 +13,7 @@ import { runScript } from "./scripts.js";
  */
 export class TickLock {
   private readonly key: string;
+  private readonly statusKey: string;
   /** The lock's value while held: a random token and when the holder's window ends. Set by acquire. */
   token = "";
 
@@ -19,7 +21,9 @@ export class TickLock {
     private readonly redis: Redis,
     prefix: string,
   ) {
-    this.key = new Keys(prefix).tickLock;
+    const keys = new Keys(prefix);
+    this.key = keys.tickLock;
+    this.statusKey = keys.tickStatus;
   }
 
   /**
@@ -40,7 +44,9 @@ export class TickLock {
     return { acquired: false, heldForMs: Math.max(0, Number(ttl ?? 0)), holderWindowEnd: Number.isFinite(end) ? end : null };
   }
 
-  async release(): Promise<boolean> {
-    return z.number().parse(await runScript(this.redis, lua.lockRelease, [this.key], [this.token])) === 1;
+  /** Frees the lock if it is still ours, recording the loop's final status with it. */
+  async release(finalStatus?: TickStatus): Promise<boolean> {
+    const status = finalStatus ? JSON.stringify(finalStatus) : "";
+    return z.number().parse(await runScript(this.redis, lua.lockRelease, [this.key, this.statusKey], [this.token, status])) === 1;
   }
 }

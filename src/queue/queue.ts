@@ -3,6 +3,7 @@ import { z } from "zod";
 import { newJobId, topicOfJobId } from "./ids.js";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
+import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
 import { redisCall } from "./redis.js";
 import { runScript } from "./scripts.js";
@@ -92,10 +93,14 @@ export interface ClaimResult {
   rateLimitedForMs: number;
 }
 
-export type Outcome =
+export type Outcome = (
   | { id: string; attempt: number; kind: "ack" }
   | { id: string; attempt: number; kind: "retry"; at: number; error: string }
-  | { id: string; attempt: number; kind: "dead"; error: string };
+  | { id: string; attempt: number; kind: "dead"; error: string }
+) & {
+  /** How late the handler started and how long it ran; goes into the topic's histograms. */
+  observed?: Observation;
+};
 
 export interface JobView {
   id: string;
@@ -121,8 +126,43 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered. */
   counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+  /** All-time outcome counters and lateness / handler duration histograms. */
+  metrics: MetricsSnapshot;
 }
+
+/** One minute of a topic's series. */
+export interface SeriesPoint {
+  /** Start of the minute, epoch ms. */
+  at: number;
+  /** What settled during the minute; null when nothing did. */
+  metrics: MetricsSnapshot | null;
+  /** The backlog the tick saw during the minute; null when no tick sampled it. */
+  backlog: { scheduled: number; ready: number; inflight: number } | null;
+}
+
+/** What the running (or last) tick loop reports about itself. */
+export interface TickStatus {
+  /** The invocation's scheduled time (its minute), epoch ms. */
+  startedAt: number;
+  /** When this status was written, epoch ms. */
+  updatedAt: number;
+  rounds: number;
+  claimed: number;
+  subrequests: number;
+  budget: number;
+  /** Whether the loop looks only every TICK_IDLE_PEEK_MS. */
+  asleep: boolean;
+  /** Why the loop ended; null while it runs. */
+  ended: string | null;
+}
+
+const vectorText = z.string().transform((text, ctx) => {
+  const parsed = z.array(z.number()).safeParse(JSON.parse(text));
+  if (!parsed.success) ctx.addIssue({ code: "custom", message: "not a metrics vector" });
+  return parsed.data ?? [];
+});
 
 /** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
 export const MAX_BATCH = 1_000;
@@ -223,7 +263,7 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.claim,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.stats, t.dead, this.keys.done(now, this.retentionMs)],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.dead, this.keys.done(now, this.retentionMs)],
       [
         now,
         max,
@@ -258,20 +298,25 @@ export class Queue {
     };
   }
 
-  /** Settles a chunk of one topic's claimed jobs; each result says whether it applied or was stale. */
+  /**
+   * Settles a chunk of one topic's claimed jobs; each result says whether it
+   * applied or was stale. The chunk's outcomes and observations go into the
+   * topic's metrics in the same call.
+   */
   async settle(topic: string, outcomes: Outcome[], options: { now?: number } = {}): Promise<Array<{ id: string; applied: boolean }>> {
     if (outcomes.length === 0) return [];
     if (outcomes.length > MAX_BATCH) throw new RangeError(`settle at most ${MAX_BATCH} outcomes at once`);
     const now = options.now ?? this.now();
     const t = this.keys.topic(topic);
-    const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, outcomes.length];
+    const observed = observationVector(outcomes.flatMap((o) => (o.observed ? [o.observed] : [])));
+    const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length];
     for (const o of outcomes) {
       args.push(o.id, o.attempt, o.kind, o.kind === "retry" ? Math.round(o.at) : 0, o.kind === "ack" ? "" : o.error);
     }
     const raw = await runScript(
       this.redis,
       lua.settle,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.stats, t.dead, this.keys.done(now, this.retentionMs)],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.dead, this.keys.done(now, this.retentionMs)],
       args,
     );
     const applied = z.array(intReply).length(outcomes.length).parse(raw);
@@ -438,11 +483,11 @@ export class Queue {
   async topicStats(topic: string): Promise<TopicStats> {
     const t = this.keys.topic(topic);
     const now = this.now();
-    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.dead, t.conf, t.stats], [now]);
-    const [scheduled, ready, inflight, dead, conf, counters, oldest] = z
-      .tuple([intReply, intReply, intReply, intReply, flatHash, flatHash, nullableString])
+    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.dead, t.conf, t.metrics], [now]);
+    const [scheduled, ready, inflight, dead, conf, [dispatched, total], oldest] = z
+      .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
       .parse(raw);
-    const c = (name: string) => Number(counters[name] ?? 0);
+    const metrics = snapshotOf(total);
     return {
       topic,
       settings: decodeTopicConf(conf, this.defaults).settings,
@@ -451,8 +496,44 @@ export class Queue {
       inflight,
       dead,
       oldestReadyDueAt: ready > 0 && oldest !== null ? Number(oldest) : null,
-      counters: { dispatched: c("dispatched"), succeeded: c("succeeded"), retried: c("retried"), dead: c("dead") },
+      counters: { dispatched: Number(dispatched ?? 0), succeeded: metrics.succeeded, retried: metrics.retried, dead: metrics.dead },
+      metrics,
     };
+  }
+
+  /**
+   * The last `minutes` minutes (at most 1,440) of a topic's per-minute
+   * series, oldest first, ending with the minute holding `now`. One command.
+   */
+  async topicSeries(topic: string, options: { minutes: number; now?: number }): Promise<SeriesPoint[]> {
+    const minutes = Math.min(Math.max(1, Math.floor(options.minutes)), SERIES_MINUTES);
+    const last = Math.floor((options.now ?? this.now()) / 60_000);
+    const wanted = Array.from({ length: minutes }, (_, i) => last - minutes + 1 + i);
+    const fields = wanted.flatMap((m) => [`m${m % SERIES_MINUTES}`, `g${m % SERIES_MINUTES}`]);
+    const raw = await redisCall(() => this.redis.hmget(this.keys.topic(topic).metrics, ...fields));
+    // Without automatic deserialization HMGET arrives as an array of values (or null when no field exists).
+    const values = z.array(nullableString).nullable().parse(raw) ?? [];
+    // A slot holding another minute is from an earlier day: read it as empty.
+    const ofMinute = (text: string | null | undefined, minute: number) => {
+      if (!text) return null;
+      const v = vectorText.parse(text);
+      return v[0] === minute ? v.slice(1) : null;
+    };
+    return wanted.map((minute, i) => {
+      const m = ofMinute(values[2 * i], minute);
+      const g = ofMinute(values[2 * i + 1], minute);
+      return {
+        at: minute * 60_000,
+        metrics: m ? snapshotOf(m) : null,
+        backlog: g ? { scheduled: g[0] ?? 0, ready: g[1] ?? 0, inflight: g[2] ?? 0 } : null,
+      };
+    });
+  }
+
+  /** What the running (or last) tick loop reported about itself, or null when none has. */
+  async tickStatus(): Promise<TickStatus | null> {
+    const raw = await redisCall(() => this.redis.get<string>(this.keys.tickStatus));
+    return raw === null ? null : tickStatusSchema.parse(JSON.parse(raw));
   }
 
   /**
@@ -468,16 +549,32 @@ export class Queue {
       renewLock?: { token: string; ttlMs: number };
       /** Set the sleep mark for this many ms, or clear it ("clear"); leave it when unset. */
       sleepMark?: number | "clear";
+      /** Record the tick's status. */
+      status?: TickStatus;
+      /** Sample each given topic's backlog into the per-minute series for the minute holding this time (epoch ms). */
+      sampleAt?: number;
     },
   ): Promise<{ lockHeld: boolean; registered: string[]; topics: Map<string, { nextDueAt: number | null; nextLeaseDeadline: number | null }> }> {
     const keys = [
       this.keys.topics,
       this.keys.tickLock,
       this.keys.tickAsleep,
-      ...topics.flatMap((t) => [this.keys.topic(t).due, this.keys.topic(t).lease]),
+      this.keys.tickStatus,
+      ...topics.flatMap((t) => {
+        const k = this.keys.topic(t);
+        return [k.due, k.lease, k.metrics];
+      }),
     ];
     const mark = options.sleepMark === undefined ? "" : options.sleepMark === "clear" ? "-" : String(options.sleepMark);
-    const args = [options.leases ? "1" : "0", options.renewLock?.token ?? "", options.renewLock?.ttlMs ?? 0, mark];
+    const args = [
+      options.leases ? "1" : "0",
+      options.renewLock?.token ?? "",
+      options.renewLock?.ttlMs ?? 0,
+      mark,
+      options.status ? JSON.stringify(options.status) : "",
+      options.sampleAt !== undefined ? Math.floor(options.sampleAt / 60_000) : "",
+      options.sampleAt ?? 0,
+    ];
     const raw = await runScript(this.redis, lua.peek, keys, args);
     const [lock, registered, ...times] = z.tuple([intReply, z.array(z.string())], z.union([z.string(), z.number()])).parse(raw);
     const at = (v: string | number | undefined) => {
@@ -502,3 +599,14 @@ export class Queue {
     return members.sort();
   }
 }
+
+const tickStatusSchema = z.object({
+  startedAt: z.number(),
+  updatedAt: z.number(),
+  rounds: z.number(),
+  claimed: z.number(),
+  subrequests: z.number(),
+  budget: z.number(),
+  asleep: z.boolean(),
+  ended: z.string().nullable(),
+}) satisfies z.ZodType<TickStatus>;

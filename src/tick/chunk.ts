@@ -3,6 +3,7 @@ import { settings, type Env, type TickChunkReport } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { dispatchChunk } from "./dispatch.js";
+import { jsonLog, settleChunk } from "./settle.js";
 
 /** What one fanned-out chunk (or drain) did. */
 export type ChunkReport = TickChunkReport;
@@ -64,7 +65,7 @@ export class TickChunk extends WorkerEntrypoint<Env> {
         ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
       });
       budget.spend();
-      const results = await queue.settle(topic, outcomes);
+      const results = await settleChunk(queue, topic, outcomes, { log: jsonLog });
       results.forEach((r, i) => (r.applied ? report.outcomes[outcomes[i]!.kind]++ : report.outcomes.stale++));
     }
     report.subrequests = budget.spent;

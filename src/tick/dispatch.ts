@@ -42,8 +42,15 @@ async function withTimeout<T>(ms: number, work: (signal: AbortSignal) => Promise
   }
 }
 
-function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchContext): Outcome {
-  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack" };
+/** When the handler started and ended, by the dispatch clock. */
+interface Run {
+  startedAt: number;
+  endedAt: number;
+}
+
+function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchContext, run: Run): Outcome {
+  const observed = { latenessMs: run.startedAt - job.dueAt, durationMs: run.endedAt - run.startedAt };
+  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack", observed };
   const decision = decideAfterFailure({
     attempt: job.attempt,
     maxAttempts: job.record.maxAttempts ?? ctx.settings.maxAttempts,
@@ -54,8 +61,8 @@ function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchCo
   });
   const error = errorText(result);
   return decision.kind === "retry"
-    ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error }
-    : { id: job.id, attempt: job.attempt, kind: "dead", error };
+    ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error, observed }
+    : { id: job.id, attempt: job.attempt, kind: "dead", error, observed };
 }
 
 function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch): JobContext {
@@ -79,7 +86,9 @@ const asError = (err: unknown) => (err instanceof Error ? err : new Error(String
  * handler, else the built-in http handler — with bounded concurrency and a
  * timeout per job (per call for batch handlers), and turns every result into
  * the outcome to settle: ack, retry by policy (or the handler's retry-after),
- * or dead on a permanent error or the last attempt.
+ * or dead on a permanent error or the last attempt. Each outcome carries how
+ * late its handler started and how long it ran (Workers' clock only moves on
+ * I/O, so a handler that only computes reads as 0 ms).
  */
 export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): Promise<Outcome[]> {
   if (jobs.length === 0) return [];
@@ -98,6 +107,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
         local.run(() =>
           ctx.overall.run(async () => {
             let results: Array<BatchResult | Error>;
+            const startedAt = ctx.now();
             try {
               const timeout = Math.max(...group.map(timeoutOf));
               results = await withTimeout(timeout, async (signal) => {
@@ -110,7 +120,8 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
             } catch (err) {
               results = group.map(() => asError(err));
             }
-            group.forEach((job, i) => outcomes.push(outcomeOf(job, results[i], ctx)));
+            const run = { startedAt, endedAt: ctx.now() };
+            group.forEach((job, i) => outcomes.push(outcomeOf(job, results[i], ctx, run)));
           }),
         ),
       ),
@@ -122,6 +133,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
     jobs.map((job) =>
       local.run(() =>
         ctx.overall.run(async () => {
+          const startedAt = ctx.now();
           try {
             await withTimeout(timeoutOf(job), async (signal) => {
               const context = contextOf(job, signal, ctx.fetch);
@@ -134,9 +146,9 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
                 await deliverHttp(context, delivery);
               }
             });
-            return outcomeOf(job, undefined, ctx);
+            return outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now() });
           } catch (err) {
-            return outcomeOf(job, asError(err), ctx);
+            return outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() });
           }
         }),
       ),

@@ -1,11 +1,12 @@
 import type { Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
-import type { ClaimResult, Outcome, Queue } from "../queue/queue.js";
+import type { ClaimResult, Outcome, Queue, TickStatus } from "../queue/queue.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import type { ChunkReport } from "./chunk.js";
 import { dispatchChunk } from "./dispatch.js";
+import { jsonLog, settleChunk, type Log } from "./settle.js";
 import { SLEEP_MARK_STALENESS_MS } from "./wake.js";
 
 /** Time as the loop sees it; tests drive it by hand. */
@@ -31,8 +32,8 @@ export interface TickOptions {
   windowMs?: number;
   /** Outbound fetch for the http handler (counted). Default the global fetch. */
   fetch?: typeof fetch;
-  /** One structured line per round and per failure. Default console.log of JSON. */
-  log?: (line: Record<string, unknown>) => void;
+  /** One structured line per round that did work and per failed attempt. Default console.log of JSON. */
+  log?: Log;
   /**
    * Runs one chunk of a topic in an invocation of its own (the TickChunk
    * entrypoint through the TICK_RUNNER service binding). With it, a topic
@@ -63,6 +64,8 @@ const LEASE_CHECK_MS = 5_000;
 const HANDOVER_CHECK_MS = 5_000;
 /** How long a topic found paused is left alone: a resume takes effect within this. */
 const PAUSED_RECHECK_MS = 5_000;
+/** How often the loop records its status (with a peek it makes anyway). */
+const STATUS_EVERY_MS = 10_000;
 
 /**
  * One tick invocation: takes the lock (waiting for a running loop to end its
@@ -75,7 +78,7 @@ const PAUSED_RECHECK_MS = 5_000;
 export async function runTick(options: TickOptions): Promise<TickReport> {
   const { queue, lock, settings: s } = options;
   const clock = options.clock ?? realClock;
-  const log = options.log ?? ((line) => console.log(JSON.stringify(line)));
+  const log = options.log ?? jsonLog;
   const budget = new SubrequestBudget(s.tickSubrequestBudget);
   const fetcher = budget.countingFetch(options.fetch ?? fetch);
   const overall = new Semaphore(s.tickConcurrency);
@@ -93,6 +96,16 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     idleSleeps: 0,
   };
   const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
+  const status = (ended: string | null, asleep: boolean): TickStatus => ({
+    startedAt: options.scheduledTime,
+    updatedAt: clock.now(),
+    rounds: report.rounds,
+    claimed: report.claimed,
+    subrequests: budget.spent,
+    budget: s.tickSubrequestBudget,
+    asleep,
+    ended,
+  });
 
   // Blind polls (looking for jobs nobody told us about) may use at most half
   // of what is left of the budget, so polling alone can never end a loop
@@ -152,6 +165,9 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   let markChange: number | "clear" | undefined = "clear";
   const markTtl = 3 * s.tickIdlePeekMs;
   let ended: TickReport["ended"] = "window";
+  // The status and the per-minute backlog samples ride along with peeks.
+  let statusAt = -Infinity;
+  let sampledMinute = -1;
 
   try {
     while (clock.now() < windowEnd) {
@@ -167,15 +183,22 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // Renew the lock well before it lapses, in the same request; losing it
         // means another loop took over.
         const renew = clock.now() - lastExtend >= lockTtl / 3;
+        const writeStatus = clock.now() - statusAt >= STATUS_EVERY_MS;
+        const sample = Math.floor(clock.now() / 60_000) !== sampledMinute && topics.length > 0;
         budget.spend();
+        const peekedAt = clock.now();
         const peek = await queue.peek(
           topics.map((t) => t.name),
           {
             leases: withLeases,
             ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
             ...(markChange !== undefined ? { sleepMark: markChange } : {}),
+            ...(writeStatus ? { status: status(null, markedAt !== null) } : {}),
+            ...(sample ? { sampleAt: peekedAt } : {}),
           },
         );
+        if (writeStatus) statusAt = peekedAt;
+        if (sample) sampledMinute = Math.floor(peekedAt / 60_000);
         if (typeof markChange === "number" && markedAt === null) markedAt = clock.now();
         if (markChange === "clear") markedAt = null;
         markChange = undefined;
@@ -313,13 +336,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
             };
             const outcomes: Outcome[] = await dispatchChunk(claim.jobs, ctx);
             budget.spend();
-            const results = await queue.settle(p.topic.name, outcomes, { now: clock.now() });
+            const results = await settleChunk(queue, p.topic.name, outcomes, { now: clock.now(), log });
             for (const [j, r] of results.entries()) {
               if (!r.applied) report.outcomes.stale++;
               else report.outcomes[outcomes[j]!.kind]++;
-            }
-            for (const o of outcomes) {
-              if (o.kind !== "ack") log({ level: "warn", msg: "job failed", topic: p.topic.name, id: o.id, attempt: o.attempt, outcome: o.kind, error: o.error });
             }
             return results;
           }),
@@ -340,8 +360,11 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           level: "info",
           msg: "tick round",
           round: report.rounds,
+          topics: plan.map((p) => p.topic.name),
           claimed: settled.reduce((n, r) => n + r.length, 0),
+          fannedOut: remote.length,
           subrequests: budget.spent,
+          budget: s.tickSubrequestBudget,
           nextDueInMs: Number.isFinite(nextDue) ? nextDue - clock.now() : null,
         });
 
@@ -355,7 +378,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   } finally {
     budget.spend();
     // During an outage the release fails; the lock then lapses on its own.
-    await lock.release().catch(() => false);
+    await lock.release(status(ended, false)).catch(() => false);
   }
   return finish(ended);
 }

@@ -9,7 +9,8 @@ import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, Topi
 const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
-function view(s: TopicStats) {
+function view({ metrics: _histograms, ...s }: TopicStats) {
+  // Histograms are shown by /v1/stats and /metrics.
   return { ...s, oldestReadyDueAt: s.oldestReadyDueAt === null ? null : iso(s.oldestReadyDueAt) };
 }
 

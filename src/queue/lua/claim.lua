@@ -14,7 +14,7 @@
   KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms of the attempt,"e":last error}
   KEYS[5]  conf hash       topic settings
   KEYS[6]  bucket hash     token bucket: t (tokens), ts (ms of last refill)
-  KEYS[7]  stats hash      counters
+  KEYS[7]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
   KEYS[8]  dead list       dead-letter entries, newest first
   KEYS[9]  done hash       finished-job records of the current retention bucket
 
@@ -33,8 +33,9 @@
              then per job taken: id, attempt, due ms, record JSON }
 ]]
 -- @include records
+-- @include metrics
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, statsKey, deadKey, doneKey =
+local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadKey, doneKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
@@ -102,13 +103,14 @@ if #expired > 0 then
     end
   end
   rcall("ZREM", leaseKey, unpack(gone))
-  if #dueArgs > 0 then writeRetries(dueKey, metaKey, statsKey, dueArgs, metaArgs) end
+  if #dueArgs > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
   if #deadEntries > 0 then
     local ids = {}
     for i = 1, #doneArgs, 2 do ids[#ids + 1] = doneArgs[i] end
     writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
-    pushDead(deadKey, statsKey, deadEntries, deadCap)
+    pushDead(deadKey, deadEntries, deadCap)
   end
+  if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
 end
 
 -- 2. How many may be taken.
@@ -166,7 +168,7 @@ if take > 0 then
     if taken > 0 then
       rcall("ZADD", leaseKey, unpack(leaseArgs))
       rcall("HSET", metaKey, unpack(metaArgs))
-      rcall("HINCRBY", statsKey, "dispatched", taken)
+      rcall("HINCRBY", metricsKey, "dispatched", taken)
     end
     if tokens then
       tokens = tokens - taken

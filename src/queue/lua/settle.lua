@@ -8,30 +8,34 @@
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  jobs hash       id -> record JSON
   KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
-  KEYS[5]  stats hash      counters
+  KEYS[5]  metrics hash    "total", per-minute ring (lib/metrics.lua)
   KEYS[6]  dead list       dead-letter entries, newest first
   KEYS[7]  done hash       finished-job records of the current retention bucket
 
   ARGV[1]  now, epoch ms
   ARGV[2]  dead-letter cap
   ARGV[3]  done hash TTL, ms
-  ARGV[4]  n, the number of outcomes
-  then for outcome i, five values from ARGV[5 + 5(i-1)]:
+  ARGV[4]  the chunk's observations as a metrics vector (JSON array), or "" for none
+  ARGV[5]  n, the number of outcomes
+  then for outcome i, five values from ARGV[6 + 5(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text
 
   Returns  per outcome: 1 applied, 0 stale
 ]]
 -- @include records
+-- @include metrics
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, statsKey, deadKey, doneKey =
+local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadKey, doneKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local nowText = ARGV[1]
 local deadCap = tonumber(ARGV[2])
 local doneTtl = ARGV[3]
-local n = tonumber(ARGV[4])
+local observed = ARGV[4]
+local n = tonumber(ARGV[5])
+local FIRST = 6
 
 local ids = {}
-for i = 1, n do ids[i] = ARGV[5 + 5 * (i - 1)] end
+for i = 1, n do ids[i] = ARGV[FIRST + 5 * (i - 1)] end
 local leased = rcall("ZMSCORE", leaseKey, unpack(ids))
 local metas = rcall("HMGET", metaKey, unpack(ids))
 
@@ -39,7 +43,7 @@ local out = {}
 local live, liveMeta, finishIdx = {}, {}, {}
 local seen = {}
 for i = 1, n do
-  local a = 5 + 5 * (i - 1)
+  local a = FIRST + 5 * (i - 1)
   local id, attempt = ids[i], tonumber(ARGV[a + 1])
   local meta = metas[i] and cjson.decode(metas[i])
   -- One outcome per job and call: a second one for the same id is stale.
@@ -53,7 +57,11 @@ for i = 1, n do
     out[i] = 0
   end
 end
-if #live == 0 then return out end
+if #live == 0 then
+  -- Stale outcomes were still dispatched: their observations count.
+  if observed ~= "" then addMetrics(metricsKey, math.floor(tonumber(nowText) / 60000), cjson.decode(observed)) end
+  return out
+end
 
 local records = {}
 if #finishIdx > 0 then
@@ -66,7 +74,7 @@ end
 local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, finished = {}, {}, {}, {}, {}, {}
 local acked, retried, died = 0, 0, 0
 for _, i in ipairs(live) do
-  local a = 5 + 5 * (i - 1)
+  local a = FIRST + 5 * (i - 1)
   local id, kind, at, err = ids[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local attempts = liveMeta[i].a
   leaseIds[#leaseIds + 1] = id
@@ -93,8 +101,9 @@ for _, i in ipairs(live) do
 end
 
 rcall("ZREM", leaseKey, unpack(leaseIds))
-if retried > 0 then writeRetries(dueKey, metaKey, statsKey, dueArgs, metaArgs) end
+if retried > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
-if acked > 0 then rcall("HINCRBY", statsKey, "succeeded", acked) end
-if died > 0 then pushDead(deadKey, statsKey, deadEntries, deadCap) end
+if died > 0 then pushDead(deadKey, deadEntries, deadCap) end
+local delta = observed ~= "" and cjson.decode(observed) or {}
+addMetrics(metricsKey, math.floor(tonumber(nowText) / 60000), withOutcomes(delta, acked, retried, died))
 return out

@@ -5,12 +5,12 @@
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  dead list       dead-letter entries
   KEYS[4]  conf hash       topic settings
-  KEYS[5]  stats hash      counters
+  KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
 
   ARGV[1]  now, epoch ms
 
   Returns  { scheduled, ready now, in flight, dead, conf (flat field/value array),
-             counters (flat field/value array), oldest ready due ms or false }
+             { dispatched or false, total vector JSON or false }, oldest ready due ms or false }
 ]]
 local rcall = redis.call
 local oldest = rcall("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
@@ -20,6 +20,6 @@ return {
   rcall("ZCARD", KEYS[2]),
   rcall("LLEN", KEYS[3]),
   rcall("HGETALL", KEYS[4]),
-  rcall("HGETALL", KEYS[5]),
+  rcall("HMGET", KEYS[5], "dispatched", "total"),
   oldest[2] or false,
 }

@@ -21,10 +21,9 @@ end
 
 -- The writes of a failed attempt that will be retried: back on the schedule
 -- with its attempt count and error. dueArgs are score/id pairs, metaArgs id/meta pairs.
-local function writeRetries(dueKey, metaKey, statsKey, dueArgs, metaArgs)
+local function writeRetries(dueKey, metaKey, dueArgs, metaArgs)
   redis.call("ZADD", dueKey, unpack(dueArgs))
   redis.call("HSET", metaKey, unpack(metaArgs))
-  redis.call("HINCRBY", statsKey, "retried", #dueArgs / 2)
 end
 
 -- The writes of finished jobs: records dropped, done records (id/record pairs)
@@ -37,8 +36,7 @@ local function writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
 end
 
 -- Dead letters pushed newest first onto the capped list.
-local function pushDead(deadKey, statsKey, entries, cap)
+local function pushDead(deadKey, entries, cap)
   redis.call("LPUSH", deadKey, unpack(entries))
   redis.call("LTRIM", deadKey, 0, cap - 1)
-  redis.call("HINCRBY", statsKey, "dead", #entries)
 end

@@ -1,0 +1,30 @@
+import type { Outcome, Queue } from "../queue/queue.js";
+
+/** A structured log line; never holds a payload or a secret. */
+export type LogLine = Record<string, unknown>;
+export type Log = (line: LogLine) => void;
+
+export const jsonLog: Log = (line) => console.log(JSON.stringify(line));
+
+/**
+ * Settles a dispatched chunk (its metrics go along in the same call) and
+ * logs one line per failed attempt: id, attempt, outcome and the handler's
+ * error text — never the payload.
+ */
+export async function settleChunk(queue: Queue, topic: string, outcomes: Outcome[], options: { now?: number; log: Log }) {
+  const results = await queue.settle(topic, outcomes, options.now === undefined ? {} : { now: options.now });
+  for (const [i, o] of outcomes.entries()) {
+    if (o.kind === "ack") continue;
+    options.log({
+      level: "warn",
+      msg: "job failed",
+      topic,
+      id: o.id,
+      attempt: o.attempt,
+      outcome: results[i]!.applied ? o.kind : "stale",
+      error: o.error,
+      ...(o.kind === "retry" ? { retryAt: o.at } : {}),
+    });
+  }
+  return results;
+}
