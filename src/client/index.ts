@@ -21,6 +21,7 @@ export type Topic = z.output<typeof schemas.TopicView>;
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
 export type Problem = z.output<typeof schemas.Problem>;
+export type Stats = z.output<typeof schemas.StatsView>;
 
 /** A non-2xx answer. `status` and `problem` say what went wrong; 503s are safe to retry with an idempotency key. */
 export class DelaylineError extends Error {
@@ -53,6 +54,12 @@ export class Delayline {
   }
 
   private async request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const text = await this.send(method, path, body, headers);
+    return (text ? JSON.parse(text) : null) as T;
+  }
+
+  /** Sends a request and returns the body of a 2xx answer as text; throws a DelaylineError otherwise. */
+  private async send(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<string> {
     const init: RequestInit = { method, headers: { authorization: `Bearer ${this.options.token}`, ...headers } };
     if (body !== undefined) {
       init.body = typeof body === "string" ? body : JSON.stringify(body);
@@ -60,15 +67,20 @@ export class Delayline {
     }
     const res = await this.doFetch(new Request(this.base + path, init));
     const text = await res.text();
-    const parsed: unknown = text ? JSON.parse(text) : null;
     if (!res.ok) {
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not a problem document: described from the status below
+      }
       const problem =
         parsed && typeof parsed === "object" && "status" in parsed
           ? (parsed as Problem)
           : { type: "about:blank", title: res.statusText, status: res.status, detail: text.slice(0, 200) };
       throw new DelaylineError(res.status, problem);
     }
-    return parsed as T;
+    return text;
   }
 
   private static seg(s: string): string {
@@ -155,6 +167,16 @@ export class Delayline {
   /** Pull consumers: the attempt failed; retried by policy (or after retryAfterMs), or dead when permanent or out of attempts. */
   async nack(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"scheduled" | "dead"> {
     return (await this.request<{ state: "scheduled" | "dead" }>("POST", `/v1/jobs/${Delayline.seg(id)}/nack`, { attempt, ...failure })).state;
+  }
+
+  /** Every topic's backlog, counters, histograms and `minutes` (default 60, 0–1,440) of per-minute series, and the tick's heartbeat. */
+  stats(options: { minutes?: number } = {}): Promise<Stats> {
+    return this.request("GET", `/v1/stats${options.minutes !== undefined ? `?minutes=${options.minutes}` : ""}`);
+  }
+
+  /** The Prometheus exposition text of GET /metrics. */
+  metrics(): Promise<string> {
+    return this.send("GET", "/metrics");
   }
 
   /** Sends a raw webhook body to a topic's ingest endpoint (with the API token). */

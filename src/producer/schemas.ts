@@ -224,6 +224,7 @@ const SeriesPointView = z
     dead: z.number().int(),
     latenessP50: z.number().nullable(),
     latenessP99: z.number().nullable(),
+    latenessBuckets: z.array(z.number().int()).openapi({ description: "per-bucket counts of the minute's lateness, bounds as in latenessBoundsMs then +Inf" }),
     scheduled: z.number().int().nullable(),
     ready: z.number().int().nullable(),
     inflight: z.number().int().nullable(),
@@ -233,6 +234,7 @@ const SeriesPointView = z
 export const StatsView = z
   .object({
     now: z.string(),
+    latenessBoundsMs: z.array(z.number()).openapi({ description: "upper bounds of the lateness buckets in ms; one more bucket holds the rest" }),
     tick: z.object({
       lastScheduledAt: z.string().nullable(),
       status: z

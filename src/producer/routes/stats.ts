@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { collectReport, type PipelineReport } from "../../observability/collect.js";
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prometheus.js";
-import { quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
+import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
 import { createRedis } from "../../queue/redis.js";
 import { problemResponses, router, type AppEnv } from "../context.js";
 import { iso, StatsView } from "../schemas.js";
@@ -22,6 +22,7 @@ const histogramView = (h: Histogram) => ({
 function statsView(r: PipelineReport) {
   return {
     now: iso(r.now),
+    latenessBoundsMs: [...LATENESS_BOUNDS_MS],
     tick: {
       lastScheduledAt: r.lastScheduledAt === null ? null : iso(r.lastScheduledAt),
       status: r.tick ? { ...r.tick, startedAt: iso(r.tick.startedAt), updatedAt: iso(r.tick.updatedAt) } : null,
@@ -49,6 +50,7 @@ function statsView(r: PipelineReport) {
           dead: p.metrics?.dead ?? 0,
           latenessP50: p.metrics ? quantile(p.metrics.lateness, 0.5) : null,
           latenessP99: p.metrics ? quantile(p.metrics.lateness, 0.99) : null,
+          latenessBuckets: p.metrics?.lateness.counts ?? [],
           scheduled: p.backlog?.scheduled ?? null,
           ready: p.backlog?.ready ?? null,
           inflight: p.backlog?.inflight ?? null,

@@ -39,6 +39,12 @@ describe("Delayline client", () => {
     expect(await dl.purgeDead("work")).toBe(1);
     expect((await dl.topics()).map((t) => t.topic)).toEqual(["mail", "work"]);
     expect((await dl.topic("work")).counters).toMatchObject({ succeeded: 1, dead: 2 });
+    const stats = await dl.stats({ minutes: 5 });
+    const work = stats.topics.find((t) => t.topic === "work")!;
+    expect(work).toMatchObject({ mode: "pull", dead: 0, counters: { dispatched: 3, succeeded: 1, retried: 0, dead: 2 } });
+    expect(work.series).toHaveLength(5);
+    expect(work.series.reduce((n, p) => n + p.succeeded + p.dead, 0)).toBe(3);
+    expect(await dl.metrics()).toContain('delayline_jobs_dead_total{topic="work"} 2\n');
 
     const hook = await dl.ingest("hooks", "plain text", { contentType: "text/plain", delay: "1m" });
     expect((await dl.get(hook.id))!.payload).toEqual({ contentType: "text/plain", text: "plain text" });
