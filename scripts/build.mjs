@@ -1,5 +1,6 @@
 // Everything generated before the Worker can build: the Lua scripts as a
-// TypeScript module and the API reference's static files. Run by npm ci
-// (prepare), npm test, npm start and deploys.
+// TypeScript module, and the static pages (API reference, dashboard). Run by
+// npm ci (prepare), npm test, npm start and deploys.
 import "./build-lua.mjs";
 import "./build-docs.mjs";
+import "./build-dashboard.mjs";

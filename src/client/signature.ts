@@ -6,7 +6,7 @@
 const encoder = new TextEncoder();
 
 /** Hex HMAC-SHA256 of `message` (text or raw bytes) with `secret`. */
-export async function hmacHex(secret: string, message: string | Uint8Array): Promise<string> {
+export async function hmacHex(secret: string, message: string | Uint8Array<ArrayBuffer>): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const data = typeof message === "string" ? encoder.encode(message) : message;
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, data));

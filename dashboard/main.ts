@@ -1,0 +1,363 @@
+/**
+ * The dashboard: topics at a glance, the last hour as charts, the tick's
+ * heartbeat, and a dead-letter browser with replay and purge. It talks to
+ * the API with the typed client and the token the operator pastes, which it
+ * keeps in sessionStorage (this tab only). It refreshes itself every 5 s.
+ */
+import uPlot from "uplot";
+import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
+import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
+
+const TOKEN_KEY = "delayline.token";
+const REFRESH_MS = 5_000;
+const MINUTES = 60;
+/** A cron heartbeat older than this means the tick is not being invoked. */
+const HEARTBEAT_STALE_MS = 2.5 * 60_000;
+const DEAD_PAGE = 50;
+
+type TopicRow = Stats["topics"][number];
+
+const byId = <T extends HTMLElement = HTMLElement>(id: string) => {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`the page has no #${id}`);
+  return found as T;
+};
+
+/** An element with text and children; data never goes through innerHTML. */
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: { text?: string; className?: string; title?: string; data?: Record<string, string> } = {},
+  ...children: Array<Node | string>
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (props.text !== undefined) node.textContent = props.text;
+  if (props.className) node.className = props.className;
+  if (props.title) node.title = props.title;
+  for (const [k, v] of Object.entries(props.data ?? {})) node.dataset[k] = v;
+  node.append(...children);
+  return node;
+}
+
+const numberFormat = new Intl.NumberFormat("en");
+const fmtCount = (n: number) => numberFormat.format(n);
+
+function fmtMs(ms: number | null): string {
+  if (ms === null) return "–";
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+const fmtAgo = (iso: string | null, now: number) => (iso === null ? "never" : `${fmtMs(Math.max(0, now - Date.parse(iso)))} ago`);
+
+// ---- charts ------------------------------------------------------------
+
+interface Chart {
+  plot: uPlot;
+  box: HTMLElement;
+}
+
+const COLORS = ["#2f6fde", "#c77c02", "#d64545", "#1f9d55"];
+
+function makeChart(boxId: string, series: Array<{ label: string; unit?: string }>): Chart {
+  const box = byId(boxId);
+  const options: uPlot.Options = {
+    width: Math.max(300, box.clientWidth),
+    height: 220,
+    series: [
+      {},
+      ...series.map((s, i) => ({
+        label: s.label,
+        stroke: COLORS[i % COLORS.length]!,
+        width: 2,
+        spanGaps: false,
+        points: { show: true, size: 4 },
+        value: (_u: uPlot, v: number | null) => (v === null ? "–" : `${fmtCount(Math.round(v))}${s.unit ?? ""}`),
+      })),
+    ],
+    axes: [{}, { size: 60 }],
+    scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max * 1.1)] } },
+    legend: { live: true },
+  };
+  const plot = new uPlot(options, [[], ...series.map(() => [])], box);
+  box.dataset.points = "0";
+  return { plot, box };
+}
+
+/** Draws a chart's data; the container says how many points it holds (the browser test reads it). */
+function draw(chart: Chart, data: uPlot.AlignedData): void {
+  chart.plot.setData(data);
+  const points = data.slice(1).reduce((n, s) => n + (s as Array<number | null>).filter((v) => v !== null && Number.isFinite(v)).length, 0);
+  chart.box.dataset.points = String(points);
+}
+
+// ---- state -------------------------------------------------------------
+
+let client: Delayline | null = null;
+let stats: Stats | null = null;
+let chartTopic = "";
+let deadTopic: string | null = null;
+let deadCursor: string | null = null;
+let timer: ReturnType<typeof setInterval> | undefined;
+let charts: { throughput: Chart; backlog: Chart; lateness: Chart } | null = null;
+
+function showBanner(message: string | null): void {
+  const banner = byId("banner");
+  banner.hidden = message === null;
+  banner.textContent = message ?? "";
+}
+
+function describe(err: unknown): string {
+  if (err instanceof DelaylineError) return err.status === 503 ? `Redis is unreachable (503): ${err.problem.detail}` : `${err.status} ${err.problem.title}: ${err.problem.detail}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs an action from a button; a 401 signs out, other errors show in the banner. */
+async function act(work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+    showBanner(null);
+  } catch (err) {
+    if (err instanceof DelaylineError && err.status === 401) return signOut("The token is no longer accepted.");
+    showBanner(describe(err));
+  }
+}
+
+// ---- rendering -----------------------------------------------------------
+
+function renderHeartbeat(s: Stats, now: number): void {
+  const box = byId("heartbeat");
+  box.hidden = false;
+  const status = s.tick.status;
+  const stale = s.tick.lastScheduledAt === null || now - Date.parse(s.tick.lastScheduledAt) > HEARTBEAT_STALE_MS;
+  const state = stale ? "no recent cron" : status === null ? "no loop yet" : status.ended !== null ? `ended (${status.ended})` : status.asleep ? "asleep" : "running";
+  const dot = el("span", { className: `dot${stale ? " stale" : status?.asleep ? " asleep" : ""}` });
+  const item = (label: string, value: string) => el("span", { data: { item: label } }, `${label} `, el("b", { text: value }));
+  box.replaceChildren(
+    el("span", { data: { item: "tick" } }, dot, el("b", { text: state })),
+    item("last cron", fmtAgo(s.tick.lastScheduledAt, now)),
+    item("rounds", status ? fmtCount(status.rounds) : "–"),
+    item("claimed", status ? fmtCount(status.claimed) : "–"),
+    item("budget used", status ? `${fmtCount(status.subrequests)} / ${fmtCount(status.budget)}` : "–"),
+    item("reported", status ? fmtAgo(status.updatedAt, now) : "–"),
+  );
+}
+
+function renderTopics(s: Stats): void {
+  const body = byId("topics").querySelector("tbody")!;
+  byId("no-topics").hidden = s.topics.length > 0;
+  body.replaceChildren(
+    ...s.topics.map((t) => {
+      const state = t.paused ? "paused" : t.mode === "pull" ? "pull" : "active";
+      const select = el("button", { text: t.topic, className: "link", title: "chart this topic" });
+      select.addEventListener("click", () => selectChartTopic(t.topic));
+      const dead = el("button", { text: fmtCount(t.dead), className: `link dead-count${t.dead > 0 ? " some" : ""}`, title: "browse dead letters" });
+      dead.addEventListener("click", () => void openDead(t.topic));
+      const toggle = el("button", { text: t.paused ? "Resume" : "Pause", className: "quiet", data: { action: t.paused ? "resume" : "pause" } });
+      toggle.addEventListener("click", () =>
+        void act(async () => {
+          toggle.disabled = true;
+          await (t.paused ? client!.resume(t.topic) : client!.pause(t.topic));
+          await refresh();
+        }),
+      );
+      const cell = (text: string, field: string, className = "num") => el("td", { text, className, data: { field } });
+      return el(
+        "tr",
+        { className: chartTopic === t.topic ? "selected" : "", data: { topic: t.topic } },
+        el("td", {}, select),
+        el("td", { data: { field: "state" } }, el("span", { className: `badge ${state}`, text: state })),
+        cell(fmtCount(t.scheduled), "scheduled"),
+        cell(fmtCount(t.ready), "ready"),
+        cell(fmtCount(t.inflight), "inflight"),
+        el("td", { className: "num", data: { field: "dead" } }, dead),
+        cell(t.ready > 0 ? fmtMs(t.lagMs) : "–", "lag"),
+        cell(t.ratePerMinute.toFixed(t.ratePerMinute < 10 ? 1 : 0), "rate"),
+        cell(`${fmtMs(t.lateness.p50)} / ${fmtMs(t.lateness.p99)}`, "lateness"),
+        el("td", { className: "num" }, toggle),
+      );
+    }),
+  );
+  const picker = byId<HTMLSelectElement>("chart-topic");
+  const options = ["", ...s.topics.map((t) => t.topic)];
+  if ([...picker.options].map((o) => o.value).join("\n") !== options.join("\n")) {
+    picker.replaceChildren(...options.map((v) => el("option", { text: v === "" ? "all topics" : v })));
+    [...picker.options].forEach((o, i) => (o.value = options[i]!));
+  }
+  if (!options.includes(chartTopic)) chartTopic = "";
+  picker.value = chartTopic;
+}
+
+/** Sums the chosen topics' series minute by minute; lateness quantiles come from the merged buckets. */
+function renderCharts(s: Stats): void {
+  if (!charts) return;
+  const topics = s.topics.filter((t) => chartTopic === "" || t.topic === chartTopic);
+  const length = Math.max(0, ...topics.map((t) => t.series.length));
+  const xs: number[] = [];
+  const col = () => new Array<number | null>(length).fill(null);
+  const [succeeded, retried, dead, scheduled, ready, inflight, p50, p99] = [col(), col(), col(), col(), col(), col(), col(), col()];
+  const add = (arr: Array<number | null>, i: number, v: number | null) => {
+    if (v !== null) arr[i] = (arr[i] ?? 0) + v;
+  };
+  for (let i = 0; i < length; i++) {
+    const points = topics.map((t) => t.series[i]).filter((p) => p !== undefined);
+    xs.push(Date.parse(points[0]?.at ?? new Date().toISOString()) / 1_000);
+    const buckets = new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0);
+    for (const p of points) {
+      add(succeeded, i, p.succeeded);
+      add(retried, i, p.retried);
+      add(dead, i, p.dead);
+      add(scheduled, i, p.scheduled);
+      add(ready, i, p.ready);
+      add(inflight, i, p.inflight);
+      p.latenessBuckets.forEach((c, b) => (buckets[b]! += c));
+    }
+    const h = { bounds: [...LATENESS_BOUNDS_MS, Infinity], counts: buckets, count: buckets.reduce((a, b) => a + b, 0), sumMs: 0 };
+    p50[i] = quantile(h, 0.5);
+    p99[i] = quantile(h, 0.99);
+  }
+  draw(charts.throughput, [xs, succeeded, retried, dead]);
+  draw(charts.backlog, [xs, scheduled, ready, inflight]);
+  draw(charts.lateness, [xs, p50, p99]);
+}
+
+function selectChartTopic(topic: string): void {
+  chartTopic = topic;
+  if (stats) {
+    renderTopics(stats);
+    renderCharts(stats);
+  }
+}
+
+function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
+  const body = byId("dead-list").querySelector("tbody")!;
+  const rows = entries.map((e) => {
+    const replay = el("button", { text: "Replay", className: "quiet", data: { action: "replay" } });
+    replay.addEventListener("click", () =>
+      void act(async () => {
+        replay.disabled = true;
+        await client!.replay(deadTopic!, { ids: [e.id] });
+        await Promise.all([openDead(deadTopic!), refresh()]);
+      }),
+    );
+    const payload = JSON.stringify(e.payload) ?? "null";
+    return el(
+      "tr",
+      { data: { job: e.id } },
+      el("td", { text: e.id, className: "mono" }),
+      el("td", { text: String(e.attempts), className: "num" }),
+      el("td", { text: new Date(e.failedAt).toLocaleString(), title: e.failedAt }),
+      el("td", { text: e.lastError ?? "–" }),
+      el("td", { text: payload.length > 200 ? `${payload.slice(0, 200)}…` : payload, className: "payload mono" }),
+      el("td", { className: "num" }, replay),
+    );
+  });
+  if (append) body.append(...rows);
+  else body.replaceChildren(...rows);
+  byId("dead-empty").hidden = body.children.length > 0;
+}
+
+async function openDead(topic: string, more = false): Promise<void> {
+  if (!client) return;
+  const page = await client.deadLetters(topic, { limit: DEAD_PAGE, ...(more && deadCursor ? { cursor: deadCursor } : {}) });
+  deadTopic = topic;
+  deadCursor = page.nextCursor;
+  byId("dead").hidden = false;
+  byId("dead-topic").textContent = topic;
+  byId("dead-more").hidden = page.nextCursor === null;
+  renderDeadEntries(page.entries, more);
+}
+
+// ---- lifecycle -----------------------------------------------------------
+
+async function refresh(): Promise<void> {
+  if (!client) return;
+  try {
+    stats = await client.stats({ minutes: MINUTES });
+    const now = Date.parse(stats.now);
+    renderHeartbeat(stats, now);
+    renderTopics(stats);
+    renderCharts(stats);
+    byId("updated").textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+    showBanner(null);
+  } catch (err) {
+    if (err instanceof DelaylineError && err.status === 401) return signOut("The token is no longer accepted.");
+    showBanner(`Could not refresh: ${describe(err)}`);
+  }
+}
+
+function start(token: string): void {
+  client = new Delayline({ baseUrl: location.origin, token });
+  byId("login").hidden = true;
+  byId("app").hidden = false;
+  byId("sign-out").hidden = false;
+  charts ??= {
+    throughput: makeChart("chart-throughput", [{ label: "succeeded" }, { label: "retried" }, { label: "dead" }]),
+    backlog: makeChart("chart-backlog", [{ label: "scheduled" }, { label: "ready" }, { label: "in flight" }]),
+    lateness: makeChart("chart-lateness", [
+      { label: "p50", unit: " ms" },
+      { label: "p99", unit: " ms" },
+    ]),
+  };
+  void refresh();
+  timer = setInterval(() => void refresh(), REFRESH_MS);
+}
+
+function signOut(message?: string): void {
+  sessionStorage.removeItem(TOKEN_KEY);
+  clearInterval(timer);
+  client = null;
+  byId("app").hidden = true;
+  byId("sign-out").hidden = true;
+  byId("heartbeat").hidden = true;
+  byId("login").hidden = false;
+  const error = byId("login-error");
+  error.hidden = message === undefined;
+  error.textContent = message ?? "";
+}
+
+byId("login").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = byId<HTMLInputElement>("token").value.trim();
+  const error = byId("login-error");
+  // Check the token before keeping it: a wrong one should say so here, not later.
+  new Delayline({ baseUrl: location.origin, token })
+    .stats({ minutes: 0 })
+    .then(() => {
+      sessionStorage.setItem(TOKEN_KEY, token);
+      error.hidden = true;
+      start(token);
+    })
+    .catch((err: unknown) => {
+      error.hidden = false;
+      error.textContent = err instanceof DelaylineError && err.status === 401 ? "That token is not accepted." : describe(err);
+    });
+});
+byId("sign-out").addEventListener("click", () => signOut());
+byId<HTMLSelectElement>("chart-topic").addEventListener("change", (e) => selectChartTopic((e.target as HTMLSelectElement).value));
+byId("dead-close").addEventListener("click", () => {
+  byId("dead").hidden = true;
+  deadTopic = null;
+});
+byId("dead-more").addEventListener("click", () => void act(() => openDead(deadTopic!, true)));
+byId("dead-replay-all").addEventListener("click", () =>
+  void act(async () => {
+    await client!.replay(deadTopic!, { all: true });
+    await Promise.all([openDead(deadTopic!), refresh()]);
+  }),
+);
+byId("dead-purge").addEventListener("click", () =>
+  void act(async () => {
+    if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
+    await client!.purgeDead(deadTopic!);
+    await Promise.all([openDead(deadTopic!), refresh()]);
+  }),
+);
+window.addEventListener("resize", () => {
+  for (const c of Object.values(charts ?? {})) c.plot.setSize({ width: Math.max(300, c.box.clientWidth), height: 220 });
+});
+
+const saved = sessionStorage.getItem(TOKEN_KEY);
+if (saved) start(saved);
+else signOut();

@@ -1,0 +1,127 @@
+/**
+ * The dashboard and /metrics against the whole local stack (`npm start`:
+ * redis-server, bridge, the Worker in workerd, the cron driver) with live
+ * data: jobs delivered over http to a local receiver, some of them dead.
+ * The page is driven in Debian's chromium; a screenshot is kept in
+ * test-results/dashboard.png.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { Delayline } from "../../src/client/index.js";
+import { artifactDir, launchChromium } from "../browser.js";
+import { startLocalStack, type LocalStack } from "../local-stack.js";
+
+let stack: LocalStack;
+let receiver: Server;
+let dl: Delayline;
+const OK = 20;
+const DEAD = 3;
+
+beforeAll(async () => {
+  // /ok always answers 200; /fail-once answers 500 to a job's first delivery and 200 after.
+  const failedOnce = new Set<string>();
+  receiver = createServer((req, res) => {
+    req.resume();
+    const id = String(req.headers["delayline-job-id"]);
+    if (req.url === "/fail-once" && !failedOnce.has(id)) {
+      failedOnce.add(id);
+      res.statusCode = 500;
+    }
+    res.end();
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", () => r()));
+  const target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  stack = await startLocalStack({ TICK_POLL_MS: "100" });
+  dl = new Delayline({ baseUrl: stack.url, token: stack.token });
+  await dl.configureTopic("dash-fail", { maxAttempts: 1 });
+  await dl.enqueueBatch([
+    ...Array.from({ length: OK }, (_, i) => ({ topic: "dash-ok", payload: { i }, delay: (i % 10) * 200, target: { url: `${target}/ok` } })),
+    ...Array.from({ length: 5 }, (_, i) => ({ topic: "dash-ok", payload: { later: i }, delay: "1h" })),
+    ...Array.from({ length: DEAD }, (_, i) => ({ topic: "dash-fail", payload: { i }, target: { url: `${target}/fail-once` } })),
+  ]);
+  // Wait for the tick to deliver them all and for a backlog sample.
+  for (let i = 0; i < 240; i++) {
+    const s = await dl.stats({ minutes: 5 });
+    const ok = s.topics.find((t) => t.topic === "dash-ok");
+    const fail = s.topics.find((t) => t.topic === "dash-fail");
+    if (ok?.counters.succeeded === OK && fail?.dead === DEAD && ok.series.some((p) => p.scheduled !== null)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the stack did not process the jobs in time:\n${JSON.stringify(await dl.stats({ minutes: 1 }))}\n${stack.output()}`);
+}, 150_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await new Promise((r) => receiver?.close(() => r(undefined)));
+});
+
+it("the dashboard shows live data, draws every chart, and replaying a dead job lowers the dead count", { timeout: 90_000 }, async () => {
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const problems: string[] = [];
+    page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
+    page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+
+    await page.goto(`${stack.url}/dashboard`);
+    // A wrong token is refused at the door.
+    await page.locator("#token").fill("not-the-token");
+    await page.locator("#login button[type=submit]").click();
+    await page.locator("#login-error", { hasText: "not accepted" }).waitFor();
+    problems.splice(0); // the browser logs the refused request (401) as a console error
+
+    await page.locator("#token").fill(stack.token);
+    await page.locator("#login button[type=submit]").click();
+    const okRow = page.locator('#topics tr[data-topic="dash-ok"]');
+    const failRow = page.locator('#topics tr[data-topic="dash-fail"]');
+    await okRow.waitFor();
+    await failRow.locator('[data-field="dead"]', { hasText: String(DEAD) }).waitFor();
+    expect(await okRow.locator('[data-field="scheduled"]').textContent()).toBe("5");
+    expect(await page.locator('#heartbeat [data-item="rounds"] b').textContent()).toMatch(/^[\d,]+$/);
+
+    // Every chart holds points.
+    for (const chart of ["throughput", "backlog", "lateness"]) {
+      const box = page.locator(`#chart-${chart}`);
+      await expect.poll(async () => Number(await box.getAttribute("data-points")), { timeout: 10_000, message: chart }).toBeGreaterThan(0);
+      expect(await box.locator("canvas").count(), chart).toBe(1);
+    }
+    // The token lives in this tab's sessionStorage.
+    expect(await page.evaluate("sessionStorage.getItem('delayline.token')")).toBe(stack.token);
+
+    // Pause and resume through the buttons.
+    await okRow.locator('[data-action="pause"]').click();
+    await okRow.locator(".badge", { hasText: "paused" }).waitFor();
+    expect((await dl.topic("dash-ok")).settings.paused).toBe(true);
+    await okRow.locator('[data-action="resume"]').click();
+    await okRow.locator(".badge", { hasText: "active" }).waitFor();
+
+    // Replay one dead job from the dead-letter browser: it is delivered again (the receiver accepts it now).
+    await failRow.locator('[data-field="dead"] button').click();
+    await page.locator("#dead-list tbody tr").nth(DEAD - 1).waitFor();
+    await page.locator("#dead-list tbody tr").first().locator('[data-action="replay"]').click();
+    await expect.poll(() => page.locator("#dead-list tbody tr").count(), { timeout: 10_000 }).toBe(DEAD - 1);
+    await failRow.locator('[data-field="dead"]', { hasText: String(DEAD - 1) }).waitFor({ timeout: 10_000 });
+    await expect.poll(async () => (await dl.topic("dash-fail")).counters.succeeded, { timeout: 20_000 }).toBe(1);
+
+    await page.screenshot({ path: join(artifactDir(), "dashboard.png"), fullPage: true });
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+});
+
+it("/metrics from the live stack passes promtool's check", async () => {
+  const promtool = "/usr/bin/promtool";
+  if (!existsSync(promtool)) throw new Error(`${promtool} is missing: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); .ci/run does this itself`);
+  const text = await dl.metrics();
+  const check = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
+  expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);
+  expect(text).toContain(`delayline_jobs_succeeded_total{topic="dash-ok"} ${OK}`);
+});
