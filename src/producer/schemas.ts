@@ -137,6 +137,10 @@ const BackoffOut = z
   ])
   .openapi("BackoffSettings", { description: "Delays in ms" });
 
+const Counters = z
+  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })
+  .openapi("Counters", { description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered (all time)" });
+
 export const TopicView = z
   .object({
     topic: TopicName,
@@ -158,7 +162,7 @@ export const TopicView = z
     inflight: z.number().int(),
     dead: z.number().int(),
     oldestReadyDueAt: z.string().nullable(),
-    counters: z.object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() }),
+    counters: Counters,
   })
   .openapi("Topic");
 
@@ -261,7 +265,7 @@ export const StatsView = z
         dead: z.number().int(),
         lagMs: z.number().openapi({ description: "how long the oldest ready job has been due; 0 when none is ready" }),
         ratePerMinute: z.number().openapi({ description: "attempts settled per minute over the last 5 minutes" }),
-        counters: z.object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() }),
+        counters: Counters,
         lateness: HistogramView,
         duration: HistogramView,
         series: z.array(SeriesPointView),
