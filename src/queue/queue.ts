@@ -540,7 +540,8 @@ export class Queue {
    * The tick's cheap look before a round: the registered topics and, for the
    * given ones, their earliest due time and (with `leases`) earliest lease
    * deadline; with `renewLock`, the tick lock is renewed in the same call.
-   * One request; one command per topic (two with leases).
+   * One request; one command per topic (two with leases), and with
+   * `sampleAt` four more per topic sampled.
    */
   async peek(
     topics: string[],
@@ -553,6 +554,8 @@ export class Queue {
       status?: TickStatus;
       /** Sample each given topic's backlog into the per-minute series for the minute holding this time (epoch ms). */
       sampleAt?: number;
+      /** With `sampleAt`: more topics to sample but not peek (pull topics, whose jobs the tick never claims). */
+      sampleAlso?: string[];
     },
   ): Promise<{ lockHeld: boolean; registered: string[]; topics: Map<string, { nextDueAt: number | null; nextLeaseDeadline: number | null }> }> {
     const keys = [
@@ -560,7 +563,7 @@ export class Queue {
       this.keys.tickLock,
       this.keys.tickAsleep,
       this.keys.tickStatus,
-      ...topics.flatMap((t) => {
+      ...[...topics, ...(options.sampleAt !== undefined ? (options.sampleAlso ?? []) : [])].flatMap((t) => {
         const k = this.keys.topic(t);
         return [k.due, k.lease, k.metrics];
       }),
@@ -574,6 +577,7 @@ export class Queue {
       options.status ? JSON.stringify(options.status) : "",
       options.sampleAt !== undefined ? Math.floor(options.sampleAt / 60_000) : "",
       options.sampleAt ?? 0,
+      topics.length,
     ];
     const raw = await runScript(this.redis, lua.peek, keys, args);
     const [lock, registered, ...times] = z.tuple([intReply, z.array(z.string())], z.union([z.string(), z.number()])).parse(raw);

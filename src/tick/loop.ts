@@ -184,7 +184,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // means another loop took over.
         const renew = clock.now() - lastExtend >= lockTtl / 3;
         const writeStatus = clock.now() - statusAt >= STATUS_EVERY_MS;
-        const sample = Math.floor(clock.now() / 60_000) !== sampledMinute && topics.length > 0;
+        const sample = Math.floor(clock.now() / 60_000) !== sampledMinute && known.size > 0;
         budget.spend();
         const peekedAt = clock.now();
         const peek = await queue.peek(
@@ -194,7 +194,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
             ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
             ...(markChange !== undefined ? { sleepMark: markChange } : {}),
             ...(writeStatus ? { status: status(null, markedAt !== null) } : {}),
-            ...(sample ? { sampleAt: peekedAt } : {}),
+            ...(sample ? { sampleAt: peekedAt, sampleAlso: [...known.values()].filter((t) => t.settings.mode !== "push").map((t) => t.name) } : {}),
           },
         );
         if (writeStatus) statusAt = peekedAt;

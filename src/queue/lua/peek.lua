@@ -10,9 +10,9 @@
   KEYS[2]        tick lock   STRING owner token, expires
   KEYS[3]        sleep mark  STRING present while the tick sleeps past TICK_POLL_MS; expires
   KEYS[4]        tick status STRING JSON the loop reports about itself (dashboard, /metrics)
-  KEYS[4+3i-2]   due zset of known topic i     (i = 1..n)
-  KEYS[4+3i-1]   lease zset of known topic i
-  KEYS[4+3i]     metrics hash of known topic i
+  KEYS[4+3i-2]   due zset of topic i     (i = 1..n: the known push topics, then topics only sampled)
+  KEYS[4+3i-1]   lease zset of topic i
+  KEYS[4+3i]     metrics hash of topic i
 
   ARGV[1]        "1" to read lease deadlines too, "0" not to
   ARGV[2]        owner token to renew the lock for, or "" not to renew
@@ -20,13 +20,14 @@
   ARGV[4]        sleep mark: "" leave it, "-" clear it, or a time to live in ms to set it for
   ARGV[5]        tick status JSON to record, or "" not to
   ARGV[6]        minute (floor(epoch ms / 60,000)) to sample backlogs for, or "" not to;
-                 each known topic's metrics hash gets "g<minute mod 1440>" =
+                 each topic's metrics hash gets "g<minute mod 1440>" =
                  [minute, scheduled, ready, in flight]
   ARGV[7]        now, epoch ms (with a minute)
+  ARGV[8]        how many of the topics are peeked (the rest are only sampled)
 
   Returns        { lock (1 renewed or not asked, 0 lost: not ours any more),
                    registry members (array),
-                   then per known topic: earliest due ms or -1, earliest lease deadline ms or -1 (-1 when not read) }
+                   then per peeked topic: earliest due ms or -1, earliest lease deadline ms or -1 (-1 when not read) }
 ]]
 local rcall = redis.call
 local withLeases = ARGV[1] == "1"
@@ -48,15 +49,18 @@ if lock == 1 then
   if ARGV[5] ~= "" then rcall("SET", KEYS[4], ARGV[5]) end
 end
 local minute = lock == 1 and ARGV[6] ~= "" and tonumber(ARGV[6])
+local peeked = 4 + 3 * tonumber(ARGV[8])
 local out = { lock, rcall("SMEMBERS", KEYS[1]) }
 for i = 5, #KEYS, 3 do
-  local due = rcall("ZRANGE", KEYS[i], 0, 0, "WITHSCORES")
-  out[#out + 1] = due[2] or -1
-  if withLeases then
-    local lease = rcall("ZRANGE", KEYS[i + 1], 0, 0, "WITHSCORES")
-    out[#out + 1] = lease[2] or -1
-  else
-    out[#out + 1] = -1
+  if i < peeked then
+    local due = rcall("ZRANGE", KEYS[i], 0, 0, "WITHSCORES")
+    out[#out + 1] = due[2] or -1
+    if withLeases then
+      local lease = rcall("ZRANGE", KEYS[i + 1], 0, 0, "WITHSCORES")
+      out[#out + 1] = lease[2] or -1
+    else
+      out[#out + 1] = -1
+    end
   end
   if minute then
     local sample = { minute, rcall("ZCARD", KEYS[i]), rcall("ZCOUNT", KEYS[i], "-inf", ARGV[7]), rcall("ZCARD", KEYS[i + 1]) }

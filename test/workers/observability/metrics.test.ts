@@ -18,6 +18,7 @@ const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
 const ok = uniqueTopic("ok");
 const flaky = uniqueTopic("flaky");
 const doomed = uniqueTopic("doomed");
+const pulled = uniqueTopic("pulled");
 const logs: Array<Record<string, unknown>> = [];
 const SECRET_PAYLOAD = "payload-secret-7f3a";
 let report: TickReport;
@@ -35,12 +36,16 @@ beforeAll(async () => {
     throw new Error("always fails");
   });
   await d.queue.configureTopic(doomed, { maxAttempts: 3, backoff: normalizeBackoff({ type: "fixed", delay: 1_000 }) });
+  // A pull topic: the tick never claims it, but samples its backlog all the same.
+  await d.queue.configureTopic(pulled, { mode: "pull" });
   await d.queue.enqueueBatch([
     ...Array.from({ length: 6 }, (_, i) => ({ topic: ok, payload: { i, note: SECRET_PAYLOAD }, runAt: T0 + 500 + i * 100 })),
     { topic: ok, payload: { late: true, note: SECRET_PAYLOAD }, runAt: T0 - 30_000 },
     ...Array.from({ length: 5 }, (_, i) => ({ topic: flaky, payload: { i, note: SECRET_PAYLOAD }, runAt: T0 + 2_000 })),
     ...Array.from({ length: 3 }, (_, i) => ({ topic: doomed, payload: { i, note: SECRET_PAYLOAD }, runAt: T0 + 3_000 })),
     ...Array.from({ length: 2 }, (_, i) => ({ topic: doomed, payload: { i, permanent: true, note: SECRET_PAYLOAD }, runAt: T0 + 3_000 })),
+    { topic: pulled, payload: 1, runAt: T0 - 10_000 },
+    { topic: pulled, payload: 2, runAt: T0 + 3_600_000 },
   ]);
   clock.t = T0;
   report = await d.tick({ scheduledTime: T0, clock, windowMs: 20_000, log: (line) => logs.push(line) });
@@ -177,6 +182,8 @@ describe("the scripted scenario", () => {
       // The tick sampled the backlog in the minutes it ran.
       expect(series.some((p) => p.backlog !== null)).toBe(true);
     }
+    const pull = await d.queue.topicSeries(pulled, { minutes: 3, now: clock.now() });
+    expect(pull.map((p) => p.backlog).filter((b) => b !== null).at(-1)).toEqual({ scheduled: 2, ready: 1, inflight: 0 });
   });
 
   it("logs one JSON line per round that did work and per failed attempt, never a payload", () => {
