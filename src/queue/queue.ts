@@ -225,7 +225,7 @@ export class Queue {
     for (const input of inputs) {
       const id = newJobId(input.topic, now);
       const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
-      const record: JobRecord = { id, topic: input.topic, payload: input.payload, createdAt: now };
+      const record: JobRecord = { payload: input.payload, createdAt: now };
       if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
       if (input.backoff !== undefined) record.backoff = input.backoff;
       if (input.target !== undefined) record.target = input.target;

@@ -8,10 +8,13 @@ export interface Target {
   headers?: Record<string, string>;
 }
 
-/** What is stored for a job while it lives; immutable after enqueue. */
+/**
+ * What is stored for a job while it lives; immutable after enqueue. Its id
+ * and topic are not in it: the id is the key it is stored under (and opens a
+ * dead-letter entry), and the topic is part of the id. Leaving them out saves
+ * some 60 bytes a job, a fifth of a scheduled job's memory.
+ */
 export interface JobRecord {
-  id: string;
-  topic: string;
   payload: unknown;
   createdAt: number;
   maxAttempts?: number;
@@ -29,9 +32,8 @@ const backoffSchema = z.union([
   z.object({ type: z.literal("schedule"), delays: z.array(z.number()).min(1) }),
 ]);
 
+// Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({
-  id: z.string(),
-  topic: z.string(),
   payload: z.unknown(),
   createdAt: z.number(),
   maxAttempts: z.number().int().optional(),

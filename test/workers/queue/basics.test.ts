@@ -119,7 +119,7 @@ describe("claim and settle", () => {
     expect(await queue.get(id)).toMatchObject({ state: "dead", attempts: 2, lastError: "HTTP 404" });
     const dead = await queue.listDead("r");
     expect(dead.entries).toEqual([
-      { id, attempts: 2, lastError: "HTTP 404", failedAt: T0 + 500, job: expect.objectContaining({ id, payload: 1 }) },
+      { id, attempts: 2, lastError: "HTTP 404", failedAt: T0 + 500, job: expect.objectContaining({ payload: 1, createdAt: T0 }) },
     ]);
     const stats = await queue.topicStats("r");
     expect(stats.counters).toEqual({ dispatched: 2, succeeded: 0, retried: 1, dead: 1 });
