@@ -333,10 +333,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           if (r.more) stillFull.add(remote[i]!.topic);
           // The peek left a fanned-out topic out of wakeAt (it was due then); its
           // chunks know when its next job falls due, so the loop wakes for it
-          // instead of sleeping a whole poll interval.
+          // instead of sleeping a whole poll interval. A time that passed while
+          // the round ran means a round at once.
           if (r.nextDueAt != null) {
-            const at = clock.now();
-            wakeAt = Math.min(wakeAt, r.nextDueAt > at ? r.nextDueAt : at + s.tickPollMs);
+            wakeAt = Math.min(wakeAt, r.nextDueAt);
             nextDue = Math.min(nextDue, r.nextDueAt);
           }
         }
