@@ -38,6 +38,8 @@ export interface Results {
   idle?: Record<SystemName, number>;
   /** Runs that failed twice and were left out. */
   failures: string[];
+  /** The machine's 1-minute load average every 10 s: [seconds into the run, load]. */
+  load: Array<[number, number]>;
   raw: unknown;
 }
 
@@ -162,6 +164,9 @@ export function renderMarkdown(r: Results): string {
     `${r.mode === "quick" ? "**Quick (smoke) run: small sizes, not the numbers to quote.** " : ""}${r.date}, \`npm run bench${r.mode === "quick" ? " -- --quick" : ""}\` took ${Math.floor(r.durationS / 60)} min ${r.durationS % 60} s.`,
     `Machine: ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, redis-server ${r.machine.redis}, BullMQ ${r.machine.bullmq}, wrangler ${r.machine.wrangler}.`,
     `Medians of ${r.runs} measured runs after a warm-up, range in brackets; ratio = delayline ÷ BullMQ.`,
+    ...(r.load.length > 0
+      ? [`Load average (1 min) while it ran: ${Math.min(...r.load.map((l) => l[1])).toFixed(1)}–${Math.max(...r.load.map((l) => l[1])).toFixed(1)} on ${r.machine.cores} cores (the machine is shared).`]
+      : []),
     ``,
     `| metric | delayline | BullMQ | naive | migrate | ratio | target | met? |`,
     `|---|---|---|---|---|---|---|---|`,

@@ -10,7 +10,7 @@
  *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, idle)
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
@@ -84,6 +84,9 @@ const started = Date.now();
 const logDir = join(root, "bench/results/tmp");
 mkdirSync(logDir, { recursive: true });
 const stackLog = (name: string) => join(logDir, `stack-${name}.log`);
+// The machine is shared: its load while the bench ran goes into the results.
+const load: Array<[number, number]> = [];
+const sampleLoad = setInterval(() => load.push([Math.round((Date.now() - started) / 1000), loadavg()[0]!]), 10_000);
 const log = (line: string) => console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
 
 function series(values: number[], unit: string): Series {
@@ -238,7 +241,15 @@ try {
         );
       }
       if (measureLateness) {
-        lateness[config] = await repeat(`lateness ${config}`, () => latenessRun(infra, system, wn!, ws!, stack), () => latenessRun(infra, system, n!, s!, stack));
+        // A peer's run starts from an empty Redis; delayline's stack keeps its tick (and lock) across runs.
+        const fresh = async () => {
+          if (system !== "delayline") await infra.flush();
+        };
+        lateness[config] = await repeat(
+          `lateness ${config}`,
+          async () => (await fresh(), latenessRun(infra, system, wn!, ws!, stack)),
+          async () => (await fresh(), latenessRun(infra, system, n!, s!, stack)),
+        );
       }
       if (wanted("enqueue") && config !== "delayline@1000") {
         const [ws1, wb] = SIZES.enqueue.warm;
@@ -250,6 +261,7 @@ try {
   }
 
 } finally {
+  clearInterval(sampleLoad);
   await stopStack();
   await infra.stop();
 }
@@ -312,6 +324,7 @@ const results: Results = {
   scale: scale ? { small: series(scale.small, "jobs/s"), large: series(scale.large, "jobs/s") } : undefined,
   idle,
   failures,
+  load,
   raw: { costs, drains, lateness, enqueues, scale },
 };
 results.durationS = Math.round((Date.now() - started) / 1000);

@@ -68,7 +68,7 @@ export async function startStack(
   const onData = (c: Buffer) => {
     const text = c.toString();
     output = (output + text).slice(-20_000);
-    if (logFile) appendFileSync(logFile, text);
+    if (logFile) appendFileSync(logFile, text.replace(/^(?=.)/gm, `${Date.now()} `));
     if (text.includes("[delayline] ready")) ready = true;
     for (const line of text.split("\n")) if (/\[delayline\]|error/i.test(line)) log(line.trim());
   };
