@@ -347,6 +347,23 @@ export interface LatenessRun {
 const LEAD_MS = 3_000;
 
 /**
+ * Node's fetch now and then finds a kept-alive connection to `wrangler dev`
+ * closed under it ("fetch failed"); one lost request must not void a 20 s
+ * run. A batch whose reply was lost is sent again: if the first went
+ * through, its jobs are not this run's (their ids never arrived) and are not counted.
+ */
+async function retried<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof TypeError)) throw err;
+      await sleep(100);
+    }
+  }
+}
+
+/**
  * `n` jobs due uniformly over `spreadMs`, starting 3 s after they start
  * being stored; lateness = when the handler ran − when the job was due. delayline:
  * the bench-lateness handler in the Worker, jobs stored through the producer.
@@ -381,14 +398,14 @@ export async function latenessRun(infra: Infra, system: SystemName, n: number, s
     await stack.samples();
     await pool(Math.ceil(n / 1_000), 4, async (k) => {
       const batch = Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ topic: "bench-lateness", runAt: dueOf(k * 1_000 + j), payload: payload(k * 1_000 + j) }));
-      for (const r of await stack.client.enqueueBatch(batch)) expected.add(r.id);
+      for (const r of await retried(() => stack.client.enqueueBatch(batch))) expected.add(r.id);
     });
     if (Date.now() > start) console.warn("delayline lateness: storing the jobs took longer than the lead");
     await sleep(Math.max(0, start - Date.now() - 200));
     await infra.resetStats();
     while (seen.size < n && Date.now() < deadline) {
       await sleep(250);
-      for (const [id, due, at] of (await stack.samples()).samples) note(id, due, at);
+      for (const [id, due, at] of (await retried(() => stack.samples())).samples) note(id, due, at);
     }
     const usage = await infra.usage();
     return finish({ requestsPerJob: usage.bridgeRequests / n, commandsPerJob: usage.commands / n });

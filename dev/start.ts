@@ -11,7 +11,7 @@
  *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data)
  *   REDIS_URL             use this Redis instead of starting one
  *   UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN   use Upstash: no local Redis or bridge
- *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/wrangler.bench.toml)
+ *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/worker/wrangler.toml)
  *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";

@@ -1,7 +1,7 @@
 /**
  * delayline as the benchmarks run it: the whole stack the way `npm start`
  * runs it (dev/start.ts: the Worker in workerd under `wrangler dev`, the cron
- * driver), with the bench Worker (bench/worker.ts) and the bench's own Redis
+ * driver), with the bench Worker (bench/worker/) and the bench's own Redis
  * and bridge; and the Queue in Node against the same bridge, for numbers
  * that need no Worker.
  */
@@ -19,7 +19,7 @@ import { sleep } from "./infra.js";
 
 const root = join(import.meta.dirname, "../..");
 export const BENCH_TOKEN = "bench-token-0123456789";
-/** The prefix the bench Worker uses (wrangler.bench.toml). */
+/** The prefix the bench Worker uses (bench/worker/wrangler.toml). */
 export const PREFIX = "dl:{main}";
 
 /** Where the stack's Redis is: the bench's bridge (Upstash protocol), or a Redis the stack bridges itself. */
@@ -52,7 +52,7 @@ export async function startStack(
     PORT: String(port),
     DELAYLINE_DATA_DIR: dataDir,
     DELAYLINE_TOKEN: BENCH_TOKEN,
-    WRANGLER_CONFIG: "bench/wrangler.bench.toml",
+    WRANGLER_CONFIG: "bench/worker/wrangler.toml",
   };
   if ("restUrl" in redis) {
     env.UPSTASH_REDIS_REST_URL = redis.restUrl;

@@ -9,11 +9,11 @@
  * `GET /__bench/samples` (with the API token) returns and forgets what the
  * handlers noted since the last call.
  */
-import type { Env } from "../src/env.js";
-import { defineHandler } from "../src/handlers/registry.js";
-import worker from "../src/index.js";
+import type { Env } from "../../src/env.js";
+import { defineHandler } from "../../src/handlers/registry.js";
+import worker from "../../src/index.js";
 
-export { TickChunk } from "../src/index.js";
+export { TickChunk } from "../../src/index.js";
 
 let handled = 0;
 // [job id, due ms, ran at ms]
