@@ -32,6 +32,7 @@ import {
   type DrainRun,
   type EnqueueRun,
   type LatenessRun,
+  type ScaleRun,
   type SystemName,
 } from "./suites.js";
 
@@ -63,7 +64,7 @@ const SIZES = QUICK
     }
   : {
       cost: { warm: [1_000, 200], run: [5_000, 1_000] },
-      drain: { warm: 5_000, run: 100_000 },
+      drain: { warm: 2_000, run: 100_000 },
       // The polling peers' lateness is their poll interval by construction; the full run leaves them out to fit in 10 minutes.
       lateness: { warm: [500, 2_000], run: [10_000, 20_000], peers: false },
       enqueue: { warm: [100, 2_000], run: [500, 10_000] },
@@ -130,7 +131,7 @@ const costs = per<CostRun[]>();
 const drains = per<DrainRun[]>();
 const lateness: Record<string, LatenessRun[]> = {};
 const enqueues = per<EnqueueRun[]>();
-let scale: { small: number[]; large: number[] } | undefined;
+let scale: { small: ScaleRun[]; large: ScaleRun[] } | undefined;
 let idle: Record<SystemName, number> | undefined;
 
 const infra: Infra = await startInfra();
@@ -178,25 +179,34 @@ try {
     await infra.flush();
     const direct = new IORedis(infra.redis.url, { maxRetriesPerRequest: null });
     try {
+      const small = directQueue(direct, "dl:{scale-small}");
+      const large = directQueue(direct, "dl:{scale-large}");
       log(`scale: storing ${SIZES.scale.small} and ${SIZES.scale.large} future jobs`);
-      await fillFuture(directQueue(direct, "dl:{scale-small}"), SIZES.scale.small);
-      await fillFuture(directQueue(direct, "dl:{scale-large}"), SIZES.scale.large);
+      await fillFuture(small, SIZES.scale.small);
+      await fillFuture(large, SIZES.scale.large);
+      // A run alternates the two five times in slices of n/5 and keeps each
+      // one's median slice: a second of load from elsewhere then spoils one
+      // slice, not the comparison.
+      const once = async (order: Queue[], n: number) => {
+        const slices = new Map<Queue, ScaleRun[]>([[small, []], [large, []]]);
+        for (let k = 0; k < 5; k++) {
+          for (const q of k % 2 ? [...order].reverse() : order) slices.get(q)!.push(await scaleRun(infra, q, Math.ceil(n / 5)));
+        }
+        const median = (runs: ScaleRun[]): ScaleRun => ({
+          jobsPerSec: series(runs.map((r) => r.jobsPerSec), "").median,
+          usecPerJob: series(runs.map((r) => r.usecPerJob), "").median,
+        });
+        return [median(slices.get(small)!), median(slices.get(large)!)];
+      };
+      const pairs = await repeat(
+        `scale ${SIZES.scale.small} vs ${SIZES.scale.large} future`,
+        () => once([small, large], SIZES.scale.due / 4),
+        (i) => once(i % 2 ? [large, small] : [small, large], SIZES.scale.due),
+      );
+      scale = { small: pairs.map((p) => p[0]!), large: pairs.map((p) => p[1]!) };
     } finally {
       direct.disconnect();
     }
-    const small = nodeQueue(infra.bridge.url, infra.bridgeToken, "dl:{scale-small}");
-    const large = nodeQueue(infra.bridge.url, infra.bridgeToken, "dl:{scale-large}");
-    const once = async (order: Queue[], n: number) => {
-      const rates = new Map<Queue, number>();
-      for (const q of order) rates.set(q, await scaleRun(q, n));
-      return [rates.get(small)!, rates.get(large)!];
-    };
-    const pairs = await repeat(
-      `scale ${SIZES.scale.small} vs ${SIZES.scale.large} future`,
-      () => once([small, large], SIZES.scale.due / 4),
-      (i) => once(i % 2 ? [large, small] : [small, large], SIZES.scale.due),
-    );
-    scale = { small: pairs.map((p) => p[0]!), large: pairs.map((p) => p[1]!) };
     await infra.flush();
   }
 
@@ -321,7 +331,14 @@ const results: Results = {
       },
     ]),
   ),
-  scale: scale ? { small: series(scale.small, "jobs/s"), large: series(scale.large, "jobs/s") } : undefined,
+  scale: scale
+    ? {
+        small: series(scale.small.map((r) => r.jobsPerSec), "jobs/s"),
+        large: series(scale.large.map((r) => r.jobsPerSec), "jobs/s"),
+        smallUsec: series(scale.small.map((r) => r.usecPerJob), "µs/job"),
+        largeUsec: series(scale.large.map((r) => r.usecPerJob), "µs/job"),
+      }
+    : undefined,
   idle,
   failures,
   load,

@@ -520,21 +520,31 @@ export async function fillFuture(queue: Queue, n: number): Promise<void> {
   );
 }
 
+export interface ScaleRun {
+  jobsPerSec: number;
+  /** Redis server time (commandstats) of the claims and settles, per job. */
+  usecPerJob: number;
+}
+
 /**
  * Claim throughput of delayline's Queue in one topic that also holds the
  * future-dated jobs: `n` due jobs, claimed and acked in chunks of 100 (the
- * tick's default TICK_CHUNK), jobs per second.
+ * tick's default TICK_CHUNK). The queue talks to Redis directly
+ * ({@link directQueue}): what grows with the future jobs is Redis' work, and
+ * through the bridge the machine's load would drown it.
  */
-export async function scaleRun(queue: Queue, n: number): Promise<number> {
+export async function scaleRun(infra: Infra, queue: Queue, n: number): Promise<ScaleRun> {
   const now = Date.now();
   for (let i = 0; i < n; i += 1_000) {
     await queue.enqueueBatch(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ topic: "bench-scale", runAt: now, payload: payload(i + j) })));
   }
+  await infra.resetStats();
   const started = performance.now();
   const handled = await claimAll(queue, "bench-scale", 100, "ack");
   const ms = performance.now() - started;
+  const usage = await infra.usage();
   if (handled !== n) throw new Error(`scale: claimed ${handled} of ${n}`);
-  return n / (ms / 1_000);
+  return { jobsPerSec: n / (ms / 1_000), usecPerJob: usage.topLevelUsec / n };
 }
 
 // ─── 8: idle cost ───────────────────────────────────────────────────────────
