@@ -263,15 +263,17 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
     const start = (await stack.samples()).handled;
     await resetAtDue();
     let doneAt = 0;
+    // Asked rarely: the Worker is busy draining, and the answer carries the
+    // time its handler saw the last job.
     await until(
       async () => {
         const s = await stack.samples();
-        doneAt = Date.now();
+        doneAt = s.lastAt;
         return s.handled - start >= n;
       },
       300_000,
       "delayline to drain the backlog",
-      10,
+      500,
     );
     const usage = await infra.usage();
     return result(memory, doneAt, usage, usage.bridgeRequests);

@@ -29,7 +29,7 @@ export interface Stack {
   url: string;
   client: Delayline;
   /** What the bench handlers noted since the last call (and forgets it). */
-  samples(): Promise<{ handled: number; samples: Array<[string, number, number]> }>;
+  samples(): Promise<{ handled: number; lastAt: number; samples: Array<[string, number, number]> }>;
   stop(): Promise<void>;
 }
 
@@ -97,7 +97,7 @@ export async function startStack(
     async samples() {
       const res = await fetch(`${url}/__bench/samples`, { headers: { authorization: `Bearer ${BENCH_TOKEN}` } });
       if (!res.ok) throw new Error(`/__bench/samples: ${res.status}`);
-      return (await res.json()) as { handled: number; samples: Array<[string, number, number]> };
+      return (await res.json()) as { handled: number; lastAt: number; samples: Array<[string, number, number]> };
     },
     stop,
   };

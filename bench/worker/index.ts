@@ -6,8 +6,9 @@
  * - `bench-noop`: does nothing (the backlog drain measures the pipeline, not a handler).
  * - `bench-lateness`: notes when it ran, by the Worker's clock, for lateness.
  *
- * `GET /__bench/samples` (with the API token) returns and forgets what the
- * handlers noted since the last call.
+ * `GET /__bench/samples` (with the API token) returns how many jobs were
+ * handled and when the latest one was, and returns and forgets the lateness
+ * samples noted since the last call.
  */
 import type { Env } from "../../src/env.js";
 import { defineHandler } from "../../src/handlers/registry.js";
@@ -16,11 +17,15 @@ import worker from "../../src/index.js";
 export { TickChunk } from "../../src/index.js";
 
 let handled = 0;
+// When the latest job was handled, by the Worker's clock: a drain's end without
+// polling the Worker while it is busy.
+let lastAt = 0;
 // [job id, due ms, ran at ms]
 let samples: Array<[string, number, number]> = [];
 
 defineHandler("bench-noop", () => {
   handled++;
+  lastAt = Date.now();
 });
 
 defineHandler("bench-lateness", async (job) => {
@@ -38,7 +43,7 @@ export default {
     if (url.pathname === "/__bench/samples") {
       const token = request.headers.get("authorization")?.replace(/^Bearer /, "");
       if (!token || !(env.DELAYLINE_TOKEN ?? "").split(",").includes(token)) return new Response("unauthorized", { status: 401 });
-      const body = JSON.stringify({ handled, samples });
+      const body = JSON.stringify({ handled, lastAt, samples });
       samples = [];
       return new Response(body, { headers: { "content-type": "application/json" } });
     }
