@@ -11,6 +11,7 @@
  *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data)
  *   REDIS_URL             use this Redis instead of starting one
  *   UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN   use Upstash: no local Redis or bridge
+ *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/worker/wrangler.toml)
  *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -144,7 +145,7 @@ async function main() {
     process.execPath,
     [
       wranglerBin, "dev",
-      "--config", join(root, "wrangler.toml"),
+      "--config", resolve(root, process.env.WRANGLER_CONFIG || "wrangler.toml"),
       "--port", String(port),
       "--ip", "127.0.0.1",
       "--inspector-port", String(await freePort()),

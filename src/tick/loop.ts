@@ -351,6 +351,14 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           report.claimed += r.claimed;
           for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
           if (r.more) stillFull.add(remote[i]!.topic);
+          // The peek left a fanned-out topic out of wakeAt (it was due then); its
+          // chunks know when its next job falls due, so the loop wakes for it
+          // instead of sleeping a whole poll interval. A time that passed while
+          // the round ran means a round at once.
+          if (r.nextDueAt != null) {
+            wakeAt = Math.min(wakeAt, r.nextDueAt);
+            nextDue = Math.min(nextDue, r.nextDueAt);
+          }
         }
         for (const t of fanning) {
           if (stillFull.has(t.name)) more = true;

@@ -175,6 +175,30 @@ describe("the loop", () => {
     expect(order.indexOf("quiet")).toBeLessThanOrEqual(20);
   });
 
+  it("after its backlog was fanned out, a topic's next job is dispatched when due, not a poll later", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_CHUNK: "10" }, clock);
+    const topic = uniqueTopic("fanned");
+    const seen = recorder(topic, clock);
+    // 15 due now: a full local chunk of 10 marks a backlog, the next round fans the other 5 out.
+    await d.queue.enqueueBatch(Array.from({ length: 15 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
+    await d.queue.enqueue({ topic, payload: "later", runAt: T0 + 10 });
+    // Fanned-out chunks run here, reporting what TickChunk.run reports; each
+    // takes 10 ms, so the next job falls due while the round runs.
+    const fanOut = async (t: string, max: number) => {
+      const claim = await d.queue.claim(t, { max, leaseMs: 60_000 });
+      await d.queue.settle(t, claim.jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
+      clock.t += 10;
+      const n = claim.jobs.length;
+      return { claimed: n, outcomes: { ack: n, retry: 0, dead: 0, stale: 0 }, subrequests: 2, more: n === max, nextDueAt: claim.nextDueAt };
+    };
+    const report = await d.tick({ scheduledTime: T0, clock, windowMs: 3_000, fanOut });
+    expect(report.fannedOut).toBeGreaterThan(0);
+    const later = seen.find((s) => s.payload === "later");
+    expect(later).toBeDefined();
+    expect(later!.at - later!.dueAt).toBeLessThanOrEqual(100);
+  });
+
   it("skips paused topics and does not dispatch pull-mode topics", async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);

@@ -1,0 +1,192 @@
+/** The results of `npm run bench` and their markdown table. */
+import type { SystemName } from "./suites.js";
+
+/** One measurement over the measured runs. */
+export interface Series {
+  median: number;
+  min: number;
+  max: number;
+  runs: number[];
+  unit: string;
+}
+
+type BySystem = Partial<Record<SystemName, Series>>;
+
+export interface LatenessSummary {
+  p50: Series;
+  p99: Series;
+  max: Series;
+  /** Summed over the measured runs. */
+  early: number;
+  missing: number;
+  duplicates: number;
+  requestsPerJob?: Series;
+  commandsPerJob?: Series;
+}
+
+export interface Results {
+  date: string;
+  mode: "quick" | "full";
+  durationS: number;
+  runs: number;
+  machine: { cpu: string; cores: number; memoryGiB: number; node: string; redis: string; bullmq: string; wrangler: string };
+  sizes: unknown;
+  settings: Record<string, unknown>;
+  metrics: Record<string, BySystem>;
+  lateness: Record<string, LatenessSummary>;
+  scale?: { small: Series; large: Series; smallUsec: Series; largeUsec: Series };
+  idle?: Record<SystemName, number>;
+  /** Runs that failed twice and were left out. */
+  failures: string[];
+  /** The machine's 1-minute load average every 10 s: [seconds into the run, load]. */
+  load: Array<[number, number]>;
+  raw: unknown;
+}
+
+function num(n: number): string {
+  if (!Number.isFinite(n)) return "—";
+  const abs = Math.abs(n);
+  if (abs >= 100) return Math.round(n).toLocaleString("en-US");
+  if (abs >= 10) return n.toFixed(1);
+  if (abs >= 1) return n.toFixed(2);
+  return n.toFixed(3);
+}
+
+function cell(s: Series | undefined): string {
+  if (!s) return "—";
+  const m = num(s.median);
+  const lo = num(s.min);
+  const hi = num(s.max);
+  return lo === hi ? m : `${m} (${lo}–${hi})`;
+}
+
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
+const times = (r: number | undefined) => (r === undefined ? "—" : `${r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`);
+const verdict = (ok: boolean | undefined) => (ok === undefined ? "—" : ok ? "**met**" : "**missed**");
+
+/** The targets of issue 7, each evaluated against the medians. */
+export function targets(r: Results): Array<{ name: string; value: string; met: boolean | undefined }> {
+  const m = r.metrics;
+  const dl = (k: string) => m[k]?.delayline?.median;
+  const bq = (k: string) => m[k]?.bullmq?.median;
+  const out: Array<{ name: string; value: string; met: boolean | undefined }> = [];
+  const cmd = ratio(dl("successCommands"), bq("successCommands"));
+  out.push({
+    name: "Redis commands per job ≤ 4 and ≤ 0.15× BullMQ's",
+    value: `${num(dl("successCommands") ?? NaN)} commands, ${times(cmd)} BullMQ's`,
+    met: cmd === undefined ? undefined : dl("successCommands")! <= 4 && cmd <= 0.15,
+  });
+  const drain = ratio(dl("drainJobsPerSec"), bq("drainJobsPerSec"));
+  out.push({ name: "backlog drain ≥ 1.5× BullMQ", value: times(drain), met: drain === undefined ? undefined : drain >= 1.5 });
+  const l = r.lateness["delayline@100"];
+  const lb = r.lateness.bullmq;
+  const lat = ratio(l?.p99.median, lb?.p99.median);
+  out.push({
+    name: "lateness p99 at TICK_POLL_MS=100 ≤ 0.5× BullMQ's, 0 early",
+    value: l ? `${num(l.p99.median)} ms vs ${num(lb?.p99.median ?? NaN)} ms = ${times(lat)}, ${l.early} early` : "—",
+    met: lat === undefined || !l ? undefined : lat <= 0.5 && l.early === 0,
+  });
+  const mem = ratio(dl("bytesPerJob"), bq("bytesPerJob"));
+  out.push({ name: "memory per job ≤ 0.5× BullMQ's", value: times(mem), met: mem === undefined ? undefined : mem <= 0.5 });
+  const sc = r.scale ? r.scale.large.median / r.scale.small.median : undefined;
+  out.push({ name: "scale ratio ≥ 0.9", value: sc === undefined ? "—" : sc.toFixed(2), met: sc === undefined ? undefined : sc >= 0.9 });
+  const cpu = ratio(dl("successUsec"), bq("successUsec"));
+  out.push({ name: "Redis CPU per job ≤ 0.5× BullMQ's", value: times(cpu), met: cpu === undefined ? undefined : cpu <= 0.5 });
+  return out;
+}
+
+export function renderMarkdown(r: Results): string {
+  const m = r.metrics;
+  const rows: string[] = [];
+  const row = (label: string, s: BySystem | undefined, target = "", met: boolean | undefined = undefined, showRatio = true) => {
+    if (!s || Object.keys(s).length === 0) return;
+    const rt = showRatio ? times(ratio(s.delayline?.median, s.bullmq?.median)) : "—";
+    rows.push(`| ${label} | ${cell(s.delayline)} | ${cell(s.bullmq)} | ${cell(s.naive)} | ${cell(s.migrate)} | ${rt} | ${target} | ${target ? verdict(met) : ""} |`);
+  };
+  const t = targets(r);
+  const metOf = (i: number) => t[i]!.met;
+
+  row("**Redis commands per job, success** (enqueue + claim + ack)", m.successCommands, "≤ 4 and ≤ 0.15×", metOf(0));
+  row("… enqueue (one job per call)", m.enqueueCommands);
+  row("… claim + ack (delayline: chunks of 100)", m.consumeCommands);
+  row("… per failed attempt (claim + retry)", m.failedAttemptCommands);
+  row("… dead-lettering (claim + dead)", m.deadCommands);
+  row("… claim + ack in the tick, workerd (drain, chunks of 1,000)", m.drainCommands);
+  row("**requests per job, success** (delayline: REST; peers: commands sent)", m.successRequests);
+  row("… claim + ack (delayline: REST requests)", m.consumeRequests);
+  row("… in the tick, workerd (drain)", m.drainRequests);
+  const lt = r.lateness;
+  const lateRow = (label: string, pick: (l: LatenessSummary) => Series) => {
+    const s: BySystem = {};
+    if (lt["delayline@100"]) s.delayline = pick(lt["delayline@100"]);
+    for (const k of ["bullmq", "naive", "migrate"] as const) if (lt[k]) s[k] = pick(lt[k]);
+    return s;
+  };
+  row("**backlog drain**, jobs/s (no-op handler)", m.drainJobsPerSec, "≥ 1.5×", metOf(1));
+  if (Object.keys(lt).length > 0) {
+    row("**lateness p99**, ms (delayline TICK_POLL_MS=100)", lateRow("p99", (l) => l.p99), "≤ 0.5×, 0 early", metOf(2));
+    row("… lateness p50, ms", lateRow("p50", (l) => l.p50));
+    row("… lateness max, ms", lateRow("max", (l) => l.max));
+    const early: BySystem = {};
+    for (const [k, v] of Object.entries(lt)) {
+      const sys = k === "delayline@100" ? "delayline" : k === "delayline@1000" ? undefined : (k as SystemName);
+      if (sys) early[sys] = { median: v.early, min: v.early, max: v.early, runs: [v.early], unit: "jobs" };
+    }
+    row("… early dispatches (all runs) / missing / duplicates", early, "", undefined, false);
+    if (lt["delayline@1000"]) {
+      const l = lt["delayline@1000"];
+      rows.push(`| … delayline at TICK_POLL_MS=1000: p50 / p99 / max, ms | ${cell(l.p50)} / ${cell(l.p99)} / ${cell(l.max)} | | | | | | |`);
+    }
+    for (const k of ["delayline@100", "delayline@1000"]) {
+      const l = lt[k];
+      if (l?.requestsPerJob) rows.push(`| … tick cost during the lateness run (${k.slice(10)} ms poll): requests / commands per job | ${cell(l.requestsPerJob)} / ${cell(l.commandsPerJob)} | | | | | | |`);
+    }
+  }
+  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs)", m.enqueueSinglePerSec);
+  row("… batched (1,000 per call), jobs/s (delayline: POST /v1/jobs/batch)", m.enqueueBatchedPerSec);
+  row("**Redis memory per scheduled job**, bytes (100-byte payload)", m.bytesPerJob, "≤ 0.5×", metOf(3));
+  if (r.scale) {
+    const many = r.mode === "quick" ? "100,000" : "1,000,000";
+    rows.push(
+      `| **scale**: claim + ack jobs/s (Queue over TCP) with ${many} vs 10,000 future jobs present | ${cell(r.scale.large)} vs ${cell(r.scale.small)} = ${(r.scale.large.median / r.scale.small.median).toFixed(2)} | — | — | — | | ≥ 0.9 | ${verdict(metOf(4))} |`,
+      `| … Redis time of claim + ack, µs per job, ${many} vs 10,000 future jobs | ${cell(r.scale.largeUsec)} vs ${cell(r.scale.smallUsec)} | | | | | | |`,
+    );
+  }
+  if (r.idle) {
+    const s: BySystem = {};
+    for (const [k, v] of Object.entries(r.idle)) s[k as SystemName] = { median: v, min: v, max: v, runs: [v], unit: "commands/min" };
+    row("**idle**: Redis commands per minute, nothing due", s);
+  }
+  row("**Redis CPU per job**, µs (commandstats usec, success path)", m.successUsec, "≤ 0.5×", metOf(5));
+  row("… redis-server process CPU per job, µs (INFO cpu)", m.successCpuUsec);
+
+  const lines = [
+    `# delayline vs BullMQ, the naive loop and the migrate script`,
+    ``,
+    `${r.mode === "quick" ? "**Quick (smoke) run: small sizes, not the numbers to quote.** " : ""}${r.date}, \`npm run bench${r.mode === "quick" ? " -- --quick" : ""}\` took ${Math.floor(r.durationS / 60)} min ${r.durationS % 60} s.`,
+    `Machine: ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, redis-server ${r.machine.redis}, BullMQ ${r.machine.bullmq}, wrangler ${r.machine.wrangler}.`,
+    `Medians of ${r.runs} measured runs after a warm-up, range in brackets; ratio = delayline ÷ BullMQ.`,
+    ...(r.load.length > 0
+      ? [`Load average (1 min) while it ran: ${Math.min(...r.load.map((l) => l[1])).toFixed(1)}–${Math.max(...r.load.map((l) => l[1])).toFixed(1)} on ${r.machine.cores} cores (the machine is shared).`]
+      : []),
+    ``,
+    `| metric | delayline | BullMQ | naive | migrate | ratio | target | met? |`,
+    `|---|---|---|---|---|---|---|---|`,
+    ...rows,
+    ``,
+    `## Targets`,
+    ``,
+    ...t.map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
+    ``,
+    ...(r.failures.length > 0 ? [`## Runs left out (failed twice)`, ``, ...r.failures.map((f) => `- ${f}`), ``] : []),
+    `## Settings`,
+    ``,
+    "```json",
+    JSON.stringify({ sizes: r.sizes, settings: r.settings }, null, 1),
+    "```",
+    ``,
+    `How each number is taken: see bench/README.md.`,
+    ``,
+  ];
+  return lines.join("\n");
+}

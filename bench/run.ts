@@ -1,0 +1,352 @@
+/**
+ * `npm run bench`: delayline side by side with BullMQ, the naive sorted-set
+ * loop and the migrate-script design (Laravel's), in one run, on this
+ * machine, against one redis-server. Each system runs in turn, a warm-up
+ * and then the measured runs; the table reports medians, ranges and the
+ * ratios against BullMQ. Writes bench/results/latest.{json,md}.
+ *
+ *   npm run bench                 full run (≤ 10 minutes on 2 cores)
+ *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
+ *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, idle)
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import IORedis from "ioredis";
+import type { Queue } from "../src/queue/queue.js";
+import { directQueue, nodeQueue, startStack, type Stack } from "./lib/delayline.js";
+import { sleep, startInfra, type Infra } from "./lib/infra.js";
+import { renderMarkdown, type Results, type Series } from "./report.js";
+import {
+  costRun,
+  drainRun,
+  enqueueRun,
+  fillFuture,
+  idleRun,
+  latenessRun,
+  PEER_POLL_MS,
+  scaleRun,
+  SYSTEMS,
+  type CostRun,
+  type DrainRun,
+  type EnqueueRun,
+  type LatenessRun,
+  type ScaleRun,
+  type SystemName,
+} from "./suites.js";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    runs: { type: "string" },
+    out: { type: "string" },
+  },
+});
+const QUICK = args.quick!;
+// A smoke run measures once; the full run three times.
+const RUNS = Number(args.runs ?? (QUICK ? 1 : 3));
+const only = args.only ? new Set(args.only.split(",")) : null;
+const wanted = (name: string) => only === null || only.has(name);
+const root = join(import.meta.dirname, "..");
+const outBase = args.out ?? join(root, "bench/results", QUICK ? "quick" : "latest");
+
+/** Sizes: [warm-up, measured]. */
+const SIZES = QUICK
+  ? {
+      cost: { warm: [300, 100], run: [1_000, 200] },
+      drain: { warm: 1_000, run: 10_000 },
+      lateness: { warm: [100, 1_000], run: [500, 3_000], peers: true },
+      enqueue: { warm: [50, 1_000], run: [200, 5_000] },
+      scale: { small: 10_000, large: 100_000, due: 5_000 },
+      idleMs: 15_000,
+    }
+  : {
+      cost: { warm: [1_000, 200], run: [5_000, 1_000] },
+      drain: { warm: 2_000, run: 100_000 },
+      // The polling peers' lateness is their poll interval by construction; the full run leaves them out to fit in 10 minutes.
+      lateness: { warm: [500, 2_000], run: [10_000, 20_000], peers: false },
+      enqueue: { warm: [100, 2_000], run: [500, 10_000] },
+      scale: { small: 10_000, large: 1_000_000, due: 20_000 },
+      idleMs: 60_000,
+    };
+
+/** Worker settings of each delayline stack (everything else: wrangler.toml's defaults). */
+const STACK_SETTINGS = {
+  drain: { TICK_CHUNK: "1000", TICK_SUBREQUEST_BUDGET: "10000", TICK_IDLE_PEEK_MS: "0", TICK_POLL_MS: "1000" },
+  lateness1000: { TICK_POLL_MS: "1000", TICK_SUBREQUEST_BUDGET: "10000" },
+  lateness100: { TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "10000" },
+  idle: {},
+};
+
+const started = Date.now();
+// Everything each delayline stack prints, for looking into a failed run (git-ignored).
+const logDir = join(root, "bench/results/tmp");
+mkdirSync(logDir, { recursive: true });
+const stackLog = (name: string) => join(logDir, `stack-${name}.log`);
+// The machine is shared: its load while the bench ran goes into the results.
+const load: Array<[number, number]> = [];
+const sampleLoad = setInterval(() => load.push([Math.round((Date.now() - started) / 1000), loadavg()[0]!]), 10_000);
+const log = (line: string) => console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
+
+function series(values: number[], unit: string): Series {
+  const sorted = [...values].sort((a, b) => a - b);
+  const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  return { median, min: sorted[0]!, max: sorted[sorted.length - 1]!, runs: values, unit };
+}
+
+const failures: string[] = [];
+
+/**
+ * A warm-up (not measured), then RUNS measured runs. A run that fails is
+ * tried once more; one that fails again is left out and listed in the results.
+ */
+async function repeat<T>(what: string, warm: () => Promise<T>, run: (i: number) => Promise<T>): Promise<T[]> {
+  log(`${what}: warm-up`);
+  await warm().catch((err: unknown) => log(`${what}: warm-up failed: ${String(err)}`));
+  const out: T[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        out.push(await run(i));
+        log(`${what}: run ${i + 1}/${RUNS} ${JSON.stringify(out[out.length - 1], (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)).slice(0, 300)}`);
+        break;
+      } catch (err) {
+        log(`${what}: run ${i + 1} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
+        if (attempt === 2) {
+          failures.push(`${what} run ${i + 1}: ${String(err).slice(0, 300)}`);
+          break;
+        }
+      }
+    }
+  }
+  if (out.length === 0) throw new Error(`${what}: every run failed`);
+  return out;
+}
+
+type PerSystem<T> = Partial<Record<SystemName, T>>;
+const per = <T>(): PerSystem<T> => ({});
+const costs = per<CostRun[]>();
+const drains = per<DrainRun[]>();
+const lateness: Record<string, LatenessRun[]> = {};
+const enqueues = per<EnqueueRun[]>();
+let scale: { small: ScaleRun[]; large: ScaleRun[] } | undefined;
+let idle: Record<SystemName, number> | undefined;
+
+const infra: Infra = await startInfra();
+let stack: Stack | undefined;
+const stopStack = async () => {
+  await stack?.stop();
+  stack = undefined;
+};
+const redisVersion = /redis_version:(\S+)/.exec(await infra.meter.info("server"))?.[1] ?? "?";
+process.once("SIGINT", () => {
+  void stopStack().finally(() => infra.stop().finally(() => process.exit(130)));
+});
+
+try {
+  // 8: idle cost. Every system idles for a minute on a redis-server of its
+  // own, while the cost suite runs on the bench's: idle systems barely use
+  // the CPU, the counts are per server, and the minute costs no wall time.
+  let idling: Promise<void> | undefined;
+  if (wanted("idle")) {
+    log(`idle: every system on its own redis-server for ${SIZES.idleMs / 1000} s, in the background`);
+    idling = idleRun(SIZES.idleMs, 1_000, log, stackLog("idle")).then(
+      (r) => {
+        idle = r;
+        log(`idle: ${JSON.stringify(idle)}`);
+      },
+      (err: unknown) => log(`idle: failed, left out of the results: ${String(err)}`),
+    );
+    // Let its Worker start before anything is timed.
+    await sleep(6_000);
+  }
+
+  // 1, 2, 9: cost per job. No Worker runs against the bench's Redis, so its counters hold one system's commands only.
+  if (wanted("cost")) {
+    for (const system of SYSTEMS) {
+      const [wn, wf] = SIZES.cost.warm;
+      const [n, f] = SIZES.cost.run;
+      costs[system] = await repeat(`cost ${system}`, () => costRun(infra, system, wn!, wf!, 100), (i) => costRun(infra, system, n!, f!, i));
+    }
+  }
+
+  // 7: scale, delayline's Queue in Node: two deployments (prefixes), one
+  // with few future jobs and one with many, measured in alternation so drift
+  // in the machine's load falls on both alike.
+  if (wanted("scale")) {
+    await infra.flush();
+    const direct = new IORedis(infra.redis.url, { maxRetriesPerRequest: null });
+    try {
+      const small = directQueue(direct, "dl:{scale-small}");
+      const large = directQueue(direct, "dl:{scale-large}");
+      log(`scale: storing ${SIZES.scale.small} and ${SIZES.scale.large} future jobs`);
+      await fillFuture(small, SIZES.scale.small);
+      await fillFuture(large, SIZES.scale.large);
+      // A run alternates the two five times in slices of n/5 and keeps each
+      // one's median slice: a second of load from elsewhere then spoils one
+      // slice, not the comparison.
+      const once = async (order: Queue[], n: number) => {
+        const slices = new Map<Queue, ScaleRun[]>([[small, []], [large, []]]);
+        for (let k = 0; k < 5; k++) {
+          for (const q of k % 2 ? [...order].reverse() : order) slices.get(q)!.push(await scaleRun(infra, q, Math.ceil(n / 5)));
+        }
+        const median = (runs: ScaleRun[]): ScaleRun => ({
+          jobsPerSec: series(runs.map((r) => r.jobsPerSec), "").median,
+          usecPerJob: series(runs.map((r) => r.usecPerJob), "").median,
+        });
+        return [median(slices.get(small)!), median(slices.get(large)!)];
+      };
+      const pairs = await repeat(
+        `scale ${SIZES.scale.small} vs ${SIZES.scale.large} future`,
+        () => once([small, large], SIZES.scale.due / 4),
+        (i) => once(i % 2 ? [large, small] : [small, large], SIZES.scale.due),
+      );
+      scale = { small: pairs.map((p) => p[0]!), large: pairs.map((p) => p[1]!) };
+    } finally {
+      direct.disconnect();
+    }
+    await infra.flush();
+  }
+
+  // The drain and lateness are timed closely: nothing else runs beside them.
+  await idling;
+
+  // 3, 6: backlog drain (and memory per scheduled job while storing it).
+  if (wanted("drain")) {
+    for (const system of SYSTEMS) {
+      await infra.flush();
+      if (system === "delayline") {
+        log("drain: starting the delayline stack");
+        stack = await startStack({ restUrl: infra.bridge.url, restToken: infra.bridgeToken }, STACK_SETTINGS.drain, log, stackLog("drain"));
+      }
+      drains[system] = await repeat(
+        `drain ${system}`,
+        () => drainRun(infra, system, SIZES.drain.warm, stack),
+        async () => {
+          if (system !== "delayline") await infra.flush();
+          return drainRun(infra, system, SIZES.drain.run, stack);
+        },
+      );
+      await stopStack();
+    }
+  }
+
+  // 4, 5: lateness (delayline at TICK_POLL_MS 1,000 and 100) and enqueue through the producer.
+  if (wanted("lateness") || wanted("enqueue")) {
+    const [wn, ws] = SIZES.lateness.warm;
+    const [n, s] = SIZES.lateness.run;
+    for (const config of ["delayline@1000", "delayline@100", "bullmq", "naive", "migrate"] as const) {
+      const system: SystemName = config.startsWith("delayline") ? "delayline" : (config as SystemName);
+      const measureLateness = wanted("lateness") && (SIZES.lateness.peers || system === "delayline" || system === "bullmq");
+      await infra.flush();
+      if (system === "delayline") {
+        log(`lateness: starting the delayline stack (${config})`);
+        stack = await startStack(
+          { restUrl: infra.bridge.url, restToken: infra.bridgeToken },
+          config === "delayline@100" ? STACK_SETTINGS.lateness100 : STACK_SETTINGS.lateness1000,
+          log,
+          stackLog(config),
+        );
+      }
+      if (measureLateness) {
+        // A peer's run starts from an empty Redis; delayline's stack keeps its tick (and lock) across runs.
+        const fresh = async () => {
+          if (system !== "delayline") await infra.flush();
+        };
+        lateness[config] = await repeat(
+          `lateness ${config}`,
+          async () => (await fresh(), latenessRun(infra, system, wn!, ws!, stack)),
+          async () => (await fresh(), latenessRun(infra, system, n!, s!, stack)),
+        );
+      }
+      if (wanted("enqueue") && config !== "delayline@1000") {
+        const [ws1, wb] = SIZES.enqueue.warm;
+        const [s1, b] = SIZES.enqueue.run;
+        enqueues[system] = await repeat(`enqueue ${system}`, () => enqueueRun(infra, system, ws1!, wb!, stack), () => enqueueRun(infra, system, s1!, b!, stack));
+      }
+      await stopStack();
+    }
+  }
+
+} finally {
+  clearInterval(sampleLoad);
+  await stopStack();
+  await infra.stop();
+}
+
+// ─── results ────────────────────────────────────────────────────────────────
+
+const bySystem = <T>(data: PerSystem<T[]>, pick: (t: T) => number, unit: string) =>
+  Object.fromEntries(SYSTEMS.filter((s) => data[s]).map((s) => [s, series(data[s]!.map(pick), unit)])) as Partial<Record<SystemName, Series>>;
+
+const version = (pkg: string) => (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+const results: Results = {
+  date: new Date().toISOString(),
+  mode: QUICK ? "quick" : "full",
+  durationS: Math.round((Date.now() - started) / 1000),
+  runs: RUNS,
+  machine: {
+    cpu: cpus()[0]?.model ?? "?",
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    redis: redisVersion,
+    bullmq: version("bullmq"),
+    wrangler: version("wrangler"),
+  },
+  sizes: SIZES,
+  settings: { ...STACK_SETTINGS, peerPollMs: PEER_POLL_MS, peerIdlePollMs: 1_000 },
+  metrics: {
+    successCommands: bySystem(costs, (c) => c.successCommands, "commands/job"),
+    enqueueCommands: bySystem(costs, (c) => c.enqueueCommands, "commands/job"),
+    consumeCommands: bySystem(costs, (c) => c.consumeCommands, "commands/job"),
+    failedAttemptCommands: bySystem(costs, (c) => c.failedAttemptCommands, "commands/attempt"),
+    deadCommands: bySystem(costs, (c) => c.deadCommands, "commands/job"),
+    successRequests: bySystem(costs, (c) => c.successRequests, "requests/job"),
+    consumeRequests: bySystem(costs, (c) => c.consumeRequests, "requests/job"),
+    successUsec: bySystem(costs, (c) => c.successUsec, "µs/job"),
+    successCpuUsec: bySystem(costs, (c) => c.successCpuUsec, "µs/job"),
+    drainJobsPerSec: bySystem(drains, (d) => d.jobsPerSec, "jobs/s"),
+    drainCommands: bySystem(drains, (d) => d.commandsPerJob, "commands/job"),
+    drainRequests: bySystem(drains, (d) => d.requestsPerJob, "requests/job"),
+    bytesPerJob: bySystem(drains, (d) => d.bytesPerJob, "bytes/job"),
+    enqueueSinglePerSec: bySystem(enqueues, (e) => e.singlePerSec, "jobs/s"),
+    enqueueBatchedPerSec: bySystem(enqueues, (e) => e.batchedPerSec, "jobs/s"),
+  },
+  lateness: Object.fromEntries(
+    Object.entries(lateness).map(([config, runs]) => [
+      config,
+      {
+        p50: series(runs.map((r) => r.p50), "ms"),
+        p99: series(runs.map((r) => r.p99), "ms"),
+        max: series(runs.map((r) => r.max), "ms"),
+        early: runs.reduce((n, r) => n + r.early, 0),
+        missing: runs.reduce((n, r) => n + r.jobs - r.handled, 0),
+        duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
+        ...(runs[0]?.requestsPerJob !== undefined
+          ? { requestsPerJob: series(runs.map((r) => r.requestsPerJob!), "requests/job"), commandsPerJob: series(runs.map((r) => r.commandsPerJob!), "commands/job") }
+          : {}),
+      },
+    ]),
+  ),
+  scale: scale
+    ? {
+        small: series(scale.small.map((r) => r.jobsPerSec), "jobs/s"),
+        large: series(scale.large.map((r) => r.jobsPerSec), "jobs/s"),
+        smallUsec: series(scale.small.map((r) => r.usecPerJob), "µs/job"),
+        largeUsec: series(scale.large.map((r) => r.usecPerJob), "µs/job"),
+      }
+    : undefined,
+  idle,
+  failures,
+  load,
+  raw: { costs, drains, lateness, enqueues, scale },
+};
+results.durationS = Math.round((Date.now() - started) / 1000);
+writeFileSync(`${outBase}.json`, JSON.stringify(results, null, 2) + "\n");
+const md = renderMarkdown(results);
+writeFileSync(`${outBase}.md`, md);
+console.log(md);
+log(`wrote ${outBase}.json and .md`);
