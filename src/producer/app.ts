@@ -139,7 +139,9 @@ app.onError((err, c) => {
       headers: { "retry-after": "1" },
     });
   }
-  if (err instanceof ApiProblem) return problem(err.status, err.message, { headers: err.headers });
+  if (err instanceof ApiProblem) {
+    return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { type: "urn:delayline:validation", errors: err.errors } : {}) });
+  }
   // Hono's own 4xx (e.g. malformed JSON caught by its validator).
   if (err instanceof HTTPException && err.status >= 400 && err.status < 500) return problem(err.status, err.message || "bad request");
   console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(err) }));

@@ -49,10 +49,17 @@ export class ApiProblem extends Error {
     readonly status: number,
     detail: string,
     readonly headers: Record<string, string> = {},
+    /** Rules the request broke, with their JSON paths (a 422 the schema could not see). */
+    readonly errors?: Problem["errors"],
   ) {
     super(detail);
     this.name = "ApiProblem";
   }
+}
+
+/** A 422 for rules that need more than the schema (e.g. the deployment's settings), shaped like {@link validationProblem}'s. */
+export function invalid(where: string, errors: NonNullable<Problem["errors"]>): ApiProblem {
+  return new ApiProblem(422, `the ${where} does not match the schema`, {}, errors);
 }
 
 /** 422 listing every violated rule with its JSON path (e.g. `jobs[3].topic`). */

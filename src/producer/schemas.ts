@@ -3,9 +3,11 @@ import { parseDuration } from "../queue/policy/duration.js";
 
 const MAX_DELAY_MS = 365 * 86_400_000;
 
+// "." and ".." are dot segments: a URL path cannot carry them, so such a
+// topic could take jobs but never be configured, paused or drained over the API.
 export const TopicName = z
   .string()
-  .regex(/^[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -")
+  .regex(/^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -, but not . or ..")
   .openapi({ example: "emails" });
 
 export const JobId = z
@@ -51,13 +53,22 @@ export const BackoffBody = z
   .openapi("Backoff");
 
 const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, "an HTTP header name");
+// What every HTTP stack sends as is: anything else (NUL, other controls,
+// non-ASCII) makes fetch refuse the request at every attempt, so the job could never be delivered.
+const HeaderValue = z.string().max(4_096).regex(/^[\t\x20-\x7e]*$/, "visible ASCII, spaces and tabs");
+
+/**
+ * Strings that become part of a Redis key must be well-formed Unicode: a
+ * lone surrogate reaches Redis as U+FFFD, so two different keys would be one.
+ */
+const KeyText = z.string().regex(/^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/, "well-formed Unicode (no lone surrogates)");
 
 export const TargetBody = z
   .object({
     url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048),
     method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).optional(),
     headers: z
-      .record(HeaderName, z.string().max(4_096).regex(/^[^\r\n]*$/, "no line breaks"))
+      .record(HeaderName, HeaderValue)
       .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
       .optional(),
   })
@@ -72,7 +83,7 @@ export const JobBody = z
     runAt: Instant.optional(),
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: BackoffBody.optional(),
-    idempotencyKey: z.string().min(1).max(200).optional(),
+    idempotencyKey: KeyText.min(1).max(200).optional(),
     target: TargetBody.optional(),
     timeoutMs: z.number().int().min(100).max(600_000).optional(),
   })
