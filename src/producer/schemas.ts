@@ -32,7 +32,9 @@ const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, "must be at most 365 d
 
 /** ISO 8601 or epoch ms; parsed to epoch ms. */
 export const Instant = z
-  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative()])
+  // Past the latest instant a Date holds, the job would be stored and then
+  // its answer (an ISO due time) could not be written: a 500 for a stored job.
+  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative().max(8_640_000_000_000_000)])
   .transform((v) => (typeof v === "number" ? v : Date.parse(v)))
   .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
 

@@ -433,6 +433,18 @@ describe("Lua-looking strings", () => {
     expect(a.body.id).not.toBe(b.body.id);
   });
 
+  it("instants a Date cannot hold are 422, never a stored job answered with a 500", async () => {
+    const { body: job } = await call(prod(), "/v1/jobs", { body: { topic: "t", delay: "1h" } });
+    await refuses(
+      prod(),
+      [8_640_000_000_000_001, 8.7e15, Number.MAX_SAFE_INTEGER].flatMap((runAt) => [
+        { label: `runAt ${runAt}`, path: "/v1/jobs", options: { body: { topic: "t", runAt } }, status: 422, errorPath: "runAt" },
+        { label: `batch runAt ${runAt}`, path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "t", runAt }] } }, status: 422, errorPath: "jobs[0].runAt" },
+        { label: `PATCH runAt ${runAt}`, path: `/v1/jobs/${job.id}`, options: { method: "PATCH", body: { runAt } }, status: 422, errorPath: "runAt" },
+      ]),
+    );
+  });
+
   it("header values a fetch would refuse are 422, not a job that can never be delivered", async () => {
     const bad = ["a\u0000b", "tab\u0007bell", "💥", "é", "line\u2028break"];
     await refuses(
