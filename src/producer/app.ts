@@ -19,6 +19,20 @@ export type { AppEnv };
 /** The producer: delayline's HTTP API. */
 export const app = router();
 
+/**
+ * The most header bytes (names and values) a request may carry. HTTP servers
+ * in front of the Worker have limits of their own, but they differ (and
+ * locally one answers a flood of headers with a 500), so the API states its own.
+ */
+const MAX_HEADER_BYTES = 32 * 1024;
+
+app.use(async (c, next) => {
+  let size = 0;
+  for (const [name, value] of c.req.raw.headers) size += name.length + value.length + 4;
+  if (size > MAX_HEADER_BYTES) return problem(431, `the request headers are ${size} bytes; the limit is ${MAX_HEADER_BYTES}`);
+  await next();
+});
+
 // The OpenAPI document needs no settings or Redis: it is registered first,
 // so it answers before any middleware below runs.
 app.openAPIRegistry.register("Problem", Problem);
