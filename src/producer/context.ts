@@ -37,7 +37,9 @@ const DESCRIPTIONS: Record<number, string> = {
 };
 
 /** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
-export async function wakeSoonJobs(c: Context<AppEnv>, jobs: Array<{ topic: string; dueAt: number }>): Promise<void> {
+export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: string; dueAt: number | null }>): Promise<void> {
+  const jobs = stored.filter((j): j is { topic: string; dueAt: number } => j.dueAt !== null);
+  if (jobs.length === 0) return;
   let waitUntil: (work: Promise<unknown>) => void;
   try {
     const ctx = c.executionCtx;

@@ -100,7 +100,12 @@ export const BatchBody = z
   .openapi("BatchRequest");
 
 export const EnqueueResponse = z
-  .object({ id: JobId, topic: TopicName, dueAt: z.string(), deduplicated: z.boolean() })
+  .object({
+    id: JobId,
+    topic: TopicName,
+    dueAt: z.string().nullable().openapi({ description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished." }),
+    deduplicated: z.boolean(),
+  })
   .openapi("Enqueued");
 
 export const JobView = z

@@ -70,7 +70,7 @@ export const jobs = router()
       if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
       const r = await c.get("queue").enqueue(input);
       if (!r.deduplicated) await wakeSoonJobs(c, [r]);
-      return c.json({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
+      return c.json({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
     },
   )
   .openapi(
@@ -92,7 +92,7 @@ export const jobs = router()
       }
       const results = await c.get("queue").enqueueBatch(inputs);
       await wakeSoonJobs(c, results.filter((r) => !r.deduplicated));
-      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
+      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
     },
   )
   .openapi(
