@@ -149,7 +149,9 @@ app.onError((err, c) => {
     return problem(500, err.message, { type: "urn:delayline:settings" });
   }
   if (err instanceof RedisUnavailableError) {
-    return problem(503, `${err.message}. Nothing was changed; retry later (with an Idempotency-Key a retry never duplicates).`, {
+    // Usually nothing changed, but not always: Redis may have run a write whose
+    // answer was lost or came too late. Only a retry with the same key is safe.
+    return problem(503, `${err.message}. The request may or may not have taken effect; retry it with the same Idempotency-Key, which never duplicates.`, {
       headers: { "retry-after": "1" },
     });
   }

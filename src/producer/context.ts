@@ -33,7 +33,7 @@ const DESCRIPTIONS: Record<number, string> = {
   413: "Body too large",
   415: "Not JSON",
   422: "Schema violation",
-  503: "Redis unreachable; nothing changed, retry later",
+  503: "Redis unreachable; retry with the same Idempotency-Key (the write may have happened before the answer was lost)",
 };
 
 /** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
