@@ -12,12 +12,23 @@ export class Api {
   ) {}
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const res = await fetch(this.url + path, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
+    const send = () =>
+      fetch(this.url + path, {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(60_000),
+      });
+    let res: Response;
+    // Reads and settings are safe to repeat when a busy machine lets one time out; other writes are the caller's to retry.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        res = await send();
+        break;
+      } catch (err) {
+        if ((method !== "GET" && method !== "PUT") || attempt >= 3) throw err;
+      }
+    }
     const text = await res.text();
     let parsed: unknown = text;
     try {

@@ -82,6 +82,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   const receiver = await new ChaosReceiver().start();
   let stack: ChaosStack | undefined;
+  // Ctrl-C or SIGTERM: stop what this run started, then leave.
+  const onSignal = () => {
+    log("stopping");
+    void Promise.allSettled([stack?.stop(), receiver.close()]).then(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
     if ([...Object.keys(SCENARIOS), "load", "max-rate", "abuse"].some(want)) {
       log("starting redis-server (fsync always), the bridge and the Worker in workerd");
@@ -123,6 +130,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
   } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await stack?.stop();
     await receiver.close();
   }
