@@ -100,7 +100,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const [name, scenario] of Object.entries(SCENARIOS)) {
         if (!want(name)) continue;
         try {
-          report.scenarios.push(await scenario(ctx));
+          const result = await scenario(ctx);
+          result.fault.workerdOpenFdsAfter = stack.workerdOpenFds();
+          report.scenarios.push(result);
         } catch (err) {
           report.errors.push(`${name}: ${(err as Error).stack ?? String(err)}`);
           log(`✘ ${name} failed to run: ${(err as Error).message}`);

@@ -6,7 +6,7 @@
  * same token, so the Worker's settings never change.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startBridge, type RunningBridge } from "../dev/bridge/server.js";
@@ -21,6 +21,8 @@ export interface ChaosStackOptions {
   settings?: Record<string, string>;
   /** Keep the data dir and the Worker's log after stop (for a failed run). */
   keep?: boolean;
+  /** wrangler's log level. Default warn, as npm start: at info and below, wrangler dev's request logging leaks a socket per request in workerd. */
+  logLevel?: string;
 }
 
 export class ChaosStack {
@@ -87,7 +89,7 @@ export class ChaosStack {
       port: this.workerPort,
       dataDir: join(this.dataDir, "worker"),
       stdio: ["ignore", this.logFd, this.logFd],
-      logLevel: "log",
+      logLevel: this.options.logLevel ?? "warn",
       vars: {
         ALLOW_PRIVATE_TARGETS: "true",
         ...this.options.settings,
@@ -111,6 +113,19 @@ export class ChaosStack {
     return descendantsOf(pid)
       .filter((p) => /workerd/.test(p.args))
       .map((p) => p.pid);
+  }
+
+  /** Open file descriptors of the workerd processes (sockets, mostly): a leak shows here first. */
+  workerdOpenFds(): number {
+    let n = 0;
+    for (const pid of this.workerdPids()) {
+      try {
+        n += readdirSync(`/proc/${pid}/fd`).length;
+      } catch {
+        /* gone, or no /proc */
+      }
+    }
+    return n;
   }
 
   /** SIGKILL of every workerd under wrangler, mid-whatever-it-is-doing. */

@@ -75,7 +75,8 @@ const PAUSED_RECHECK_MS = 5_000;
 export async function runTick(options: TickOptions): Promise<TickReport> {
   const { queue, lock, settings: s } = options;
   const clock = options.clock ?? realClock;
-  const log = options.log ?? ((line) => console.log(JSON.stringify(line)));
+  // Errors (an outage) go to console.error, so they show at wrangler's and Workers Logs' default level.
+  const log = options.log ?? ((line) => (line.level === "error" ? console.error : console.log)(JSON.stringify(line)));
   const budget = new SubrequestBudget(s.tickSubrequestBudget);
   const fetcher = budget.countingFetch(options.fetch ?? fetch);
   const overall = new Semaphore(s.tickConcurrency);
