@@ -25,15 +25,25 @@ export interface Accounting {
   early: number;
 }
 
-/** Looks every acknowledged job up through the API and at the receiver. */
-export async function account(api: Api, receiver: ChaosReceiver, acked: Map<string, Acked>): Promise<Accounting> {
+/**
+ * Looks every acknowledged job up through the API and at the receiver; `views`
+ * gets each job's state and attempts. Eight at a time: wrangler dev's local
+ * plumbing reaps its sockets slowly, and thousands of fast reads starve workerd.
+ */
+export async function account(api: Api, receiver: ChaosReceiver, acked: Map<string, Acked>, views?: Map<string, { state: string; attempts: number }>): Promise<Accounting> {
   const a: Accounting = { enqueued: acked.size, deliveredOnce: 0, redelivered: 0, extraDeliveries: 0, dead: 0, scheduled: 0, lost: 0, lostIds: [], early: 0 };
   const lost = (id: string) => {
     a.lost++;
     if (a.lostIds.length < 10) a.lostIds.push(id);
   };
-  await pool([...acked.values()], 32, async (job) => {
-    const r = await api.request("GET", `/v1/jobs/${job.id}`);
+  await pool([...acked.values()], 8, async (job) => {
+    let r = await api.request("GET", `/v1/jobs/${job.id}`);
+    // A read that meets a moment of overload is asked again; only a definite answer counts.
+    for (let i = 0; i < 10 && r.status === 503; i++) {
+      await new Promise((res) => setTimeout(res, 1_000));
+      r = await api.request("GET", `/v1/jobs/${job.id}`);
+    }
+    if (r.status === 200) views?.set(job.id, { state: r.body.state, attempts: r.body.attempts });
     for (const d of receiver.byId.get(job.id) ?? []) if (d.at < job.dueAt) a.early++;
     if (r.status === 404) return lost(job.id);
     if (r.status !== 200) throw new Error(`GET /v1/jobs/${job.id}: ${r.status}`);

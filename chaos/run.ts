@@ -22,7 +22,7 @@ import { ChaosStack } from "./stack.js";
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
 /** The Worker's settings for every run (the rest are wrangler.toml's). */
-export const CHAOS_SETTINGS = { TICK_POLL_MS: "250", TICK_SUBREQUEST_BUDGET: "5000" };
+export const CHAOS_SETTINGS = { TICK_POLL_MS: "250", TICK_SUBREQUEST_BUDGET: "5000", TICK_FANOUT: process.env.TICK_FANOUT ?? "4" };
 
 const SCENARIOS: Record<string, (ctx: Ctx) => Promise<ScenarioResult>> = {
   "failure-rates": failureRates,
@@ -100,6 +100,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const [name, scenario] of Object.entries(SCENARIOS)) {
         if (!want(name)) continue;
         try {
+          await stack.settleFds(2_000, 120_000);
           const result = await scenario(ctx);
           result.fault.workerdOpenFdsAfter = stack.workerdOpenFds();
           report.scenarios.push(result);
@@ -108,6 +109,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           log(`✘ ${name} failed to run: ${(err as Error).message}`);
         }
       }
+      await stack.settleFds(2_000, 120_000);
       if (want("load")) {
         const connections = options.quick ? 200 : 1_000;
         const durationSec = options.quick ? 8 : 30;
@@ -119,6 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         report.load = { ...l, passed: failures.length === 0, failures };
         log(`${failures.length ? "✘" : "✔"} load: ${l.requests} requests, ${l.requestsPerSec}/s, error rate ${l.errorRate}, p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ${l.jobsStored} jobs stored`);
       }
+      await stack.settleFds(2_000, 120_000);
       if (want("max-rate")) {
         log("▶ max-rate: stepping the enqueue rate until the backlog grows");
         const rates = options.quick ? [50, 200, 800] : [50, 100, 200, 300, 400, 600, 800, 1_200, 1_600];

@@ -5,7 +5,7 @@
  * again after the fault, dead, or still scheduled — and lost, which must be 0.
  */
 import { account, waitSettled, type Accounting } from "./accounting.js";
-import { Answers, enqueueUntilAcked, pool, produce, type Acked, type Api } from "./producer.js";
+import { Answers, enqueueUntilAcked, produce, type Acked, type Api } from "./producer.js";
 import { failsAttempt, type ChaosReceiver } from "./receiver.js";
 import type { ChaosStack } from "./stack.js";
 
@@ -276,6 +276,8 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
       perTopic[topic] = acked;
     }
     const settled = await waitSettled(api, Object.fromEntries(rates.map((r) => [`s5-fail${r}`, 0])), 180_000);
+    const views = new Map<string, { state: string; attempts: number }>();
+    const accounting = await account(api, receiver, all, views);
     const report: Record<string, unknown> = {};
     for (const rate of rates) {
       const topic = `s5-fail${rate}`;
@@ -302,15 +304,15 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
       const deadList = (await api.ok("GET", `/v1/topics/${topic}/dead?limit=1000`)).entries.length as number;
       let mismatched = 0;
       let requests = 0;
-      await pool([...acked.keys()], 32, async (id) => {
-        const job = (await api.ok("GET", `/v1/jobs/${id}`)) as { state: string; attempts: number };
+      for (const id of acked.keys()) {
+        const job = views.get(id) ?? { state: "unknown", attempts: -1 };
         const e = expectedOf.get(id)!;
         const seen = receiver.byId.get(id) ?? [];
         requests += seen.length;
         const attemptsSeen = seen.map((d) => d.attempt).sort((x, y) => x - y).join(",");
         const attemptsExpected = Array.from({ length: e.attempts }, (_, i) => i + 1).join(",");
         if (job.state !== e.state || job.attempts !== e.attempts || attemptsSeen !== attemptsExpected) mismatched++;
-      });
+      }
       const got = { succeeded: t.counters.succeeded, retried: t.counters.retried, dead: t.counters.dead, deadLetters: Math.min(deadList, t.dead), attempts: requests };
       report[`${rate}%`] = { jobs: n, expected, got, jobsNotAsExpected: mismatched };
       if (got.succeeded !== expected.succeeded || got.retried !== expected.retried || got.dead !== expected.dead || t.dead !== expected.dead || got.attempts !== expected.attempts) {
@@ -318,7 +320,6 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
       }
       if (mismatched > 0) failures.push(`${rate}%: ${mismatched} jobs did not end as their ids say`);
     }
-    const accounting = await account(api, receiver, all);
     failures.push(...baseChecks(accounting, 0, settled.settled));
     return { accounting, failures, fault: report };
   });

@@ -128,6 +128,17 @@ export class ChaosStack {
     return n;
   }
 
+  /** Waits (up to `ms`) for workerd's sockets to be reaped below `limit`, so one scenario's leftovers do not starve the next. */
+  async settleFds(limit: number, ms: number): Promise<number> {
+    const deadline = Date.now() + ms;
+    let n = this.workerdOpenFds();
+    while (n > limit && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      n = this.workerdOpenFds();
+    }
+    return n;
+  }
+
   /** SIGKILL of every workerd under wrangler, mid-whatever-it-is-doing. */
   killWorkerd(): number[] {
     const pids = this.workerdPids();
