@@ -50,6 +50,9 @@ export class ChaosStack {
       await stack.startRedis();
       await stack.startBridge();
       await stack.startWorker();
+      // wrangler dev may reload once just after starting (it notices the files the build just wrote); let it.
+      await new Promise((r) => setTimeout(r, 5_000));
+      await waitForHealthy(stack.url, 60_000, stack.worker?.child);
       return stack;
     } catch (err) {
       await stack.stop();
