@@ -27,6 +27,8 @@ export interface LoadResult {
    * flight when autocannon stopped counting (the server finished them).
    */
   jobsStored: number;
+  /** Twenty witness loops beside the load, a request each 250 ms after their last answer: what the non-2xx answers said. */
+  witness: { sent: number; byStatus: Record<string, number>; samples: string[] };
 }
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
@@ -60,6 +62,19 @@ function run(options: { url: string; method: string; headers: Record<string, str
 export async function loadProducer(api: Api, token: string, connections: number, durationSec: number): Promise<LoadResult> {
   const topic = "load";
   const before = (await api.topic(topic)).scheduled;
+  // autocannon counts statuses but keeps no bodies: a witness beside it keeps what the errors said.
+  const witness = { sent: 0, byStatus: {} as Record<string, number>, samples: [] as string[] };
+  let loading = true;
+  const watching = Promise.all(Array.from({ length: 20 }, async () => {
+    await new Promise((res) => setTimeout(res, 2_000));
+    while (loading) {
+      witness.sent++;
+      const a = await api.request("POST", "/v1/jobs", { topic, payload: { witness: true }, delay: "1h" }).catch((err: Error) => ({ status: 0, contentType: "", body: err.message }));
+      witness.byStatus[a.status] = (witness.byStatus[a.status] ?? 0) + 1;
+      if (a.status !== 201 && witness.samples.length < 5) witness.samples.push(`${a.status} ${a.contentType}: ${JSON.stringify(a.body).slice(0, 240)}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }));
   const r = await run({
     url: `${api.url}/v1/jobs`,
     method: "POST",
@@ -70,7 +85,9 @@ export async function loadProducer(api: Api, token: string, connections: number,
     duration: durationSec,
     timeout: 30,
   });
-  const after = (await api.topic(topic)).scheduled;
+  loading = false;
+  await watching;
+  const after = (await api.topic(topic)).scheduled - (witness.byStatus["201"] ?? 0);
   const statusCodes: Record<string, number> = {};
   for (const [code, v] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) statusCodes[code] = v.count;
   const requests = r["2xx"] + r.non2xx + r.errors;
@@ -87,6 +104,7 @@ export async function loadProducer(api: Api, token: string, connections: number,
     requestsPerSec: Math.round(r.requests.average),
     latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
     jobsStored: after - before,
+    witness,
   };
 }
 

@@ -207,6 +207,8 @@ export function markdown(r: ChaosReport): string {
       "|---|---|---|---|---|---|---|---|---|---|---|",
       `| ${l.requests} | ${l.requestsPerSec} | ${l.ok} | ${l.non2xx} | ${l.errors} (${l.timeouts}) | ${l.errorRate} | ${l.latencyMs.p50} ms | ${l.latencyMs.p90} ms | ${l.latencyMs.p99} ms | ${l.latencyMs.max} ms | ${l.jobsStored} |`,
       "",
+      `Twenty witness loops beside the load (${l.witness.sent} sent): ${JSON.stringify(l.witness.byStatus)}${l.witness.samples.length ? `; non-2xx answers said: ${l.witness.samples.map((x) => `\`${x}\``).join("; ")}` : ""}.`,
+      "",
       l.failures.length
         ? `Failures: ${l.failures.join("; ")}`
         : `Every acknowledged enqueue is stored: ${l.jobsStored} jobs for ${l.ok} 2xx counted; the ${l.jobsStored - l.ok} more were requests still in flight when autocannon stopped counting (at most one per connection), which the Worker completed.`,
