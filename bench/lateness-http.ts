@@ -80,7 +80,7 @@ try {
   const due = new Map<string, number>();
   for (let i = 0; i < JOBS; i += 500) {
     const batch = Array.from({ length: Math.min(500, JOBS - i) }, (_, j) => ({ topic: "bench", runAt: start + Math.floor(((i + j) * SPREAD) / JOBS), payload: { i: i + j } }));
-    for (const r of await dl.enqueueBatch(batch)) due.set(r.id, Date.parse(r.dueAt));
+    for (const r of await dl.enqueueBatch(batch)) due.set(r.id, Date.parse(r.dueAt!));
   }
 
   // 4. Wait for every delivery (bounded).

@@ -14,46 +14,29 @@
  *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/worker/wrangler.toml)
  *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { SETTING_NAMES } from "../src/env.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
-import { freePort, portFromEnv } from "./ports.js";
-import { descendantsOf, isAlive, signalTree } from "./process-tree.js";
+import { portFromEnv } from "./ports.js";
 import { startRedis, type RunningRedis } from "./redis-launcher.js";
+import { startWorkerProcess, waitForHealthy, type WorkerProcess } from "./worker-process.js";
 
 const log = (line: string) => console.log(`[delayline] ${line}`);
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
 let redis: RunningRedis | undefined;
 let bridge: RunningBridge | undefined;
-let wrangler: ChildProcess | undefined;
+let wrangler: WorkerProcess | undefined;
 let cron: CronDriver | undefined;
 let stopping: Promise<void> | undefined;
 
 async function stopAll(code: number): Promise<never> {
   stopping ??= (async () => {
     cron?.stop();
-    if (wrangler?.pid !== undefined) {
-      // wrangler and the workerd processes under it. Read the tree first:
-      // once wrangler exits, its children are no longer found through it.
-      const tree = [wrangler.pid, ...descendantsOf(wrangler.pid).map((p) => p.pid)];
-      const exited = wrangler.exitCode !== null || wrangler.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => wrangler!.once("exit", () => r()));
-      signalTree(wrangler.pid, "SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-      for (let i = 0; i < 20 && tree.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
-      for (const pid of tree.filter(isAlive)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          /* gone meanwhile */
-        }
-      }
-    }
+    await wrangler?.stop();
     await bridge?.close().catch(() => {});
     await redis?.stop().catch(() => {});
   })();
@@ -81,23 +64,6 @@ setInterval(() => {
     void stopAll(0);
   }
 }, 250).unref();
-
-async function waitForHealthy(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "no answer";
-  while (Date.now() < deadline) {
-    if (wrangler && wrangler.exitCode !== null) throw new Error(`wrangler dev exited with code ${wrangler.exitCode}`);
-    try {
-      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      if (res.ok) return;
-      last = `${res.status} ${await res.text()}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`the Worker did not become healthy within ${timeoutMs / 1000} s (last: ${last})`);
-}
 
 async function main() {
   // The Worker imports generated files (Lua scripts, API reference); rebuild them in case a source changed.
@@ -134,45 +100,17 @@ async function main() {
     DELAYLINE_TOKEN: apiToken,
   };
 
-  // Secrets travel in a private env file, not on the command line where `ps` shows them.
-  mkdirSync(dataDir, { recursive: true });
-  const envFile = join(dataDir, "worker.env");
-  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n") + "\n", { mode: 0o600 });
-
-  const require = createRequire(import.meta.url);
-  const wranglerBin = join(dirname(require.resolve("wrangler/package.json")), "bin/wrangler.js");
-  wrangler = spawn(
-    process.execPath,
-    [
-      wranglerBin, "dev",
-      "--config", resolve(root, process.env.WRANGLER_CONFIG || "wrangler.toml"),
-      "--port", String(port),
-      "--ip", "127.0.0.1",
-      "--inspector-port", String(await freePort()),
-      "--test-scheduled",
-      "--show-interactive-dev-session=false",
-      "--persist-to", join(dataDir, "wrangler"),
-      "--log-level", process.env.WRANGLER_LOG_LEVEL || "warn",
-      "--env-file", envFile,
-    ],
-    {
-      cwd: root,
-      // Same process group as this launcher: a signal to the whole group
-      // (Ctrl-C in a terminal, or a kill of the group) reaches workerd too.
-      stdio: ["ignore", "inherit", "inherit"],
-      // No telemetry, and no fetch of the `Request.cf` sample from the internet.
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-    },
-  );
-  wrangler.once("exit", (code, signal) => {
+  const worker = await startWorkerProcess({ port, vars, dataDir, ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}) });
+  wrangler = worker;
+  worker.child.once("exit", (code, signal) => {
     if (!stopping) {
       log(`wrangler dev exited (${signal ?? code}); stopping`);
       void stopAll(1);
     }
   });
 
-  const workerUrl = `http://127.0.0.1:${port}`;
-  await waitForHealthy(workerUrl, 60_000);
+  const workerUrl = worker.url;
+  await waitForHealthy(workerUrl, 60_000, worker.child);
   cron = startCronDriver({ workerUrl, log: (l) => log(`cron: ${l}`) });
   log("ready");
   console.log(`

@@ -19,6 +19,8 @@ export default async function setup(project: TestProject) {
   const meter = await startTestStack();
   // And one for the fuzz test, which checks that rejected requests write no key at all.
   const fuzz = await startTestStack();
+  // And one for the abuse test, which checks that refused requests change no byte of Redis.
+  const abuse = await startTestStack();
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
@@ -26,8 +28,10 @@ export default async function setup(project: TestProject) {
   project.provide("meterBridgeToken", meter.token);
   project.provide("fuzzBridgeUrl", fuzz.bridge.url);
   project.provide("fuzzBridgeToken", fuzz.token);
+  project.provide("abuseBridgeUrl", abuse.bridge.url);
+  project.provide("abuseBridgeToken", abuse.token);
   project.provide("receiverUrl", receiver.url);
   return async () => {
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), receiver.close()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), receiver.close()]);
   };
 }

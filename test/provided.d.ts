@@ -10,6 +10,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the fuzz test's key counts. */
     fuzzBridgeUrl: string;
     fuzzBridgeToken: string;
+    /** A bridge to a Redis of its own, for the abuse test's state digests. */
+    abuseBridgeUrl: string;
+    abuseBridgeToken: string;
     /** A local HTTP receiver that records deliveries (test/receiver.ts). */
     receiverUrl: string;
   }

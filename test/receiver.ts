@@ -13,7 +13,7 @@ export interface Delivery {
  * A local HTTP receiver for delivery tests. The path says how to answer:
  *   …/ok                  200
  *   …/status/<code>       that status (with ?retryAfter=<s> a Retry-After header)
- *   …/redirect            302 to http://127.0.0.1/
+ *   …/redirect            302 to http://127.0.0.1/ (?to=<url> elsewhere, ?status=<3xx> another status)
  * Every request is recorded; GET /__deliveries?prefix=<path prefix> lists them.
  */
 export async function startReceiver(): Promise<{ url: string; server: Server; close(): Promise<void> }> {
@@ -43,8 +43,8 @@ export async function startReceiver(): Promise<{ url: string; server: Server; cl
         res.statusCode = Number(status[1]);
         res.end(`status ${status[1]} from the receiver`);
       } else if (url.pathname.endsWith("/redirect")) {
-        res.statusCode = 302;
-        res.setHeader("location", "http://127.0.0.1/");
+        res.statusCode = Number(url.searchParams.get("status") ?? 302);
+        res.setHeader("location", url.searchParams.get("to") ?? "http://127.0.0.1/");
         res.end();
       } else {
         res.end("ok");

@@ -53,13 +53,17 @@ function ipv6Groups(host: string): number[] | null {
 
 function privateIpv6(g: number[]): boolean {
   const [a] = g;
-  if (g.every((x) => x === 0)) return true; // ::
-  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true; // ::1
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
-    return privateIpv4([g[6]! >> 8, g[6]! & 0xff, g[7]! >> 8, g[7]! & 0xff]); // ::ffff:a.b.c.d
-  }
+  const v4At = (i: number) => [g[i]! >> 8, g[i]! & 0xff, g[i + 1]! >> 8, g[i + 1]! & 0xff];
+  // ::/96 holds ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d, which
+  // some stacks still route to the IPv4 address.
+  if (g.slice(0, 6).every((x) => x === 0)) return true;
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return privateIpv4(v4At(6)); // ::ffff:a.b.c.d
+  if (g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0) return true; // ::ffff:0:a.b.c.d (SIIT)
   if (g[0] === 0x64 && g[1] === 0xff9b) return true; // NAT64
-  return (a! & 0xfe00) === 0xfc00 || (a! & 0xffc0) === 0xfe80 || (a! & 0xff00) === 0xff00; // ULA, link-local, multicast
+  if (g[0] === 0x2002) return privateIpv4(v4At(1)); // 6to4 carries an IPv4 address in bits 16–47
+  if (g[0] === 0x2001 && g[1] === 0) return true; // Teredo tunnels to an IPv4 address
+  // ULA, link-local, the deprecated site-local, multicast.
+  return (a! & 0xfe00) === 0xfc00 || (a! & 0xffc0) === 0xfe80 || (a! & 0xffc0) === 0xfec0 || (a! & 0xff00) === 0xff00;
 }
 
 /** Why `url` may not be delivered to, or null when it may. */
@@ -73,7 +77,9 @@ export function forbiddenTarget(url: string, allowPrivate: boolean): string | nu
   if (u.protocol !== "http:" && u.protocol !== "https:") return `protocol ${u.protocol} is not allowed (http and https only)`;
   if (u.username || u.password) return "URLs with credentials are not allowed";
   if (allowPrivate) return null;
-  const host = u.hostname.replace(/\.$/, "").toLowerCase();
+  // Every trailing dot: "localhost.." still names localhost to some resolvers.
+  const host = u.hostname.replace(/\.+$/, "").toLowerCase();
+  if (host === "") return "the URL names no host";
   if (host === "localhost" || host.endsWith(".localhost")) return "loopback hostnames are not allowed";
   if (host.endsWith(".internal") || host.endsWith(".local")) return "internal hostnames are not allowed";
   const v4 = ipv4Parts(host);

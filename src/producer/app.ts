@@ -21,6 +21,20 @@ export type { AppEnv };
 /** The producer: delayline's HTTP API. */
 export const app = router();
 
+/**
+ * The most header bytes (names and values) a request may carry. HTTP servers
+ * in front of the Worker have limits of their own, but they differ (and
+ * locally one answers a flood of headers with a 500), so the API states its own.
+ */
+const MAX_HEADER_BYTES = 32 * 1024;
+
+app.use(async (c, next) => {
+  let size = 0;
+  for (const [name, value] of c.req.raw.headers) size += name.length + value.length + 4;
+  if (size > MAX_HEADER_BYTES) return problem(431, `the request headers are ${size} bytes; the limit is ${MAX_HEADER_BYTES}`);
+  await next();
+});
+
 // The OpenAPI document needs no settings or Redis: it is registered first,
 // so it answers before any middleware below runs.
 app.openAPIRegistry.register("Problem", Problem);
@@ -154,11 +168,15 @@ app.onError((err, c) => {
     return problem(500, err.message, { type: "urn:delayline:settings" });
   }
   if (err instanceof RedisUnavailableError) {
-    return problem(503, `${err.message}. Nothing was changed; retry later (with an Idempotency-Key a retry never duplicates).`, {
+    // Usually nothing changed, but not always: Redis may have run a write whose
+    // answer was lost or came too late. Only a retry with the same key is safe.
+    return problem(503, `${err.message}. The request may or may not have taken effect; retry it with the same Idempotency-Key, which never duplicates.`, {
       headers: { "retry-after": "1" },
     });
   }
-  if (err instanceof ApiProblem) return problem(err.status, err.message, { headers: err.headers });
+  if (err instanceof ApiProblem) {
+    return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { type: "urn:delayline:validation", errors: err.errors } : {}) });
+  }
   // Hono's own 4xx (e.g. malformed JSON caught by its validator).
   if (err instanceof HTTPException && err.status >= 400 && err.status < 500) return problem(err.status, err.message || "bad request");
   console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(err) }));

@@ -33,11 +33,13 @@ const DESCRIPTIONS: Record<number, string> = {
   413: "Body too large",
   415: "Not JSON",
   422: "Schema violation",
-  503: "Redis unreachable; nothing changed, retry later",
+  503: "Redis unreachable; retry with the same Idempotency-Key (the write may have happened before the answer was lost)",
 };
 
 /** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
-export async function wakeSoonJobs(c: Context<AppEnv>, jobs: Array<{ topic: string; dueAt: number }>): Promise<void> {
+export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: string; dueAt: number | null }>): Promise<void> {
+  const jobs = stored.filter((j): j is { topic: string; dueAt: number } => j.dueAt !== null);
+  if (jobs.length === 0) return;
   let waitUntil: (work: Promise<unknown>) => void;
   try {
     const ctx = c.executionCtx;

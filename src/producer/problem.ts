@@ -19,6 +19,7 @@ const TITLES: Record<number, string> = {
   409: "Conflict",
   413: "Content Too Large",
   415: "Unsupported Media Type",
+  431: "Request Header Fields Too Large",
   422: "Unprocessable Content",
   500: "Internal Server Error",
   503: "Service Unavailable",
@@ -49,10 +50,17 @@ export class ApiProblem extends Error {
     readonly status: number,
     detail: string,
     readonly headers: Record<string, string> = {},
+    /** Rules the request broke, with their JSON paths (a 422 the schema could not see). */
+    readonly errors?: Problem["errors"],
   ) {
     super(detail);
     this.name = "ApiProblem";
   }
+}
+
+/** A 422 for rules that need more than the schema (e.g. the deployment's settings), shaped like {@link validationProblem}'s. */
+export function invalid(where: string, errors: NonNullable<Problem["errors"]>): ApiProblem {
+  return new ApiProblem(422, `the ${where} does not match the schema`, {}, errors);
 }
 
 /** 422 listing every violated rule with its JSON path (e.g. `jobs[3].topic`). */

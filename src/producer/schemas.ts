@@ -3,9 +3,11 @@ import { parseDuration } from "../queue/policy/duration.js";
 
 const MAX_DELAY_MS = 365 * 86_400_000;
 
+// "." and ".." are dot segments: a URL path cannot carry them, so such a
+// topic could take jobs but never be configured, paused or drained over the API.
 export const TopicName = z
   .string()
-  .regex(/^[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -")
+  .regex(/^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -, but not . or ..")
   .openapi({ example: "emails" });
 
 export const JobId = z
@@ -30,7 +32,9 @@ const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, "must be at most 365 d
 
 /** ISO 8601 or epoch ms; parsed to epoch ms. */
 export const Instant = z
-  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative()])
+  // Past the latest instant a Date holds, the job would be stored and then
+  // its answer (an ISO due time) could not be written: a 500 for a stored job.
+  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative().max(8_640_000_000_000_000)])
   .transform((v) => (typeof v === "number" ? v : Date.parse(v)))
   .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
 
@@ -51,13 +55,22 @@ export const BackoffBody = z
   .openapi("Backoff");
 
 const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, "an HTTP header name");
+// What every HTTP stack sends as is: anything else (NUL, other controls,
+// non-ASCII) makes fetch refuse the request at every attempt, so the job could never be delivered.
+const HeaderValue = z.string().max(4_096).regex(/^[\t\x20-\x7e]*$/, "visible ASCII, spaces and tabs");
+
+/**
+ * Strings that become part of a Redis key must be well-formed Unicode: a
+ * lone surrogate reaches Redis as U+FFFD, so two different keys would be one.
+ */
+const KeyText = z.string().regex(/^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/, "well-formed Unicode (no lone surrogates)");
 
 export const TargetBody = z
   .object({
     url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048),
     method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).optional(),
     headers: z
-      .record(HeaderName, z.string().max(4_096).regex(/^[^\r\n]*$/, "no line breaks"))
+      .record(HeaderName, HeaderValue)
       .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
       .optional(),
   })
@@ -72,7 +85,7 @@ export const JobBody = z
     runAt: Instant.optional(),
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: BackoffBody.optional(),
-    idempotencyKey: z.string().min(1).max(200).optional(),
+    idempotencyKey: KeyText.min(1).max(200).optional(),
     target: TargetBody.optional(),
     timeoutMs: z.number().int().min(100).max(600_000).optional(),
   })
@@ -87,7 +100,12 @@ export const BatchBody = z
   .openapi("BatchRequest");
 
 export const EnqueueResponse = z
-  .object({ id: JobId, topic: TopicName, dueAt: z.string(), deduplicated: z.boolean() })
+  .object({
+    id: JobId,
+    topic: TopicName,
+    dueAt: z.string().nullable().openapi({ description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished." }),
+    deduplicated: z.boolean(),
+  })
   .openapi("Enqueued");
 
 export const JobView = z

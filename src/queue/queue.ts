@@ -69,7 +69,8 @@ export interface EnqueueInput {
 export interface EnqueueResult {
   id: string;
   topic: string;
-  dueAt: number;
+  /** When the job is due; for a repeat of an idempotency key, the existing job's, or null once it is in flight or finished. */
+  dueAt: number | null;
   deduplicated: boolean;
 }
 
@@ -220,7 +221,7 @@ export class Queue {
     const seen = registered.get(this.keys.prefix) ?? new Set<string>();
     const keys = [this.keys.jobs, this.keys.topics];
     const args: Array<string | number> = [inputs.length, this.idempotencyWindowMs];
-    const planned: Array<{ topic: string; dueAt: number }> = [];
+    const planned: Array<{ topic: string }> = [];
     const newTopics = new Set<string>();
     for (const input of inputs) {
       const id = newJobId(input.topic, now);
@@ -239,17 +240,15 @@ export class Queue {
         newTopics.add(input.topic);
       }
       args.push(id, dueAt, JSON.stringify(record), input.topic, flags);
-      planned.push({ topic: input.topic, dueAt });
+      planned.push({ topic: input.topic });
     }
     const reply = z.array(z.union([z.string(), z.number()])).parse(await runScript(this.redis, lua.enqueue, keys, args));
     for (const t of newTopics) seen.add(t);
     registered.set(this.keys.prefix, seen);
-    return planned.map((p, i) => ({
-      id: String(reply[2 * i]),
-      topic: p.topic,
-      dueAt: p.dueAt,
-      deduplicated: reply[2 * i + 1] === 1,
-    }));
+    return planned.map((p, i) => {
+      const due = numericReply.parse(reply[3 * i + 2]);
+      return { id: String(reply[3 * i]), topic: p.topic, dueAt: due < 0 ? null : due, deduplicated: reply[3 * i + 1] === 1 };
+    });
   }
 
   /**

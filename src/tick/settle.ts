@@ -4,7 +4,8 @@ import type { Outcome, Queue } from "../queue/queue.js";
 export type LogLine = Record<string, unknown>;
 export type Log = (line: LogLine) => void;
 
-export const jsonLog: Log = (line) => console.log(JSON.stringify(line));
+// Errors (an outage) go to console.error, so they show at wrangler's and Workers Logs' default level.
+export const jsonLog: Log = (line) => (line.level === "error" ? console.error : console.log)(JSON.stringify(line));
 
 /**
  * Settles a dispatched chunk (its metrics go along in the same call) and

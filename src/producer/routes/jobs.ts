@@ -3,7 +3,9 @@ import type { EnqueueInput, Queue } from "../../queue/queue.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import { problemResponses, router, wakeSoonJobs } from "../context.js";
-import { ApiProblem } from "../problem.js";
+import type { Settings } from "../../env.js";
+import { forbiddenTarget } from "../../handlers/ssrf.js";
+import { ApiProblem, invalid } from "../problem.js";
 import {
   AckBody,
   BatchBody,
@@ -22,13 +24,20 @@ const IdempotencyHeader = z.object({
   "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "idempotency-key", in: "header" } }),
 });
 
-/** Checks what a schema cannot, the payload's size, and builds the job for the queue. */
-function toInput(body: JobBody, maxPayloadBytes: number, index?: number): EnqueueInput {
-  const where = index === undefined ? "payload" : `jobs[${index}].payload`;
+/**
+ * Checks what a schema cannot — the payload's size, and a target the
+ * deployment would refuse to deliver to (refused here, so no job is stored
+ * that could only ever die) — and builds the job for the queue.
+ */
+function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInput {
+  const at = index === undefined ? "" : `jobs[${index}].`;
+  const maxPayloadBytes = settings.maxPayloadBytes;
   const size = new TextEncoder().encode(JSON.stringify(body.payload ?? null)).length;
   if (size > maxPayloadBytes) {
-    throw new ApiProblem(413, `${where} is ${size} bytes serialized; the limit is ${maxPayloadBytes}`);
+    throw new ApiProblem(413, `${at}payload is ${size} bytes serialized; the limit is ${maxPayloadBytes}`);
   }
+  const refused = body.target ? forbiddenTarget(body.target.url, settings.allowPrivateTargets) : null;
+  if (refused) throw invalid("body", [{ path: `${at}target.url`, message: refused }]);
   const input: EnqueueInput = { topic: body.topic, payload: body.payload ?? null };
   if (body.delay !== undefined) input.delayMs = body.delay;
   if (body.runAt !== undefined) input.runAt = body.runAt;
@@ -56,12 +65,12 @@ export const jobs = router()
     async (c) => {
       const body = c.req.valid("json");
       const header = c.req.valid("header")["idempotency-key"];
-      const input = toInput(body, c.get("settings").maxPayloadBytes);
-      
+      const input = toInput(body, c.get("settings"));
+
       if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
       const r = await c.get("queue").enqueue(input);
       if (!r.deduplicated) await wakeSoonJobs(c, [r]);
-      return c.json({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
+      return c.json({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
     },
   )
   .openapi(
@@ -77,14 +86,13 @@ export const jobs = router()
     }),
     async (c) => {
       const { jobs: bodies } = c.req.valid("json");
-      const max = c.get("settings").maxPayloadBytes;
       const inputs: EnqueueInput[] = [];
       for (const [i, b] of bodies.entries()) {
-        inputs.push(toInput(b, max, i));
+        inputs.push(toInput(b, c.get("settings"), i));
       }
       const results = await c.get("queue").enqueueBatch(inputs);
       await wakeSoonJobs(c, results.filter((r) => !r.deduplicated));
-      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
+      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
     },
   )
   .openapi(

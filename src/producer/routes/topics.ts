@@ -3,7 +3,8 @@ import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { TopicPatch } from "../../queue/topics.js";
 import type { TopicStats } from "../../queue/queue.js";
 import { problemResponses, router, wakeSoonJobs } from "../context.js";
-import { ApiProblem } from "../problem.js";
+import { forbiddenTarget } from "../../handlers/ssrf.js";
+import { ApiProblem, invalid } from "../problem.js";
 import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
 const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
@@ -59,6 +60,8 @@ export const topics = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
+      const refused = body.url ? forbiddenTarget(body.url, c.get("settings").allowPrivateTargets) : null;
+      if (refused) throw invalid("body", [{ path: "url", message: refused }]);
       const { backoff, ...rest } = body;
       const patch: TopicPatch = { ...rest };
       if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);

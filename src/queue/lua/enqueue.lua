@@ -14,7 +14,9 @@
                  id, due time (epoch ms), record JSON, topic,
                  flags: "i" has an idempotency key, "r" register the topic
 
-  Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new)
+  Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
+                 the one given for a new job; for a repeat, the existing job's while
+                 it is scheduled, else -1 (in flight or finished)
 ]]
 local rcall = redis.call
 local jobsKey, topicsKey = KEYS[1], KEYS[2]
@@ -39,6 +41,8 @@ for i = 1, n do
   if existing then
     out[#out + 1] = existing
     out[#out + 1] = 1
+    -- The repeat's own due time would be a guess: the stored job's is the answer.
+    out[#out + 1] = rcall("ZSCORE", dueKey, existing) or -1
   else
     records[#records + 1] = id
     records[#records + 1] = record
@@ -53,6 +57,7 @@ for i = 1, n do
     if string.find(flags, "r", 1, true) then register[topic] = true end
     out[#out + 1] = id
     out[#out + 1] = 0
+    out[#out + 1] = due
   end
 end
 

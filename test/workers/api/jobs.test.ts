@@ -29,6 +29,18 @@ describe("POST /v1/jobs", () => {
     expect(again.body).toMatchObject({ id: first.body.id, deduplicated: true });
   });
 
+  it("a repeat answers the stored job's due time, not its own, and null once the job is in flight (found by npm run chaos)", async () => {
+    const env = isolatedEnv();
+    const first = await call(env, "/v1/jobs", { body: { topic: "pay", delay: "1h", idempotencyKey: "k" } });
+    const again = await call(env, "/v1/jobs", { body: { topic: "pay", delay: "2h", idempotencyKey: "k" } });
+    expect(again.body).toEqual({ id: first.body.id, topic: "pay", dueAt: first.body.dueAt, deduplicated: true });
+    await call(env, "/v1/topics/pulled", { method: "PUT", body: { mode: "pull" } });
+    const pulled = await call(env, "/v1/jobs", { body: { topic: "pulled", idempotencyKey: "k" } });
+    await call(env, "/v1/topics/pulled/claim", { body: { max: 1 } });
+    const late = await call(env, "/v1/jobs", { body: { topic: "pulled", idempotencyKey: "k" } });
+    expect(late.body).toEqual({ id: pulled.body.id, topic: "pulled", dueAt: null, deduplicated: true });
+  });
+
   it.each([
     [{ payload: 1 }, "topic"],
     [{ topic: "bad topic!" }, "topic"],

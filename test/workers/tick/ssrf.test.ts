@@ -30,11 +30,21 @@ describe("SSRF guard", () => {
     ["http://LOCALHOST./", /loopback/],
     ["http://api.localhost/", /loopback/],
     ["http://metadata.google.internal/", /internal/],
+    // Found by test/workers/api/abuse.test.ts: each of these used to pass.
+    ["http://localhost../", /loopback/],
+    ["http://[::127.0.0.1]/", /private/],
+    ["http://[::a9fe:a9fe]/", /private/],
+    ["http://[::ffff:0:7f00:1]/", /private/],
+    ["http://[2002:7f00:1::]/", /private/],
+    ["http://[2002:a9fe:a9fe::1]/", /private/],
+    ["http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", /private/],
+    ["http://[fec0::1]/", /private/],
+    ["http://./", /no host/],
   ])("refuses %s", (url, reason) => {
     expect(forbiddenTarget(url, false)).toMatch(reason);
   });
 
-  it.each(["https://example.com/hook", "http://93.184.216.34/", "https://[2606:2800:220:1:248:1893:25c8:1946]/", "https://172.32.0.1/"])(
+  it.each(["https://example.com/hook", "http://93.184.216.34/", "https://[2606:2800:220:1:248:1893:25c8:1946]/", "https://172.32.0.1/", "http://[2002:5db8:d822::1]/"])(
     "allows %s",
     (url) => {
       expect(forbiddenTarget(url, false)).toBeNull();
