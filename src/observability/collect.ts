@@ -1,7 +1,6 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { lastTickAt } from "../queue/health.js";
-import type { SeriesPoint, TickStatus, TopicStats } from "../queue/queue.js";
-import type { Queue } from "../queue/queue.js";
+import type { Queue, SeriesPoint, TickStatus, TopicStats } from "../queue/queue.js";
 
 /** One topic as the stats endpoints show it. */
 export interface TopicReport {
