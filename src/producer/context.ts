@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { wakeForSoonJobs } from "../tick/wake.js";
 import type { Env, Settings } from "../env.js";
@@ -15,6 +15,9 @@ export function router(): OpenAPIHono<AppEnv> {
     },
   });
 }
+
+/** A JSON response body with this schema, for the OpenAPI document. */
+export const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
 
 /** Error responses every authenticated route may give, for the OpenAPI document. */
 export const problemResponses = (codes: number[]) =>

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { equalConstantTime, hmacHex } from "../../client/signature.js";
 import { bearerToken, tokenMatches } from "../auth.js";
 import { depthExceeds, readUtf8 } from "../body.js";
@@ -42,7 +42,7 @@ export const hooks = router().openapi(
       query: z.object({ delay: z.string().max(32).optional().openapi({ description: 'A duration such as "90s"' }) }),
     },
     responses: {
-      202: { description: "Accepted as a job", content: { "application/json": { schema: z.object({ id: JobId, deduplicated: z.boolean() }) } } },
+      202: { description: "Accepted as a job", ...json(z.object({ id: JobId, deduplicated: z.boolean() })) },
       ...problemResponses([400, 401, 413, 422, 503]),
     },
   }),

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { EnqueueInput, Queue } from "../../queue/queue.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
-import { problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
@@ -18,7 +18,6 @@ import {
   RescheduleBody,
 } from "../schemas.js";
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 const IdempotencyHeader = z.object({
   "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "idempotency-key", in: "header" } }),

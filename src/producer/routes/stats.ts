@@ -3,7 +3,7 @@ import { collectReport, type PipelineReport } from "../../observability/collect.
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prometheus.js";
 import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
 import { createRedis } from "../../queue/redis.js";
-import { problemResponses, router, type AppEnv } from "../context.js";
+import { json, problemResponses, router, type AppEnv } from "../context.js";
 import { iso, StatsView } from "../schemas.js";
 import type { Context } from "hono";
 
@@ -82,7 +82,7 @@ export const stats = router().openapi(
           .openapi({ description: "minutes of per-minute series per topic (0: none; up to 24 h)" }),
       }),
     },
-    responses: { 200: { description: "Stats", content: { "application/json": { schema: StatsView } } }, ...problemResponses([401, 422, 503]) },
+    responses: { 200: { description: "Stats", ...json(StatsView) }, ...problemResponses([401, 422, 503]) },
   }),
   async (c) => c.json(statsView(await report(c, c.req.valid("query").minutes)), 200),
 );

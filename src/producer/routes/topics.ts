@@ -2,12 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { TopicPatch } from "../../queue/topics.js";
 import type { TopicStats } from "../../queue/queue.js";
-import { problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } });
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
 function view({ metrics: _histograms, ...s }: TopicStats) {
