@@ -5,7 +5,7 @@ import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
 import { lastTickAt, redisIsUp } from "../queue/health.js";
-import { createRedis, RedisUnavailableError } from "../queue/redis.js";
+import { RedisUnavailableError, sharedRedis } from "../queue/redis.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
@@ -93,7 +93,11 @@ app.use("/v1/*", async (c, next) => {
 });
 
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
-  c.set("queue", queueFromSettings(c.get("settings")));
+  // Reads fan out (a topic list asks for every topic's stats at once), and
+  // their calls share one request through a client of their own. Writes make
+  // their calls one after another: they use the isolate's shared client.
+  const reads = c.req.method === "GET" || c.req.method === "HEAD";
+  c.set("queue", queueFromSettings(c.get("settings"), undefined, !reads));
   await next();
 };
 app.use("/v1/*", withQueue);
@@ -116,7 +120,7 @@ app.openapi(
   }),
   async (c) => {
     const s = c.get("settings");
-    const redis = createRedis(s);
+    const redis = sharedRedis(s);
     if (!(await redisIsUp(redis))) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
     const last = await lastTickAt(redis, s.prefix).catch(() => null);
     return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);

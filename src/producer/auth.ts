@@ -20,8 +20,23 @@ function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
 export async function tokenMatches(presented: string, tokens: string[]): Promise<boolean> {
   const p = await digest(presented);
   let ok = false;
-  for (const t of tokens) if (constantTimeEqual(p, await digest(t))) ok = true;
+  for (const t of tokens) if (constantTimeEqual(p, await tokenDigest(t))) ok = true;
   return ok;
+}
+
+// The deployment's own tokens are hashed once per isolate, not on every
+// request. Bytes are kept, not promises: nothing made in one request is awaited in another.
+const tokenDigests = new Map<string, Uint8Array>();
+
+async function tokenDigest(token: string): Promise<Uint8Array> {
+  let d = tokenDigests.get(token);
+  if (!d) {
+    d = await digest(token);
+    // Settings change only by redeploying, which starts new isolates: a few entries at most.
+    if (tokenDigests.size >= 16) tokenDigests.clear();
+    tokenDigests.set(token, d);
+  }
+  return d;
 }
 
 /** The bearer token of an `Authorization` header, or null. */

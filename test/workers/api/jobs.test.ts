@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Env } from "../../../src/env.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const isProblem = (r: { headers: Headers; body: any }, status: number) => {
@@ -152,5 +153,22 @@ describe("errors at the edge", () => {
     expect(r.headers.get("retry-after")).toBe("1");
     // Bad input is refused before Redis is touched: still a 4xx during an outage.
     expect((await call(env, "/v1/jobs", { body: { topic: "bad topic" } })).status).toBe(422);
+  });
+
+  it("an isolate serving deployments with other Redis settings and tokens keeps each one's apart", async () => {
+    // Writes share one Redis client per isolate and token digests are kept:
+    // both must follow the settings of the request at hand.
+    const env = isolatedEnv();
+    const down = { ...env, UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", REDIS_TIMEOUT_MS: "500" };
+    const rotated = { ...env, DELAYLINE_TOKEN: "another-token-0123456789" };
+    const enqueue = (e: Env, token?: string) => call(e, "/v1/jobs", { body: { topic: "iso", payload: 1, delay: "1h" }, ...(token ? { token } : {}) });
+    expect((await enqueue(env)).status).toBe(201);
+    isProblem(await enqueue(down), 503);
+    expect((await enqueue(env)).status).toBe(201);
+    isProblem(await enqueue(rotated), 401);
+    expect((await enqueue(rotated, "another-token-0123456789")).status).toBe(201);
+    expect((await enqueue(env)).status).toBe(201);
+    expect((await enqueue(env, "another-token-0123456789")).status).toBe(401);
+    expect((await call(env, "/v1/topics/iso")).body.scheduled).toBe(4);
   });
 });
