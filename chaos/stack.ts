@@ -15,6 +15,7 @@ import { freePort } from "../dev/ports.js";
 import { descendantsOf, isAlive } from "../dev/process-tree.js";
 import { startRedis, type RunningRedis } from "../dev/redis-launcher.js";
 import { startWorkerProcess, waitForHealthy, type WorkerProcess } from "../dev/worker-process.js";
+import { startDirectWorker, type DirectWorker } from "./direct-worker.js";
 
 export interface ChaosStackOptions {
   /** Worker settings on top of the defaults (wrangler.toml's vars). */
@@ -86,6 +87,17 @@ export class ChaosStack {
     this.bridge = undefined;
   }
 
+  /** The Worker's settings and secrets: this stack's bridge and token. */
+  private vars(): Record<string, string> {
+    return {
+      ALLOW_PRIVATE_TARGETS: "true",
+      ...this.options.settings,
+      UPSTASH_REDIS_REST_URL: `http://127.0.0.1:${this.bridgePort}`,
+      UPSTASH_REDIS_REST_TOKEN: this.bridgeToken,
+      DELAYLINE_TOKEN: this.apiToken,
+    };
+  }
+
   async startWorker(): Promise<void> {
     this.logFd ??= openSync(this.logFile, "a");
     this.worker = await startWorkerProcess({
@@ -93,15 +105,20 @@ export class ChaosStack {
       dataDir: join(this.dataDir, "worker"),
       stdio: ["ignore", this.logFd, this.logFd],
       logLevel: this.options.logLevel ?? "warn",
-      vars: {
-        ALLOW_PRIVATE_TARGETS: "true",
-        ...this.options.settings,
-        UPSTASH_REDIS_REST_URL: `http://127.0.0.1:${this.bridgePort}`,
-        UPSTASH_REDIS_REST_TOKEN: this.bridgeToken,
-        DELAYLINE_TOKEN: this.apiToken,
-      },
+      vars: this.vars(),
     });
     await waitForHealthy(this.url, 90_000, this.worker.child);
+  }
+
+  /**
+   * A second instance of the Worker, as deployed, in workerd without
+   * `wrangler dev`'s proxy (see direct-worker.ts), on the same bridge, prefix
+   * and token: what the load is aimed at. The caller stops it.
+   */
+  async startDirectWorker(): Promise<DirectWorker> {
+    const worker = await startDirectWorker({ vars: this.vars(), outDir: join(this.dataDir, "bundle"), port: await freePort() });
+    await waitForHealthy(worker.url, 60_000);
+    return worker;
   }
 
   async stopWorker(): Promise<void> {
