@@ -3,6 +3,8 @@ export interface Answer {
   status: number;
   contentType: string;
   body: any;
+  /** The Retry-After header in milliseconds (seconds form only), or null. */
+  retryAfterMs: number | null;
 }
 
 export class Api {
@@ -36,7 +38,8 @@ export class Api {
     } catch {
       /* not JSON: kept as text */
     }
-    return { status: res.status, contentType: res.headers.get("content-type") ?? "", body: parsed };
+    const retryAfter = Number(res.headers.get("retry-after") ?? Number.NaN);
+    return { status: res.status, contentType: res.headers.get("content-type") ?? "", body: parsed, retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1_000 : null };
   }
 
   async ok(method: string, path: string, body?: unknown): Promise<any> {
@@ -112,14 +115,26 @@ export interface Acked {
 }
 
 /**
+ * How long a careful client waits before its `attempt`-th retry: at least
+ * the answer's Retry-After, and an exponential backoff with jitter (250 ms
+ * doubling to 4 s, each wait drawn from its upper half). Retrying every few
+ * hundred milliseconds instead turns an outage of ten seconds into a storm
+ * of thousands of requests a second once it ends.
+ */
+export function retryDelayMs(attempt: number, answer: Answer | null): number {
+  const base = Math.min(4_000, 250 * 2 ** (attempt - 1));
+  return Math.max(answer?.retryAfterMs ?? 0, base / 2 + (Math.random() * base) / 2);
+}
+
+/**
  * Enqueues one job until it is acknowledged (201, or 200 for a repeat of its
  * Idempotency-Key), trying again after 503s and lost answers with the same
- * key, as a careful client does. Anything else (a 4xx or 5xx other than
- * 503) is counted and ends the tries.
+ * key and a backoff, as a careful client does. Anything else (a 4xx or 5xx
+ * other than 503) is counted and ends the tries.
  */
 export async function enqueueUntilAcked(api: Api, job: Record<string, unknown>, key: string, answers: Answers, giveUpAt: number): Promise<Acked | null> {
   let failedBefore = false;
-  while (Date.now() < giveUpAt) {
+  for (let attempt = 1; Date.now() < giveUpAt; attempt++) {
     let r: Answer;
     const sentAt = Date.now();
     try {
@@ -128,7 +143,7 @@ export async function enqueueUntilAcked(api: Api, job: Record<string, unknown>, 
       answers.record(sentAt, "network");
       failedBefore = true;
       answers.retries++;
-      await new Promise((res) => setTimeout(res, 250));
+      await new Promise((res) => setTimeout(res, retryDelayMs(attempt, null)));
       continue;
     }
     const counted = answers.record(sentAt, r.status, r.contentType, r.body);
@@ -140,7 +155,7 @@ export async function enqueueUntilAcked(api: Api, job: Record<string, unknown>, 
     if (counted !== 503 && counted !== "network") return null;
     failedBefore = true;
     answers.retries++;
-    await new Promise((res) => setTimeout(res, 250));
+    await new Promise((res) => setTimeout(res, retryDelayMs(attempt, r)));
   }
   return null;
 }

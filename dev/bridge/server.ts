@@ -17,6 +17,12 @@ export interface RunningBridge {
   port: number;
   /** Stops accepting requests, lets in-flight ones finish, closes Redis connections. */
   close(): Promise<void>;
+  /**
+   * Stops at once, as a crash would: every connection is closed, requests in
+   * flight included. (A graceful close keeps serving on open keep-alive
+   * connections until they fall idle, which a busy client may never let happen.)
+   */
+  abort(): Promise<void>;
 }
 
 export async function startBridge(options: BridgeOptions): Promise<RunningBridge> {
@@ -30,19 +36,21 @@ export async function startBridge(options: BridgeOptions): Promise<RunningBridge
   });
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
+  const stop = (connections: "idle" | "all") =>
+    (closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive sockets would hold close() open; idle ones can go now.
+        const http = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
+        if (connections === "all") http.closeAllConnections?.();
+        else http.closeIdleConnections?.();
+      });
+      await pool.close();
+    })());
   return {
     url: `http://${host}:${port}`,
     port,
-    close() {
-      closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          // Keep-alive sockets would hold close() open; idle ones can go now.
-          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-        });
-        await pool.close();
-      })();
-      return closing;
-    },
+    close: () => stop("idle"),
+    abort: () => stop("all"),
   };
 }

@@ -195,4 +195,18 @@ describe("outages", () => {
     await closed;
     await expect(fetch(bridge.url, { method: "POST", body: "[]" })).rejects.toThrow();
   });
+
+  it("aborts like a crash: requests in flight are cut, then the port closes", async () => {
+    const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-abort" });
+    const inflight = fetch(bridge.url, {
+      method: "POST",
+      headers: { authorization: "Bearer t0ken-abort" },
+      body: JSON.stringify(["EVAL", "local i = 0; while i < 2000000 do i = i + 1 end; return i", 0]),
+    });
+    const cut = expect(inflight).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 20));
+    await bridge.abort();
+    await cut;
+    await expect(fetch(bridge.url, { method: "POST", body: "[]" })).rejects.toThrow();
+  });
 });
