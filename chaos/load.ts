@@ -152,7 +152,7 @@ export async function maxSustainedRate(api: Api, receiver: ChaosReceiver, rates:
   let maxSustained = 0;
   for (const rate of rates) {
     const topic = `rate-${rate}`;
-    await api.configureTopic(topic, { url: `${receiver.url}/${topic}`, timeoutMs: 10_000, concurrency: 100 });
+    await api.configureTopic(topic, { url: `${receiver.url}/${topic}`, timeoutMs: 10_000 });
     const backlog: number[] = [];
     const since = Date.now();
     let acked = 0;

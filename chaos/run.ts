@@ -243,7 +243,7 @@ export function markdown(r: ChaosReport): string {
     lines.push(
       "## Highest sustained enqueue rate",
       "",
-      "Each second one batch request of jobs due at once (so the enqueue path is not the limit), delivered over http to a local receiver; the backlog (due, unclaimed) sampled just before each next batch. Topic concurrency 100. A step is kept up with while the backlog does not trend up (under 5 % of the rate per second) and what is left at its end is gone within 5 s.",
+      "Each second one batch request of jobs due at once (so the enqueue path is not the limit), delivered over http to a local receiver; the backlog (due, unclaimed) sampled just before each next batch. The topic has no concurrency limit (the default), so the tick, not a setting, is what is measured. A step is kept up with while the backlog does not trend up (under 5 % of the rate per second) and what is left at its end is gone within 5 s.",
       "",
       "| asked /s | enqueued /s | delivered /s | backlog each second | slope /s | kept up | drained in |",
       "|---|---|---|---|---|---|---|",

@@ -146,6 +146,14 @@ describe("/multi-exec", () => {
   });
 });
 
+/** A command Redis spends a while on (a Lua loop to 2,000,000), to be in flight when the bridge stops. */
+const slowCall = (bridgeUrl: string, token: string) =>
+  fetch(bridgeUrl, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify(["EVAL", "local i = 0; while i < 2000000 do i = i + 1 end; return i", 0]),
+  });
+
 describe("outages", () => {
   it("answers a JSON 503 promptly when Redis is unreachable, and recovers when it returns", async () => {
     const port = await freePort();
@@ -182,11 +190,7 @@ describe("outages", () => {
 
   it("shuts down cleanly: in-flight requests finish, then the port closes", async () => {
     const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-shutdown" });
-    const inflight = fetch(bridge.url, {
-      method: "POST",
-      headers: { authorization: "Bearer t0ken-shutdown" },
-      body: JSON.stringify(["EVAL", "local i = 0; while i < 2000000 do i = i + 1 end; return i", 0]),
-    });
+    const inflight = slowCall(bridge.url, "t0ken-shutdown");
     await new Promise((r) => setTimeout(r, 20));
     const closed = bridge.close();
     const res = await inflight;
@@ -198,11 +202,7 @@ describe("outages", () => {
 
   it("aborts like a crash: requests in flight are cut, then the port closes", async () => {
     const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-abort" });
-    const inflight = fetch(bridge.url, {
-      method: "POST",
-      headers: { authorization: "Bearer t0ken-abort" },
-      body: JSON.stringify(["EVAL", "local i = 0; while i < 2000000 do i = i + 1 end; return i", 0]),
-    });
+    const inflight = slowCall(bridge.url, "t0ken-abort");
     const cut = expect(inflight).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 20));
     await bridge.abort();
