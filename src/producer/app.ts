@@ -97,7 +97,7 @@ const withQueue = async (c: Context<AppEnv>, next: Next) => {
   // their calls share one request through a client of their own. Writes make
   // their calls one after another: they use the isolate's shared client.
   const reads = c.req.method === "GET" || c.req.method === "HEAD";
-  c.set("queue", queueFromSettings(c.get("settings"), undefined, !reads));
+  c.set("queue", queueFromSettings(c.get("settings"), { oneCallAtATime: !reads }));
   await next();
 };
 app.use("/v1/*", withQueue);

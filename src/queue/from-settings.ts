@@ -2,13 +2,21 @@ import type { Settings } from "../env.js";
 import { Queue } from "./queue.js";
 import { createRedis, sharedRedis } from "./redis.js";
 
-/**
- * The deployment's queue, configured from its settings; `now` replaces the
- * clock (tests). `oneCallAtATime`: the caller never has two of the queue's
- * calls in flight, so it may use the isolate's shared client (see
- * {@link sharedRedis}); otherwise concurrent calls share one request. Default false.
- */
-export function queueFromSettings(s: Settings, now?: () => number, oneCallAtATime = false): Queue {
+/** How {@link queueFromSettings} builds the queue. */
+export interface QueueFromSettingsOptions {
+  /** Replaces the clock (tests). Default Date.now. */
+  now?: () => number;
+  /**
+   * The caller makes its calls one after another, so it may use the
+   * isolate's shared client (see {@link sharedRedis}), where concurrent
+   * calls would each be a request of their own; otherwise a client of its
+   * own whose concurrent calls share one request. Default false.
+   */
+  oneCallAtATime?: boolean;
+}
+
+/** The deployment's queue, configured from its settings. */
+export function queueFromSettings(s: Settings, { now, oneCallAtATime = false }: QueueFromSettingsOptions = {}): Queue {
   return new Queue({
     ...(now ? { now } : {}),
     redis: oneCallAtATime ? sharedRedis(s) : createRedis(s),

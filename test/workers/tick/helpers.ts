@@ -22,7 +22,7 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
   const env: Env = { ...testEnv, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{tick}`, ...overrides };
   const s = settings(env);
   // The queue reads time from the same clock as the loop, so reads of finished jobs find them.
-  const queue = queueFromSettings(s, clock ? () => clock.now() : undefined);
+  const queue = queueFromSettings(s, clock ? { now: () => clock.now() } : {});
   const redis = createRedis(s);
   return {
     env,
