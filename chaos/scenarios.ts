@@ -297,7 +297,10 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
     const all = new Map<string, Acked>();
     for (const rate of rates) {
       const topic = `s5-fail${rate}`;
-      await api.configureTopic(topic, { url: `${receiver.url}/${topic}?fail=${rate}`, maxAttempts, backoff: { type: "fixed", delay: "300ms" }, timeoutMs: 5_000 });
+      // Paced (the counts do not depend on it): under wrangler dev every delivery costs four connections
+      // from workerd to wrangler's Node process (its inspector proxy forwards each devtools event of a
+      // fetch over one of its own), and thousands of attempts at once outgrow the open-file limit.
+      await api.configureTopic(topic, { url: `${receiver.url}/${topic}?fail=${rate}`, maxAttempts, backoff: { type: "fixed", delay: "300ms" }, timeoutMs: 5_000, ratePerSec: 50 });
       const acked = await enqueueBatches(api, Array.from({ length: n }, (_, i) => ({ topic, payload: { i } })));
       for (const [k, v] of acked) all.set(k, v);
       perTopic[topic] = acked;
