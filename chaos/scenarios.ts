@@ -382,8 +382,8 @@ export function timeEdges(ctx: Ctx): Promise<ScenarioResult> {
     }
     const tooFar = await api.request("POST", "/v1/jobs", { topic, delay: "366d" });
     if (tooFar.status !== 422) failures.push(`delay 366d answered ${tooFar.status}`);
-    // 10,000 at once over http run workerd out of file descriptors under wrangler dev: it piles up
-    // connections to wrangler's Node process (20,000 seen, 2 a job). The full 10,000 run in
+    // 10,000 at once over http run workerd out of its 20,000 open files under wrangler dev (four
+    // connections to wrangler's Node process per delivery, see failureRates). The full 10,000 run in
     // test/workers/tick/chaos.test.ts, in workerd with a code handler.
     const n = ctx.quick ? 1_000 : 2_000;
     const same = Date.now() + 8_000;
