@@ -86,6 +86,31 @@ function baseChecks(a: Accounting, expectScheduled: number, settled: boolean, an
   return f;
 }
 
+/**
+ * The end every scenario with producers shares: wait for the topic to
+ * settle, account for every acknowledged id, apply the shared checks (and
+ * that every enqueue was acknowledged), and report what the producers saw.
+ */
+async function settleProduced(
+  ctx: Ctx,
+  topic: string,
+  produced: { acked: Map<string, Acked>; unacked: number },
+  answers: Answers,
+  settleMs: number,
+): Promise<{ accounting: Accounting; failures: string[]; fault: Record<string, unknown> }> {
+  const settled = await waitSettled(ctx.api, { [topic]: 0 }, settleMs);
+  const accounting = await account(ctx.api, ctx.receiver, produced.acked);
+  const failures = baseChecks(accounting, 0, settled.settled, answers);
+  if (produced.unacked > 0) failures.push(`${produced.unacked} enqueues never acknowledged`);
+  const fault = {
+    topicCounters: (await ctx.api.topic(topic)).counters,
+    producerAnswers: answers.byStatus,
+    storedDespiteFailedAnswer: answers.storedDespiteFailure,
+    localProxy503: answers.localProxy503,
+  };
+  return { accounting, failures, fault };
+}
+
 async function timed(name: string, title: string, ctx: Ctx, run: () => Promise<Omit<ScenarioResult, "name" | "title" | "durationMs" | "passed">>): Promise<ScenarioResult> {
   ctx.log(`▶ ${name}: ${title}`);
   const start = Date.now();
@@ -127,25 +152,17 @@ export function killWorkerd(ctx: Ctx): Promise<ScenarioResult> {
     }
     const restartMs = Date.now() - restartStarted;
     const produced = await during;
-    const settled = await waitSettled(api, { [topic]: 0 }, 240_000);
-    const acked = merge(batch, produced.acked);
-    const accounting = await account(api, receiver, acked);
-    const failures = baseChecks(accounting, 0, settled.settled, answers);
-    if (pids.length === 0) failures.push("no workerd process was found to kill");
-    if (produced.unacked > 0) failures.push(`${produced.unacked} enqueues never acknowledged`);
+    const r = await settleProduced(ctx, topic, { acked: merge(batch, produced.acked), unacked: produced.unacked }, answers, 240_000);
+    if (pids.length === 0) r.failures.push("no workerd process was found to kill");
     return {
-      accounting,
-      failures,
+      ...r,
       fault: {
-        topicCounters: (await api.topic(topic)).counters,
+        ...r.fault,
         killedPids: pids.length,
         deliveredBeforeKill,
         workerdCameBackAlone: cameBackAlone,
         workerRestartMs: restartMs,
         settledAfterKillMs: Date.now() - killedAt,
-        producerAnswers: answers.byStatus,
-        storedDespiteFailedAnswer: answers.storedDespiteFailure,
-        localProxy503: answers.localProxy503,
       },
     };
   });
@@ -174,23 +191,10 @@ export function killRedis(ctx: Ctx): Promise<ScenarioResult> {
     await stack.startRedis();
     const restartedAt = Date.now();
     ctx.log("  redis-server restarted from its append-only file");
-    const produced = await producing;
-    const settled = await waitSettled(api, { [topic]: 0 }, 180_000);
-    const accounting = await account(api, receiver, produced.acked);
-    const failures = baseChecks(accounting, 0, settled.settled, answers);
-    if (produced.unacked > 0) failures.push(`${produced.unacked} enqueues never acknowledged`);
+    const r = await settleProduced(ctx, topic, await producing, answers, 180_000);
     return {
-      accounting,
-      failures,
-      fault: {
-        topicCounters: (await api.topic(topic)).counters,
-        redisDownMs: restartedAt - killedAt,
-        answersWhileDown: answers.between(killedAt, restartedAt),
-        producerAnswers: answers.byStatus,
-        producerRetries: answers.retries,
-        storedDespiteFailedAnswer: answers.storedDespiteFailure,
-        localProxy503: answers.localProxy503,
-      },
+      ...r,
+      fault: { ...r.fault, redisDownMs: restartedAt - killedAt, answersWhileDown: answers.between(killedAt, restartedAt), producerRetries: answers.retries },
     };
   });
 }
@@ -225,8 +229,7 @@ export function stopBridge(ctx: Ctx): Promise<ScenarioResult> {
     }
     const produced = await producing;
     if (probe) produced.acked.set(probe.id, probe);
-    const settled = await waitSettled(api, { [topic]: 0 }, 120_000);
-    const accounting = await account(api, receiver, produced.acked);
+    const { accounting, failures, fault } = await settleProduced(ctx, topic, produced, answers, 120_000);
     // The tick's own account of the outage: "Redis unreachable; the tick waits and retries" with each wait.
     const backoff = stack
       .log()
@@ -235,7 +238,6 @@ export function stopBridge(ctx: Ctx): Promise<ScenarioResult> {
       .filter((l) => l.includes("the tick waits and retries"))
       .map((l) => Number(/"retryInMs":(\d+)/.exec(l)?.[1]));
     const whileDown = answers.between(stoppedAt, restartAt);
-    const failures = baseChecks(accounting, 0, settled.settled, answers);
     // Every answer the Worker gave to a request sent during the outage is a 503 (problem+json, checked above);
     // "network" counts requests wrangler dev's local proxy dropped or answered itself.
     const wrong = Object.entries(whileDown).filter(([s]) => s !== "503" && s !== "network");
@@ -244,21 +246,17 @@ export function stopBridge(ctx: Ctx): Promise<ScenarioResult> {
     if (health.status !== 503) failures.push(`/healthz answered ${health.status} while the bridge was down`);
     // No backoff is logged when no loop was running during the outage (one that ran out of budget waits for the next minute).
     if (resumedAfterMs === null) failures.push("a job enqueued after the bridge came back was not delivered within 60 s");
-    if (produced.unacked > 0) failures.push(`${produced.unacked} enqueues never acknowledged`);
     return {
       accounting,
       failures,
       fault: {
-        topicCounters: (await api.topic(topic)).counters,
+        ...fault,
         bridgeDownMs: restartAt - stoppedAt,
         answersWhileDown: whileDown,
         answersPerSecondFromStop: answers.perSecond(stoppedAt - 2_000, restartAt + 5_000),
         healthzWhileDown: health,
         tickBackoffMs: backoff,
         probeDeliveredAfterRestartMs: resumedAfterMs,
-        producerAnswers: answers.byStatus,
-        storedDespiteFailedAnswer: answers.storedDespiteFailure,
-        localProxy503: answers.localProxy503,
       },
     };
   });
@@ -275,13 +273,10 @@ export function overlappingTicks(ctx: Ctx): Promise<ScenarioResult> {
     const extra = [stack.startCron(), stack.startCron(), stack.startCron()];
     const answers = new Answers();
     const produced = await produce(api, { ratePerSec: 20, durationMs, answers, keyPrefix: `s4-${Date.now()}`, job: (i) => ({ topic, payload: { i }, delay: (i * 71) % 5_000 }) });
-    const settled = await waitSettled(api, { [topic]: 0 }, 120_000);
-    const accounting = await account(api, receiver, produced.acked);
-    const failures = baseChecks(accounting, 0, settled.settled, answers);
-    if (accounting.redelivered > 0) failures.push(`${accounting.redelivered} jobs delivered more than once without a fault`);
-    if (produced.unacked > 0) failures.push(`${produced.unacked} enqueues never acknowledged`);
+    const r = await settleProduced(ctx, topic, produced, answers, 120_000);
+    if (r.accounting.redelivered > 0) r.failures.push(`${r.accounting.redelivered} jobs delivered more than once without a fault`);
     // The extra triggers stay until the run ends: stopping one aborts its invocation mid-round.
-    return { accounting, failures, fault: { topicCounters: (await api.topic(topic)).counters, invocationsStarted: 1 + extra.reduce((n, c) => n + c.fired, 0), concurrentTriggers: 4, minutes: durationMs / 60_000, producerAnswers: answers.byStatus, localProxy503: answers.localProxy503 } };
+    return { ...r, fault: { ...r.fault, invocationsStarted: 1 + extra.reduce((n, c) => n + c.fired, 0), concurrentTriggers: 4, minutes: durationMs / 60_000 } };
   });
 }
 
