@@ -9,6 +9,10 @@ export interface TickChunkReport {
   more: boolean;
   /** The topic's earliest due job after the last chunk, or null. */
   nextDueAt?: number | null;
+  /** When the topic can next make progress (its next due job, a retry the chunk scheduled, a freed slot, the rate's next token), or null for never. */
+  nextLookAt?: number | null;
+  /** What held ready jobs back in the last claim (see Queue.claim). */
+  heldBy?: "concurrency" | "rate" | "paused" | "mode" | null;
 }
 
 /**
@@ -23,6 +27,8 @@ export interface Env {
   TICK_RUNNER?: {
     run(topic: string, max: number): Promise<TickChunkReport>;
     drain(topic: string, horizonMs: number): Promise<TickChunkReport>;
+    /** Goes on with a tick loop whose invocation ran out of subrequests: the rest of its window, with a budget of its own. */
+    continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }>;
   };
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
@@ -45,6 +51,7 @@ export interface Env {
   TICK_OVERLAP_MS?: string;
   TICK_FANOUT?: string;
   TICK_IDLE_PEEK_MS?: string;
+  MAX_TOPICS?: string;
 }
 
 const bool = z
@@ -89,11 +96,12 @@ const SettingsSchema = z.object({
   SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
   TICK_CHUNK: int(1, 1_000, 100),
   TICK_CONCURRENCY: int(1, 1_000, 50),
-  TICK_SUBREQUEST_BUDGET: int(10, 100_000, 900),
+  TICK_SUBREQUEST_BUDGET: int(10, 100_000, 10_000),
   TICK_OVERLAP_MS: int(0, 600_000, 15_000),
   TICK_FANOUT: int(0, 30, 4),
   // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
   TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
+  MAX_TOPICS: int(1, 1_000_000, 10_000),
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -135,7 +143,11 @@ export interface Settings {
   tickChunk: number;
   /** Most handlers running at once in one tick, across topics. Default 50. */
   tickConcurrency: number;
-  /** Most subrequests (Redis REST calls + outbound fetches) one tick invocation makes. Default 900 (paid plan; use 45 on the free plan). */
+  /**
+   * Most subrequests (Redis REST calls + outbound fetches) one tick invocation
+   * makes. Default 10,000 (Cloudflare's paid plan allows 10,000 per
+   * invocation); the free plan allows 50: use 45 there, with TICK_CHUNK 10.
+   */
   tickSubrequestBudget: number;
   /** How long a tick runs past its minute, so a late next cron still finds no gap. Default 15,000 ms. */
   tickOverlapMs: number;
@@ -147,6 +159,8 @@ export interface Settings {
    * sooner themselves. Default 20,000 ms (at most 25,000); 0 keeps the tick polling.
    */
   tickIdlePeekMs: number;
+  /** Most topics that may exist; enqueueing to or configuring one more answers 422. Default 10,000. */
+  maxTopics: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -193,6 +207,7 @@ export function settings(env: Env): Settings {
     tickOverlapMs: d.TICK_OVERLAP_MS,
     tickFanout: d.TICK_FANOUT,
     tickIdlePeekMs: d.TICK_IDLE_PEEK_MS,
+    maxTopics: d.MAX_TOPICS,
   };
   if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;
   cache.set(env, result);

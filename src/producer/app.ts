@@ -6,6 +6,7 @@ import { settings, SettingsError } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
 import { lastTickAt, redisIsUp } from "../queue/health.js";
 import { RedisUnavailableError, sharedRedis } from "../queue/redis.js";
+import { TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
@@ -178,6 +179,7 @@ app.onError((err, c) => {
       headers: { "retry-after": "1" },
     });
   }
+  if (err instanceof TopicLimitError) return problem(422, err.message, { type: "urn:delayline:topic-limit" });
   if (err instanceof ApiProblem) {
     return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { type: "urn:delayline:validation", errors: err.errors } : {}) });
   }

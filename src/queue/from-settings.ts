@@ -25,5 +25,6 @@ export function queueFromSettings(s: Settings, { now, oneCallAtATime = false }: 
     retentionMs: s.retentionMs,
     deadLetterCap: s.deadLetterCap,
     idempotencyWindowMs: s.idempotencyWindowMs,
+    maxTopics: s.maxTopics,
   });
 }

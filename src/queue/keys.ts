@@ -10,7 +10,10 @@
  *   <p>:tick:lock            STRING owner token of the running tick loop; expires unless renewed
  *   <p>:tick:asleep          STRING present while the tick sleeps longer than TICK_POLL_MS (producers then wake jobs due soon); expires
  *   <p>:tick:status          STRING JSON the running (or last) tick loop reports: rounds, claims, subrequests, budget
- *   <p>:topics               SET    active-topic registry
+ *   <p>:topics               SET    topic registry: every topic that exists (capped by MAX_TOPICS)
+ *   <p>:index                ZSET   topic index: topic -> when the tick should next look at it; holds
+ *                                   every push topic with work that is not paused (src/queue/lua/lib/index.lua)
+ *   <p>:parked               SET    topics that are pull or paused (sampled for the per-minute series)
  *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
  *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
  *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention); expires
@@ -40,6 +43,8 @@ export class Keys {
   readonly tickAsleep: string;
   readonly tickStatus: string;
   readonly topics: string;
+  readonly topicIndex: string;
+  readonly parked: string;
   readonly jobs: string;
   readonly meta: string;
 
@@ -49,6 +54,8 @@ export class Keys {
     this.tickAsleep = `${prefix}:tick:asleep`;
     this.tickStatus = `${prefix}:tick:status`;
     this.topics = `${prefix}:topics`;
+    this.topicIndex = `${prefix}:index`;
+    this.parked = `${prefix}:parked`;
     this.jobs = `${prefix}:jobs`;
     this.meta = `${prefix}:meta`;
   }

@@ -46,6 +46,8 @@ export interface QueueOptions {
   idempotencyWindowMs?: number;
   /** Most expired leases one claim reaps. Default 100. */
   reapLimit?: number;
+  /** Most topics the registry holds; enqueueing to or configuring one more is refused. Default 10,000. */
+  maxTopics?: number;
   /** The clock. Default `Date.now`. */
   now?: () => number;
 }
@@ -83,6 +85,12 @@ export interface ClaimedJob {
   record: JobRecord;
 }
 
+/** Who claims: the tick (push topics) or a pull consumer over HTTP (pull topics). */
+export type ClaimMode = "push" | "pull";
+
+/** What kept a claim from taking every ready job. */
+export type HeldBy = "concurrency" | "rate" | "paused" | "mode";
+
 export interface ClaimResult {
   jobs: ClaimedJob[];
   /** The earliest due time still scheduled in the topic, or null when none is. */
@@ -92,7 +100,31 @@ export interface ClaimResult {
   reaped: { retried: number; dead: number };
   /** When the topic's rate limit held jobs back: ms until the next one may start; else 0. */
   rateLimitedForMs: number;
+  /** Why ready jobs were left (null: none were, or only `max` did); "mode": the topic is of the other mode and gave nothing. */
+  heldBy: HeldBy | null;
+  /** Push claims: when the tick can next make progress on the topic (its score in the topic index), or null for never. */
+  nextLookAt: number | null;
+  /** Push claims: the topic's settings and secrets as the claim read them (null for pull claims and a topic of the other mode). */
+  topic: { settings: TopicSettings; secrets: TopicSecrets } | null;
 }
+
+/** Refused: the registry already holds MAX_TOPICS topics. */
+export class TopicLimitError extends Error {
+  override name = "TopicLimitError";
+  constructor(
+    readonly count: number,
+    readonly limit: number,
+  ) {
+    super(`${count} topics exist and the limit is ${limit} (MAX_TOPICS); delete unused ones with DELETE /v1/topics/:topic or raise MAX_TOPICS`);
+  }
+}
+
+/** How long an isolate trusts that a topic it registered is still registered (a topic deleted meanwhile is registered again by its next enqueue after this). */
+const REGISTERED_TTL_MS = 60_000;
+/** A lease outlasts the handler's timeout by this much, so a slow settle is not mistaken for a dead worker. */
+const LEASE_MARGIN_MS = 30_000;
+/** Most scheduled jobs one call of delete-topic drops while purging. */
+const PURGE_BATCH = 1_000;
 
 export type Outcome = (
   | { id: string; attempt: number; kind: "ack" }
@@ -168,9 +200,10 @@ const vectorText = z.string().transform((text, ctx) => {
 /** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
 export const MAX_BATCH = 1_000;
 
-// Topics this isolate has registered already: only the first enqueue per
-// topic pays the SADD, which keeps a single enqueue at three commands.
-const registered = new Map<string, Set<string>>();
+// Topics this isolate has registered already, and when: only the first
+// enqueue per topic (per REGISTERED_TTL_MS) pays the registration and its
+// cap check, which keeps a single enqueue at three commands.
+const registered = new Map<string, Map<string, number>>();
 
 /**
  * delayline's queue: every state change of a job is one Lua script, so no
@@ -184,6 +217,7 @@ export class Queue {
   private readonly deadLetterCap: number;
   private readonly idempotencyWindowMs: number;
   private readonly reapLimit: number;
+  private readonly maxTopics: number;
   private readonly now: () => number;
 
   constructor(options: QueueOptions) {
@@ -194,6 +228,7 @@ export class Queue {
     this.deadLetterCap = options.deadLetterCap ?? 10_000;
     this.idempotencyWindowMs = options.idempotencyWindowMs ?? 86_400_000;
     this.reapLimit = options.reapLimit ?? 100;
+    this.maxTopics = options.maxTopics ?? 10_000;
     this.now = options.now ?? Date.now;
   }
 
@@ -218,11 +253,14 @@ export class Queue {
     if (inputs.length === 0) return [];
     if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
     const now = this.now();
-    const seen = registered.get(this.keys.prefix) ?? new Set<string>();
-    const keys = [this.keys.jobs, this.keys.topics];
-    const args: Array<string | number> = [inputs.length, this.idempotencyWindowMs];
+    let seen = registered.get(this.keys.prefix);
+    if (!seen) registered.set(this.keys.prefix, (seen = new Map()));
+    const isRegistered = (topic: string) => (seen.get(topic) ?? -Infinity) > now - REGISTERED_TTL_MS;
+    const keys = [this.keys.jobs, this.keys.topics, this.keys.topicIndex];
+    const args: Array<string | number> = [inputs.length, this.idempotencyWindowMs, this.maxTopics];
     const planned: Array<{ topic: string }> = [];
     const newTopics = new Set<string>();
+    const jobs: Array<{ id: string; dueAt: number; record: string; topic: string }> = [];
     for (const input of inputs) {
       const id = newJobId(input.topic, now);
       const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
@@ -235,16 +273,36 @@ export class Queue {
       const due = this.keys.topic(input.topic).due;
       keys.push(due, input.idempotencyKey !== undefined ? this.keys.idempotency(input.topic, input.idempotencyKey) : due);
       let flags = input.idempotencyKey !== undefined ? "i" : "-";
-      if (!seen.has(input.topic)) {
+      if (!isRegistered(input.topic)) {
         flags += "r";
         newTopics.add(input.topic);
       }
-      args.push(id, dueAt, JSON.stringify(record), input.topic, flags);
+      jobs.push({ id, dueAt, record: JSON.stringify(record), topic: input.topic });
+      args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags);
       planned.push({ topic: input.topic });
     }
+    const only = jobs[0]!;
+    if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0) {
+      // The steady-traffic path: three commands in one request, no script.
+      // The order makes it safe without one: the record exists before its id
+      // is due, and the id is due before the topic index hears of it, so a
+      // claim between two of the commands either misses the job (and the
+      // index then still leads to it) or takes it (and the index entry that
+      // follows is merely early, which costs one empty claim).
+      const t = this.keys.topic(only.topic);
+      await redisCall(() =>
+        this.redis
+          .pipeline()
+          .hset(this.keys.jobs, { [only.id]: only.record })
+          .zadd(t.due, { score: only.dueAt, member: only.id })
+          .zadd(this.keys.topicIndex, { lt: true }, { score: only.dueAt, member: only.topic })
+          .exec(),
+      );
+      return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
+    }
     const reply = z.array(z.union([z.string(), z.number()])).parse(await runScript(this.redis, lua.enqueue, keys, args));
-    for (const t of newTopics) seen.add(t);
-    registered.set(this.keys.prefix, seen);
+    if (reply[0] === -1) throw new TopicLimitError(intReply.parse(reply[1]), intReply.parse(reply[2]));
+    for (const t of newTopics) seen.set(t, now);
     return planned.map((p, i) => {
       const due = numericReply.parse(reply[3 * i + 2]);
       return { id: String(reply[3 * i]), topic: p.topic, dueAt: due < 0 ? null : due, deduplicated: reply[3 * i + 1] === 1 };
@@ -255,36 +313,52 @@ export class Queue {
    * Reaps expired leases, then leases up to `max` due jobs of `topic` for
    * `leaseMs`, within the topic's rate limit and concurrency.
    */
-  async claim(topic: string, options: { max: number; leaseMs: number; now?: number }): Promise<ClaimResult> {
+  async claim(
+    topic: string,
+    options: {
+      max: number;
+      /** Default the topic's timeoutMs plus 30 s. */
+      leaseMs?: number;
+      now?: number;
+      /** Default "push" (the tick). */
+      mode?: ClaimMode;
+    },
+  ): Promise<ClaimResult> {
     const max = Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH);
     const now = options.now ?? this.now();
+    const mode = options.mode ?? "push";
     const t = this.keys.topic(topic);
     const raw = await runScript(
       this.redis,
       lua.claim,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.dead, this.keys.done(now, this.retentionMs)],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
       [
         now,
         max,
-        options.leaseMs,
+        options.leaseMs ?? "",
         Math.floor(Math.random() * 2 ** 31),
         this.defaults.maxAttempts,
         JSON.stringify(this.defaults.backoff),
         this.deadLetterCap,
         this.doneTtlMs,
         this.reapLimit,
+        topic,
+        mode,
+        this.defaults.timeoutMs,
+        LEASE_MARGIN_MS,
       ],
     );
-    const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
-    const [nextDue, retried, dead, paused, tokenInMs] = reply.slice(0, 5).map((v) => numericReply.parse(v));
+    const reply = z.array(z.union([z.string(), z.number(), z.array(z.string())])).parse(raw);
+    const [nextDue, retried, dead, paused, tokenInMs, held, look, deadline] = reply.slice(0, 8).map((v) => numericReply.parse(v));
+    const conf = z.array(z.string()).parse(reply[8]);
     const jobs: ClaimedJob[] = [];
-    for (let i = 5; i < reply.length; i += 4) {
+    for (let i = 9; i < reply.length; i += 4) {
       jobs.push({
         id: String(reply[i]),
         topic,
         attempt: intReply.parse(reply[i + 1]),
         dueAt: numericReply.parse(reply[i + 2]),
-        leaseExpiresAt: now + options.leaseMs,
+        leaseExpiresAt: deadline!,
         record: parseRecord(String(reply[i + 3])),
       });
     }
@@ -294,6 +368,9 @@ export class Queue {
       paused: paused === 1,
       reaped: { retried: retried!, dead: dead! },
       rateLimitedForMs: tokenInMs!,
+      heldBy: HELD_BY[held!] ?? null,
+      nextLookAt: look! < 0 ? null : look!,
+      topic: mode === "push" && held !== 4 ? decodeTopicConf(flatHash.parse(conf), this.defaults) : null,
     };
   }
 
@@ -302,20 +379,34 @@ export class Queue {
    * applied or was stale. The chunk's outcomes and observations go into the
    * topic's metrics in the same call.
    */
-  async settle(topic: string, outcomes: Outcome[], options: { now?: number } = {}): Promise<Array<{ id: string; applied: boolean }>> {
+  async settle(
+    topic: string,
+    outcomes: Outcome[],
+    options: {
+      now?: number;
+      /**
+       * What the topic index learns: "retries" each retry's time (the tick's
+       * settles; the default), "due" the topic's earliest due job (a topic
+       * with a concurrency limit, whose freed slots let ready jobs start),
+       * "none" nothing (pull consumers: pull topics are not indexed).
+       */
+      index?: "retries" | "due" | "none";
+    } = {},
+  ): Promise<Array<{ id: string; applied: boolean }>> {
     if (outcomes.length === 0) return [];
     if (outcomes.length > MAX_BATCH) throw new RangeError(`settle at most ${MAX_BATCH} outcomes at once`);
     const now = options.now ?? this.now();
     const t = this.keys.topic(topic);
     const observed = observationVector(outcomes.flatMap((o) => (o.observed ? [o.observed] : [])));
-    const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length];
+    const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
+    const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
     for (const o of outcomes) {
       args.push(o.id, o.attempt, o.kind, o.kind === "retry" ? Math.round(o.at) : 0, o.kind === "ack" ? "" : o.error);
     }
     const raw = await runScript(
       this.redis,
       lua.settle,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.dead, this.keys.done(now, this.retentionMs)],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
       args,
     );
     const applied = z.array(intReply).length(outcomes.length).parse(raw);
@@ -326,7 +417,7 @@ export class Queue {
   async ack(id: string, attempt: number): Promise<"acked" | "stale"> {
     const topic = topicOfJobId(id);
     if (!topic) return "stale";
-    const [r] = await this.settle(topic, [{ id, attempt, kind: "ack" }]);
+    const [r] = await this.settle(topic, [{ id, attempt, kind: "ack" }], { index: "none" });
     return r!.applied ? "acked" : "stale";
   }
 
@@ -360,7 +451,7 @@ export class Queue {
       decision.kind === "retry"
         ? { id, attempt, kind: "retry", at: decision.at, error: failure.error }
         : { id, attempt, kind: "dead", error: failure.error };
-    const [r] = await this.settle(topic, [outcome], { now });
+    const [r] = await this.settle(topic, [outcome], { now, index: "none" });
     return r!.applied ? decision.kind : "stale";
   }
 
@@ -387,7 +478,7 @@ export class Queue {
     if (!topic) return "not-found";
     const t = this.keys.topic(topic);
     const due = Math.max(this.now(), Math.round(dueAt));
-    const code = intReply.parse(await runScript(this.redis, lua.reschedule, [t.due, t.lease], [id, due]));
+    const code = intReply.parse(await runScript(this.redis, lua.reschedule, [t.due, t.lease, this.keys.topicIndex], [id, due, topic]));
     return code === 1 ? "rescheduled" : code === -1 ? "inflight" : "not-found";
   }
 
@@ -468,7 +559,52 @@ export class Queue {
   async configureTopic(topic: string, patch: TopicPatch): Promise<void> {
     const t = this.keys.topic(topic);
     const { set, clear } = encodeTopicPatch(patch);
-    await runScript(this.redis, lua.configureTopic, [t.conf, this.keys.topics, t.bucket], [topic, set.length, ...set.flat(), ...clear]);
+    const code = intReply.parse(
+      await runScript(
+        this.redis,
+        lua.configureTopic,
+        [t.conf, this.keys.topics, t.bucket, this.keys.topicIndex, this.keys.parked, t.due, t.lease],
+        [topic, this.maxTopics, set.length, ...set.flat(), ...clear],
+      ),
+    );
+    if (code === -1) throw new TopicLimitError(await this.topicCount(), this.maxTopics);
+  }
+
+  /** How many topics the registry holds. */
+  async topicCount(): Promise<number> {
+    return intReply.parse(await redisCall(() => this.redis.scard(this.keys.topics)));
+  }
+
+  /**
+   * Deletes a topic that holds nothing: no job in flight, and — unless
+   * `purge` — no scheduled job and no dead letter. With `purge`, its
+   * scheduled jobs and dead letters go too, a bounded batch per Redis call.
+   */
+  async deleteTopic(
+    topic: string,
+    options: { purge?: boolean } = {},
+  ): Promise<
+    | { result: "deleted"; purged: { scheduled: number; dead: number } }
+    | { result: "inflight"; scheduled: number; inflight: number; dead: number }
+    | { result: "not-empty"; scheduled: number; inflight: number; dead: number }
+  > {
+    const t = this.keys.topic(topic);
+    const keys = [t.due, t.lease, t.dead, t.conf, t.bucket, t.metrics, this.keys.jobs, this.keys.meta, this.keys.topics, this.keys.topicIndex, this.keys.parked];
+    const purged = { scheduled: 0, dead: 0 };
+    for (;;) {
+      const [code, dropped, droppedDead, scheduled, inflight, dead] = z
+        .array(intReply)
+        .length(6)
+        .parse(await runScript(this.redis, lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH]));
+      purged.scheduled += dropped!;
+      purged.dead += droppedDead!;
+      if (code === 1) {
+        registered.get(this.keys.prefix)?.delete(topic);
+        return { result: "deleted", purged };
+      }
+      if (code === -1) return { result: "inflight", scheduled: scheduled!, inflight: inflight!, dead: dead! };
+      if (code === -2) return { result: "not-empty", scheduled: scheduled!, inflight: inflight!, dead: dead! };
+    }
   }
 
   /** A topic's settings with defaults applied, and its secrets (for signing and verifying only). */
@@ -536,59 +672,57 @@ export class Queue {
   }
 
   /**
-   * The tick's cheap look before a round: the registered topics and, for the
-   * given ones, their earliest due time and (with `leases`) earliest lease
-   * deadline; with `renewLock`, the tick lock is renewed in the same call.
-   * One request; one command per topic (two with leases), and with
-   * `sampleAt` four more per topic sampled.
+   * The tick's poll: the topics whose work is due (at most `limit`, earliest
+   * first) and when the next one falls due, from the head of the topic
+   * index — one command however many topics exist. With `renewLock`, the
+   * tick lock is renewed in the same call; the sleep mark, the status and
+   * the per-minute backlog samples ride along the same way.
    */
-  async peek(
-    topics: string[],
-    options: {
-      leases: boolean;
-      renewLock?: { token: string; ttlMs: number };
-      /** Set the sleep mark for this many ms, or clear it ("clear"); leave it when unset. */
-      sleepMark?: number | "clear";
-      /** Record the tick's status. */
-      status?: TickStatus;
-      /** Sample each given topic's backlog into the per-minute series for the minute holding this time (epoch ms). */
-      sampleAt?: number;
-      /** With `sampleAt`: more topics to sample but not peek (pull topics, whose jobs the tick never claims). */
-      sampleAlso?: string[];
-    },
-  ): Promise<{ lockHeld: boolean; registered: string[]; topics: Map<string, { nextDueAt: number | null; nextLeaseDeadline: number | null }> }> {
+  async peek(options: {
+    now: number;
+    /** Most due topics to return. */
+    limit: number;
+    renewLock?: { token: string; ttlMs: number };
+    /** Set the sleep mark for this many ms, or clear it ("clear"); leave it when unset. */
+    sleepMark?: number | "clear";
+    /** Record the tick's status. */
+    status?: TickStatus;
+    /** Sample these topics' backlogs into the per-minute series for the minute holding `at` (epoch ms). */
+    sample?: { at: number; topics: string[] };
+    /** List what to sample next: the first this-many topics of the index and every parked (pull or paused) topic. */
+    listToSample?: number;
+  }): Promise<{ lockHeld: boolean; due: Array<{ topic: string; at: number }>; more: boolean; nextAt: number | null; toSample: string[] }> {
     const keys = [
-      this.keys.topics,
+      this.keys.topicIndex,
       this.keys.tickLock,
       this.keys.tickAsleep,
       this.keys.tickStatus,
-      ...[...topics, ...(options.sampleAt !== undefined ? (options.sampleAlso ?? []) : [])].flatMap((t) => {
+      this.keys.parked,
+      ...(options.sample?.topics ?? []).flatMap((t) => {
         const k = this.keys.topic(t);
         return [k.due, k.lease, k.metrics];
       }),
     ];
     const mark = options.sleepMark === undefined ? "" : options.sleepMark === "clear" ? "-" : String(options.sleepMark);
     const args = [
-      options.leases ? "1" : "0",
       options.renewLock?.token ?? "",
       options.renewLock?.ttlMs ?? 0,
       mark,
       options.status ? JSON.stringify(options.status) : "",
-      options.sampleAt !== undefined ? Math.floor(options.sampleAt / 60_000) : "",
-      options.sampleAt ?? 0,
-      topics.length,
+      options.sample ? Math.floor(options.sample.at / 60_000) : "",
+      options.now,
+      Math.max(1, Math.floor(options.limit)),
+      options.listToSample ? "1" : "0",
+      options.listToSample ?? 0,
     ];
     const raw = await runScript(this.redis, lua.peek, keys, args);
-    const [lock, registered, ...times] = z.tuple([intReply, z.array(z.string())], z.union([z.string(), z.number()])).parse(raw);
-    const at = (v: string | number | undefined) => {
-      const n = numericReply.parse(v);
-      return n < 0 ? null : n;
-    };
-    return {
-      lockHeld: lock === 1,
-      registered: registered.sort(),
-      topics: new Map(topics.map((t, i) => [t, { nextDueAt: at(times[2 * i]), nextLeaseDeadline: at(times[2 * i + 1]) }])),
-    };
+    const [lock, more, nextAt, due, toSample] = z
+      .tuple([intReply, intReply, z.union([z.string(), z.number()]), z.array(z.string()), z.array(z.string())])
+      .parse(raw);
+    const next = numericReply.parse(nextAt);
+    const dueTopics: Array<{ topic: string; at: number }> = [];
+    for (let i = 0; i + 1 < due.length; i += 2) dueTopics.push({ topic: due[i]!, at: Number(due[i + 1]) });
+    return { lockHeld: lock === 1, due: dueTopics, more: more === 1, nextAt: next < 0 ? null : next, toSample };
   }
 
   /** Whether the tick has said it sleeps longer than its poll interval (producers then wake jobs due soon themselves). */
@@ -602,6 +736,8 @@ export class Queue {
     return members.sort();
   }
 }
+
+const HELD_BY: Record<number, HeldBy> = { 1: "concurrency", 2: "rate", 3: "paused", 4: "mode" };
 
 const tickStatusSchema = z.object({
   startedAt: z.number(),

@@ -17,20 +17,40 @@ export class RedisUnavailableError extends Error {
  *   retries instead of five slow ones, so an outage becomes a 503 promptly.
  */
 export function createRedis(s: RedisSettings): Redis {
-  return new Redis(clientConfig(s, true));
+  return new Redis(clientConfig(s, true, slicedDeadlines(s.redisTimeoutMs)));
 }
 
 type RedisSettings = Pick<Settings, "redisUrl" | "redisToken" | "redisTimeoutMs">;
 
-function clientConfig(s: RedisSettings, autoPipelining: boolean): ConstructorParameters<typeof Redis>[0] {
+function clientConfig(s: RedisSettings, autoPipelining: boolean, signal: () => AbortSignal): ConstructorParameters<typeof Redis>[0] {
   return {
     url: s.redisUrl,
     token: s.redisToken,
     automaticDeserialization: false,
     enableTelemetry: false,
     enableAutoPipelining: autoPipelining,
-    signal: () => AbortSignal.timeout(s.redisTimeoutMs),
+    signal,
     retry: { retries: 2, backoff: (n) => 50 * 2 ** n },
+  };
+}
+
+/** How many ms apart requests may be and still share one deadline timer. */
+const DEADLINE_SLICE_MS = 100;
+
+/**
+ * Deadlines for one client's requests: each aborts `ms` to `ms` + 100 ms
+ * after it starts, and requests starting within the same 100 ms share one
+ * timer. A timer per request lives for the whole timeout, so an invocation
+ * making thousands of Redis calls a second (a busy tick) would hit workerd's
+ * cap of 10,000 active timers. Only for a client used by one invocation: a
+ * signal made in one request cannot be used by another.
+ */
+function slicedDeadlines(ms: number): () => AbortSignal {
+  let slice: { at: number; signal: AbortSignal } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!slice || now - slice.at >= DEADLINE_SLICE_MS) slice = { at: now, signal: AbortSignal.timeout(ms + DEADLINE_SLICE_MS) };
+    return slice.signal;
   };
 }
 
@@ -48,7 +68,8 @@ const shared = new Map<string, Redis>();
 export function sharedRedis(s: RedisSettings): Redis {
   const key = JSON.stringify([s.redisUrl, s.redisToken, s.redisTimeoutMs]);
   let redis = shared.get(key);
-  if (!redis) shared.set(key, (redis = new Redis(clientConfig(s, false))));
+  // Shared by the isolate's requests, so every request gets a timer of its own.
+  if (!redis) shared.set(key, (redis = new Redis(clientConfig(s, false, () => AbortSignal.timeout(s.redisTimeoutMs)))));
   return redis;
 }
 

@@ -1,74 +1,62 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { settings, type Env, type TickChunkReport } from "../env.js";
+import { settings, type Env } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
-import { Semaphore, SubrequestBudget } from "./budget.js";
-import { dispatchChunk } from "./dispatch.js";
-import { jsonLog, settleChunk } from "./settle.js";
+import { TickLock } from "../queue/lock.js";
+import { createRedis } from "../queue/redis.js";
+import { runDrain } from "./drain.js";
+import { runTick } from "./loop.js";
+import { runChunk, type ChunkReport } from "./run-chunk.js";
 
-/** What one fanned-out chunk (or drain) did. */
-export type ChunkReport = TickChunkReport;
+export type { ChunkReport } from "./run-chunk.js";
 
 /**
- * Runs one chunk of a topic — claim, dispatch, settle — in an invocation of
- * its own, with a subrequest budget of its own. The tick calls it through a
- * service binding to this same Worker (`TICK_RUNNER` in wrangler.toml) when
- * one invocation's budget cannot carry the due load. It is an RPC method, not
- * an HTTP route: nothing outside the Worker can reach it.
+ * Most handovers in one window. Each successor is called (and awaited) by the
+ * loop before it, and Cloudflare allows a chain of 32 invocations per
+ * request; a successor's fanned-out chunks are one level deeper still.
+ */
+export const MAX_HANDOVERS = 16;
+
+/**
+ * The tick's work in invocations of its own, each with a subrequest budget
+ * of its own. The Worker calls it through a service binding to itself
+ * (`TICK_RUNNER` in wrangler.toml). These are RPC methods, not HTTP routes:
+ * nothing outside the Worker can reach them.
  */
 export class TickChunk extends WorkerEntrypoint<Env> {
-  /**
-   * Runs a topic's due jobs, chunk after chunk, as they fall due over the
-   * next `horizonMs` (the producer calls this while the tick sleeps; see
-   * src/tick/wake.ts). Ends when nothing more is due within the horizon or its
-   * subrequest budget is spent.
-   */
-  async drain(topic: string, horizonMs: number): Promise<ChunkReport> {
-    const s = settings(this.env);
-    const end = Date.now() + horizonMs;
-    const total: ChunkReport = { claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false };
-    for (;;) {
-      const r = await this.run(topic, s.tickChunk);
-      total.claimed += r.claimed;
-      total.subrequests += r.subrequests;
-      for (const k of ["ack", "retry", "dead", "stale"] as const) total.outcomes[k] += r.outcomes[k];
-      if (total.subrequests + s.tickChunk + 3 > s.tickSubrequestBudget) return total;
-      if (r.more) continue;
-      const next = r.nextDueAt ?? null;
-      if (next === null || next > end) return total;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
-    }
-  }
-
+  /** One chunk of a topic (src/tick/run-chunk.ts), fanned out by the tick. */
   async run(topic: string, max: number): Promise<ChunkReport> {
     const s = settings(this.env);
-    const queue = queueFromSettings(s);
-    const budget = new SubrequestBudget(s.tickSubrequestBudget);
-    // A claim, a settle and the settings read; the rest is for deliveries.
-    const take = Math.max(0, Math.min(max, s.tickChunk, budget.left - 3));
-    const report: ChunkReport = { claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false, nextDueAt: null };
-    if (take === 0) return report;
-    budget.spend();
-    const { settings: topicSettings, secrets } = await queue.topicSettings(topic);
-    budget.spend();
-    const claim = await queue.claim(topic, { max: take, leaseMs: topicSettings.timeoutMs + 30_000 });
-    report.claimed = claim.jobs.length;
-    report.more = claim.jobs.length === take;
-    report.nextDueAt = claim.nextDueAt;
-    if (claim.jobs.length > 0) {
-      const outcomes = await dispatchChunk(claim.jobs, {
-        settings: topicSettings,
-        secrets,
-        allowPrivateTargets: s.allowPrivateTargets,
-        fetch: budget.countingFetch(fetch),
-        overall: new Semaphore(s.tickConcurrency),
-        now: () => Date.now(),
-        ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
-      });
-      budget.spend();
-      const results = await settleChunk(queue, topic, outcomes, { log: jsonLog });
-      results.forEach((r, i) => (r.applied ? report.outcomes[outcomes[i]!.kind]++ : report.outcomes.stale++));
-    }
-    report.subrequests = budget.spent;
-    return report;
+    return runChunk({ queue: queueFromSettings(s), settings: s, topic, max });
+  }
+
+  /** A topic's jobs as they fall due over the next `horizonMs`, started by a producer while the tick sleeps (src/tick/wake.ts). */
+  async drain(topic: string, horizonMs: number): Promise<ChunkReport> {
+    const s = settings(this.env);
+    return runDrain({ queue: queueFromSettings(s), settings: s, topic, horizonMs });
+  }
+
+  /**
+   * The rest of a tick loop's window, after the loop ran out of subrequests
+   * (see TickOptions.handOver); `handovers` counts the loops before it in
+   * this window.
+   */
+  async continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }> {
+    const s = settings(this.env);
+    const runner = this.env.TICK_RUNNER;
+    const report = await runTick({
+      queue: queueFromSettings(s),
+      lock: new TickLock(createRedis(s), s.prefix),
+      settings: s,
+      scheduledTime,
+      windowMs: windowEnd - scheduledTime,
+      ...(runner
+        ? {
+            fanOut: (topic: string, max: number) => runner.run(topic, max),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1) } : {}),
+          }
+        : {}),
+    });
+    console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
+    return { ended: report.ended };
   }
 }

@@ -1,24 +1,14 @@
 import type { Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
-import type { ClaimResult, Outcome, Queue, TickStatus } from "../queue/queue.js";
+import type { Queue, TickStatus } from "../queue/queue.js";
 import { RedisUnavailableError } from "../queue/redis.js";
-import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
-import type { ChunkReport } from "./chunk.js";
-import { dispatchChunk } from "./dispatch.js";
-import { jsonLog, settleChunk, type Log } from "./settle.js";
+import { realClock, type Clock } from "./clock.js";
+import { runChunk, type ChunkReport } from "./run-chunk.js";
+import { jsonLog, type Log } from "./settle.js";
 import { SLEEP_MARK_STALENESS_MS } from "./wake.js";
 
-/** Time as the loop sees it; tests drive it by hand. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
-
-export const realClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-};
+export { realClock, type Clock } from "./clock.js";
 
 /** Options of one tick invocation. */
 export interface TickOptions {
@@ -36,11 +26,20 @@ export interface TickOptions {
   log?: Log;
   /**
    * Runs one chunk of a topic in an invocation of its own (the TickChunk
-   * entrypoint through the TICK_RUNNER service binding). With it, a topic
-   * with a backlog gets up to `TICK_FANOUT` extra chunks per round, each
-   * costing this invocation one subrequest.
+   * entrypoint through the TICK_RUNNER service binding), with a subrequest
+   * budget of its own; it costs this invocation one subrequest. With it, a
+   * round hands a topic's chunk out whenever delivering it here would spend
+   * more than the loop can afford per round for the rest of its window, and
+   * a topic with a backlog gets up to `TICK_FANOUT` chunks per round.
    */
   fanOut?: (topic: string, max: number) => Promise<ChunkReport>;
+  /**
+   * Goes on with this loop's window in an invocation of its own (TickChunk's
+   * continueTick) when this one's subrequest budget runs out, so a load the
+   * budget cannot carry is not left until the next cron. Without it, polls
+   * stretch as the budget shrinks instead.
+   */
+  handOver?: (windowEnd: number) => Promise<unknown>;
 }
 
 export interface TickReport {
@@ -54,26 +53,28 @@ export interface TickReport {
   fannedOut: number;
   /** Sleeps of TICK_IDLE_PEEK_MS taken while idle. */
   idleSleeps: number;
+  /** Whether the loop handed the rest of its window to an invocation of its own. */
+  handedOver: boolean;
 }
 
-/** How often known topics' settings are read again (new topics are read at once). */
-const TOPIC_SETTINGS_REFRESH_MS = 30_000;
-/** How often lease deadlines are looked at, to reap leases of loops that died. */
-const LEASE_CHECK_MS = 5_000;
 /** How often a waiting invocation asks for the lock while the holder's window lasts. */
 const HANDOVER_CHECK_MS = 5_000;
-/** How long a topic found paused is left alone: a resume takes effect within this. */
-const PAUSED_RECHECK_MS = 5_000;
-/** How often the loop records its status (with a peek it makes anyway). */
+/** How often the loop records its status (with a poll it makes anyway). */
 const STATUS_EVERY_MS = 10_000;
+/** Most due topics one poll returns. */
+const MAX_DUE_TOPICS = 500;
+/** Most topics of the index sampled into the per-minute backlog series, earliest first. */
+const SAMPLED_TOPICS = 200;
 
 /**
  * One tick invocation: takes the lock (waiting for a running loop to end its
  * window rather than starting a second one), then runs rounds until its window
- * or its subrequest budget ends. A round claims a chunk of every push topic
- * (each topic at most `tickChunk`, so a hot topic cannot starve the others),
- * dispatches them, and settles each topic's chunk in one call; then it sleeps
- * until the earliest known due time or `TICK_POLL_MS`, whichever is sooner.
+ * or its subrequest budget ends. A round polls the topic index — one command
+ * that names every topic with work due now, whatever the number of topics —
+ * runs a chunk of each (each at most `tickChunk`, so a hot topic cannot starve
+ * the others), here or fanned out, and then sleeps until the index's next due
+ * time, the time any chunk asked to be back (a retry, a freed slot, the rate's
+ * next token), or `TICK_POLL_MS`, whichever is soonest.
  */
 export async function runTick(options: TickOptions): Promise<TickReport> {
   const { queue, lock, settings: s } = options;
@@ -94,6 +95,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     subrequests: 0,
     fannedOut: 0,
     idleSleeps: 0,
+    handedOver: false,
   };
   const finish = (ended: TickReport["ended"]) => ({ ...report, ended, subrequests: budget.spent });
   const status = (ended: string | null, asleep: boolean): TickStatus => ({
@@ -107,11 +109,12 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     ended,
   });
 
-  // Blind polls (looking for jobs nobody told us about) may use at most half
-  // of what is left of the budget, so polling alone can never end a loop
-  // early: with little budget left, the poll interval stretches. Known due
-  // times are still met exactly.
-  const pollInterval = () => Math.max(s.tickPollMs, (windowEnd - clock.now()) / Math.max(1, budget.left / 2));
+  // Without a successor to hand over to, blind polls (looking for jobs nobody
+  // told us about) may use at most half of what is left of the budget, so
+  // polling alone can never end a loop early: with little budget left, the
+  // poll interval stretches. Known due times are still met exactly.
+  const pollInterval = () =>
+    options.handOver ? s.tickPollMs : Math.max(s.tickPollMs, (windowEnd - clock.now()) / Math.max(1, budget.left / 2));
 
   // While Redis is unreachable the loop waits and tries again (1 s, doubling
   // up to 5 s) rather than ending: jobs it held stay leased and come back
@@ -146,59 +149,65 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   }
   let lastExtend = clock.now();
 
-  type Topic = { name: string; settings: TopicSettings; secrets: TopicSecrets };
-  const known = new Map<string, Topic>();
-  let topics: Topic[] = [];
-  let settingsReadAt = -Infinity;
-  let leasesReadAt = -Infinity;
-  const pausedUntil = new Map<string, number>();
-  // Topics whose last claim came back full: more is ready than one chunk.
+  // What the last round's chunk of each topic took: a local chunk is priced by it.
+  const lastTaken = new Map<string, number>();
+  // Topics whose last chunk came back full: more is ready than one chunk.
   const backlog = new Set<string>();
+  // Topics whose fan-out failed in this invocation: delivered here from then on.
+  const noFanOut = new Set<string>();
   // Sleeping when idle: after a few empty rounds with nothing due within
   // TICK_IDLE_PEEK_MS, the loop marks itself asleep (producers then start
   // jobs due sooner themselves), keeps polling until every producer has seen
   // the mark, and from then on looks only every TICK_IDLE_PEEK_MS.
   let idleRounds = 0;
   let markedAt: number | null = null;
-  // The change to the mark that the next peek makes: undefined leaves it.
-  // The first peek clears a mark a previous invocation left behind.
+  // The change to the mark that the next poll makes: undefined leaves it.
+  // The first poll clears a mark a previous invocation left behind.
   let markChange: number | "clear" | undefined = "clear";
   const markTtl = 3 * s.tickIdlePeekMs;
   let ended: TickReport["ended"] = "window";
-  // The status and the per-minute backlog samples ride along with peeks.
+  // The status and the per-minute backlog samples ride along with polls: the
+  // first poll of a minute lists the topics to sample, the next samples them.
   let statusAt = -Infinity;
+  let listedMinute = -1;
   let sampledMinute = -1;
+  let toSample: string[] = [];
+  let rotation = 0;
+  // Rounds in a row that ran chunks and got nothing: the index only ever
+  // points too early by mistake, and the claims correct it, so two in a row
+  // mean something else is wrong — the loop then waits a poll instead of spinning.
+  let fruitless = 0;
 
   try {
     while (clock.now() < windowEnd) {
       try {
-        // One cheap look: the topic registry and each push topic's earliest due
-        // time (and, every few seconds, earliest lease deadline). Only topics
-        // with work are claimed, so an idle poll is this one request.
+        // A poll, the lock's release and a handover must stay affordable.
         if (budget.left < 3) {
           ended = "budget";
           break;
         }
-        const withLeases = clock.now() - leasesReadAt >= LEASE_CHECK_MS;
-        // Renew the lock well before it lapses, in the same request; losing it
-        // means another loop took over.
         const renew = clock.now() - lastExtend >= lockTtl / 3;
         const writeStatus = clock.now() - statusAt >= STATUS_EVERY_MS;
-        const sample = Math.floor(clock.now() / 60_000) !== sampledMinute && known.size > 0;
+        const minute = Math.floor(clock.now() / 60_000);
+        const list = minute !== listedMinute;
+        const sample = !list && sampledMinute !== minute && toSample.length > 0;
         budget.spend();
-        const peekedAt = clock.now();
-        const peek = await queue.peek(
-          topics.map((t) => t.name),
-          {
-            leases: withLeases,
-            ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
-            ...(markChange !== undefined ? { sleepMark: markChange } : {}),
-            ...(writeStatus ? { status: status(null, markedAt !== null) } : {}),
-            ...(sample ? { sampleAt: peekedAt, sampleAlso: [...known.values()].filter((t) => t.settings.mode !== "push").map((t) => t.name) } : {}),
-          },
-        );
-        if (writeStatus) statusAt = peekedAt;
-        if (sample) sampledMinute = Math.floor(peekedAt / 60_000);
+        const polledAt = clock.now();
+        const peek = await queue.peek({
+          now: polledAt,
+          limit: Math.min(MAX_DUE_TOPICS, Math.max(1, budget.left - 2)),
+          ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
+          ...(markChange !== undefined ? { sleepMark: markChange } : {}),
+          ...(writeStatus ? { status: status(null, markedAt !== null) } : {}),
+          ...(sample ? { sample: { at: polledAt, topics: toSample } } : {}),
+          ...(list ? { listToSample: SAMPLED_TOPICS } : {}),
+        });
+        if (writeStatus) statusAt = polledAt;
+        if (list) {
+          listedMinute = minute;
+          toSample = peek.toSample;
+        }
+        if (sample) sampledMinute = minute;
         if (typeof markChange === "number" && markedAt === null) markedAt = clock.now();
         if (markChange === "clear") markedAt = null;
         markChange = undefined;
@@ -208,65 +217,52 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         }
         outageWait = 1_000;
         if (renew) lastExtend = clock.now();
-        if (withLeases) leasesReadAt = clock.now();
-        const stale = clock.now() - settingsReadAt >= TOPIC_SETTINGS_REFRESH_MS;
-        const toRead = peek.registered.filter((n) => stale || !known.has(n)).slice(0, Math.max(0, budget.left - 3));
-        if (toRead.length > 0) {
-          budget.spend(toRead.length);
-          const read = await Promise.all(toRead.map(async (name) => ({ name, ...(await queue.topicSettings(name)) })));
-          for (const t of read) known.set(t.name, t);
-          if (stale) settingsReadAt = clock.now();
-        }
-        for (const n of [...known.keys()]) if (!peek.registered.includes(n)) known.delete(n);
-        const peeked = topics.map((t) => t.name);
-        // Paused topics stay in: the claim script itself refuses them, so a
-        // resume takes effect at the next claim, not at the next settings read.
-        // A topic found paused is only asked again after a poll interval.
-        topics = [...known.values()].filter((t) => t.settings.mode === "push");
-        const nowPeek = clock.now();
-        // Topics read for the first time have no peek yet: claim them once to learn.
-        const withWork = topics.filter((t) => {
-          if ((pausedUntil.get(t.name) ?? -Infinity) > nowPeek) return false;
-          const p = peek.topics.get(t.name);
-          if (!p || !peeked.includes(t.name)) return true;
-          return (p.nextDueAt !== null && p.nextDueAt <= nowPeek) || (p.nextLeaseDeadline !== null && p.nextLeaseDeadline <= nowPeek);
-        });
-        let wakeAt = Infinity;
-        for (const t of topics) {
-          const p = peek.topics.get(t.name);
-          if (p?.nextDueAt != null && p.nextDueAt > nowPeek) wakeAt = Math.min(wakeAt, p.nextDueAt);
-        }
 
-        // Each claimed topic costs a claim and a settle, and each job may make
-        // one fetch; one subrequest stays for releasing the lock. The budget is
-        // shared evenly, starting from a topic that rotates every round, so a
-        // tight budget still reaches every topic in turn.
-        //
-        // A topic with a backlog, when fan-out is on, is handed to invocations
-        // of their own instead: a chunk there costs this invocation one
-        // subrequest, where delivering it here costs one per job.
-        let left = budget.left - 1;
-        const fanning = options.fanOut && s.tickFanout > 0 ? withWork.filter((t) => backlog.has(t.name)) : [];
-        const local = withWork.filter((t) => !fanning.includes(t));
+        const now = clock.now();
+        let wakeAt = peek.more ? now : (peek.nextAt ?? Infinity);
+        const due = peek.due.map((d) => d.topic);
+
+        // Each chunk here costs a claim, a settle and a fetch per job; fanned
+        // out it costs one subrequest. A chunk runs here while the loop can
+        // afford chunks like it every poll interval until its window ends;
+        // beyond that pace, and for topics with a backlog, it is fanned out.
+        // One subrequest stays for releasing the lock and one for a handover.
+        let left = budget.left - 2;
+        const fanning = options.fanOut !== undefined && s.tickFanout > 0;
+        let pace = fanning ? left / Math.max(1, (windowEnd - now) / s.tickPollMs) : Infinity;
         const remote: Array<{ topic: string; max: number }> = [];
-        for (const t of fanning) {
-          for (let k = 0; k < s.tickFanout && left >= 1; k++, left--) remote.push({ topic: t.name, max: s.tickChunk });
+        const localTopics: string[] = [];
+        const start = due.length > 0 ? rotation++ % due.length : 0;
+        for (let k = 0; k < due.length; k++) {
+          const topic = due[(start + k) % due.length]!;
+          const price = 2 + Math.min(s.tickChunk, lastTaken.get(topic) ?? 1);
+          if (fanning && !noFanOut.has(topic) && (backlog.has(topic) || price > pace)) {
+            const chunks = backlog.has(topic) ? s.tickFanout : 1;
+            for (let c = 0; c < chunks && left >= 1; c++, left--) remote.push({ topic, max: s.tickChunk });
+            continue;
+          }
+          localTopics.push(topic);
+          pace -= price;
         }
-        const share = Math.floor(left / Math.max(1, local.length));
-        const plan: Array<{ topic: (typeof topics)[number]; max: number }> = [];
-        for (let k = 0; k < local.length; k++) {
-          const topic = local[(report.rounds + k) % local.length]!;
+        // The budget is shared evenly among the topics run here, so a tight
+        // budget still reaches every topic in turn (the rotation above).
+        const share = Math.floor(left / Math.max(1, localTopics.length));
+        const local: Array<{ topic: string; max: number }> = [];
+        for (const topic of localTopics) {
           const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
           if (max < 1) break;
-          plan.push({ topic, max });
+          local.push({ topic, max });
           left -= 2 + max;
         }
-        if (plan.length === 0 && remote.length === 0 && withWork.length > 0) {
+        const unserved = due.length - local.length - new Set(remote.map((r) => r.topic)).size;
+        if (unserved > 0) wakeAt = now;
+        if (local.length === 0 && remote.length === 0 && due.length > 0) {
           ended = "budget";
           break;
         }
-        if (plan.length === 0 && remote.length === 0) {
-          report.rounds++;
+
+        report.rounds++;
+        if (local.length === 0 && remote.length === 0) {
           idleRounds++;
           const quiet = s.tickIdlePeekMs > 0 && wakeAt - clock.now() > s.tickIdlePeekMs;
           if (!quiet) {
@@ -288,95 +284,73 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         }
         idleRounds = 0;
         if (markedAt !== null) markChange = "clear";
+        const spentBefore = budget.spent - 1;
 
         budget.spend(remote.length);
         report.fannedOut += remote.length;
-        const remoteRuns = Promise.all(
-          remote.map((r) =>
-            options.fanOut!(r.topic, r.max).catch((err: unknown) => {
-              log({ level: "error", msg: "fan-out chunk failed", topic: r.topic, error: String(err) });
-              return null;
-            }),
+        const [remoteReports, localReports] = await Promise.all([
+          Promise.all(
+            remote.map((r) =>
+              options.fanOut!(r.topic, r.max).catch((err: unknown) => {
+                log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: r.topic, error: String(err) });
+                noFanOut.add(r.topic);
+                return null;
+              }),
+            ),
           ),
-        );
-
-        const now = clock.now();
-        budget.spend(plan.length);
-        const claims: ClaimResult[] = await Promise.all(
-          plan.map((p) => queue.claim(p.topic.name, { max: p.max, leaseMs: p.topic.settings.timeoutMs + 30_000, now })),
-        );
-        report.rounds++;
-        let more = false;
-        let nextDue = Infinity;
-        const settled = await Promise.all(
-          plan.map(async (p, i) => {
-            const claim = claims[i]!;
-            if (claim.paused) pausedUntil.set(p.topic.name, now + PAUSED_RECHECK_MS);
-            else pausedUntil.delete(p.topic.name);
-            // When to look again: the topic's next due job, or — when ready jobs
-            // were held back by its rate limit — its next token.
-            if (claim.nextDueAt !== null) {
-              nextDue = Math.min(nextDue, claim.nextDueAt);
-              wakeAt = Math.min(wakeAt, claim.nextDueAt > now ? claim.nextDueAt : now + (claim.rateLimitedForMs || s.tickPollMs));
-            }
-            if (claim.jobs.length === p.max && p.max > 0) {
-              more = true;
-              backlog.add(p.topic.name);
-            } else backlog.delete(p.topic.name);
-            if (claim.jobs.length === 0) return [];
-            report.claimed += claim.jobs.length;
-            const ctx = {
-              settings: p.topic.settings,
-              secrets: p.topic.secrets,
-              allowPrivateTargets: s.allowPrivateTargets,
-              fetch: fetcher,
-              overall,
-              now: () => clock.now(),
-              ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
-            };
-            const outcomes: Outcome[] = await dispatchChunk(claim.jobs, ctx);
-            budget.spend();
-            const results = await settleChunk(queue, p.topic.name, outcomes, { now: clock.now(), log });
-            for (const [j, r] of results.entries()) {
-              if (!r.applied) report.outcomes.stale++;
-              else report.outcomes[outcomes[j]!.kind]++;
-            }
-            return results;
-          }),
-        );
-        // A fanned-out topic keeps its backlog mark while any of its chunks came back full.
-        const stillFull = new Set<string>();
-        for (const [i, r] of (await remoteRuns).entries()) {
-          if (!r) continue;
+          Promise.all(
+            local.map((p) => runChunk({ queue, settings: s, topic: p.topic, max: p.max, clock, budget, fetch: fetcher, overall, log })),
+          ),
+        ]);
+        const ran = [...remote.map((r, i) => ({ topic: r.topic, report: remoteReports[i] ?? null })), ...local.map((p, i) => ({ topic: p.topic, report: localReports[i]! }))];
+        const taken = new Map<string, { claimed: number; full: boolean }>();
+        for (const { topic, report: r } of ran) {
+          const t = taken.get(topic) ?? { claimed: 0, full: false };
+          taken.set(topic, t);
+          if (!r) {
+            // Its jobs are still due (or leased, and come back after the lease): look again soon.
+            wakeAt = Math.min(wakeAt, clock.now() + s.tickPollMs);
+            continue;
+          }
+          t.claimed += r.claimed;
+          t.full ||= r.more;
           report.claimed += r.claimed;
           for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
-          if (r.more) stillFull.add(remote[i]!.topic);
-          // The peek left a fanned-out topic out of wakeAt (it was due then); its
-          // chunks know when its next job falls due, so the loop wakes for it
-          // instead of sleeping a whole poll interval. A time that passed while
-          // the round ran means a round at once.
-          if (r.nextDueAt != null) {
-            wakeAt = Math.min(wakeAt, r.nextDueAt);
-            nextDue = Math.min(nextDue, r.nextDueAt);
-          }
+          if (r.nextLookAt != null) wakeAt = Math.min(wakeAt, r.nextLookAt);
         }
-        for (const t of fanning) {
-          if (stillFull.has(t.name)) more = true;
-          else backlog.delete(t.name);
+        for (const [topic, t] of taken) {
+          lastTaken.set(topic, t.claimed);
+          if (t.full) backlog.add(topic);
+          else backlog.delete(topic);
+        }
+        fruitless = [...taken.values()].some((t) => t.claimed > 0) ? 0 : fruitless + 1;
+        if (fruitless >= 2) {
+          log({ level: "warn", msg: "the topic index named topics that gave nothing twice in a row; waiting a poll", topics: [...taken.keys()].slice(0, 10) });
+          wakeAt = Math.max(wakeAt, clock.now() + s.tickPollMs);
         }
         log({
           level: "info",
           msg: "tick round",
           round: report.rounds,
-          topics: plan.map((p) => p.topic.name),
-          claimed: settled.reduce((n, r) => n + r.length, 0),
+          topics: local.map((p) => p.topic),
+          claimed: [...taken.values()].reduce((n, t) => n + t.claimed, 0),
           fannedOut: remote.length,
           subrequests: budget.spent,
           budget: s.tickSubrequestBudget,
-          nextDueInMs: Number.isFinite(nextDue) ? nextDue - clock.now() : null,
+          nextDueInMs: Number.isFinite(wakeAt) ? Math.max(0, wakeAt - clock.now()) : null,
         });
 
-        if (more) continue;
+        // Paced: rounds like this one, back to back, must not spend the budget
+        // before the window ends, so a steady trickle is gathered into rounds
+        // up to one poll interval apart instead of ending the loop early.
+        // A backlog (a full chunk, more due topics than one poll names) is not
+        // paced: it is worked off at once, handing over if the budget ends.
+        const backlogged = peek.more || unserved > 0 || [...taken.values()].some((t) => t.full);
+        if (!backlogged) {
+          const price = budget.spent - spentBefore;
+          const gap = Math.min(s.tickPollMs, ((windowEnd - clock.now()) * price) / Math.max(1, budget.left - 2));
+          wakeAt = Math.max(wakeAt, now + gap);
+        }
         const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
         if (wait > 0) await clock.sleep(wait);
       } catch (err) {
@@ -387,6 +361,15 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     budget.spend();
     // During an outage the release fails; the lock then lapses on its own.
     await lock.release(status(ended, false)).catch(() => false);
+  }
+  if (ended === "budget" && options.handOver && windowEnd - clock.now() > s.tickPollMs) {
+    // The successor takes the lock this loop just released and goes on with the window.
+    try {
+      report.handedOver = true;
+      await options.handOver(windowEnd);
+    } catch (err) {
+      log({ level: "error", msg: "handing the tick over failed; the next cron goes on", error: String(err) });
+    }
   }
   return finish(ended);
 }

@@ -13,12 +13,18 @@ export async function scheduled(controller: ScheduledController, env: Env, _ctx:
   const s = settings(env);
   const redis = createRedis(s);
   await recordTickHeartbeat(redis, s.prefix, controller.scheduledTime);
+  const runner = env.TICK_RUNNER;
   const report = await runTick({
     queue: queueFromSettings(s),
     lock: new TickLock(redis, s.prefix),
     settings: s,
     scheduledTime: controller.scheduledTime,
-    ...(env.TICK_RUNNER ? { fanOut: (topic: string, max: number) => env.TICK_RUNNER!.run(topic, max) } : {}),
+    ...(runner
+      ? {
+          fanOut: (topic: string, max: number) => runner.run(topic, max),
+          handOver: (windowEnd: number) => runner.continueTick(controller.scheduledTime, windowEnd, 1),
+        }
+      : {}),
   });
   console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
 }

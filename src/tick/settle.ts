@@ -12,8 +12,11 @@ export const jsonLog: Log = (line) => (line.level === "error" ? console.error : 
  * logs one line per failed attempt: id, attempt, outcome and the handler's
  * error text — never the payload.
  */
-export async function settleChunk(queue: Queue, topic: string, outcomes: Outcome[], options: { now?: number; log: Log }) {
-  const results = await queue.settle(topic, outcomes, options.now === undefined ? {} : { now: options.now });
+export async function settleChunk(queue: Queue, topic: string, outcomes: Outcome[], options: { now?: number; log: Log; index?: "retries" | "due" }) {
+  const results = await queue.settle(topic, outcomes, {
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.index === undefined ? {} : { index: options.index }),
+  });
   for (const [i, o] of outcomes.entries()) {
     if (o.kind === "ack") continue;
     options.log({

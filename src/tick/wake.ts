@@ -1,5 +1,6 @@
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
+import { realClock, type Clock } from "./clock.js";
 
 /**
  * How stale a producer's knowledge of whether the tick sleeps may be. The
@@ -32,11 +33,17 @@ export async function wakeForSoonJobs(args: {
   queue: Queue;
   jobs: Array<{ topic: string; dueAt: number }>;
   waitUntil: (work: Promise<unknown>) => void;
+  /** Default the real clock. */
+  clock?: Clock;
+  /** Runs a drain of `topic` (src/tick/drain.ts). Default the TickChunk entrypoint's, through TICK_RUNNER. */
+  drain?: (topic: string, horizonMs: number) => Promise<unknown>;
 }): Promise<void> {
   const { env, settings: s } = args;
+  const clock = args.clock ?? realClock;
   const runner = env.TICK_RUNNER;
-  if (!runner || s.tickIdlePeekMs === 0) return;
-  const now = Date.now();
+  const drain = args.drain ?? (runner ? (topic: string, horizonMs: number) => runner.drain(topic, horizonMs) : undefined);
+  if (!drain || s.tickIdlePeekMs === 0) return;
+  const now = clock.now();
   const soon = args.jobs.filter((j) => j.dueAt - now <= s.tickIdlePeekMs);
   if (soon.length === 0) return;
   try {
@@ -51,20 +58,22 @@ export async function wakeForSoonJobs(args: {
   for (const j of soon) earliest.set(j.topic, Math.min(earliest.get(j.topic) ?? Infinity, j.dueAt));
   const latest = Math.max(...soon.map((j) => j.dueAt));
   for (const [topic, dueAt] of earliest) {
-    const running = draining.get(topic);
+    const running = draining.get(key(args.queue, topic));
     if (running !== undefined && running.from <= dueAt && running.until >= latest) continue;
-    const until = Date.now() + s.tickIdlePeekMs;
-    draining.set(topic, { from: dueAt, until });
+    const until = clock.now() + s.tickIdlePeekMs;
+    draining.set(key(args.queue, topic), { from: dueAt, until });
     args.waitUntil(
-      new Promise((r) => setTimeout(r, Math.max(0, dueAt - Date.now())))
-        .then(() => runner.drain(topic, Math.max(0, until - Date.now())))
+      clock
+        .sleep(Math.max(0, dueAt - clock.now()))
+        .then(() => drain(topic, Math.max(0, until - clock.now())))
         .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "waking jobs due soon failed", topic, error: String(err) })))
         .finally(() => {
-          if (draining.get(topic)?.until === until) draining.delete(topic);
+          if (draining.get(key(args.queue, topic))?.until === until) draining.delete(key(args.queue, topic));
         }),
     );
   }
 }
 
-/** Drains this isolate has started, per topic: from when, until when. */
+/** Drains this isolate has started, per deployment and topic: from when, until when. */
 const draining = new Map<string, { from: number; until: number }>();
+const key = (queue: Queue, topic: string) => `${queue.keys.prefix}\n${topic}`;

@@ -69,6 +69,41 @@ export const topics = router()
       return c.json(view(await queue.topicStats(topic)), 200);
     },
   )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{topic}",
+      summary: "Delete a topic: 409 unless it is empty (purge=true drops its scheduled jobs and dead letters too)",
+      request: {
+        params: TopicParam,
+        query: z.object({
+          purge: z
+            .enum(["true", "false"])
+            .default("false")
+            .openapi({ description: "Also drop the topic's scheduled jobs and dead letters. Jobs in flight always make it 409." }),
+        }),
+      },
+      responses: {
+        200: {
+          description: "Deleted",
+          ...json(z.object({ topic: TopicName, deleted: z.literal(true), purged: z.object({ scheduled: z.number().int(), dead: z.number().int() }) })),
+        },
+        ...problemResponses([401, 409, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const purge = c.req.valid("query").purge === "true";
+      const r = await c.get("queue").deleteTopic(topic, { purge });
+      if (r.result === "inflight") {
+        throw new ApiProblem(409, `topic ${topic} has ${r.inflight} job(s) in flight; delete it once they have settled (pause it first to stop new deliveries)`);
+      }
+      if (r.result === "not-empty") {
+        throw new ApiProblem(409, `topic ${topic} holds ${r.scheduled} scheduled job(s) and ${r.dead} dead letter(s); delete with ?purge=true to drop them too`);
+      }
+      return c.json({ topic, deleted: true as const, purged: r.purged }, 200);
+    },
+  )
   .openapi(pauseRoute(true), async (c) => {
     const { topic } = c.req.valid("param");
     await c.get("queue").configureTopic(topic, { paused: true });
@@ -150,10 +185,8 @@ export const topics = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const { max, leaseMs } = c.req.valid("json");
-      const queue = c.get("queue");
-      const { settings } = await queue.topicSettings(topic);
-      if (settings.mode !== "pull") throw new ApiProblem(409, `topic ${topic} is in push mode; set mode: "pull" to claim over HTTP`);
-      const { jobs } = await queue.claim(topic, { max, leaseMs });
+      const { jobs, heldBy } = await c.get("queue").claim(topic, { max, leaseMs, mode: "pull" });
+      if (heldBy === "mode") throw new ApiProblem(409, `topic ${topic} is in push mode; set mode: "pull" to claim over HTTP`);
       return c.json(
         { jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempt, payload: j.record.payload, dueAt: iso(j.dueAt), leaseExpiresAt: iso(j.leaseExpiresAt) })) },
         200,

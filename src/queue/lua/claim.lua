@@ -1,12 +1,19 @@
 --[[
   claim: takes due jobs of one topic under a lease.
 
-  First reaps leases that expired (a worker died or hung): each is a failed
+  The caller says which kind of consumer it is: the tick ("push") or a pull
+  consumer over HTTP ("pull"). A topic of the other mode gives nothing, so a
+  pull topic's jobs only ever leave through pull claims, and a push claim
+  drops such a topic from the topic index.
+
+  Then reaps leases that expired (a worker died or hung): each is a failed
   attempt, scheduled again by its backoff policy or, with no attempts left,
   moved to the dead-letter list. Then refills the topic's token bucket and
   takes up to min(max, tokens, concurrency left) jobs that are due, oldest due
   first (ties in enqueue order), moves them to the lease set with a deadline
-  and bumps their attempt. Paused topics reap but take nothing.
+  and bumps their attempt. Paused topics reap but take nothing. A push claim
+  finally writes the topic's exact score in the topic index (lib/index.lua):
+  when the tick can next make progress on it, or removes it when never.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
@@ -17,43 +24,58 @@
   KEYS[7]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
   KEYS[8]  dead list       dead-letter entries, newest first
   KEYS[9]  done hash       finished-job records of the current retention bucket
+  KEYS[10] topic index     zset topic -> when the tick should next look at it
 
   ARGV[1]  now, epoch ms
   ARGV[2]  max jobs to take
-  ARGV[3]  lease, ms
+  ARGV[3]  lease, ms; "" for the topic's timeoutMs (else ARGV[12]) plus ARGV[13]
   ARGV[4]  seed for the jitter of reaped jobs' backoff
   ARGV[5]  deployment default maxAttempts
   ARGV[6]  deployment default backoff JSON
   ARGV[7]  dead-letter cap
   ARGV[8]  done hash TTL, ms
   ARGV[9]  most expired leases reaped per call
+  ARGV[10] topic name (its member in the topic index)
+  ARGV[11] the caller: "push" (the tick) or "pull" (a pull consumer)
+  ARGV[12] deployment default timeoutMs
+  ARGV[13] lease margin over the timeout, ms
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
+             what held jobs back: 0 nothing (or max), 1 concurrency, 2 rate, 3 paused, 4 the topic's mode,
+             push claims: the score written to the topic index (-1: removed); pull claims: -1,
+             the lease deadline given, ms,
+             the conf hash (flat field/value array) for push claims, else an empty array,
              then per job taken: id, attempt, due ms, record JSON }
 ]]
 -- @include records
 -- @include metrics
+-- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadKey, doneKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadKey, doneKey, indexKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
-local leaseMs = tonumber(ARGV[3])
 local defaultMaxAttempts = tonumber(ARGV[5])
 local defaultBackoff = ARGV[6]
 local deadCap = tonumber(ARGV[7])
 local doneTtl = ARGV[8]
 local reapLimit = tonumber(ARGV[9])
+local topic, caller = ARGV[10], ARGV[11]
 math.randomseed(tonumber(ARGV[4]))
 
-local function hashToTable(flat)
-  local t = {}
-  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
-  return t
-end
+local confFlat = rcall("HGETALL", confKey)
+local conf = {}
+for i = 1, #confFlat, 2 do conf[confFlat[i]] = confFlat[i + 1] end
+local push = caller == "push"
+local leaseMs = tonumber(ARGV[3]) or ((tonumber(conf.timeoutMs) or tonumber(ARGV[12])) + tonumber(ARGV[13]))
+local deadline = now + leaseMs
 
-local conf = hashToTable(rcall("HGETALL", confKey))
+-- 0. A topic of the other mode gives nothing; the tick forgets a pull topic.
+if (conf.mode or "push") ~= caller then
+  if push then rcall("ZREM", indexKey, topic) end
+  return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 4, -1, deadline, {} }
+end
 
 -- Same formulas as src/queue/policy/backoff.ts (a test holds them equal).
 local function backoffDelay(policy, attempt)
@@ -71,7 +93,8 @@ end
 
 -- 1. Reap expired leases.
 local retried, died = 0, 0
-local expired = rcall("ZRANGEBYSCORE", leaseKey, "-inf", "(" .. ARGV[1], "LIMIT", 0, reapLimit)
+-- A lease is over at its deadline (the score the topic index gives it).
+local expired = rcall("ZRANGEBYSCORE", leaseKey, "-inf", ARGV[1], "LIMIT", 0, reapLimit)
 if #expired > 0 then
   local records = rcall("HMGET", jobsKey, unpack(expired))
   local metas = rcall("HMGET", metaKey, unpack(expired))
@@ -113,12 +136,14 @@ if #expired > 0 then
   if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
 end
 
--- 2. How many may be taken.
+-- 2. How many may be taken, and what holds the rest back.
 local paused = conf.paused == "true"
-local take = paused and 0 or max
+local take, heldBy = max, 0
+if paused then take, heldBy = 0, 3 end
 local concurrency = tonumber(conf.concurrency)
 if take > 0 and concurrency and concurrency > 0 then
-  take = math.min(take, concurrency - rcall("ZCARD", leaseKey))
+  local free = concurrency - rcall("ZCARD", leaseKey)
+  if free < take then take, heldBy = math.max(0, free), 1 end
 end
 local rate = tonumber(conf.ratePerSec)
 local tokens
@@ -131,11 +156,11 @@ if take > 0 and rate and rate > 0 then
   else
     tokens = math.min(burst, tokens + math.max(0, now - tonumber(b[2])) * rate / 1000)
   end
-  take = math.min(take, math.floor(tokens))
+  if math.floor(tokens) < take then take, heldBy = math.floor(tokens), 2 end
 end
 
 -- 3. Take due jobs.
-local out = { -1, retried, died, paused and 1 or 0, 0 }
+local out = { -1, retried, died, paused and 1 or 0, 0, 0, -1, deadline, push and confFlat or {} }
 if take > 0 then
   local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", now, "WITHSCORES", "LIMIT", 0, take)
   if #due > 0 then
@@ -148,7 +173,6 @@ if take > 0 then
     local records = rcall("HMGET", jobsKey, unpack(ids))
     local metas = rcall("HMGET", metaKey, unpack(ids))
     local leaseArgs, metaArgs = {}, {}
-    local deadline = now + leaseMs
     for i, id in ipairs(ids) do
       -- A due id without a record cannot be delivered; it is dropped, not leased.
       if records[i] then
@@ -177,8 +201,37 @@ if take > 0 then
   end
 end
 -- Tell a caller held back by the rate when to come back, so it sleeps instead of spinning.
-if tokens and tokens < 1 then out[5] = math.ceil((1 - tokens) * 1000 / rate) end
+local tokenInMs = 0
+if tokens and tokens < 1 then tokenInMs = math.ceil((1 - tokens) * 1000 / rate) end
+out[5] = tokenInMs
 
-local nextDue = rcall("ZRANGE", dueKey, 0, 0, "WITHSCORES")
-if nextDue[2] then out[1] = nextDue[2] end
+local nextDue = earliestScore(dueKey)
+if nextDue then out[1] = nextDue end
+local ready = nextDue ~= nil and nextDue <= now
+if ready then out[6] = heldBy end
+
+-- 4. The tick's next look at this topic (push claims only).
+if push then
+  local look = earliestScore(leaseKey)
+  local function sooner(t)
+    if look == nil or t < look then look = t end
+  end
+  if nextDue and not paused then
+    if not ready then
+      sooner(nextDue)
+    elseif heldBy == 2 then
+      sooner(now + tokenInMs)
+    elseif heldBy ~= 1 then
+      -- More is ready than this claim took: look again at once.
+      sooner(now)
+    end
+    -- Held back by concurrency: the settle that frees a slot lowers the score.
+  end
+  if look then
+    rcall("ZADD", indexKey, look, topic)
+    out[7] = look
+  else
+    rcall("ZREM", indexKey, topic)
+  end
+end
 return out

@@ -1,23 +1,37 @@
 --[[
   configure-topic: sets and clears a topic's settings and registers the topic.
+  A topic that is push and not paused afterwards gets its score in the topic
+  index lowered to its earliest due job or lease deadline, so a resume, a
+  switch to push or a new rate takes effect at the tick's next look (a paused
+  or pull topic is dropped from the index by the tick's next claim of it).
+  Pull and paused topics are kept in the parked set, which the tick samples
+  for the per-minute backlog series.
 
   KEYS[1]  conf hash       topic settings
-  KEYS[2]  topics set      active-topic registry
+  KEYS[2]  topics set      topic registry
   KEYS[3]  bucket hash     token bucket (reset when the rate or burst changes)
+  KEYS[4]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
+  KEYS[5]  parked set      topics that are pull or paused
+  KEYS[6]  due zset        id -> due ms
+  KEYS[7]  lease zset      id -> lease deadline ms
 
   ARGV[1]  topic name
-  ARGV[2]  n, the number of fields to set
-  ARGV[3 … 2+2n]  field, value pairs to set
-  ARGV[3+2n …]    fields to clear
+  ARGV[2]  most topics the registry may hold
+  ARGV[3]  n, the number of fields to set
+  ARGV[4 … 3+2n]  field, value pairs to set
+  ARGV[4+2n …]    fields to clear
 
-  Returns  1
+  Returns  1, or -1 when registering the topic would pass the cap (nothing changed)
 ]]
+-- @include index
 local rcall = redis.call
-local confKey, topicsKey, bucketKey = KEYS[1], KEYS[2], KEYS[3]
-local n = tonumber(ARGV[2])
+local confKey, topicsKey, bucketKey, indexKey, parkedKey, dueKey, leaseKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local topic = ARGV[1]
+if rcall("SISMEMBER", topicsKey, topic) == 0 and rcall("SCARD", topicsKey) >= tonumber(ARGV[2]) then return -1 end
+local n = tonumber(ARGV[3])
 local set, clear, resetBucket = {}, {}, false
-for i = 3, 2 + 2 * n do set[#set + 1] = ARGV[i] end
-for i = 3 + 2 * n, #ARGV do clear[#clear + 1] = ARGV[i] end
+for i = 4, 3 + 2 * n do set[#set + 1] = ARGV[i] end
+for i = 4 + 2 * n, #ARGV do clear[#clear + 1] = ARGV[i] end
 for i = 1, #set, 2 do
   if set[i] == "ratePerSec" or set[i] == "burst" then resetBucket = true end
 end
@@ -27,5 +41,16 @@ end
 if #set > 0 then rcall("HSET", confKey, unpack(set)) end
 if #clear > 0 then rcall("HDEL", confKey, unpack(clear)) end
 if resetBucket then rcall("DEL", bucketKey) end
-rcall("SADD", topicsKey, ARGV[1])
+rcall("SADD", topicsKey, topic)
+
+local state = rcall("HMGET", confKey, "mode", "paused")
+if state[1] == "pull" or state[2] == "true" then
+  rcall("SADD", parkedKey, topic)
+else
+  rcall("SREM", parkedKey, topic)
+  local due, lease = earliestScore(dueKey), earliestScore(leaseKey)
+  local first = due
+  if lease and (first == nil or lease < first) then first = lease end
+  if first then lowerIndex(indexKey, topic, first) end
+end
 return 1

@@ -1,36 +1,57 @@
 --[[
   enqueue: stores jobs and schedules them, one or a batch in one atomic call.
   A job with an idempotency key that was seen within the window is not stored
-  again; its existing id is returned instead.
+  again; its existing id is returned instead. Each topic's earliest new due
+  time lowers its score in the topic index (lib/index.lua). Topics flagged
+  "r" are registered; when that would take the registry past its cap,
+  nothing is written.
 
   KEYS[1]        jobs hash: job id -> job record JSON
-  KEYS[2]        topics set: active-topic registry
-  KEYS[1+2i]     due zset of job i's topic              (i = 1..n)
-  KEYS[2+2i]     idempotency key of job i, or the due key again when the job has none
+  KEYS[2]        topics set: topic registry
+  KEYS[3]        topic index: zset topic -> when the tick should next look at it
+  KEYS[2+2i]     due zset of job i's topic              (i = 1..n)
+  KEYS[3+2i]     idempotency key of job i, or the due key again when the job has none
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
-  then for job i, five values from ARGV[3 + 5(i-1)]:
+  ARGV[3]        most topics the registry may hold
+  then for job i, five values from ARGV[4 + 5(i-1)]:
                  id, due time (epoch ms), record JSON, topic,
                  flags: "i" has an idempotency key, "r" register the topic
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
-                 it is scheduled, else -1 (in flight or finished)
+                 it is scheduled, else -1 (in flight or finished);
+                 or { -1, topics registered, the cap } when new topics would pass the cap
 ]]
+-- @include index
 local rcall = redis.call
-local jobsKey, topicsKey = KEYS[1], KEYS[2]
-local n, window = tonumber(ARGV[1]), ARGV[2]
+local jobsKey, topicsKey, indexKey = KEYS[1], KEYS[2], KEYS[3]
+local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+
+-- The cap is checked before anything is written: a batch is all or nothing.
+local register, newTopics = {}, 0
+for i = 1, n do
+  local a = 4 + 5 * (i - 1)
+  local topic = ARGV[a + 3]
+  if string.find(ARGV[a + 4], "r", 1, true) and not register[topic] then
+    register[topic] = true
+    if rcall("SISMEMBER", topicsKey, topic) == 0 then newTopics = newTopics + 1 end
+  end
+end
+if newTopics > 0 then
+  local count = rcall("SCARD", topicsKey)
+  if count + newTopics > maxTopics then return { -1, count, maxTopics } end
+end
 
 local out = {}
 local records = {}
-local dueByKey, dueKeys = {}, {}
-local register = {}
+local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 
 for i = 1, n do
-  local a = 3 + 5 * (i - 1)
+  local a = 4 + 5 * (i - 1)
   local id, due, record, topic, flags = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local dueKey, idemKey = KEYS[1 + 2 * i], KEYS[2 + 2 * i]
+  local dueKey, idemKey = KEYS[2 + 2 * i], KEYS[3 + 2 * i]
   local existing = false
   if string.find(flags, "i", 1, true) then
     -- SET NX is the check and the claim in one command; only a repeat pays a GET.
@@ -51,10 +72,12 @@ for i = 1, n do
       scores = {}
       dueByKey[dueKey] = scores
       dueKeys[#dueKeys + 1] = dueKey
+      topicOf[dueKey] = topic
     end
     scores[#scores + 1] = due
     scores[#scores + 1] = id
-    if string.find(flags, "r", 1, true) then register[topic] = true end
+    local d = tonumber(due)
+    if earliest[dueKey] == nil or d < earliest[dueKey] then earliest[dueKey] = d end
     out[#out + 1] = id
     out[#out + 1] = 0
     out[#out + 1] = due
@@ -65,9 +88,10 @@ if #records > 0 then
   rcall("HSET", jobsKey, unpack(records))
   for _, dueKey in ipairs(dueKeys) do
     rcall("ZADD", dueKey, unpack(dueByKey[dueKey]))
+    lowerIndex(indexKey, topicOf[dueKey], earliest[dueKey])
   end
-  local topics = {}
-  for topic in pairs(register) do topics[#topics + 1] = topic end
-  if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
 end
+local topics = {}
+for topic in pairs(register) do topics[#topics + 1] = topic end
+if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
 return out

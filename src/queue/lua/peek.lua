@@ -1,70 +1,93 @@
 --[[
-  peek: what the tick needs to decide whether a round has work, for the
-  price of one command per topic: the topic registry, each known topic's
-  earliest due time and, when asked, its earliest lease deadline. Renews the
-  tick lock in the same call when asked, so renewing costs no request of its
-  own, and sets or clears the tick's sleep mark, records the tick's status
-  and samples each topic's backlog for the per-minute series the same way.
+  peek: the tick's poll. One command finds every topic with work due now
+  across all topics, however many topics exist: the head of the topic index
+  (lib/index.lua). Renews the tick lock in the same call when asked, so
+  renewing costs no request of its own, sets or clears the tick's sleep
+  mark, records the tick's status, lists what to sample and samples the given
+  topics' backlogs for the per-minute series the same way.
 
-  KEYS[1]        topics set: active-topic registry
-  KEYS[2]        tick lock   STRING owner token, expires
-  KEYS[3]        sleep mark  STRING present while the tick sleeps past TICK_POLL_MS; expires
-  KEYS[4]        tick status STRING JSON the loop reports about itself (dashboard, /metrics)
-  KEYS[4+3i-2]   due zset of topic i     (i = 1..n: the known push topics, then topics only sampled)
-  KEYS[4+3i-1]   lease zset of topic i
-  KEYS[4+3i]     metrics hash of topic i
+  KEYS[1]        topic index  zset topic -> when the tick should next look at it
+  KEYS[2]        tick lock    STRING owner token, expires
+  KEYS[3]        sleep mark   STRING present while the tick sleeps past TICK_POLL_MS; expires
+  KEYS[4]        tick status  STRING JSON the loop reports about itself (dashboard, /metrics)
+  KEYS[5]        parked set   topics that are pull or paused
+  KEYS[5+3i-2]   due zset of sampled topic i     (i = 1..m)
+  KEYS[5+3i-1]   lease zset of sampled topic i
+  KEYS[5+3i]     metrics hash of sampled topic i
 
-  ARGV[1]        "1" to read lease deadlines too, "0" not to
-  ARGV[2]        owner token to renew the lock for, or "" not to renew
-  ARGV[3]        lock time to live, ms (with a token)
-  ARGV[4]        sleep mark: "" leave it, "-" clear it, or a time to live in ms to set it for
-  ARGV[5]        tick status JSON to record, or "" not to
-  ARGV[6]        minute (floor(epoch ms / 60,000)) to sample backlogs for, or "" not to;
-                 each topic's metrics hash gets "g<minute mod 1440>" =
+  ARGV[1]        owner token to renew the lock for, or "" not to renew
+  ARGV[2]        lock time to live, ms (with a token)
+  ARGV[3]        sleep mark: "" leave it, "-" clear it, or a time to live in ms to set it for
+  ARGV[4]        tick status JSON to record, or "" not to
+  ARGV[5]        minute (floor(epoch ms / 60,000)) to sample the given topics for, or "" not to;
+                 each sampled topic's metrics hash gets "g<minute mod 1440>" =
                  [minute, scheduled, ready, in flight]
-  ARGV[7]        now, epoch ms (with a minute)
-  ARGV[8]        how many of the topics are peeked (the rest are only sampled)
+  ARGV[6]        now, epoch ms
+  ARGV[7]        k, most due topics to return
+  ARGV[8]        "1" to list what to sample next (the index's first ARGV[9] topics and the parked set), "0" not to
+  ARGV[9]        with ARGV[8] "1": how many of the index's topics to list
 
   Returns        { lock (1 renewed or not asked, 0 lost: not ours any more),
-                   registry members (array),
-                   then per peeked topic: earliest due ms or -1, earliest lease deadline ms or -1 (-1 when not read) }
+                   more (1: k topics were due and more may be),
+                   the earliest score later than now (-1: none known),
+                   due topics: array of topic, score, … (earliest first),
+                   topics to sample: array (empty unless asked) }
 ]]
 local rcall = redis.call
-local withLeases = ARGV[1] == "1"
 local lock = 1
-if ARGV[2] ~= "" then
-  if rcall("GET", KEYS[2]) == ARGV[2] then
-    rcall("PEXPIRE", KEYS[2], ARGV[3])
+if ARGV[1] ~= "" then
+  if rcall("GET", KEYS[2]) == ARGV[1] then
+    rcall("PEXPIRE", KEYS[2], ARGV[2])
   else
     lock = 0
   end
 end
 -- A loop that lost the lock changes nothing shared.
 if lock == 1 then
-  if ARGV[4] == "-" then
+  if ARGV[3] == "-" then
     rcall("DEL", KEYS[3])
-  elseif ARGV[4] ~= "" then
-    rcall("SET", KEYS[3], "1", "PX", ARGV[4])
+  elseif ARGV[3] ~= "" then
+    rcall("SET", KEYS[3], "1", "PX", ARGV[3])
   end
-  if ARGV[5] ~= "" then rcall("SET", KEYS[4], ARGV[5]) end
+  if ARGV[4] ~= "" then rcall("SET", KEYS[4], ARGV[4]) end
 end
-local minute = lock == 1 and ARGV[6] ~= "" and tonumber(ARGV[6])
-local peeked = 4 + 3 * tonumber(ARGV[8])
-local out = { lock, rcall("SMEMBERS", KEYS[1]) }
-for i = 5, #KEYS, 3 do
-  if i < peeked then
-    local due = rcall("ZRANGE", KEYS[i], 0, 0, "WITHSCORES")
-    out[#out + 1] = due[2] or -1
-    if withLeases then
-      local lease = rcall("ZRANGE", KEYS[i + 1], 0, 0, "WITHSCORES")
-      out[#out + 1] = lease[2] or -1
+
+local now, k = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- k + 1 entries: the one after the due ones says when to look next.
+local head = rcall("ZRANGE", KEYS[1], 0, k, "WITHSCORES")
+local due, nextAt, more = {}, -1, 0
+for i = 1, #head, 2 do
+  local score = tonumber(head[i + 1])
+  if score <= now then
+    if #due < 2 * k then
+      due[#due + 1] = head[i]
+      due[#due + 1] = head[i + 1]
     else
-      out[#out + 1] = -1
+      more = 1
     end
+  else
+    nextAt = head[i + 1]
+    break
   end
-  if minute then
-    local sample = { minute, rcall("ZCARD", KEYS[i]), rcall("ZCOUNT", KEYS[i], "-inf", ARGV[7]), rcall("ZCARD", KEYS[i + 1]) }
+end
+
+local minute = lock == 1 and ARGV[5] ~= "" and tonumber(ARGV[5])
+if minute then
+  for i = 6, #KEYS, 3 do
+    local sample = { minute, rcall("ZCARD", KEYS[i]), rcall("ZCOUNT", KEYS[i], "-inf", ARGV[6]), rcall("ZCARD", KEYS[i + 1]) }
     rcall("HSET", KEYS[i + 2], "g" .. (minute % 1440), cjson.encode(sample))
   end
 end
-return out
+
+local toSample = {}
+if ARGV[8] == "1" then
+  local seen = {}
+  for _, t in ipairs(rcall("ZRANGE", KEYS[1], 0, tonumber(ARGV[9]) - 1)) do
+    seen[t] = true
+    toSample[#toSample + 1] = t
+  end
+  for _, t in ipairs(rcall("SMEMBERS", KEYS[5])) do
+    if not seen[t] then toSample[#toSample + 1] = t end
+  end
+end
+return { lock, more, nextAt, due, toSample }

@@ -11,28 +11,35 @@
   KEYS[5]  metrics hash    "total", per-minute ring (lib/metrics.lua)
   KEYS[6]  dead list       dead-letter entries, newest first
   KEYS[7]  done hash       finished-job records of the current retention bucket
+  KEYS[8]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  dead-letter cap
   ARGV[3]  done hash TTL, ms
   ARGV[4]  the chunk's observations as a metrics vector (JSON array), or "" for none
   ARGV[5]  n, the number of outcomes
-  then for outcome i, five values from ARGV[6 + 5(i-1)]:
+  ARGV[6]  topic name (its member in the topic index)
+  ARGV[7]  what the topic index learns: "" nothing (pull consumers; pull topics are not indexed),
+           "r" each retry's time, "c" the topic's earliest due job, retries included
+           (a topic with a concurrency limit: the slots this settle frees let ready jobs start)
+  then for outcome i, five values from ARGV[8 + 5(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text
 
   Returns  per outcome: 1 applied, 0 stale
 ]]
 -- @include records
 -- @include metrics
+-- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadKey, doneKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadKey, doneKey, indexKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local nowText = ARGV[1]
 local deadCap = tonumber(ARGV[2])
 local doneTtl = ARGV[3]
 local observed = ARGV[4]
 local n = tonumber(ARGV[5])
-local FIRST = 6
+local topic, indexMode = ARGV[6], ARGV[7]
+local FIRST = 8
 
 local ids = {}
 for i = 1, n do ids[i] = ARGV[FIRST + 5 * (i - 1)] end
@@ -73,6 +80,7 @@ end
 
 local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, finished = {}, {}, {}, {}, {}, {}
 local acked, retried, died = 0, 0, 0
+local firstRetry
 for _, i in ipairs(live) do
   local a = FIRST + 5 * (i - 1)
   local id, kind, at, err = ids[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
@@ -84,6 +92,7 @@ for _, i in ipairs(live) do
     metaArgs[#metaArgs + 1] = id
     metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err })
     retried = retried + 1
+    if firstRetry == nil or tonumber(at) < firstRetry then firstRetry = tonumber(at) end
   else
     local record = records[i]
     local e = (err ~= "" and cjson.encode(err)) or (liveMeta[i].e and cjson.encode(liveMeta[i].e)) or "null"
@@ -104,6 +113,12 @@ rcall("ZREM", leaseKey, unpack(leaseIds))
 if retried > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
 if died > 0 then pushDead(deadKey, deadEntries, deadCap) end
+if indexMode == "c" then
+  local first = earliestScore(dueKey)
+  if first then lowerIndex(indexKey, topic, first) end
+elseif indexMode == "r" and firstRetry then
+  lowerIndex(indexKey, topic, firstRetry)
+end
 local delta = observed ~= "" and cjson.decode(observed) or {}
 addMetrics(metricsKey, math.floor(tonumber(nowText) / 60000), withOutcomes(delta, acked, retried, died))
 return out

@@ -190,7 +190,7 @@ describe("the loop", () => {
       await d.queue.settle(t, claim.jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
       clock.t += 10;
       const n = claim.jobs.length;
-      return { claimed: n, outcomes: { ack: n, retry: 0, dead: 0, stale: 0 }, subrequests: 2, more: n === max, nextDueAt: claim.nextDueAt };
+      return { claimed: n, outcomes: { ack: n, retry: 0, dead: 0, stale: 0 }, subrequests: 2, more: n === max, nextDueAt: claim.nextDueAt, nextLookAt: n === max ? clock.now() : claim.nextLookAt };
     };
     const report = await d.tick({ scheduledTime: T0, clock, windowMs: 3_000, fanOut });
     expect(report.fannedOut).toBeGreaterThan(0);

@@ -1,0 +1,49 @@
+--[[
+  delete-topic: removes a topic with everything it holds — its settings,
+  token bucket, metrics, dead letters, its place in the registry, the topic
+  index and the parked set — but only when it is empty: nothing in flight,
+  and (unless purging) nothing scheduled and no dead letters. Purging drops
+  scheduled jobs at most ARGV[3] per call, so no call holds Redis for long;
+  the caller repeats the call until it answers 1.
+
+  KEYS[1]  due zset        id -> due ms
+  KEYS[2]  lease zset      id -> lease deadline ms
+  KEYS[3]  dead list       dead-letter entries
+  KEYS[4]  conf hash       topic settings
+  KEYS[5]  bucket hash     token bucket
+  KEYS[6]  metrics hash    counters, metrics vectors, per-minute series
+  KEYS[7]  jobs hash       id -> record JSON
+  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[9]  topics set      topic registry
+  KEYS[10] topic index     zset topic -> when the tick should next look at it
+  KEYS[11] parked set      topics that are pull or paused
+
+  ARGV[1]  topic name
+  ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
+  ARGV[3]  most scheduled jobs dropped per call
+
+  Returns  { code, scheduled jobs dropped by this call, dead letters dropped by this call,
+             scheduled jobs, in flight, dead letters (as found) }
+           code: 1 deleted, 0 purging goes on (call again), -1 jobs in flight, -2 not empty
+]]
+local rcall = redis.call
+local dueKey, leaseKey, deadKey = KEYS[1], KEYS[2], KEYS[3]
+local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
+local scheduled, inflight, dead = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey), rcall("LLEN", deadKey)
+if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead } end
+if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead } end
+
+local dropped = 0
+if scheduled > 0 then
+  local ids = rcall("ZRANGE", dueKey, 0, batch - 1)
+  rcall("ZREM", dueKey, unpack(ids))
+  rcall("HDEL", KEYS[7], unpack(ids))
+  rcall("HDEL", KEYS[8], unpack(ids))
+  dropped = #ids
+  if dropped < scheduled then return { 0, dropped, 0, scheduled, inflight, dead } end
+end
+rcall("DEL", dueKey, leaseKey, deadKey, KEYS[4], KEYS[5], KEYS[6])
+rcall("SREM", KEYS[9], ARGV[1])
+rcall("ZREM", KEYS[10], ARGV[1])
+rcall("SREM", KEYS[11], ARGV[1])
+return { 1, dropped, dead, scheduled, inflight, dead }

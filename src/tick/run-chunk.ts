@@ -1,0 +1,88 @@
+import type { Settings, TickChunkReport } from "../env.js";
+import type { Outcome, Queue } from "../queue/queue.js";
+import { Semaphore, SubrequestBudget } from "./budget.js";
+import { dispatchChunk } from "./dispatch.js";
+import type { Clock } from "./clock.js";
+import { realClock } from "./clock.js";
+import { jsonLog, settleChunk, type Log } from "./settle.js";
+
+/** What one chunk did, and when its topic wants the tick again. */
+export type ChunkReport = TickChunkReport;
+
+/** Options of {@link runChunk}. */
+export interface ChunkOptions {
+  queue: Queue;
+  settings: Settings;
+  topic: string;
+  /** Most jobs to claim; also bounded by TICK_CHUNK and by what `budget` has left. */
+  max: number;
+  /** Default the real clock. */
+  clock?: Clock;
+  /** Counts every Redis call and delivery. Default a budget of TICK_SUBREQUEST_BUDGET of its own. */
+  budget?: SubrequestBudget;
+  /** Outbound fetch for the http handler, counted against `budget`. Default the global fetch. */
+  fetch?: typeof fetch;
+  /** Limits handlers running at once across the chunks of one invocation. Default TICK_CONCURRENCY of its own. */
+  overall?: Semaphore;
+  /** Default JSON lines on the console. */
+  log?: Log;
+}
+
+/**
+ * One chunk of one push topic: claim (which refuses a pull or paused topic
+ * and applies its rate limit and concurrency), dispatch, settle. The tick runs
+ * chunks in its own invocation or fans them out to invocations of their own
+ * (TickChunk.run); a producer's drain runs them back to back. Every one of them
+ * comes back with `nextLookAt`: when the topic can next make progress, counting
+ * the retries this chunk scheduled and the slots it freed.
+ */
+export async function runChunk(o: ChunkOptions): Promise<ChunkReport> {
+  const s = o.settings;
+  const clock = o.clock ?? realClock;
+  const budget = o.budget ?? new SubrequestBudget(s.tickSubrequestBudget);
+  const spentBefore = budget.spent;
+  const report: ChunkReport = { claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false, nextDueAt: null, nextLookAt: null };
+  // A claim and a settle; the rest is for deliveries.
+  const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - 2));
+  if (take === 0) {
+    report.nextLookAt = clock.now();
+    return report;
+  }
+  budget.spend();
+  const claim = await o.queue.claim(o.topic, { max: take, now: clock.now() });
+  report.claimed = claim.jobs.length;
+  report.more = claim.jobs.length === take;
+  report.nextDueAt = claim.nextDueAt;
+  report.heldBy = claim.heldBy;
+  let look = claim.nextLookAt ?? Infinity;
+  if (claim.jobs.length > 0 && claim.topic) {
+    const { settings: topicSettings, secrets } = claim.topic;
+    const outcomes: Outcome[] = await dispatchChunk(claim.jobs, {
+      settings: topicSettings,
+      secrets,
+      allowPrivateTargets: s.allowPrivateTargets,
+      fetch: o.fetch ?? budget.countingFetch(fetch),
+      overall: o.overall ?? new Semaphore(s.tickConcurrency),
+      now: () => clock.now(),
+      ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
+    });
+    budget.spend();
+    const capped = topicSettings.concurrency !== undefined;
+    const now = clock.now();
+    const results = await settleChunk(o.queue, o.topic, outcomes, { now, log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
+    results.forEach((r, i) => {
+      const outcome = outcomes[i]!;
+      if (!r.applied) report.outcomes.stale++;
+      else {
+        report.outcomes[outcome.kind]++;
+        if (outcome.kind === "retry") look = Math.min(look, outcome.at);
+      }
+    });
+    // The slots this chunk freed let jobs held back by concurrency start now.
+    if (claim.heldBy === "concurrency") look = Math.min(look, now);
+  }
+  if (report.more) look = Math.min(look, clock.now());
+  report.nextLookAt = Number.isFinite(look) ? look : null;
+  report.subrequests = budget.spent - spentBefore;
+  return report;
+}
