@@ -28,21 +28,11 @@ it("a backlog beyond one invocation's budget is carried by fanned-out invocation
   await d.queue.configureTopic(topic, { paused: true });
 });
 
-/**
- * A sleeping tick (nothing due within TICK_IDLE_PEEK_MS) looks only that
- * often; a job enqueued meanwhile for "in a moment" is started by the
- * producer's own invocation at its due time.
- */
-it("while the tick sleeps, the producer starts a job due soon, on time", { timeout: 60_000 }, async () => {
-  const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
-  const worker = (await import("../../../src/index.js")).default;
+/** A tick on the deployment's prefix, asleep: three idle rounds, the mark, then a second for producers to notice. */
+async function sleepingTick(windowMs: number) {
   const overrides = { DELAYLINE_PREFIX: "dl:{main}", TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "20000" };
   const d = tickDeployment(overrides);
-  const topic = uniqueTopic("wake");
-  await d.queue.configureTopic(topic, { url: `${inject("receiverUrl")}/${topic}/ok` });
-  const start = Date.now();
-  const ticking = d.tick({ scheduledTime: start, windowMs: 6_000 });
-  // Three idle rounds, then the mark, then a second for producers to notice.
+  const ticking = d.tick({ scheduledTime: Date.now(), windowMs });
   let asleep = false;
   for (let i = 0; i < 100 && !asleep; i++) {
     await new Promise((r) => setTimeout(r, 50));
@@ -50,25 +40,81 @@ it("while the tick sleeps, the producer starts a job due soon, on time", { timeo
   }
   expect(asleep).toBe(true);
   await new Promise((r) => setTimeout(r, 1_500));
+  return { d, ticking };
+}
 
+/** POST /v1/jobs through the Worker's own fetch, then waits for what the request left running (its drains). */
+async function enqueueThroughWorker(env: object, body: unknown): Promise<{ id: string; dueAt: string }> {
+  const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
+  const worker = (await import("../../../src/index.js")).default;
   const ctx = createExecutionContext();
   const res = await worker.fetch(
     new Request("http://delayline.test/v1/jobs", {
       method: "POST",
       headers: { authorization: "Bearer test-api-token-0123456789", "content-type": "application/json" },
-      body: JSON.stringify({ topic, payload: { soon: true }, delay: 700 }),
+      body: JSON.stringify(body),
     }),
-    { ...d.env },
+    { ...env },
     ctx,
   );
   expect(res.status).toBe(201);
-  const { id, dueAt } = (await res.json()) as { id: string; dueAt: string };
+  const job = (await res.json()) as { id: string; dueAt: string };
   await waitOnExecutionContext(ctx);
-  const delivered = (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as Array<{ at: number; headers: Record<string, string> }>;
+  return job;
+}
+
+async function deliveriesTo(topic: string) {
+  return (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as Array<{ at: number; headers: Record<string, string> }>;
+}
+
+/**
+ * A sleeping tick (nothing due within TICK_IDLE_PEEK_MS) looks only that
+ * often; a job enqueued meanwhile for "in a moment" is started by the
+ * producer's own invocation at its due time.
+ */
+it("while the tick sleeps, the producer starts a job due soon, on time", { timeout: 60_000 }, async () => {
+  const { d, ticking } = await sleepingTick(6_000);
+  const topic = uniqueTopic("wake");
+  await d.queue.configureTopic(topic, { url: `${inject("receiverUrl")}/${topic}/ok` });
+  const { id, dueAt } = await enqueueThroughWorker(d.env, { topic, payload: { soon: true }, delay: 700 });
+  const delivered = await deliveriesTo(topic);
   expect(delivered.map((x) => x.headers["delayline-job-id"])).toEqual([id]);
   expect(delivered[0]!.at).toBeGreaterThanOrEqual(Date.parse(dueAt));
   const report = await ticking;
   // The sleeping tick delivered nothing itself: the producer's invocation did.
   expect(report.claimed).toBe(0);
   expect(report.idleSleeps).toBeGreaterThan(0);
+});
+
+it("while the tick sleeps, a pull topic's job due soon is left for its consumers", { timeout: 60_000 }, async () => {
+  const { d, ticking } = await sleepingTick(6_000);
+  const topic = uniqueTopic("wake-pull");
+  await d.queue.configureTopic(topic, { mode: "pull" });
+  const { id } = await enqueueThroughWorker(d.env, { topic, payload: { pull: true }, delay: 300, target: { url: `${inject("receiverUrl")}/${topic}/ok` } });
+  // The producer's drain ran and finished (waitOnExecutionContext): it must have left the job alone.
+  expect((await d.queue.get(id))!.state).toBe("scheduled");
+  expect(await deliveriesTo(topic)).toEqual([]);
+  const pulled = await d.queue.claim(topic, { max: 10, leaseMs: 60_000, mode: "pull" });
+  expect(pulled.jobs.map((j) => j.id)).toEqual([id]);
+  await ticking;
+});
+
+it("while the tick sleeps, a retry the producer's drain scheduled runs at its retry time, not at the tick's next look", { timeout: 60_000 }, async () => {
+  const { d, ticking } = await sleepingTick(8_000);
+  const topic = uniqueTopic("wake-retry");
+  const { id } = await enqueueThroughWorker(d.env, {
+    topic,
+    payload: { retry: true },
+    delay: 300,
+    maxAttempts: 2,
+    backoff: { type: "fixed", delay: "2s" },
+    target: { url: `${inject("receiverUrl")}/${topic}/status/503` },
+  });
+  // Both attempts ran inside the producer's invocation, the second no earlier than its backoff.
+  const delivered = await deliveriesTo(topic);
+  expect(delivered.map((x) => x.headers["delayline-attempt"])).toEqual(["1", "2"]);
+  expect(delivered[1]!.at - delivered[0]!.at).toBeGreaterThanOrEqual(2_000);
+  expect(await d.queue.get(id)).toMatchObject({ state: "dead", attempts: 2 });
+  const report = await ticking;
+  expect(report.claimed).toBe(0);
 });

@@ -1,0 +1,144 @@
+/**
+ * The tick's cost follows the topics that have due work (the topic index),
+ * not the topics that exist; and the paths that used to under-deliver or
+ * stall: a topic limited by rate and concurrency, a steady load past one
+ * invocation's budget, a drain's own retries, a drain of a pull topic.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { defineHandler, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
+import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
+import { runDrain } from "../../../src/tick/drain.js";
+import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+
+const T0 = 1_900_000_020_000; // 20 s past a minute boundary
+const registered: string[] = [];
+afterEach(() => registered.splice(0).forEach(removeHandler));
+
+function recorder(topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}) {
+  const seen: Array<{ id: string; attempt: number; at: number; dueAt: number; payload: unknown }> = [];
+  defineHandler(topic, async (job) => {
+    seen.push({ id: job.id, attempt: job.attempt, at: clock.now(), dueAt: job.dueAt, payload: job.payload });
+    await behave(job);
+  });
+  registered.push(topic);
+  return seen;
+}
+
+describe("the topic index", () => {
+  for (const profile of [
+    { name: "the free-plan profile", env: { TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10" } },
+    { name: "the old paid default of 900", env: { TICK_SUBREQUEST_BUDGET: "900" } },
+  ]) {
+    it(`1,000 other topics with work far ahead cost a round nothing (${profile.name})`, async () => {
+      const clock = new VirtualClock(T0);
+      const d = tickDeployment({ TICK_POLL_MS: "1000", ...profile.env }, clock);
+      const far = uniqueTopic("far");
+      await d.queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: `${far}-${i}`, payload: i, runAt: T0 + 3_600_000 })));
+      const topic = uniqueTopic("near");
+      const seen = recorder(topic, clock);
+      await d.queue.enqueue({ topic, payload: "me", runAt: T0 + 2_000 });
+      const report = await d.tick({ scheduledTime: T0, windowMs: 10_000 });
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.at).toBeGreaterThanOrEqual(seen[0]!.dueAt);
+      expect(seen[0]!.at - seen[0]!.dueAt).toBeLessThanOrEqual(100);
+      // The lock, about ten polls, one claim and one settle, the release: nothing per topic.
+      expect(report.subrequests).toBeLessThanOrEqual(20);
+    });
+  }
+
+  it("an empty topic costs nothing, a deleted one is gone from every view", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("gone");
+    await d.queue.configureTopic(topic, { maxAttempts: 2 });
+    const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0 + 60_000 });
+    expect(await d.queue.deleteTopic(topic)).toMatchObject({ result: "not-empty", scheduled: 1 });
+    expect(await d.queue.deleteTopic(topic, { purge: true })).toEqual({ result: "deleted", purged: { scheduled: 1, dead: 0 } });
+    expect(await d.queue.get(id)).toBeNull();
+    expect(await d.queue.listTopics()).not.toContain(topic);
+    expect((await d.queue.topicStats(topic)).settings.maxAttempts).toBe(d.settings.defaultMaxAttempts);
+    const report = await d.tick({ scheduledTime: T0, windowMs: 70_000 });
+    expect(report.claimed).toBe(0);
+  });
+});
+
+describe("limits", () => {
+  it("a topic at 2/s, burst 2, concurrency 1 runs at 2 jobs/s, not 1", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("rc");
+    const seen = recorder(topic, clock);
+    await d.queue.configureTopic(topic, { ratePerSec: 2, burst: 2, concurrency: 1 });
+    await d.queue.enqueueBatch(Array.from({ length: 60 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
+    await d.tick({ scheduledTime: T0, windowMs: 10_000 });
+    // min(rate, what concurrency 1 allows with an instant handler) = 2/s: burst 2, then a job per 500 ms.
+    expect(seen.length).toBeGreaterThanOrEqual(20);
+    expect(seen.length).toBeLessThanOrEqual(2 * 10 + 2);
+    seen.forEach((s, i) => expect(i + 1).toBeLessThanOrEqual(((s.at - T0) * 2) / 1000 + 2));
+  });
+});
+
+describe("a steady load", () => {
+  // 1,000 jobs due evenly over 20 s (50/s), as the issue measured it.
+  const dues = Array.from({ length: 1_000 }, (_, i) => T0 + 1_000 + i * 20);
+  const profiles = [
+    { name: "default settings", env: { TICK_POLL_MS: "1000" }, runner: false },
+    { name: "TICK_POLL_MS=100", env: { TICK_POLL_MS: "100" }, runner: false },
+    { name: "the free-plan profile, with fan-out and handover", env: { TICK_POLL_MS: "1000", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10" }, runner: true },
+  ];
+  for (const p of profiles) {
+    it(`is delivered once each, never early, within TICK_POLL_MS + 100 ms (${p.name})`, { timeout: 120_000 }, async () => {
+      const clock = new VirtualClock(T0);
+      const d = tickDeployment(p.env, clock);
+      const topic = uniqueTopic("steady");
+      const seen = recorder(topic, clock);
+      await d.queue.enqueueBatch(dues.map((runAt, i) => ({ topic, payload: i, runAt })));
+      const runner = d.runner(T0);
+      const report = await d.tick({ scheduledTime: T0, windowMs: 75_000, ...(p.runner ? { fanOut: runner.fanOut, handOver: runner.handOver } : {}) });
+      expect(seen).toHaveLength(1_000);
+      expect(new Set(seen.map((s) => s.id)).size).toBe(1_000);
+      const poll = Number(p.env.TICK_POLL_MS);
+      for (const s of seen) {
+        expect(s.at).toBeGreaterThanOrEqual(s.dueAt);
+        expect(s.at - s.dueAt).toBeLessThanOrEqual(poll + 100);
+      }
+      expect(report.subrequests).toBeLessThanOrEqual(d.settings.tickSubrequestBudget);
+      if (p.runner) expect(report.handedOver).toBe(true);
+    });
+  }
+});
+
+describe("a producer's drain", () => {
+  it("runs a retry it scheduled within its horizon at the retry's time", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("drain-retry");
+    const seen = recorder(topic, clock, (job) => {
+      if (job.attempt === 1) throw new RetryableError("first attempt fails");
+    });
+    const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0, backoff: normalizeBackoff({ type: "fixed", delay: "2s" }) });
+    await runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs: 20_000, clock, log: () => {} });
+    expect(seen.map((s) => [s.attempt, s.at - T0])).toEqual([
+      [1, 0],
+      [2, 2_000],
+    ]);
+    expect(await d.queue.get(id)).toMatchObject({ state: "succeeded", attempts: 2 });
+  });
+
+  it("never pushes a pull topic's job: it leaves only through claim", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("drain-pull");
+    const seen = recorder(topic, clock);
+    await d.queue.configureTopic(topic, { mode: "pull" });
+    const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0 });
+    const r = await runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs: 20_000, clock, log: () => {} });
+    expect(r.claimed).toBe(0);
+    expect(seen).toEqual([]);
+    expect((await d.queue.get(id))!.state).toBe("scheduled");
+    const pulled = await d.queue.claim(topic, { max: 10, leaseMs: 60_000, mode: "pull" });
+    expect(pulled.jobs.map((j) => j.id)).toEqual([id]);
+    // And the tick's own claims are refused the same way.
+    expect((await d.queue.claim(topic, { max: 10 })).heldBy).toBe("mode");
+  });
+});
