@@ -105,10 +105,11 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   expect((await queue.topicStats("fail")).counters).toMatchObject({ retried: 1_000, dead: 1_000 });
 });
 
-it("an idle minute of the tick, polling and asleep: requests and Redis commands", { timeout: 120_000 }, async () => {
+it("an idle minute of the tick, polling and asleep, with 1, 100 and 10,000 empty topics: requests and Redis commands", { timeout: 300_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
   for (const mode of ["polling", "asleep"] as const) {
-    for (const topicCount of [1, 5]) {
+    const perMinute: Record<number, { commands: number; requests: number }> = {};
+    for (const topicCount of [1, 100, 10_000]) {
       const clock = new VirtualClock(1_900_000_000_000);
       const d = tickDeployment(
         {
@@ -119,23 +120,40 @@ it("an idle minute of the tick, polling and asleep: requests and Redis commands"
         },
         clock,
       );
-      // Topics with jobs due far beyond the minute: known, but nothing to do.
-      for (let t = 0; t < topicCount; t++) await d.queue.enqueue({ topic: `idle${t}`, payload: 1, runAt: clock.now() + 3_600_000 });
-      // Warm-up: the first polls read every topic's settings.
+      // Topics that exist (configured) and hold nothing.
+      for (let t = 0; t < topicCount; t += 200) {
+        await Promise.all(Array.from({ length: Math.min(200, topicCount - t) }, (_, i) => d.queue.configureTopic(`idle${t + i}`, { maxAttempts: 3 })));
+      }
       await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
       const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
+      perMinute[topicCount] = { commands: minute.commands, requests: minute.requests };
       report[`idle_${mode}_${topicCount}topics_commandsPerMinute`] = minute.commands;
       report[`idle_${mode}_${topicCount}topics_requestsPerMinute`] = minute.requests;
       expect(minute.result.claimed).toBe(0);
       if (mode === "polling") {
-        // 60 polls at 1 s, one request each (renewing the lock rides along); plus
-        // taking and releasing the lock and a settings read per topic every 30 s.
-        expect(minute.requests).toBeLessThanOrEqual(60 + 2 + 2 * topicCount + 1);
+        // 60 polls at 1 s, one request each (renewing the lock rides along), plus taking and releasing the lock.
+        expect(minute.requests).toBeLessThanOrEqual(60 + 3);
       } else {
         // A few polls, then a look every 20 s.
         expect(minute.result.idleSleeps).toBeGreaterThanOrEqual(2);
-        expect(minute.requests).toBeLessThanOrEqual(15 + 2 * topicCount);
+        expect(minute.requests).toBeLessThanOrEqual(15);
       }
     }
+    // What exists costs nothing: only topics with work are ever looked at.
+    expect(perMinute[10_000]!.commands).toBeLessThanOrEqual(1.1 * perMinute[1]!.commands);
+    expect(perMinute[10_000]!.requests).toBeLessThanOrEqual(1.1 * perMinute[1]!.requests);
   }
+});
+
+it("an idle minute with 5 topics holding jobs due in an hour: the per-minute backlog samples are the only cost per topic", { timeout: 120_000 }, async () => {
+  const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
+  const clock = new VirtualClock(1_900_000_000_000);
+  const d = tickDeployment({ UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" }, clock);
+  for (let t = 0; t < 5; t++) await d.queue.enqueue({ topic: `later${t}`, payload: 1, runAt: clock.now() + 3_600_000 });
+  await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
+  const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
+  report.idle_asleep_5busyTopics_commandsPerMinute = minute.commands;
+  report.idle_asleep_5busyTopics_requestsPerMinute = minute.requests;
+  expect(minute.result.claimed).toBe(0);
+  expect(minute.requests).toBeLessThanOrEqual(15);
 });
