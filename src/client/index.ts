@@ -129,6 +129,15 @@ export class Delayline {
     return this.request("PUT", `/v1/topics/${Delayline.seg(name)}`, patch);
   }
 
+  /**
+   * Deletes a topic with its settings and metrics. Refused (409, a
+   * {@link DelaylineError}) while it holds jobs; `purge: true` drops its
+   * scheduled jobs and dead letters too. Jobs in flight always refuse it.
+   */
+  deleteTopic(name: string, options: { purge?: boolean } = {}): Promise<{ topic: string; deleted: true; purged: { scheduled: number; dead: number } }> {
+    return this.request("DELETE", `/v1/topics/${Delayline.seg(name)}${options.purge ? "?purge=true" : ""}`);
+  }
+
   pause(name: string): Promise<Topic> {
     return this.request("POST", `/v1/topics/${Delayline.seg(name)}/pause`);
   }

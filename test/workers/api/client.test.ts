@@ -48,6 +48,10 @@ describe("Delayline client", () => {
 
     const hook = await dl.ingest("hooks", "plain text", { contentType: "text/plain", delay: "1m" });
     expect((await dl.get(hook.id))!.payload).toEqual({ contentType: "text/plain", text: "plain text" });
+
+    await expect(dl.deleteTopic("mail")).rejects.toMatchObject({ status: 409 });
+    expect(await dl.deleteTopic("mail", { purge: true })).toEqual({ topic: "mail", deleted: true, purged: { scheduled: 2, dead: 0 } });
+    expect((await dl.topics()).map((t) => t.topic)).toEqual(["hooks", "work"]);
   });
 
   it("throws typed errors carrying the problem document", async () => {
