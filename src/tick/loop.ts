@@ -173,10 +173,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   let sampledMinute = -1;
   let toSample: string[] = [];
   let rotation = 0;
-  // Rounds in a row that ran chunks and got nothing: the index only ever
-  // points too early by mistake, and the claims correct it, so two in a row
-  // mean something else is wrong — the loop then waits a poll instead of spinning.
-  let fruitless = 0;
+  // A chunk that got nothing yet asks to be back at once would make the loop
+  // spin (the index is only ever early by mistake, and claims correct it): such
+  // a topic is left alone for a poll interval instead.
+  const quietUntil = new Map<string, number>();
 
   try {
     while (clock.now() < windowEnd) {
@@ -220,7 +220,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
 
         const now = clock.now();
         let wakeAt = peek.more ? now : (peek.nextAt ?? Infinity);
-        const due = peek.due.map((d) => d.topic);
+        const due = peek.due.map((d) => d.topic).filter((t) => (quietUntil.get(t) ?? -Infinity) <= now);
+        if (due.length < peek.due.length) wakeAt = Math.min(wakeAt, ...[...quietUntil.values()].filter((t) => t > now));
 
         // Each chunk here costs a claim, a settle and a fetch per job; fanned
         // out it costs one subrequest. A chunk runs here while the loop can
@@ -314,6 +315,13 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           }
           t.claimed += r.claimed;
           t.full ||= r.more;
+          // (Due already when the round began, yet nothing to take: a chunk that
+          // found the topic's next job not yet due is not this.)
+          if (r.claimed === 0 && r.nextLookAt != null && r.nextLookAt <= now) {
+            quietUntil.set(topic, clock.now() + s.tickPollMs);
+            log({ level: "warn", msg: "a chunk got nothing yet asked to be back at once; leaving the topic for a poll", topic });
+            continue;
+          }
           report.claimed += r.claimed;
           for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
           if (r.nextLookAt != null) wakeAt = Math.min(wakeAt, r.nextLookAt);
@@ -323,11 +331,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           if (t.full) backlog.add(topic);
           else backlog.delete(topic);
         }
-        fruitless = [...taken.values()].some((t) => t.claimed > 0) ? 0 : fruitless + 1;
-        if (fruitless >= 2) {
-          log({ level: "warn", msg: "the topic index named topics that gave nothing twice in a row; waiting a poll", topics: [...taken.keys()].slice(0, 10) });
-          wakeAt = Math.max(wakeAt, clock.now() + s.tickPollMs);
-        }
+        for (const [topic, until] of quietUntil) if (until <= now) quietUntil.delete(topic);
         log({
           level: "info",
           msg: "tick round",
