@@ -466,6 +466,24 @@ describe("Lua-looking strings", () => {
       })),
     );
   });
+
+  it("hop-by-hop, Proxy-*, Host and Content-Length headers are 422 in any case, in a job and in a batch; so is a name given twice", async () => {
+    const names = ["Connection", "connection", "KEEP-ALIVE", "Upgrade", "TE", "Trailer", "Transfer-Encoding", "transfer-encoding", "Proxy-Authorization", "proxy-connection", "Host", "HOST", "Content-Length"];
+    const target = (headers: Record<string, string>) => ({ url: "https://example.com/", headers });
+    await refuses(prod(), [
+      ...names.flatMap((name): Attack[] => [
+        { label: `job header ${name}`, path: "/v1/jobs", options: { body: { topic: "t", target: target({ [name]: "x" }) } }, status: 422, errorPath: `target.headers.${name}` },
+        {
+          label: `batch header ${name}`,
+          path: "/v1/jobs/batch",
+          options: { body: { jobs: [{ topic: "t" }, { topic: "t", target: target({ "x-ok": "1", [name]: "x" }) }] } },
+          status: 422,
+          errorPath: `jobs[1].target.headers.${name}`,
+        },
+      ]),
+      { label: "X-Token twice", path: "/v1/jobs", options: { body: { topic: "t", target: target({ "X-Token": "a", "x-token": "b" }) } }, status: 422, errorPath: "target.headers.x-token" },
+    ]);
+  });
 });
 
 const SSRF = [
