@@ -211,6 +211,13 @@ export const ReplayBody = z
   .refine((b) => (b.ids !== undefined) !== (b.all === true), { message: "give ids, or all: true", path: ["ids"] })
   .openapi("Replay");
 
+export const ReplayResult = z
+  .object({
+    replayed: z.number().int(),
+    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all: true" }),
+  })
+  .openapi("Replayed");
+
 export const ClaimBody = z
   .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })
   .strict()
