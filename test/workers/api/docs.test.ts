@@ -17,3 +17,11 @@ describe("GET /docs", () => {
     expect(await (await self.fetch("http://delayline.test/docs/init.js")).text()).toContain('url: "/openapi.json"');
   });
 });
+
+describe("the pages", () => {
+  it("Swagger UI does not persist the token (persistAuthorization would keep it in localStorage)", async () => {
+    const init = await (await self.fetch("http://delayline.test/docs/init.js")).text();
+    expect(init).toContain("SwaggerUIBundle(");
+    expect(init).not.toMatch(/persistAuthorization:\s*true/);
+  });
+});
