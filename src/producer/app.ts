@@ -9,6 +9,7 @@ import { RedisUnavailableError, sharedRedis } from "../queue/redis.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
+import { withPageHeaders } from "./page-headers.js";
 import { ApiProblem, problem } from "./problem.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
@@ -130,15 +131,18 @@ app.openapi(
 // Pages served from Workers static assets: the API reference (Swagger UI,
 // built into public/docs by scripts/build-docs.mjs) and the dashboard
 // (public/dashboard, scripts/build-dashboard.mjs). Neither needs a CDN.
+// Static assets usually answer before the Worker runs, with public/_headers;
+// what reaches the Worker gets the same headers here.
+const asset = (what: string) => async (c: Context<AppEnv>) => {
+  if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
+  return withPageHeaders(c.req.path, await c.env.ASSETS.fetch(c.req.raw));
+};
 for (const [page, what] of [
   ["/docs", "the API reference"],
   ["/dashboard", "the dashboard"],
 ] as const) {
   app.get(page, (c) => c.redirect(`${page}/`, 301));
-  app.get(`${page}/*`, async (c) => {
-    if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
-    return c.env.ASSETS.fetch(c.req.raw);
-  });
+  app.get(`${page}/*`, asset(what));
 }
 
 app.route("/v1/jobs", jobs);

@@ -117,6 +117,26 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
   }
 });
 
+it("static assets, answered before the Worker runs, carry the pages' security headers (public/_headers)", async () => {
+  const pageHeaders = {
+    "content-security-policy": expect.stringMatching(/^default-src 'self';.*frame-ancestors 'none'$/),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+  };
+  for (const path of ["/dashboard/", "/dashboard/app.js", "/dashboard/style.css", "/docs/", "/docs/init.js", "/docs/swagger-ui-bundle.js"]) {
+    const res = await fetch(`${stack.url}${path}`);
+    await res.arrayBuffer();
+    expect(res.status, path).toBe(200);
+    const got = Object.fromEntries([...res.headers].filter(([k]) => k in pageHeaders));
+    expect(got, path).toEqual(pageHeaders);
+  }
+  // The rules configure the asset server; they are not a file it serves.
+  const rules = await fetch(`${stack.url}/_headers`);
+  await rules.arrayBuffer();
+  expect(rules.status).toBe(404);
+});
+
 it("/metrics from the live stack passes promtool's check", async () => {
   const promtool = "/usr/bin/promtool";
   if (!existsSync(promtool)) throw new Error(`${promtool} is missing: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); .ci/run does this itself`);

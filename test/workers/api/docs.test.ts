@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pageHeaders } from "../../../src/producer/page-headers.js";
 import { self } from "../self.js";
 
 describe("GET /docs", () => {
@@ -18,10 +19,37 @@ describe("GET /docs", () => {
   });
 });
 
+const SECURITY = {
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+// In workerd under vitest every request reaches the Worker, so these check
+// its ASSETS passthrough. On Cloudflare (and under wrangler dev) static assets
+// answer first, with public/_headers: test/node/dashboard.test.ts checks that path.
+describe("the pages' security headers", () => {
+  it.each(["/docs/", "/docs/index.html", "/docs/init.js", "/docs/swagger-ui.css", "/dashboard/", "/dashboard/app.js"])("%s sends its CSP, framing and sniffing headers", async (path) => {
+    const res = await self.fetch(`http://delayline.test${path}`);
+    expect(res.status).toBe(200);
+    await res.body?.cancel();
+    expect(Object.fromEntries([...res.headers].filter(([k]) => k in SECURITY))).toEqual(SECURITY);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toBe(pageHeaders(path)["Content-Security-Policy"]);
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+  });
+});
+
 describe("the pages", () => {
   it("Swagger UI does not persist the token (persistAuthorization would keep it in localStorage)", async () => {
     const init = await (await self.fetch("http://delayline.test/docs/init.js")).text();
     expect(init).toContain("SwaggerUIBundle(");
     expect(init).not.toMatch(/persistAuthorization:\s*true/);
+  });
+
+  it("the dashboard carries no meta CSP of its own (the header is the policy)", async () => {
+    const html = await (await self.fetch("http://delayline.test/dashboard/")).text();
+    expect(html).not.toMatch(/http-equiv="Content-Security-Policy"/i);
   });
 });
