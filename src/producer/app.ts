@@ -129,10 +129,11 @@ app.openapi(
 );
 
 // Pages served from Workers static assets: the API reference (Swagger UI,
-// built into public/docs by scripts/build-docs.mjs) and the dashboard
-// (public/dashboard, scripts/build-dashboard.mjs). Neither needs a CDN.
-// Static assets usually answer before the Worker runs, with public/_headers;
-// what reaches the Worker gets the same headers here.
+// built into public/docs by scripts/build-docs.mjs), the dashboard
+// (public/dashboard, scripts/build-dashboard.mjs) and the icon
+// (scripts/build-favicon.mjs). Neither page needs a CDN. Static assets
+// usually answer before the Worker runs, with public/_headers; what reaches
+// the Worker gets the same headers here.
 const asset = (what: string) => async (c: Context<AppEnv>) => {
   if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
   return withPageHeaders(c.req.path, await c.env.ASSETS.fetch(c.req.raw));
@@ -144,6 +145,7 @@ for (const [page, what] of [
   app.get(page, (c) => c.redirect(`${page}/`, 301));
   app.get(`${page}/*`, asset(what));
 }
+app.get("/favicon.ico", asset("the icon"));
 
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);

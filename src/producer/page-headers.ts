@@ -1,5 +1,5 @@
 /**
- * Security headers of the static pages (/docs, /dashboard). On
+ * Security headers of the static pages (/docs, /dashboard) and the icon. On
  * Cloudflare, static assets answer before the Worker runs, so the headers go
  * into `public/_headers` (rendered from these rules by
  * scripts/build-headers.mjs); the Worker's own ASSETS passthrough sets them
@@ -33,6 +33,7 @@ const PAGE: Record<string, string> = {
 export const PAGE_HEADER_RULES: ReadonlyArray<{ path: string; headers: Readonly<Record<string, string>> }> = [
   { path: "/docs/*", headers: PAGE },
   { path: "/dashboard/*", headers: PAGE },
+  { path: "/favicon.ico", headers: { "X-Content-Type-Options": "nosniff" } },
 ];
 
 /** The headers `pathname` gets, merged over every rule that matches it. */

@@ -39,6 +39,15 @@ describe("the pages' security headers", () => {
     expect(csp).toContain("default-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
   });
+
+  it("/favicon.ico is an image", async () => {
+    const res = await self.fetch("http://delayline.test/favicon.ico");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^image\//);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    // An ICO: reserved 0, type 1.
+    expect([...bytes.slice(0, 4)]).toEqual([0, 0, 1, 0]);
+  });
 });
 
 describe("the pages", () => {
@@ -48,8 +57,9 @@ describe("the pages", () => {
     expect(init).not.toMatch(/persistAuthorization:\s*true/);
   });
 
-  it("the dashboard carries no meta CSP of its own (the header is the policy)", async () => {
+  it("the dashboard links its icon and carries no meta CSP of its own (the header is the policy)", async () => {
     const html = await (await self.fetch("http://delayline.test/dashboard/")).text();
+    expect(html).toContain('<link rel="icon" href="/favicon.ico">');
     expect(html).not.toMatch(/http-equiv="Content-Security-Policy"/i);
   });
 });
