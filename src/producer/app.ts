@@ -44,7 +44,9 @@ app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
   type: "apiKey",
   in: "header",
   name: "X-Delayline-Signature",
-  description: "sha256=<hex HMAC-SHA256 of the raw body with the topic's webhookSecret> (webhook ingest only)",
+  description:
+    't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> (refused more than 300 s from now), or sha256=<hex HMAC-SHA256 of the raw body>, ' +
+    "with the topic's webhookSecret (webhook ingest only)",
 });
 app.doc31("/openapi.json", {
   openapi: "3.1.0",
