@@ -4,6 +4,7 @@ import type { AppEnv } from "../context.js";
 import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { equalConstantTime, hmacHex, parseSignature, verifySignature } from "../../client/signature.js";
 import { bearerToken, tokenMatches } from "../auth.js";
+import { webhookSecret } from "../webhook-secrets.js";
 import { depthExceeds, readUtf8 } from "../body.js";
 import { ApiProblem } from "../problem.js";
 import { JobId, TopicName } from "../schemas.js";
@@ -61,7 +62,7 @@ async function signedIngestKey(c: Context<AppEnv>, topic: string, raw: Uint8Arra
         `only ${TOLERANCE_SEC} s either way are accepted (a replayed request, or a skewed clock): sign it again with the current time`,
     );
   }
-  const secret = (await c.get("queue").topicSettings(topic)).secrets.webhookSecret;
+  const secret = await webhookSecret(c.get("queue"), c.get("settings"), topic);
   if (!secret) throw unauthorized(HOW);
   if (timestamped) {
     const result = await verifySignature({ header: ours, body: raw, secrets: secret, toleranceSec: TOLERANCE_SEC, nowSec });

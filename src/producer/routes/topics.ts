@@ -5,6 +5,7 @@ import type { TopicStats } from "../../queue/queue.js";
 import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
+import { forgetWebhookSecret } from "../webhook-secrets.js";
 import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, ReplayResult, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
@@ -66,6 +67,7 @@ export const topics = router()
       if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);
       const queue = c.get("queue");
       await queue.configureTopic(topic, patch);
+      if (body.webhookSecret !== undefined) forgetWebhookSecret(c.get("settings"), topic);
       return c.json(view(await queue.topicStats(topic)), 200);
     },
   )
