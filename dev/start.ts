@@ -13,11 +13,14 @@
  *   UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN   use Upstash: no local Redis or bridge
  *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/worker/wrangler.toml)
  *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
+ *
+ * The settings are checked with the Worker's own schema before anything
+ * starts; a bad one ends `npm start` at once, naming it and its rule.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
-import { SETTING_NAMES } from "../src/env.js";
+import { SETTING_NAMES, validateSettings } from "../src/env.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
 import { portFromEnv } from "./ports.js";
@@ -65,16 +68,38 @@ setInterval(() => {
   }
 }, 250).unref();
 
+/**
+ * Checks the settings the Worker will get with its own schema, before
+ * anything starts: a bad one would otherwise surface only as /healthz
+ * failing, after a minute of waiting for it.
+ */
+function checkSettings(fromEnvironment: Record<string, string>, apiToken: string, upstash: boolean): void {
+  const problems = validateSettings({
+    ALLOW_PRIVATE_TARGETS: "true",
+    ...fromEnvironment,
+    DELAYLINE_TOKEN: apiToken,
+    // Without Upstash the local bridge supplies these once it runs; it always gives valid ones.
+    ...(upstash ? {} : { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1", UPSTASH_REDIS_REST_TOKEN: "local-bridge" }),
+  });
+  if (problems.length === 0) return;
+  throw new Error(
+    `invalid settings, nothing started:\n${problems.map((p) => `  ${p.setting} ${p.message}`).join("\n")}\n(README.md, Configuration, lists every setting with its bounds)`,
+  );
+}
+
 async function main() {
+  const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
+  const fromEnvironment = Object.fromEntries(SETTING_NAMES.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
+  let restUrl = process.env.UPSTASH_REDIS_REST_URL;
+  let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
+  checkSettings(fromEnvironment, apiToken, Boolean(restUrl && restToken));
+
   // The Worker imports generated files (Lua scripts, API reference); rebuild them in case a source changed.
   const built = spawnSync(process.execPath, [join(root, "scripts/build.mjs")], { stdio: "inherit" });
   if (built.status !== 0) throw new Error("generating the Lua module and the API reference failed");
   const port = portFromEnv("PORT", 8787);
-  const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
   const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
 
-  let restUrl = process.env.UPSTASH_REDIS_REST_URL;
-  let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
   if (restUrl && restToken) {
     log(`using Upstash at ${new URL(restUrl).host} (no local Redis or bridge)`);
   } else {
@@ -94,7 +119,7 @@ async function main() {
 
   const vars: Record<string, string> = {
     ALLOW_PRIVATE_TARGETS: "true",
-    ...Object.fromEntries(SETTING_NAMES.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : []))),
+    ...fromEnvironment,
     UPSTASH_REDIS_REST_URL: restUrl,
     UPSTASH_REDIS_REST_TOKEN: restToken,
     DELAYLINE_TOKEN: apiToken,

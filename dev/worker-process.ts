@@ -90,20 +90,35 @@ async function stopTree(child: ChildProcess): Promise<void> {
   }
 }
 
-/** Resolves once `/healthz` answers 200; fails after `timeoutMs` or when `child` exits. */
+/** Resolves once `/healthz` answers 200; fails after `timeoutMs`, when `child` exits, or at once when the Worker refuses its settings. */
 export async function waitForHealthy(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "no answer";
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`wrangler dev exited with code ${child.exitCode}`);
+    let refused: string | undefined;
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
       if (res.ok) return;
-      last = `${res.status} ${await res.text()}`;
+      const text = await res.text();
+      last = `${res.status} ${text}`;
+      refused = settingsRefused(text);
     } catch (err) {
       last = (err as Error).message;
     }
+    // Bad settings (say, in the wrangler config, which npm start does not check itself) never get better: stop waiting.
+    if (refused) throw new Error(`the Worker refuses its settings: ${refused}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`the Worker did not become healthy within ${timeoutMs / 1000} s (last: ${last})`);
+}
+
+/** The detail of the Worker's answer to bad settings (a problem of type urn:delayline:settings), if `body` is one. */
+function settingsRefused(body: string): string | undefined {
+  try {
+    const problem = JSON.parse(body) as { type?: unknown; detail?: unknown };
+    return problem.type === "urn:delayline:settings" && typeof problem.detail === "string" ? problem.detail : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -42,7 +42,8 @@ writeFileSync(
   deepLinking: true,
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: "StandaloneLayout",
-  persistAuthorization: true,
+  // The token stays in the page's memory: persisting it would keep it in localStorage.
+  persistAuthorization: false,
   validatorUrl: null
 });
 `,

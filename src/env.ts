@@ -170,6 +170,27 @@ export class SettingsError extends Error {
 
 const cache = new WeakMap<object, Settings>();
 
+/** A setting that breaks its rule, e.g. `{ setting: "SIGNING_SECRET", message: "must be at least 16 characters" }`. */
+export interface SettingProblem {
+  setting: string;
+  message: string;
+}
+
+// Empty strings mean "unset" so `[vars]` can list a setting without a value.
+const present = (env: Env) => Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""));
+
+/**
+ * Checks `env` against the Worker's settings schema without building
+ * anything: every bad setting with its rule, or an empty list. `npm start`
+ * calls it before it starts a process, so a bad value fails there at once.
+ */
+export function validateSettings(env: Env): SettingProblem[] {
+  const parsed = SettingsSchema.safeParse(present(env));
+  return parsed.success ? [] : problemsOf(parsed.error);
+}
+
+const problemsOf = (error: z.ZodError): SettingProblem[] => error.issues.map((i) => ({ setting: i.path.join("."), message: i.message }));
+
 /**
  * Parses and caches the settings of one `env`. Throws {@link SettingsError}
  * naming every bad setting, so a misconfigured deployment fails loudly on its
@@ -178,11 +199,9 @@ const cache = new WeakMap<object, Settings>();
 export function settings(env: Env): Settings {
   const cached = cache.get(env);
   if (cached) return cached;
-  // Empty strings mean "unset" so `[vars]` can list a setting without a value.
-  const raw = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string" && v !== ""));
-  const parsed = SettingsSchema.safeParse(raw);
+  const parsed = SettingsSchema.safeParse(present(env));
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".")} ${i.message}`);
+    const problems = problemsOf(parsed.error).map((p) => `${p.setting} ${p.message}`);
     throw new SettingsError(`invalid delayline settings: ${problems.join("; ")}`);
   }
   const d = parsed.data;

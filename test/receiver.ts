@@ -5,6 +5,8 @@ export interface Delivery {
   path: string;
   method: string;
   headers: Record<string, string>;
+  /** Header names and values as they arrived, in order: shows a header sent twice, which `headers` would join. */
+  rawHeaders: string[];
   body: string;
   at: number;
 }
@@ -33,6 +35,7 @@ export async function startReceiver(): Promise<{ url: string; server: Server; cl
         path: url.pathname,
         method: req.method ?? "",
         headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
+        rawHeaders: req.rawHeaders,
         body: Buffer.concat(chunks).toString("utf8"),
         at: Date.now(),
       });

@@ -19,6 +19,8 @@ export type Job = z.output<typeof schemas.JobView>;
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
 export type Topic = z.output<typeof schemas.TopicView>;
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
+/** What a replay did: how many jobs it put back, and which given ids were not dead letters. */
+export type Replayed = z.output<typeof schemas.ReplayResult>;
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
 export type Problem = z.output<typeof schemas.Problem>;
 export type Stats = z.output<typeof schemas.StatsView>;
@@ -155,8 +157,9 @@ export class Delayline {
     return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
   }
 
-  async replay(topic: string, what: { ids: string[]; delay?: Duration } | { all: true; delay?: Duration }): Promise<number> {
-    return (await this.request<{ replayed: number }>("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, what)).replayed;
+  /** Puts dead jobs back on the schedule with fresh attempts; `notFound` lists the given ids that were not dead letters. */
+  replay(topic: string, what: { ids: string[]; delay?: Duration } | { all: true; delay?: Duration }): Promise<Replayed> {
+    return this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, what);
   }
 
   async purgeDead(topic: string): Promise<number> {

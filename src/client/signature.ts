@@ -1,6 +1,7 @@
 /**
  * delayline's delivery signature: `Delayline-Signature: t=<unix seconds>,v1=<hex>`,
  * where hex is HMAC-SHA256 of `"<t>.<raw body>"` with the signing secret.
+ * Webhook ingest accepts the same format in `X-Delayline-Signature`.
  * WebCrypto only, so it runs in Workers, Node ≥ 20, Deno, Bun and browsers.
  */
 const encoder = new TextEncoder();
@@ -26,12 +27,35 @@ export async function signPayload(secret: string, body: string, timestampSec: nu
   return `t=${timestampSec},v1=${await hmacHex(secret, `${timestampSec}.${body}`)}`;
 }
 
+/** The timestamp and MAC of a `t=<unix seconds>,v1=<hex>` header, or null when it is not one. */
+export function parseSignature(header: string): { t: number; v1: string } | null {
+  const parts = Object.fromEntries(
+    header.split(",").map((p) => {
+      const i = p.indexOf("=");
+      return [p.slice(0, i).trim(), p.slice(i + 1).trim()];
+    }),
+  );
+  const t = Number(parts.t);
+  const v1 = parts.v1 ?? "";
+  return Number.isInteger(t) && /^[0-9a-f]{64}$/.test(v1) ? { t, v1 } : null;
+}
+
+/** `"<t>.<body>"`, the text a timestamped signature covers, as bytes when the body is bytes. */
+function signedText(t: number, body: string | Uint8Array<ArrayBuffer>): string | Uint8Array<ArrayBuffer> {
+  if (typeof body === "string") return `${t}.${body}`;
+  const prefix = encoder.encode(`${t}.`);
+  const out = new Uint8Array(prefix.length + body.length);
+  out.set(prefix);
+  out.set(body, prefix.length);
+  return out;
+}
+
 /** Options of {@link verifySignature}. */
 export interface VerifyOptions {
   /** The `Delayline-Signature` header as received. */
   header: string | null | undefined;
-  /** The raw request body, exactly as received (before any JSON parsing). */
-  body: string;
+  /** The raw request body, exactly as received (before any JSON parsing): text, or its bytes. */
+  body: string | Uint8Array<ArrayBuffer>;
   /** The current secret, or [current, next] while rotating. */
   secrets: string | string[];
   /** Largest accepted age (either way) of the timestamp. Default 300 s. */
@@ -45,20 +69,15 @@ export type VerifyResult = { ok: true } | { ok: false; reason: "missing" | "malf
 /** Checks a delivery's signature against any of the secrets, within the timestamp tolerance. */
 export async function verifySignature(options: VerifyOptions): Promise<VerifyResult> {
   if (!options.header) return { ok: false, reason: "missing" };
-  const parts = Object.fromEntries(
-    options.header.split(",").map((p) => {
-      const i = p.indexOf("=");
-      return [p.slice(0, i).trim(), p.slice(i + 1).trim()];
-    }),
-  );
-  const t = Number(parts.t);
-  const v1 = parts.v1 ?? "";
-  if (!Number.isInteger(t) || !/^[0-9a-f]{64}$/.test(v1)) return { ok: false, reason: "malformed" };
+  const parsed = parseSignature(options.header);
+  if (!parsed) return { ok: false, reason: "malformed" };
+  const { t, v1 } = parsed;
   const now = options.nowSec ?? Math.floor(Date.now() / 1000);
   if (Math.abs(now - t) > (options.toleranceSec ?? 300)) return { ok: false, reason: "expired" };
   const secrets = Array.isArray(options.secrets) ? options.secrets : [options.secrets];
+  const text = signedText(t, options.body);
   let ok = false;
-  for (const secret of secrets) if (equalConstantTime(await hmacHex(secret, `${t}.${options.body}`), v1)) ok = true;
+  for (const secret of secrets) if (equalConstantTime(await hmacHex(secret, text), v1)) ok = true;
   return ok ? { ok: true } : { ok: false, reason: "mismatch" };
 }
 

@@ -1,4 +1,5 @@
 import { signPayload } from "../client/signature.js";
+import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
 import { forbiddenTarget } from "./ssrf.js";
 
@@ -31,6 +32,26 @@ async function firstKilobyte(res: Response): Promise<string> {
 }
 
 /**
+ * A delivery's request headers, each once whatever the case of its name: the
+ * job's own (a Content-Type of its own replaces application/json), then
+ * delayline's, which always win. Headers is case-insensitive where a plain
+ * object is not: {"Content-Type": …, "content-type": …} would go out joined.
+ */
+async function deliveryHeaders(job: JobContext, signingSecret: string | undefined, body: string | undefined): Promise<Headers> {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(job.target?.headers ?? {})) {
+    if (!isDelaylineHeader(name) && !isConnectionHeader(name)) headers.set(name, value);
+  }
+  if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  headers.set("user-agent", "delayline");
+  headers.set("delayline-job-id", job.id);
+  headers.set("delayline-topic", job.topic);
+  headers.set("delayline-attempt", String(job.attempt));
+  if (signingSecret) headers.set("delayline-signature", await signPayload(signingSecret, body ?? ""));
+  return headers;
+}
+
+/**
  * The built-in `http` handler: sends the payload as JSON to the job's target
  * (or the topic's URL), signed. 2xx is success; 408, 425, 429, 5xx, timeouts
  * and network errors retry (honouring Retry-After); redirects and other 4xx
@@ -44,15 +65,7 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Prom
   if (refused) throw new PermanentError(`refused target ${url}: ${refused}`);
   const method = job.target?.method ?? "POST";
   const body = method === "GET" ? undefined : JSON.stringify(job.payload ?? null);
-  const headers: Record<string, string> = {
-    ...job.target?.headers,
-    "content-type": "application/json",
-    "user-agent": "delayline",
-    "delayline-job-id": job.id,
-    "delayline-topic": job.topic,
-    "delayline-attempt": String(job.attempt),
-  };
-  if (delivery.signingSecret) headers["delayline-signature"] = await signPayload(delivery.signingSecret, body ?? "");
+  const headers = await deliveryHeaders(job, delivery.signingSecret, body);
   let res: Response;
   try {
     res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: job.signal });

@@ -10,6 +10,7 @@ import { TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
+import { withPageHeaders } from "./page-headers.js";
 import { ApiProblem, problem } from "./problem.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
@@ -44,7 +45,9 @@ app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
   type: "apiKey",
   in: "header",
   name: "X-Delayline-Signature",
-  description: "sha256=<hex HMAC-SHA256 of the raw body with the topic's webhookSecret> (webhook ingest only)",
+  description:
+    't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> (refused more than 300 s from now), or sha256=<hex HMAC-SHA256 of the raw body>, ' +
+    "with the topic's webhookSecret (webhook ingest only)",
 });
 app.doc31("/openapi.json", {
   openapi: "3.1.0",
@@ -129,18 +132,23 @@ app.openapi(
 );
 
 // Pages served from Workers static assets: the API reference (Swagger UI,
-// built into public/docs by scripts/build-docs.mjs) and the dashboard
-// (public/dashboard, scripts/build-dashboard.mjs). Neither needs a CDN.
+// built into public/docs by scripts/build-docs.mjs), the dashboard
+// (public/dashboard, scripts/build-dashboard.mjs) and the icon
+// (scripts/build-favicon.mjs). Neither page needs a CDN. Static assets
+// usually answer before the Worker runs, with public/_headers; what reaches
+// the Worker gets the same headers here.
+const asset = (what: string) => async (c: Context<AppEnv>) => {
+  if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
+  return withPageHeaders(c.req.path, await c.env.ASSETS.fetch(c.req.raw));
+};
 for (const [page, what] of [
   ["/docs", "the API reference"],
   ["/dashboard", "the dashboard"],
 ] as const) {
   app.get(page, (c) => c.redirect(`${page}/`, 301));
-  app.get(`${page}/*`, async (c) => {
-    if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
-    return c.env.ASSETS.fetch(c.req.raw);
-  });
+  app.get(`${page}/*`, asset(what));
 }
+app.get("/favicon.ico", asset("the icon"));
 
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { isConnectionHeader } from "../handlers/headers.js";
 import { parseDuration } from "../queue/policy/duration.js";
 
 const MAX_DELAY_MS = 365 * 86_400_000;
@@ -72,7 +73,23 @@ export const TargetBody = z
     headers: z
       .record(HeaderName, HeaderValue)
       .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
-      .optional(),
+      .superRefine((h, ctx) => {
+        const seen = new Set<string>();
+        for (const name of Object.keys(h)) {
+          if (isConnectionHeader(name)) {
+            ctx.addIssue({ code: "custom", path: [name], message: `${name} belongs to the connection, not the request: hop-by-hop, Proxy-*, Host and Content-Length headers cannot be set` });
+          }
+          // Names are case-insensitive on the wire: two spellings would be sent as one joined value.
+          if (seen.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: `${name} is given twice (header names ignore case)` });
+          seen.add(name.toLowerCase());
+        }
+      })
+      .optional()
+      .openapi({
+        description:
+          "Request headers for the delivery. Content-Type replaces the default application/json. User-Agent and Delayline-* are delayline's and are replaced by its own; " +
+          "hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), Host and Content-Length are refused.",
+      }),
   })
   .strict()
   .openapi("Target");
@@ -193,6 +210,13 @@ export const ReplayBody = z
   .strict()
   .refine((b) => (b.ids !== undefined) !== (b.all === true), { message: "give ids, or all: true", path: ["ids"] })
   .openapi("Replay");
+
+export const ReplayResult = z
+  .object({
+    replayed: z.number().int(),
+    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all: true" }),
+  })
+  .openapi("Replayed");
 
 export const ClaimBody = z
   .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })

@@ -541,13 +541,20 @@ export class Queue {
     return { entries, nextCursor: rows.length > limit ? start + limit : null };
   }
 
-  /** Puts dead jobs back on the schedule with fresh attempts; returns how many. */
-  async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<number> {
+  /**
+   * Puts dead jobs back on the schedule with fresh attempts. Returns how many,
+   * and which of the given ids are not dead letters of the topic (each once;
+   * always empty with `all`).
+   */
+  async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<{ replayed: number; notFound: string[] }> {
     const t = this.keys.topic(topic);
     const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
     const args = options.all ? [due, "all"] : [due, "ids", ...(options.ids ?? [])];
-    if (!options.all && (options.ids ?? []).length === 0) return 0;
-    return intReply.parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta], args));
+    if (!options.all && (options.ids ?? []).length === 0) return { replayed: 0, notFound: [] };
+    const [replayed, ...notFound] = z
+      .tuple([intReply], z.string())
+      .parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta], args));
+    return { replayed, notFound };
   }
 
   /** Drops a topic's dead letters; returns how many. */

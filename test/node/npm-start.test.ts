@@ -119,3 +119,32 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
   expect(output).toMatch(/SIGTERM: stopping|parent process exited: stopping/);
   await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 });
+
+it("exits at once, starting nothing, when a setting breaks its rule, naming each bad setting and its rule", { timeout: 30_000 }, async () => {
+  const child = spawn("npm", ["start"], {
+    cwd: join(import.meta.dirname, "../.."),
+    // whsec_test123 is 13 characters (the minimum is 16); 5 ms is below TICK_POLL_MS's 50.
+    env: { ...process.env, PORT: String(await freePort()), DELAYLINE_DATA_DIR: dataDir, SIGNING_SECRET: "whsec_test123", TICK_POLL_MS: "5" },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c));
+  child.stderr!.on("data", (c: Buffer) => (output += c));
+  try {
+    // The old behaviour waited 60 s for /healthz; well short of that, the test stops waiting and cleans up.
+    const code = await Promise.race([
+      new Promise<number | null>((r) => child.once("exit", (c) => r(c))),
+      new Promise<"still running">((r) => setTimeout(() => r("still running"), 25_000)),
+    ]);
+    expect(code, output).not.toBe("still running");
+    expect(code, output).not.toBe(0);
+    expect(output).toMatch(/SIGNING_SECRET must be at least 16 characters/);
+    expect(output).toMatch(/TICK_POLL_MS must be a whole number from 50 to 60000/);
+    // The secret itself is never printed.
+    expect(output).not.toContain("whsec_test123");
+    expect(output).not.toMatch(/redis-server on|REST bridge on/);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) signalTree(child.pid!, "SIGKILL");
+  }
+});

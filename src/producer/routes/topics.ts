@@ -5,7 +5,8 @@ import type { TopicStats } from "../../queue/queue.js";
 import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
-import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
+import { forgetWebhookSecret } from "../webhook-secrets.js";
+import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, ReplayResult, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
@@ -66,6 +67,7 @@ export const topics = router()
       if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);
       const queue = c.get("queue");
       await queue.configureTopic(topic, patch);
+      if (body.webhookSecret !== undefined) forgetWebhookSecret(c.get("settings"), topic);
       return c.json(view(await queue.topicStats(topic)), 200);
     },
   )
@@ -150,15 +152,15 @@ export const topics = router()
       path: "/{topic}/dead/replay",
       summary: "Put dead jobs back on the schedule with fresh attempts",
       request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
-      responses: { 200: { description: "Replayed", ...json(z.object({ replayed: z.number().int() })) }, ...problemResponses([400, 401, 415, 422, 503]) },
+      responses: { 200: { description: "Replayed, and the ids that were not dead letters", ...json(ReplayResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
       const dueAt = Date.now() + (body.delay ?? 0);
-      const replayed = await c.get("queue").replayDead(topic, body.all ? { all: true, dueAt } : { ids: body.ids!, dueAt });
+      const { replayed, notFound } = await c.get("queue").replayDead(topic, body.all ? { all: true, dueAt } : { ids: body.ids!, dueAt });
       if (replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
-      return c.json({ replayed }, 200);
+      return c.json({ replayed, notFound }, 200);
     },
   )
   .openapi(

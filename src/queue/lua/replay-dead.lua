@@ -11,7 +11,8 @@
   ARGV[2]  "all" to replay every entry, "ids" to replay only the ids that follow
   ARGV[3…] job ids (with "ids")
 
-  Returns  the number of jobs replayed
+  Returns  { number of jobs replayed, then (with "ids") each given id that is
+             not among the dead letters, once, in the order given }
 ]]
 local rcall = redis.call
 local deadKey, dueKey, jobsKey, metaKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -50,8 +51,18 @@ for i = #picked, 1, -1 do
   dues[#dues + 1] = due
   dues[#dues + 1] = picked[i][1]
 end
-local replayed = #dues / 2
-if replayed == 0 then return 0 end
+local out = { #dues / 2 }
+if mode == "ids" then
+  local told = {}
+  for i = 3, #ARGV do
+    local id = ARGV[i]
+    if not seen[id] and not told[id] then
+      told[id] = true
+      out[#out + 1] = id
+    end
+  end
+end
+if #dues == 0 then return out end
 callInSlices("HSET", jobsKey, records)
 callInSlices("ZADD", dueKey, dues)
 local replayedIds = {}
@@ -59,4 +70,4 @@ for i = 2, #dues, 2 do replayedIds[#replayedIds + 1] = dues[i] end
 callInSlices("HDEL", metaKey, replayedIds)
 rcall("DEL", deadKey)
 if #keep > 0 then callInSlices("RPUSH", deadKey, keep) end
-return replayed
+return out

@@ -419,7 +419,7 @@ describe("Lua-looking strings", () => {
     }
     // Replaying ids that are Lua text finds nothing and writes nothing.
     const before = await digest();
-    expect((await call(env, "/v1/topics/pulled/dead/replay", { body: { ids: LUA } })).body).toEqual({ replayed: 0 });
+    expect((await call(env, "/v1/topics/pulled/dead/replay", { body: { ids: LUA } })).body).toEqual({ replayed: 0, notFound: LUA });
     expect(await digest()).toBe(before);
 
     // Nothing ran: the canary outside every prefix lives, and no key was made outside the deployments' prefixes.
@@ -465,6 +465,24 @@ describe("Lua-looking strings", () => {
         errorPath: "target.headers.x-h",
       })),
     );
+  });
+
+  it("hop-by-hop, Proxy-*, Host and Content-Length headers are 422 in any case, in a job and in a batch; so is a name given twice", async () => {
+    const names = ["Connection", "connection", "KEEP-ALIVE", "Upgrade", "TE", "Trailer", "Transfer-Encoding", "transfer-encoding", "Proxy-Authorization", "proxy-connection", "Host", "HOST", "Content-Length"];
+    const target = (headers: Record<string, string>) => ({ url: "https://example.com/", headers });
+    await refuses(prod(), [
+      ...names.flatMap((name): Attack[] => [
+        { label: `job header ${name}`, path: "/v1/jobs", options: { body: { topic: "t", target: target({ [name]: "x" }) } }, status: 422, errorPath: `target.headers.${name}` },
+        {
+          label: `batch header ${name}`,
+          path: "/v1/jobs/batch",
+          options: { body: { jobs: [{ topic: "t" }, { topic: "t", target: target({ "x-ok": "1", [name]: "x" }) }] } },
+          status: 422,
+          errorPath: `jobs[1].target.headers.${name}`,
+        },
+      ]),
+      { label: "X-Token twice", path: "/v1/jobs", options: { body: { topic: "t", target: target({ "X-Token": "a", "x-token": "b" }) } }, status: 422, errorPath: "target.headers.x-token" },
+    ]);
   });
 });
 
@@ -647,5 +665,55 @@ describe("webhook signatures", () => {
     }
     expect(await digest()).toBe(before);
     expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(1);
+  });
+
+  it("malformed, expired and future timestamped signatures are 401 without asking Redis", async () => {
+    const env = prod();
+    const body = '{"event":"paid"}';
+    const now = Math.floor(Date.now() / 1000);
+    const mac = (t: number) => hmacHex("webhook-secret-0123456789", `${t}.${body}`);
+    const sig = async (label: string, value: string): Promise<Attack> => ({
+      label,
+      path: "/v1/hooks/ts",
+      options: { raw: body, token: null, headers: { ...json, "x-delayline-signature": value } },
+      status: 401,
+    });
+    await refuses(env, [
+      await sig("t without v1", `t=${now}`),
+      await sig("v1 without t", `v1=${await mac(now)}`),
+      await sig("t not a number", `t=soon,v1=${await mac(now)}`),
+      await sig("v1 too short", `t=${now},v1=${(await mac(now)).slice(2)}`),
+      await sig("v1 in upper case", `t=${now},v1=${(await mac(now)).toUpperCase()}`),
+      await sig("an hour old", `t=${now - 3_600},v1=${await mac(now - 3_600)}`),
+      await sig("301 s old", `t=${now - 301},v1=${await mac(now - 301)}`),
+      await sig("a day ahead", `t=${now + 86_400},v1=${await mac(now + 86_400)}`),
+      await sig("the epoch", `t=0,v1=${await mac(0)}`),
+    ]);
+  });
+
+  it("a flood of forged signatures costs one Redis read per topic per 5 s, not one per request", async () => {
+    const env = prod();
+    await call(env, "/v1/topics/flood", { method: "PUT", body: { webhookSecret: "webhook-secret-0123456789" } });
+    const body = '{"action":"opened"}';
+    const forged = (i: number, format: "sha256" | "timestamped") => ({
+      raw: body,
+      token: null,
+      headers: { ...json, "x-delayline-signature": format === "sha256" ? `sha256=${i.toString(16).padStart(64, "0")}` : `t=${Math.floor(Date.now() / 1000)},v1=${i.toString(16).padStart(64, "0")}` },
+    });
+    const before = await commandsRun();
+    for (let i = 0; i < 50; i++) {
+      const r = await call(env, "/v1/hooks/flood", forged(i, i % 2 ? "sha256" : "timestamped"));
+      expectProblem(r, 401, `forged ${i}`);
+    }
+    // A topic without a secret costs one read too, then none.
+    for (let i = 0; i < 10; i++) expectProblem(await call(env, "/v1/hooks/nosecret", forged(i, "sha256")), 401, `no secret ${i}`);
+    // HGETALL of each topic's settings, once (twice if the 5 s passed mid-flood on a slow machine).
+    expect(await commandsRun()).toBeLessThanOrEqual(before + 4);
+    expect(await commandsRun()).toBeGreaterThanOrEqual(before + 2);
+
+    // A secret changed through this isolate applies at once: the remembered one is dropped.
+    await call(env, "/v1/topics/flood", { method: "PUT", body: { webhookSecret: "rotated-secret-9876543210" } });
+    const signed = await call(env, "/v1/hooks/flood", { raw: body, token: null, headers: { ...json, "x-delayline-signature": `sha256=${await hmacHex("rotated-secret-9876543210", body)}` } });
+    expect(signed.status).toBe(202);
   });
 });

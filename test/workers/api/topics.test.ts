@@ -77,12 +77,32 @@ describe("pull consumers and dead letters", () => {
     expect(dead.body.nextCursor).toBe("1");
     expect((await call(env, "/v1/topics/work/dead?cursor=1")).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
     expect((await call(env, "/v1/topics/work/dead?limit=0")).status).toBe(422);
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1 });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1, notFound: [] });
     expect((await call(env, "/v1/topics/work/dead/replay", { body: {} })).status).toBe(422);
     const replayed = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
     expect(replayed.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[2], 1]]);
     expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1 });
     expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2 });
+  });
+});
+
+describe("POST /v1/topics/:topic/dead/replay", () => {
+  it("answers which ids were not among the dead letters: unknown, not dead, another topic's, already replayed; each once", async () => {
+    const env = isolatedEnv();
+    await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", maxAttempts: 1 } });
+    const [dead, scheduled] = (await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "work" }, { topic: "work", delay: "1h" }] } })).body.jobs.map((j: { id: string }) => j.id);
+    const [claimed] = (await call(env, "/v1/topics/work/claim", { body: { max: 1 } })).body.jobs;
+    expect(claimed.id).toBe(dead);
+    await call(env, `/v1/jobs/${dead}/nack`, { body: { attempt: 1, error: "boom" } });
+
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown"] } })).body).toEqual({ replayed: 0, notFound: ["unknown"] });
+    const elsewhere = "other.01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    const mixed = await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown", dead, scheduled, "unknown", elsewhere, dead] } });
+    expect(mixed.status).toBe(200);
+    expect(mixed.body).toEqual({ replayed: 1, notFound: ["unknown", scheduled, elsewhere] });
+    // Replayed, it is no longer dead.
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [dead] } })).body).toEqual({ replayed: 0, notFound: [dead] });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { all: true } })).body).toEqual({ replayed: 0, notFound: [] });
   });
 });
 
@@ -121,5 +141,70 @@ describe("POST /v1/hooks/:topic", () => {
     // Topics without a webhook secret accept only the token.
     expect((await call(env, "/v1/hooks/other", { raw: body, token: null, headers: { ...headers, "x-delayline-signature": sig } })).status).toBe(401);
     expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(1);
+  });
+
+  it("accepts a timestamped signature (t=…,v1=…) within 5 minutes; a replay within makes no second job, an older or future-skewed one is 401 saying why", async () => {
+    const env = isolatedEnv();
+    const secret = "webhook-secret-0123456789";
+    await call(env, "/v1/topics/ts", { method: "PUT", body: { webhookSecret: secret } });
+    const body = '{"event":"paid","amount":42}';
+    const signed = async (t: number, text = body) => `t=${t},v1=${await hmac(secret, `${t}.${text}`)}`;
+    const send = async (signature: string, text = body) =>
+      call(env, "/v1/hooks/ts", { raw: text, token: null, headers: { "content-type": "application/json", "x-delayline-signature": signature } });
+    const now = Math.floor(Date.now() / 1000);
+
+    const fresh = await signed(now - 200);
+    const first = await send(fresh);
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    expect((await call(env, `/v1/jobs/${first.body.id}`)).body.payload).toEqual({ event: "paid", amount: 42 });
+    expect((await send(fresh)).body).toEqual({ id: first.body.id, deduplicated: true });
+    // Signed again at another time it is another MAC, so another job: a sender's retry resends the same header to be recognised.
+    expect((await send(await signed(now))).body.deduplicated).toBe(false);
+
+    for (const [label, t] of [
+      ["more than 5 minutes old", now - 301],
+      ["an hour old", now - 3_600],
+      ["more than 5 minutes ahead", now + 400],
+    ] as const) {
+      const r = await send(await signed(t));
+      expect(r.status, label).toBe(401);
+      expect(r.headers.get("content-type"), label).toBe("application/problem+json");
+      expect(r.body.detail, label).toMatch(new RegExp(`timestamp t=${t} is \\d+ s (old|ahead); only 300 s either way are accepted`));
+    }
+    // Timestamp and body are both covered.
+    const [t, mac] = [now, await hmac(secret, `${now}.${body}`)];
+    expect((await send(`t=${t + 1},v1=${mac}`)).status).toBe(401);
+    expect((await send(`t=${t},v1=${mac}`, body.replace("42", "43"))).status).toBe(401);
+    expect((await send(`t=${t},v1=${await hmac("wrong-secret-000000000", `${t}.${body}`)}`)).status).toBe(401);
+    expect((await send(`t=${t},v1=${mac.slice(1)}`)).status).toBe(401);
+    expect((await call(env, "/v1/topics/ts")).body.scheduled).toBe(2);
+  });
+
+  it("deduplicates GitHub deliveries by X-GitHub-Delivery, so a redelivery after the secret changed makes no second job", async () => {
+    const env = isolatedEnv();
+    const headers = { "content-type": "application/json", "x-github-event": "push" };
+    await call(env, "/v1/topics/gh", { method: "PUT", body: { webhookSecret: "old-webhook-secret-0123" } });
+    const body = '{"ref":"refs/heads/main","after":"abc123"}';
+    const deliver = async (secret: string, delivery: string, text = body) =>
+      call(env, "/v1/hooks/gh", {
+        raw: text,
+        token: null,
+        headers: { ...headers, "x-hub-signature-256": `sha256=${await hmac(secret, text)}`, "x-github-delivery": delivery },
+      });
+    const first = await deliver("old-webhook-secret-0123", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    // The secret is rotated; GitHub redelivers the same delivery signed with the new one.
+    await call(env, "/v1/topics/gh", { method: "PUT", body: { webhookSecret: "new-webhook-secret-4567" } });
+    const again = await deliver("new-webhook-secret-4567", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual({ id: first.body.id, deduplicated: true });
+    // The old secret no longer works; another delivery of the same body is another event.
+    expect((await deliver("old-webhook-secret-0123", "0b989ba4-242f-11e5-81e1-ffffffffffff")).status).toBe(401);
+    const other = await deliver("new-webhook-secret-4567", "0b989ba4-242f-11e5-81e1-ffffffffffff");
+    expect(other.body.deduplicated).toBe(false);
+    expect(other.body.id).not.toBe(first.body.id);
+    expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(2);
   });
 });

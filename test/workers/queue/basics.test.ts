@@ -225,13 +225,13 @@ describe("dead letters", () => {
     expect(rest.entries.map((e) => e.id)).toEqual([ids[2]]);
     expect(rest.nextCursor).toBeNull();
 
-    expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toBe(1);
+    expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({ replayed: 1, notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] });
     expect((await queue.listDead("d")).entries.map((e) => e.id)).toEqual([ids[4], ids[2]]);
     const back = await queue.claim("d", { max: 5, leaseMs: 1_000 });
     expect(back.jobs.map((j) => [j.id, j.attempt])).toEqual([[ids[3], 1]]);
 
     clock.now = T0 + 10;
-    expect(await queue.replayDead("d", { all: true, dueAt: T0 + 5_000 })).toBe(2);
+    expect(await queue.replayDead("d", { all: true, dueAt: T0 + 5_000 })).toEqual({ replayed: 2, notFound: [] });
     expect((await queue.listDead("d")).entries).toEqual([]);
     expect(await queue.get(ids[2]!)).toMatchObject({ state: "scheduled", attempts: 0, dueAt: T0 + 5_000 });
     // Oldest first: equal due times keep the original order.

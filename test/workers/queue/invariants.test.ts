@@ -143,7 +143,7 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       case "replay": {
         const topic = TOPICS[op.topic]!;
         const dead = (await queue.listDead(topic, { limit: 1_000 })).entries;
-        const n = op.all ? await queue.replayDead(topic, { all: true }) : await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] });
+        const n = (op.all ? await queue.replayDead(topic, { all: true }) : await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
         counts.replayed += n;
         break;
       }

@@ -1,0 +1,99 @@
+/**
+ * The settings schema (src/env.ts) against what README.md's configuration
+ * table promises: every setting has a row, and the bounds a row states are
+ * exactly the ones the Worker enforces. And a Worker that refuses its
+ * settings stops `npm start`'s wait for /healthz at once.
+ */
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { waitForHealthy } from "../../dev/worker-process.js";
+import { SETTING_NAMES, validateSettings, type Env } from "../../src/env.js";
+
+const required: Env = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1", UPSTASH_REDIS_REST_TOKEN: "rest-token", DELAYLINE_TOKEN: "api-token-123" };
+const problemsWith = (name: string, value: string) => validateSettings({ ...required, [name]: value }).filter((p) => p.setting === name);
+
+/** The configuration table's rows by setting name (the first table whose rows name settings). */
+function configurationRows(): Map<string, string> {
+  const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("`npm start` reads these"));
+  const rows = new Map<string, string>();
+  for (const line of section.split("\n")) {
+    const m = /^\| `([A-Z_]+)` \|(.*)$/.exec(line);
+    if (m) rows.set(m[1]!, m[2]!);
+  }
+  return rows;
+}
+
+const number = (text: string) => Number(text.replace(/,/g, ""));
+
+/** Settings whose rule is not a numeric range, with values that must pass and fail. */
+const RULES: Record<string, { says: RegExp; good: string[]; bad: string[] }> = {
+  UPSTASH_REDIS_REST_URL: { says: /http\(s\) URL/, good: ["https://eu1.upstash.io"], bad: ["ftp://example.com", "not a url"] },
+  UPSTASH_REDIS_REST_TOKEN: { says: /not empty/, good: ["x"], bad: [] },
+  DELAYLINE_TOKEN: { says: /≥ 8 characters/, good: ["12345678", "12345678,abcdefgh"], bad: ["1234567", "12345678,abc"] },
+  DELAYLINE_PREFIX: { says: /exactly one `\{hash tag\}`/, good: ["dl:{main}", "{x}"], bad: ["dl:main", "dl:{a}{b}", "dl: {main}"] },
+  ALLOW_PRIVATE_TARGETS: { says: /`true`\/`false`\/`1`\/`0`/, good: ["true", "false", "1", "0"], bad: ["yes", "TRUE"] },
+  SIGNING_SECRET: { says: /≥ 16 characters/, good: ["0123456789abcdef"], bad: ["whsec_test123", "0123456789abcde"] },
+};
+
+describe("README's configuration table", () => {
+  const rows = configurationRows();
+
+  it("has a row for every setting and none for a setting that does not exist", () => {
+    expect([...rows.keys()].sort()).toEqual([...SETTING_NAMES].sort());
+  });
+
+  it.each(SETTING_NAMES.filter((n) => !(n in RULES)))("states %s's bounds, and they are the schema's", (name) => {
+    const bounds = /\((\d[\d,]*)–(\d[\d,]*)/.exec(rows.get(name) ?? "");
+    expect(bounds, `the row of ${name} states no (min–max)`).not.toBeNull();
+    const [min, max] = [number(bounds![1]!), number(bounds![2]!)];
+    expect(problemsWith(name, String(min))).toEqual([]);
+    expect(problemsWith(name, String(max))).toEqual([]);
+    if (min > 0) expect(problemsWith(name, String(min - 1))).toHaveLength(1);
+    expect(problemsWith(name, String(max + 1))).toHaveLength(1);
+    expect(problemsWith(name, "1.5")).toHaveLength(1);
+  });
+
+  it.each(Object.keys(RULES))("states %s's rule, and it is the schema's", (name) => {
+    const rule = RULES[name]!;
+    expect(rows.get(name)).toMatch(rule.says);
+    for (const value of rule.good) expect(problemsWith(name, value), value).toEqual([]);
+    for (const value of rule.bad) expect(problemsWith(name, value), value).toHaveLength(1);
+  });
+
+  it("validateSettings names each bad setting with its rule and never shows a secret", () => {
+    const problems = validateSettings({ ...required, SIGNING_SECRET: "whsec_test123", TICK_CHUNK: "0" });
+    expect(problems).toEqual([
+      { setting: "SIGNING_SECRET", message: "must be at least 16 characters" },
+      { setting: "TICK_CHUNK", message: 'must be a whole number from 1 to 1000, got "0"' },
+    ]);
+    expect(validateSettings({})).toEqual(
+      expect.arrayContaining([expect.objectContaining({ setting: "UPSTASH_REDIS_REST_URL" }), expect.objectContaining({ setting: "DELAYLINE_TOKEN" })]),
+    );
+  });
+});
+
+describe("waitForHealthy", () => {
+  it("gives up at once, with the Worker's words, when the Worker refuses its settings", async () => {
+    const detail = "invalid delayline settings: TICK_CHUNK must be a whole number from 1 to 1000, got \"0\"";
+    let asked = 0;
+    const server = createServer((_req, res) => {
+      asked++;
+      res.statusCode = 500;
+      res.setHeader("content-type", "application/problem+json");
+      res.end(JSON.stringify({ type: "urn:delayline:settings", title: "Internal Server Error", status: 500, detail }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      await expect(waitForHealthy(url, 60_000)).rejects.toThrow(`the Worker refuses its settings: ${detail}`);
+      expect(asked).toBe(1);
+    } finally {
+      server.close();
+      server.closeAllConnections();
+    }
+  });
+});
