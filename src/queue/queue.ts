@@ -549,11 +549,11 @@ export class Queue {
   async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<{ replayed: number; notFound: string[] }> {
     const t = this.keys.topic(topic);
     const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
-    const args = options.all ? [due, "all"] : [due, "ids", ...(options.ids ?? [])];
+    const args = options.all ? [due, "all", topic] : [due, "ids", topic, ...(options.ids ?? [])];
     if (!options.all && (options.ids ?? []).length === 0) return { replayed: 0, notFound: [] };
     const [replayed, ...notFound] = z
       .tuple([intReply], z.string())
-      .parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta], args));
+      .parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta, this.keys.topicIndex], args));
     return { replayed, notFound };
   }
 

@@ -103,6 +103,7 @@ export const topics = router()
       if (r.result === "not-empty") {
         throw new ApiProblem(409, `topic ${topic} holds ${r.scheduled} scheduled job(s) and ${r.dead} dead letter(s); delete with ?purge=true to drop them too`);
       }
+      forgetWebhookSecret(c.get("settings"), topic);
       return c.json({ topic, deleted: true as const, purged: r.purged }, 200);
     },
   )

@@ -5,7 +5,7 @@
  * invocation's budget, a drain's own retries, a drain of a pull topic.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { defineHandler, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
+import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { runDrain } from "../../../src/tick/drain.js";
 import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
@@ -59,6 +59,40 @@ describe("the topic index", () => {
     expect((await d.queue.topicStats(topic)).settings.maxAttempts).toBe(d.settings.defaultMaxAttempts);
     const report = await d.tick({ scheduledTime: T0, windowMs: 70_000 });
     expect(report.claimed).toBe(0);
+  });
+});
+
+describe("work added back", () => {
+  it("a replayed dead letter, a rescheduled job and a resumed topic are found by the tick", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
+    const topic = uniqueTopic("back");
+    let fail = true;
+    const seen = recorder(topic, clock, () => {
+      if (fail) throw new PermanentError("not yet");
+    });
+    const dead = await d.queue.enqueue({ topic, payload: "dead", runAt: T0 });
+    const later = await d.queue.enqueue({ topic, payload: "later", runAt: T0 + 3_600_000 });
+    const parked = await d.queue.enqueue({ topic, payload: "parked", runAt: T0 + 7_200_000 });
+    await d.tick({ scheduledTime: T0, windowMs: 1_000 });
+    expect((await d.queue.get(dead.id))!.state).toBe("dead");
+    fail = false;
+    // The topic's next job is an hour away: each of these must bring the tick back sooner.
+    const phase = async (act: () => Promise<unknown>, payload: string) => {
+      const start = clock.now();
+      await act();
+      await d.tick({ scheduledTime: start, windowMs: 2_000 });
+      const got = seen.filter((s) => s.at >= start);
+      expect(got.map((s) => s.payload)).toEqual([payload]);
+      expect(got[0]!.at - got[0]!.dueAt).toBeLessThanOrEqual(100);
+    };
+    await phase(async () => expect((await d.queue.replayDead(topic, { ids: [dead.id], dueAt: clock.now() + 500 })).replayed).toBe(1), "dead");
+    await phase(async () => expect(await d.queue.reschedule(later.id, clock.now() + 700)).toBe("rescheduled"), "later");
+    // Paused, the tick's claim drops the topic from the index; resuming puts it back.
+    await d.queue.configureTopic(topic, { paused: true });
+    expect(await d.queue.reschedule(parked.id, clock.now() + 1_500)).toBe("rescheduled");
+    await d.tick({ scheduledTime: clock.now(), windowMs: 1_000 });
+    await phase(() => d.queue.configureTopic(topic, { paused: false }), "parked");
   });
 });
 
