@@ -1,4 +1,5 @@
 import { settings, type Env } from "../../../src/env.js";
+import { defineHandler, removeHandler, type JobContext } from "../../../src/handlers/registry.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import { TickLock } from "../../../src/queue/lock.js";
 import { createRedis } from "../../../src/queue/redis.js";
@@ -58,3 +59,31 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
 
 /** A unique topic name, so handlers registered by parallel tests never collide. */
 export const uniqueTopic = (name: string) => `${name}-${crypto.randomUUID().slice(0, 8)}`;
+
+/** What a {@link recorder} handler saw of one attempt. */
+export interface Seen {
+  id: string;
+  attempt: number;
+  /** When the handler started, on the test's clock. */
+  at: number;
+  dueAt: number;
+  payload: unknown;
+}
+
+const recorded: string[] = [];
+
+/** Registers a code handler that records what it saw and when (on the given clock); {@link removeRecorders} removes it. */
+export function recorder(topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}): Seen[] {
+  const seen: Seen[] = [];
+  defineHandler(topic, async (job) => {
+    seen.push({ id: job.id, attempt: job.attempt, at: clock.now(), dueAt: job.dueAt, payload: job.payload });
+    await behave(job);
+  });
+  recorded.push(topic);
+  return seen;
+}
+
+/** Removes every handler {@link recorder} registered (call after each test). */
+export function removeRecorders(): void {
+  recorded.splice(0).forEach(removeHandler);
+}

@@ -5,24 +5,14 @@
  * invocation's budget, a drain's own retries, a drain of a pull topic.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
+import { PermanentError, RetryableError } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { runDrain } from "../../../src/tick/drain.js";
-import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
-const registered: string[] = [];
-afterEach(() => registered.splice(0).forEach(removeHandler));
+afterEach(removeRecorders);
 
-function recorder(topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}) {
-  const seen: Array<{ id: string; attempt: number; at: number; dueAt: number; payload: unknown }> = [];
-  defineHandler(topic, async (job) => {
-    seen.push({ id: job.id, attempt: job.attempt, at: clock.now(), dueAt: job.dueAt, payload: job.payload });
-    await behave(job);
-  });
-  registered.push(topic);
-  return seen;
-}
 
 describe("the topic index", () => {
   for (const profile of [

@@ -2,22 +2,15 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../../src/client/signature.js";
 import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
-import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
 const registered: string[] = [];
-afterEach(() => registered.splice(0).forEach(removeHandler));
+afterEach(() => {
+  registered.splice(0).forEach(removeHandler);
+  removeRecorders();
+});
 
-/** Registers a code handler that records what it saw and when (on the given clock). */
-function recorder(topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}) {
-  const seen: Array<{ id: string; attempt: number; at: number; dueAt: number; payload: unknown }> = [];
-  defineHandler(topic, async (job) => {
-    seen.push({ id: job.id, attempt: job.attempt, at: clock.now(), dueAt: job.dueAt, payload: job.payload });
-    await behave(job);
-  });
-  registered.push(topic);
-  return seen;
-}
 
 describe("the loop", () => {
   it("runs every job of its window once, never early, within TICK_POLL_MS of its due time", async () => {
