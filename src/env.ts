@@ -26,7 +26,7 @@ export interface Env {
   /** This Worker's TickChunk entrypoint (service binding), for fanning chunks out to invocations of their own. */
   TICK_RUNNER?: {
     run(topic: string, max: number): Promise<TickChunkReport>;
-    drain(topic: string, horizonMs: number): Promise<TickChunkReport>;
+    drain(topic: string, horizonMs: number, handovers?: number): Promise<TickChunkReport>;
     /** Goes on with a tick loop whose invocation ran out of subrequests: the rest of its window, with a budget of its own. */
     continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }>;
   };

@@ -10,9 +10,10 @@ import { runChunk, type ChunkReport } from "./run-chunk.js";
 export type { ChunkReport } from "./run-chunk.js";
 
 /**
- * Most handovers in one window. Each successor is called (and awaited) by the
- * loop before it, and Cloudflare allows a chain of 32 invocations per
- * request; a successor's fanned-out chunks are one level deeper still.
+ * Most handovers in one window (or one drain's horizon). Each successor is
+ * called (and awaited) by the one before it, and Cloudflare allows a chain of
+ * 32 invocations per request; a successor's fanned-out chunks are one level
+ * deeper still.
  */
 export const MAX_HANDOVERS = 16;
 
@@ -29,10 +30,26 @@ export class TickChunk extends WorkerEntrypoint<Env> {
     return runChunk({ queue: queueFromSettings(s), settings: s, topic, max });
   }
 
-  /** A topic's jobs as they fall due over the next `horizonMs`, started by a producer while the tick sleeps (src/tick/wake.ts). */
-  async drain(topic: string, horizonMs: number): Promise<ChunkReport> {
+  /**
+   * A topic's jobs as they fall due over the next `horizonMs`, started by a
+   * producer while the tick sleeps (src/tick/wake.ts); `handovers` counts the
+   * drains before it that ran out of budget.
+   */
+  async drain(topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> {
     const s = settings(this.env);
-    return runDrain({ queue: queueFromSettings(s), settings: s, topic, horizonMs });
+    const runner = this.env.TICK_RUNNER;
+    return runDrain({
+      queue: queueFromSettings(s),
+      settings: s,
+      topic,
+      horizonMs,
+      ...(runner
+        ? {
+            fanOut: (t: string, max: number) => runner.run(t, max),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runner.drain(topic, h, handovers + 1) } : {}),
+          }
+        : {}),
+    });
   }
 
   /**

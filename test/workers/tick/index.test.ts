@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { PermanentError, RetryableError } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { runDrain } from "../../../src/tick/drain.js";
+import { runChunk, type ChunkReport } from "../../../src/tick/run-chunk.js";
 import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
@@ -147,6 +148,36 @@ describe("a producer's drain", () => {
       [2, 2_000],
     ]);
     expect(await d.queue.get(id)).toMatchObject({ state: "succeeded", attempts: 2 });
+  });
+
+  it("carries 1,000 jobs due over 20 s on the free-plan profile: fanned out, handed over, each once, never early, within TICK_POLL_MS + 100 ms", { timeout: 120_000 }, async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10" }, clock);
+    const topic = uniqueTopic("drain-steady");
+    const seen = recorder(topic, clock);
+    await d.queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic, payload: i, runAt: T0 + i * 20 })));
+    let drains = 0;
+    let chunks = 0;
+    const fanOut = (t: string, max: number) => {
+      chunks++;
+      return runChunk({ queue: d.queue, settings: d.settings, topic: t, max, clock, log: () => {} });
+    };
+    const drain = (horizonMs: number): Promise<ChunkReport> => {
+      drains++;
+      return runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs, clock, log: () => {}, fanOut, handOver: drain });
+    };
+    // The drain covers what falls due within its horizon: the last job is due at 19.98 s.
+    const r = await drain(21_000);
+    expect(r.claimed).toBe(1_000);
+    expect(new Set(seen.map((s) => s.id)).size).toBe(1_000);
+    expect(seen).toHaveLength(1_000);
+    for (const s of seen) {
+      expect(s.at).toBeGreaterThanOrEqual(s.dueAt);
+      expect(s.at - s.dueAt).toBeLessThanOrEqual(1_100);
+    }
+    // Within the chain Cloudflare allows (MAX_HANDOVERS).
+    expect(drains).toBeLessThanOrEqual(16);
+    expect(chunks).toBeGreaterThan(0);
   });
 
   it("never pushes a pull topic's job: it leaves only through claim", async () => {
