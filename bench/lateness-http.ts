@@ -80,7 +80,7 @@ function tickSummary(lines: LoggedLine[]) {
 async function runProfile(key: ProfileKey) {
   const profile = PROFILES[key];
   const receiver = await startReceiver();
-  const stack = await startNpmStart({ name: `lateness-${key}`, settings: profile.settings });
+  const stack = await startNpmStart({ name: `lateness-${key}`, settings: profile.settings, countRequests: true });
   const redis = new IORedis({ port: stack.redisPort, host: "127.0.0.1", maxRetriesPerRequest: null, lazyConnect: true });
   try {
     await redis.connect();
@@ -116,6 +116,7 @@ async function runProfile(key: ProfileKey) {
     while (Date.now() < deadline && delivered() < JOBS) await sleep(200);
     await sleep(3_000);
     const loadAfter = machine().loadavg;
+    const requests = (await stack.bridgeRequests()).filter(([at]) => at >= enqueueStarted);
 
     const lateness: number[] = [];
     const samples: Array<{ dueAt: number; lateMs: number }> = [];
@@ -138,6 +139,14 @@ async function runProfile(key: ProfileKey) {
       const st = summarize(inSecond);
       bySecond.push({ second: s, n: st.n, p50: st.p50, max: st.max });
     }
+    // Per second since the enqueue started: deliveries the receiver saw and REST requests the bridge served.
+    const timeline: Array<{ second: number; delivered: number; bridgeRequests: number }> = [];
+    const firstArrivals = [...receiver.arrivals.entries()].filter(([id]) => due.has(id)).map(([, t]) => t[0]!);
+    const lastAt = Math.max(enqueueStarted, ...firstArrivals, ...requests.map(([at]) => at));
+    for (let s = 0; enqueueStarted + s * 1000 <= lastAt; s++) {
+      const inS = (at: number) => at >= enqueueStarted + s * 1000 && at < enqueueStarted + (s + 1) * 1000;
+      timeline.push({ second: s, delivered: firstArrivals.filter(inS).length, bridgeRequests: requests.filter(([at]) => inS(at)).length });
+    }
     const missing = JOBS - delivered();
     const allOnce = missing === 0 && duplicates === 0 && due.size === JOBS;
     const p99Met = profile.p99Target === null ? null : stats.p99 <= profile.p99Target;
@@ -156,6 +165,9 @@ async function runProfile(key: ProfileKey) {
       early,
       latenessMs: stats,
       bySecond,
+      timeline,
+      /** Per job: [due − first due, lateness] ms, in due order. */
+      samples: samples.sort((x, y) => x.dueAt - y.dueAt).map((x) => [x.dueAt - start, x.lateMs]),
       tick: tickSummary(stack.lines.filter((l) => l.at >= enqueueStarted)),
       target: {
         allOnce,
@@ -218,6 +230,9 @@ const md =
     .join("\n") +
   `\n\nLateness by the second the jobs were due in (p50 / max, ms):\n\n| s | ${results.map((r) => r.profile).join(" | ")} |\n|---|${results.map(() => "---").join("|")}|\n` +
   Array.from({ length: Math.ceil(SPREAD / 1000) }, (_, s) => `| ${s} | ${results.map((r) => `${r.bySecond[s]!.p50} / ${r.bySecond[s]!.max}`).join(" | ")} |`).join("\n") +
+  `\n\nTimeline: per second since the enqueue started, deliveries the receiver saw / REST requests the bridge served ` +
+  `(jobs fall due from second ${Math.floor(LEAD / 1000)} to ${Math.ceil((LEAD + SPREAD) / 1000)}):\n\n| s | ${results.map((r) => r.profile).join(" | ")} |\n|---|${results.map(() => "---").join("|")}|\n` +
+  Array.from({ length: Math.max(...results.map((r) => r.timeline.length)) }, (_, s) => `| ${s} | ${results.map((r) => (r.timeline[s] ? `${r.timeline[s]!.delivered} / ${r.timeline[s]!.bridgeRequests}` : "")).join(" | ")} |`).join("\n") +
   `\n`;
 const dir = full ? join(root, "bench/results") : join(root, "bench/results/tmp");
 writeFileSync(join(dir, "lateness-http.json"), JSON.stringify(out, null, 2) + "\n");
