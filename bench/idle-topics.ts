@@ -133,6 +133,8 @@ async function idleMinute(stack: NpmStart, redis: IORedis, topics: number) {
     byCommand: stats,
     requests: requests.length,
     requestsByPath: byPath,
+    /** When each request came, seconds into the window (the window starts at :${PHASE_S}). */
+    requestTimes: requests.map(([at]) => Math.round((at - t0) / 100) / 10),
     evalsha: stats.evalsha?.calls ?? 0,
     tickLines: summarizeLines(lines),
     tickLinesRaw: lines,
@@ -262,6 +264,8 @@ const md =
         `${Object.entries(r.tickLines).map(([k, v]) => `${k} ${v}`).join(", ") || "—"} | ${fmtLoad(r.load)} | ${top(r.byCommand)} |`,
     )
     .join("\n") +
+  `\n\nWhen the requests came (seconds into the minute, which starts at :${PHASE_S}; the cron fires at ${60 - PHASE_S} s and the running loop's window ends TICK_OVERLAP_MS (15 s) later):\n\n` +
+  idle.map((r) => `- ${r.topics.toLocaleString("en")}: ${r.requestTimes.join(", ")}`).join("\n") +
   `\n\nRatio ${most?.topics.toLocaleString("en")} ÷ 1 topic: commands **${ratio}**, requests ${requestRatio}. Target ≤ 1.1: **${out.ratio.met ? "met" : "missed"}**.\n\n` +
   `Topic creation: ${creation.map((c) => `${c.created} in ${(c.ms / 1000).toFixed(1)} s (${c.perSecond}/s)`).join(", ")}.\n\n` +
   `## Lateness of a new topic among ${most?.topics.toLocaleString("en")} idle ones\n\n` +
