@@ -187,7 +187,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           break;
         }
         const renew = clock.now() - lastExtend >= lockTtl / 3;
-        const writeStatus = clock.now() - statusAt >= STATUS_EVERY_MS;
+        // A change of the sleep mark is news too: the status says whether the loop sleeps.
+        const writeStatus = clock.now() - statusAt >= STATUS_EVERY_MS || markChange !== undefined;
         const minute = Math.floor(clock.now() / 60_000);
         const list = minute !== listedMinute;
         const sample = !list && sampledMinute !== minute && toSample.length > 0;
@@ -198,7 +199,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           limit: Math.min(MAX_DUE_TOPICS, Math.max(1, budget.left - 2)),
           ...(renew ? { renewLock: { token: lock.token, ttlMs: lockTtl } } : {}),
           ...(markChange !== undefined ? { sleepMark: markChange } : {}),
-          ...(writeStatus ? { status: status(null, markedAt !== null) } : {}),
+          ...(writeStatus ? { status: status(null, markChange === undefined ? markedAt !== null : markChange !== "clear") } : {}),
           ...(sample ? { sample: { at: polledAt, topics: toSample } } : {}),
           ...(list ? { listToSample: SAMPLED_TOPICS } : {}),
         });
@@ -341,7 +342,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           fannedOut: remote.length,
           subrequests: budget.spent,
           budget: s.tickSubrequestBudget,
-          nextDueInMs: Number.isFinite(wakeAt) ? Math.max(0, wakeAt - clock.now()) : null,
+          // When the loop looks next (a due job, a retry, the rate's next token, a lease deadline).
+          nextLookInMs: Number.isFinite(wakeAt) ? Math.max(0, wakeAt - clock.now()) : null,
         });
 
         // Paced: rounds like this one, back to back, must not spend the budget
