@@ -28,6 +28,12 @@ export default defineConfig({
                 UPSTASH_REDIS_REST_TOKEN: inject("bridgeToken"),
                 DELAYLINE_TOKEN: TEST_API_TOKEN,
                 ALLOW_PRIVATE_TARGETS: "true",
+                // The model-based tick test (test/workers/tick/model.test.ts): runs, replay, strictness.
+                MODEL_RUNS: process.env.MODEL_RUNS ?? "",
+                MODEL_SEED: process.env.MODEL_SEED ?? "",
+                MODEL_PATH: process.env.MODEL_PATH ?? "",
+                MODEL_STRICT: process.env.MODEL_STRICT ?? "",
+                MODEL_HUNT: process.env.MODEL_HUNT ?? "",
               },
             },
           })),

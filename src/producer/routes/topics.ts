@@ -67,6 +67,7 @@ export const topics = router()
       if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);
       const queue = c.get("queue");
       await queue.configureTopic(topic, patch);
+      if (patch.paused === false || patch.mode === "push") await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
       if (body.webhookSecret !== undefined) forgetWebhookSecret(c.get("settings"), topic);
       return c.json(view(await queue.topicStats(topic)), 200);
     },
@@ -115,6 +116,8 @@ export const topics = router()
   .openapi(pauseRoute(false), async (c) => {
     const { topic } = c.req.valid("param");
     await c.get("queue").configureTopic(topic, { paused: false });
+    // While the tick sleeps, the jobs that waited for the resume start from here.
+    await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
     return c.json(view(await c.get("queue").topicStats(topic)), 200);
   })
   .openapi(

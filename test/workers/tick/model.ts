@@ -1,0 +1,862 @@
+/**
+ * The model-based test of the tick (issue 13): scenarios, how one runs on
+ * the sim clock against the real Redis, and what is checked afterwards.
+ * model.test.ts drives it with fast-check; everything it does to the code
+ * under test goes through model-harness.ts.
+ */
+import fc from "fast-check";
+import { defineHandler, PermanentError, removeHandler, RetryableError } from "../../../src/handlers/registry.js";
+import { normalizeBackoff, type Backoff, type BackoffInput } from "../../../src/queue/policy/backoff.js";
+import type { JobView } from "../../../src/queue/queue.js";
+import type { TopicPatch } from "../../../src/queue/topics.js";
+import { createModelHarness, currentRunner, RESUME_TAKES_EFFECT_WITHIN_MS, type ModelHarness, type Trace } from "./model-harness.js";
+import { seededRandom, SimClock } from "./sim-clock.js";
+
+/** A minute boundary (in 2030): cron minute k is scheduled at BASE + k·60 s. */
+export const BASE = 31_666_666 * 60_000;
+/** Slack on top of TICK_POLL_MS in the lateness bound (the issue's "+ 100 ms"). */
+export const LATENESS_SLACK_MS = 100;
+
+// ---------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------
+
+/** What a handler (or the pull consumer) does with one attempt: after `ms` virtual ms, succeed or fail. */
+export interface Behaviour {
+  /** ok; retry: RetryableError (with `after`: its retry-after); error: a plain Error (retried by policy); permanent: PermanentError. */
+  k: "ok" | "retry" | "error" | "permanent";
+  ms: number;
+  after?: number;
+}
+export interface TopicSpec {
+  mode: "push" | "pull";
+  rate?: number;
+  burst?: number;
+  concurrency?: number;
+  maxAttempts: number;
+  backoff: BackoffInput;
+}
+export interface JobSpec {
+  topic: number;
+  delay: number;
+  /** Behaviour of attempt 1, 2, …; past its end, ok. */
+  plan: Behaviour[];
+  maxAttempts?: number;
+  backoff?: BackoffInput;
+}
+export interface Scenario {
+  pollMs: number;
+  idlePeekMs: number;
+  chunk: number;
+  overlapMs: number;
+  topics: TopicSpec[];
+  /** Enqueue calls: at `at` ms after BASE, by producer isolate `producer`. */
+  batches: Array<{ at: number; producer: number; jobs: JobSpec[] }>;
+  pauses: Array<{ topic: number; at: number; forMs: number }>;
+  /** Cron invocation k starts crons[k % length] ms after minute k (late); windows are 60 s + overlapMs. */
+  crons: number[];
+  /** Extra invocations (Cloudflare delivering a cron twice): minute, offset. */
+  duplicates: Array<{ minute: number; offset: number }>;
+  /** The pull consumer: claims up to `max` every `everyMs`. */
+  consumer: { everyMs: number; max: number };
+  /** Seeds Math.random (backoff jitter) during the run. */
+  seed: number;
+}
+
+const behaviourArb: fc.Arbitrary<Behaviour> = fc
+  .record({
+    k: fc.oneof(
+      { weight: 4, arbitrary: fc.constant("ok" as const) },
+      { weight: 2, arbitrary: fc.constant("retry" as const) },
+      { weight: 2, arbitrary: fc.constant("error" as const) },
+      { weight: 1, arbitrary: fc.constant("permanent" as const) },
+    ),
+    ms: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 3_000 }) }),
+    after: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined, freq: 3 }),
+  })
+  .map(({ k, ms, after }) => (k === "retry" && after !== undefined ? { k, ms, after } : { k, ms }));
+
+const backoffArb: fc.Arbitrary<BackoffInput> = fc.oneof(
+  fc.record({ type: fc.constant("fixed" as const), delay: fc.integer({ min: 0, max: 10_000 }) }),
+  fc.record({
+    type: fc.constant("exponential" as const),
+    delay: fc.integer({ min: 100, max: 4_000 }),
+    factor: fc.constantFrom(1, 1.5, 2, 3),
+    maxDelay: fc.integer({ min: 1_000, max: 20_000 }),
+    jitter: fc.boolean(),
+  }),
+  fc.record({ type: fc.constant("schedule" as const), delays: fc.array(fc.integer({ min: 0, max: 15_000 }), { minLength: 1, maxLength: 3 }) }),
+);
+
+const topicArb: fc.Arbitrary<TopicSpec> = fc
+  .record({
+    mode: fc.oneof({ weight: 3, arbitrary: fc.constant("push" as const) }, { weight: 1, arbitrary: fc.constant("pull" as const) }),
+    rate: fc.option(fc.constantFrom(0.5, 1, 2, 5, 10), { nil: undefined, freq: 2 }),
+    burst: fc.option(fc.constantFrom(1, 2, 3, 5), { nil: undefined }),
+    concurrency: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined, freq: 2 }),
+    maxAttempts: fc.integer({ min: 1, max: 4 }),
+    backoff: backoffArb,
+  })
+  .map((t) => {
+    const out: TopicSpec = { mode: t.mode, maxAttempts: t.maxAttempts, backoff: t.backoff };
+    if (t.rate !== undefined) out.rate = t.rate;
+    if (t.rate !== undefined && t.burst !== undefined) out.burst = t.burst;
+    if (t.concurrency !== undefined) out.concurrency = t.concurrency;
+    return out;
+  });
+
+const delayArb = fc.oneof(
+  fc.constant(0),
+  fc.integer({ min: 0, max: 2_000 }),
+  fc.integer({ min: 0, max: 60_000 }),
+  fc.integer({ min: 0, max: 60_000 }),
+  fc.constantFrom(19_999, 20_000, 20_001, 60_000),
+);
+
+const jobArb = (topics: number): fc.Arbitrary<JobSpec> =>
+  fc
+    .record({
+      topic: fc.nat(topics - 1),
+      delay: delayArb,
+      plan: fc.array(behaviourArb, { minLength: 4, maxLength: 4 }),
+      maxAttempts: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined, freq: 4 }),
+      backoff: fc.option(backoffArb, { nil: undefined, freq: 4 }),
+    })
+    .map((j) => {
+      const out: JobSpec = { topic: j.topic, delay: j.delay, plan: j.plan };
+      if (j.maxAttempts !== undefined) out.maxAttempts = j.maxAttempts;
+      if (j.backoff !== undefined) out.backoff = j.backoff;
+      return out;
+    });
+
+/**
+ * Scenarios of 1–4 topics, jobs enqueued over up to 2.5 virtual minutes.
+ * No `chain`: topic indexes are drawn from 0–3 and taken modulo the number
+ * of topics, so fast-check shrinks every part independently.
+ */
+export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number } = {}): fc.Arbitrary<Scenario> {
+  const span = options.maxSpanMs ?? 150_000;
+  return fc
+    .record({
+      pollMs: fc.constantFrom(100, 1_000),
+      idlePeekMs: fc.constantFrom(0, 20_000),
+      chunk: fc.oneof({ weight: 3, arbitrary: fc.constant(100) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) }),
+      overlapMs: fc.constant(15_000),
+      topics: fc.array(topicArb, { minLength: 1, maxLength: 4 }),
+      batches: fc.array(fc.record({ at: fc.integer({ min: 0, max: span }), producer: fc.nat(1), jobs: fc.array(jobArb(4), { minLength: 1, maxLength: 3 }) }), {
+        minLength: 1,
+        maxLength: options.maxBatches ?? 10,
+      }),
+      pauses: fc.array(fc.record({ topic: fc.nat(3), at: fc.integer({ min: 0, max: span }), forMs: fc.integer({ min: 500, max: 40_000 }) }), { maxLength: 2 }),
+      crons: fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 4 }),
+      duplicates: fc.array(fc.record({ minute: fc.nat(3), offset: fc.integer({ min: 0, max: 20_000 }) }), { maxLength: 1 }),
+      consumer: fc.record({ everyMs: fc.integer({ min: 500, max: 5_000 }), max: fc.integer({ min: 1, max: 5 }) }),
+      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    })
+    .map(
+      (sc): Scenario =>
+        // Plain objects (fc.record makes null-prototype ones), so a printed counterexample pastes as a literal.
+        JSON.parse(
+          JSON.stringify({
+            ...sc,
+            batches: sc.batches.map((b) => ({ ...b, jobs: b.jobs.map((j) => ({ ...j, topic: j.topic % sc.topics.length })) })),
+            pauses: sc.pauses.map((p) => ({ ...p, topic: p.topic % sc.topics.length })),
+          }),
+        ) as Scenario,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Running a scenario
+// ---------------------------------------------------------------------------
+
+/** One attempt as a push handler saw it (or, for pull topics, as the consumer did). */
+export interface AttemptRecord {
+  id: string;
+  attempt: number;
+  dueAt: number;
+  start: number;
+  end?: number;
+  runner: string;
+}
+export interface JobModel {
+  j: number;
+  spec: JobSpec;
+  topic: string;
+  mode: "push" | "pull";
+  id?: string;
+  enqueuedAt?: number;
+  dueAt?: number;
+  attempts: AttemptRecord[];
+  /** Pull jobs a push handler got. */
+  pushed: AttemptRecord[];
+  final?: JobView | null;
+}
+export interface Violation {
+  kind: string;
+  message: string;
+  job?: number;
+  topic?: string;
+  attempt?: number;
+  /** The time the violation is about (for the explanation). */
+  at?: number;
+  /** What the checker found around it, for telling known bugs apart (see model.test.ts KNOWN_BUGS). */
+  facts?: ViolationFacts;
+}
+export interface ViolationFacts {
+  /** The runner that claimed the late attempt, or that pushed a pull job. */
+  runner?: string;
+  /** The runner that settled the previous attempt (scheduled this retry). */
+  retryScheduledBy?: string;
+  /** The tick's sleep mark was set at the attempt's due time. */
+  tickAsleepAtDue?: boolean;
+  /** The lateness is explained by the claiming runner being busy with a chunk's handlers (head-of-line). */
+  headOfLine?: boolean;
+  /** The topic has a concurrency limit and was claimed from meanwhile (served, one slot at a time). */
+  throttledByConcurrency?: boolean;
+  /** A drain of the topic that was alive at the due time ended by a SpinError. */
+  drainSpun?: boolean;
+  /** The stretch the attempt waited through began when a resume took effect (resume + RESUME_TAKES_EFFECT_WITHIN_MS). */
+  afterResume?: boolean;
+  /** The tick's sleep mark was set when that stretch began. */
+  tickAsleepAtFreeStart?: boolean;
+  /** ... and the tick had marked itself asleep while the topic was paused. */
+  fellAsleepWhilePaused?: boolean;
+  /** Attempt 1 was enqueued while a drain of its topic, started earlier, ran with a horizon reaching past the due time. */
+  enqueuedDuringDrain?: boolean;
+  /** A pull job that a push handler got. */
+  pullPushed?: boolean;
+  /** A SimClock spin or the error it caused. */
+  spin?: boolean;
+}
+export interface RunStats {
+  pushJobs: number;
+  pullJobs: number;
+  attempts: number;
+  invocations: number;
+  drains: number;
+  virtualMs: number;
+  realMs: number;
+  requests: number;
+  steps: number;
+  ended: string;
+}
+export interface RunResult {
+  scenario: Scenario;
+  violations: Violation[];
+  stats: RunStats;
+  jobs: JobModel[];
+  trace: Trace;
+  topics: string[];
+  pauses: Array<{ topic: string; paused: boolean; at: number }>;
+  /** A readable account of the violations and the events around them. */
+  explain(): string;
+}
+
+const normalized = (b: BackoffInput): Backoff => normalizeBackoff(b);
+
+/** Expected attempts and final state from a job's plan. */
+export function expectedOutcome(plan: Behaviour[], maxAttempts: number): { attempts: number; state: "succeeded" | "dead" } {
+  for (let k = 1; k <= maxAttempts; k++) {
+    const b = plan[k - 1] ?? { k: "ok", ms: 0 };
+    if (b.k === "ok") return { attempts: k, state: "succeeded" };
+    if (b.k === "permanent") return { attempts: k, state: "dead" };
+  }
+  return { attempts: maxAttempts, state: "dead" };
+}
+
+/** The retry delay after attempt `k` failed as `b`: exact, or a range for full jitter. */
+function retryDelay(b: Behaviour, policy: Backoff, k: number): [number, number] {
+  if (b.k === "retry" && b.after !== undefined) return [b.after, b.after];
+  switch (policy.type) {
+    case "fixed":
+      return [policy.delay, policy.delay];
+    case "schedule": {
+      const d = policy.delays[Math.min(k, policy.delays.length) - 1]!;
+      return [d, d];
+    }
+    case "exponential": {
+      const raw = Math.min(policy.delay * policy.factor ** (k - 1), policy.maxDelay);
+      return policy.jitter ? [0, Math.floor(raw)] : [Math.floor(raw), Math.floor(raw)];
+    }
+  }
+}
+
+/** Runs one scenario to its end and checks it. Never throws for a violation: they are in the result. */
+export async function runScenario(sc: Scenario): Promise<RunResult> {
+  const realStart = Date.now();
+  const clock = new SimClock(BASE);
+  const originalRandom = Math.random;
+  const uninstall = clock.install();
+  Math.random = seededRandom(sc.seed);
+  const harness = createModelHarness({
+    clock,
+    env: {
+      TICK_POLL_MS: String(sc.pollMs),
+      TICK_IDLE_PEEK_MS: String(sc.idlePeekMs),
+      TICK_CHUNK: String(sc.chunk),
+      TICK_OVERLAP_MS: String(sc.overlapMs),
+      // Ample: the lateness bound is about timing, not about a tight budget stretching the poll.
+      TICK_SUBREQUEST_BUDGET: "100000",
+    },
+  });
+  const run = crypto.randomUUID().slice(0, 6);
+  const topics = sc.topics.map((_, i) => `m${i}-${run}`);
+  const jobs: JobModel[] = [];
+  const pauses: Array<{ topic: string; paused: boolean; at: number }> = [];
+  let stopped = false;
+  let batchesDone = 0;
+  const violations: Violation[] = [];
+  let ended = "";
+  let endAt = BASE;
+
+  for (const b of sc.batches) for (const spec of b.jobs) jobs.push({ j: jobs.length, spec, topic: topics[spec.topic]!, mode: sc.topics[spec.topic]!.mode, attempts: [], pushed: [] });
+  const byId = new Map<string, JobModel>();
+
+  try {
+    // Topics, and a recording handler for every one (a pull topic's records that it was pushed).
+    for (const [i, t] of sc.topics.entries()) {
+      const patch: TopicPatch = { mode: t.mode, maxAttempts: t.maxAttempts, backoff: normalized(t.backoff) };
+      if (t.rate !== undefined) patch.ratePerSec = t.rate;
+      if (t.burst !== undefined) patch.burst = t.burst;
+      if (t.concurrency !== undefined) patch.concurrency = t.concurrency;
+      await harness.configure(topics[i]!, patch);
+      defineHandler(topics[i]!, async (ctx) => {
+        if (stopped) return;
+        const model = jobs[(ctx.payload as { j: number }).j]!;
+        const rec: AttemptRecord = { id: ctx.id, attempt: ctx.attempt, dueAt: ctx.dueAt, start: clock.now(), runner: currentRunner() };
+        if (model.mode === "pull") {
+          model.pushed.push(rec);
+          return;
+        }
+        model.attempts.push(rec);
+        const b = model.spec.plan[ctx.attempt - 1] ?? { k: "ok", ms: 0 };
+        if (b.ms > 0) await clock.sleep(b.ms);
+        rec.end = clock.now();
+        if (b.k === "retry") throw new RetryableError(`planned retry of attempt ${ctx.attempt}`, b.after);
+        if (b.k === "error") throw new Error(`planned error in attempt ${ctx.attempt}`);
+        if (b.k === "permanent") throw new PermanentError(`planned permanent failure in attempt ${ctx.attempt}`);
+      });
+    }
+
+    const lastEvent = Math.max(...sc.batches.map((b) => b.at), ...sc.pauses.map((p) => p.at + p.forMs));
+    // Long enough for the last job's every retry; a run normally ends once every job is final.
+    const cap = BASE + lastEvent + 60_000 + 4 * 30_000 + 180_000;
+    const windowMs = 60_000 + sc.overlapMs;
+
+    // Cron: minute after minute, each invocation late by its offset.
+    void clock.spawn("cron", async () => {
+      for (let k = 0; ; k++) {
+        const at = BASE + k * 60_000 + sc.crons[k % sc.crons.length]!;
+        if (at > cap) return;
+        await clock.sleep(at - clock.now());
+        if (stopped) return;
+        void clock.spawn(`cron minute ${k}`, () => harness.startTick(BASE + k * 60_000, windowMs));
+      }
+    });
+    for (const d of sc.duplicates) {
+      void clock.spawn(`duplicate minute ${d.minute}`, async () => {
+        await clock.sleep(BASE + d.minute * 60_000 + d.offset - clock.now());
+        if (!stopped) await harness.startTick(BASE + d.minute * 60_000, windowMs);
+      });
+    }
+    // Producers.
+    let next = 0;
+    for (const [bi, b] of sc.batches.entries()) {
+      const models = jobs.slice(next, (next += b.jobs.length));
+      void clock.spawn(`batch ${bi}`, async () => {
+        await clock.sleep(BASE + b.at - clock.now());
+        const inputs = models.map((m) => ({
+          topic: m.topic,
+          payload: { j: m.j },
+          delayMs: m.spec.delay,
+          ...(m.spec.maxAttempts !== undefined ? { maxAttempts: m.spec.maxAttempts } : {}),
+          ...(m.spec.backoff !== undefined ? { backoff: normalized(m.spec.backoff) } : {}),
+        }));
+        const enqueuedAt = clock.now();
+        const results = await harness.enqueue(inputs, b.producer);
+        results.forEach((r, i) => {
+          const m = models[i]!;
+          m.id = r.id;
+          m.enqueuedAt = enqueuedAt;
+          m.dueAt = r.dueAt ?? undefined;
+          byId.set(r.id, m);
+        });
+        batchesDone++;
+      });
+    }
+    // Pauses and resumes.
+    for (const p of sc.pauses) {
+      const topic = topics[p.topic]!;
+      void clock.spawn(`pause ${topic}`, async () => {
+        await clock.sleep(BASE + p.at - clock.now());
+        if (stopped) return;
+        pauses.push({ topic, paused: true, at: clock.now() });
+        await harness.configure(topic, { paused: true });
+        await clock.sleep(p.forMs);
+        if (stopped) return;
+        pauses.push({ topic, paused: false, at: clock.now() });
+        await harness.configure(topic, { paused: false });
+      });
+    }
+    // The pull consumer of each pull topic.
+    for (const [i, t] of sc.topics.entries()) {
+      if (t.mode !== "pull") continue;
+      const topic = topics[i]!;
+      void clock.spawn(`consumer ${topic}`, async () => {
+        for (;;) {
+          await clock.sleep(sc.consumer.everyMs);
+          if (stopped) return;
+          const claim = await harness.claimPull(topic, sc.consumer.max, 30_000);
+          for (const job of claim.jobs) {
+            const model = jobs[(job.record.payload as { j: number }).j]!;
+            const rec: AttemptRecord = { id: job.id, attempt: job.attempt, dueAt: job.dueAt, start: clock.now(), runner: "pull" };
+            model.attempts.push(rec);
+            void clock.spawn(`consume ${job.id}#${job.attempt}`, async () => {
+              const b = model.spec.plan[job.attempt - 1] ?? { k: "ok", ms: 0 };
+              if (b.ms > 0) await clock.sleep(b.ms);
+              rec.end = clock.now();
+              if (stopped) return;
+              if (b.k === "ok") await harness.ackPull(job.id, job.attempt);
+              else {
+                await harness.nackPull(job.id, job.attempt, {
+                  error: `planned ${b.k}`,
+                  ...(b.k === "permanent" ? { permanent: true } : {}),
+                  ...(b.after !== undefined ? { retryAfterMs: b.after } : {}),
+                });
+              }
+            });
+          }
+        }
+      });
+    }
+
+    // Run until every job is final (or the cap).
+    const finalIds = new Set<string>();
+    let scanned = 0;
+    const allFinal = () => {
+      if (batchesDone < sc.batches.length) return false;
+      for (; scanned < harness.trace.settles.length; scanned++) {
+        for (const o of harness.trace.settles[scanned]!.outcomes) if (o.applied && o.kind !== "retry") finalIds.add(o.id);
+      }
+      return finalIds.size >= jobs.length;
+    };
+    ended = await clock.run({ stop: allFinal, until: cap });
+    endAt = clock.now();
+    for (const m of jobs) if (m.id) m.final = await harness.get(m.id);
+  } catch (err) {
+    violations.push({ kind: "error", message: `the run threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}` });
+  } finally {
+    stopped = true;
+    harness.stopRecording();
+    const stuck = await clock.drainAll(BASE + 365 * 86_400_000).catch((err: unknown) => [`drainAll threw ${String(err)}`]);
+    if (stuck.length > 0) violations.push({ kind: "stuck", message: `tasks never ended: ${stuck.join(", ")}` });
+    uninstall();
+    Math.random = originalRandom;
+    for (const t of topics) removeHandler(t);
+    await harness.dispose().catch(() => {});
+  }
+
+  for (const sp of clock.spins) {
+    if (sp.at < BASE + 365 * 86_400_000) violations.push({ kind: "spin", at: sp.at, facts: { spin: true }, message: `a task woke more than ${SimClock.SPIN_LIMIT} times in a row at ${rel(sp.at)} without time passing (sleeping 0 ms again and again); ${sp.refused} wake-ups refused` });
+  }
+  for (const e of clock.errors) violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
+  violations.push(...check(sc, harness, jobs, topics, pauses));
+  const stats: RunStats = {
+    pushJobs: jobs.filter((j) => j.mode === "push").length,
+    pullJobs: jobs.filter((j) => j.mode === "pull").length,
+    attempts: jobs.reduce((n, j) => n + j.attempts.length, 0),
+    invocations: harness.trace.invocations.length,
+    drains: harness.trace.drains.length,
+    virtualMs: endAt - BASE,
+    realMs: Date.now() - realStart,
+    requests: clock.requests,
+    steps: clock.steps,
+    ended,
+  };
+  const result: RunResult = {
+    scenario: sc,
+    violations,
+    stats,
+    jobs,
+    trace: harness.trace,
+    topics,
+    pauses,
+    explain: () => explain(result, harness.settings.tickPollMs),
+  };
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+type Interval = [number, number];
+
+function merge(intervals: Interval[]): Interval[] {
+  const sorted = intervals.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  const out: Interval[] = [];
+  for (const [a, b] of sorted) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+
+/** The longest stretch of [from, to) outside `blocked` (merged), and where it is. */
+function longestFree(blocked: Interval[], from: number, to: number): { length: number; at: Interval | null } {
+  let best = { length: 0, at: null as Interval | null };
+  let cursor = from;
+  const take = (a: number, b: number) => {
+    if (b - a > best.length) best = { length: b - a, at: [a, b] };
+  };
+  for (const [a, b] of blocked) {
+    if (b <= cursor) continue;
+    if (a >= to) break;
+    if (a > cursor) take(cursor, Math.min(a, to));
+    cursor = Math.max(cursor, b);
+    if (cursor >= to) break;
+  }
+  if (cursor < to) take(cursor, to);
+  return best;
+}
+
+/** Why a push topic may not start a ready job, as intervals: not covered by a tick, paused, at its concurrency, out of tokens. */
+export function blockedIntervals(
+  sc: Scenario,
+  trace: Trace,
+  topicIndex: number,
+  topic: string,
+  pauses: Array<{ topic: string; paused: boolean; at: number }>,
+): { all: Interval[]; uncovered: Interval[]; paused: Interval[]; full: Interval[]; tokens: Interval[] } {
+  const spec = sc.topics[topicIndex]!;
+  const covered = merge(trace.invocations.map((i) => [i.startedAt, i.windowEnd] as Interval));
+  const uncovered: Interval[] = [];
+  let c = -Infinity;
+  for (const [a, b] of covered) {
+    uncovered.push([c, a]);
+    c = b;
+  }
+  uncovered.push([c, Infinity]);
+  const paused: Interval[] = [];
+  let since: number | null = null;
+  for (const p of pauses.filter((x) => x.topic === topic)) {
+    if (p.paused && since === null) since = p.at;
+    if (!p.paused && since !== null) {
+      paused.push([since, p.at + RESUME_TAKES_EFFECT_WITHIN_MS]);
+      since = null;
+    }
+  }
+  if (since !== null) paused.push([since, Infinity]);
+  const claims = trace.claims.filter((x) => x.topic === topic && x.jobs.length > 0);
+  const full: Interval[] = [];
+  if (spec.concurrency !== undefined) {
+    const settledAt = new Map<string, number>();
+    for (const s of trace.settles) if (s.topic === topic) for (const o of s.outcomes) if (o.applied) settledAt.set(`${o.id}#${o.attempt}`, s.at);
+    const deltas: Array<[number, number]> = [];
+    for (const cl of claims) {
+      for (const j of cl.jobs) {
+        deltas.push([cl.at, 1]);
+        deltas.push([settledAt.get(`${j.id}#${j.attempt}`) ?? Infinity, -1]);
+      }
+    }
+    // At equal times, releases first: a slot freed and taken at one instant was never blocking.
+    deltas.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    let n = 0;
+    let from: number | null = null;
+    for (const [t, d] of deltas) {
+      n += d;
+      if (n >= spec.concurrency && from === null) from = t;
+      if (n < spec.concurrency && from !== null) {
+        full.push([from, t]);
+        from = null;
+      }
+    }
+  }
+  const tokens: Interval[] = [];
+  if (spec.rate !== undefined) {
+    const rate = spec.rate;
+    const burst = spec.burst ?? Math.max(1, rate);
+    let level: number | null = null;
+    let ts = 0;
+    for (const cl of [...claims].sort((x, y) => x.at - y.at)) {
+      const before: number = level === null ? burst : Math.min(burst, level + (Math.max(0, cl.at - ts) * rate) / 1000);
+      level = before - cl.jobs.length;
+      ts = cl.at;
+      if (level < 1) tokens.push([cl.at, cl.at + ((1 - level) * 1000) / rate]);
+    }
+  }
+  return { all: merge([...uncovered, ...paused, ...full, ...tokens]), uncovered, paused, full, tokens };
+}
+
+function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: string[], pauses: Array<{ topic: string; paused: boolean; at: number }>): Violation[] {
+  const v: Violation[] = [];
+  const trace = harness.trace;
+  const bound = sc.pollMs + LATENESS_SLACK_MS;
+  const claimOf = new Map<string, { at: number; runner: string }>();
+  for (const c of trace.claims) for (const j of c.jobs) claimOf.set(`${j.id}#${j.attempt}`, { at: c.at, runner: c.runner });
+  const blocked = topics.map((t, i) => blockedIntervals(sc, trace, i, t, pauses));
+  const settledBy = new Map<string, string>();
+  for (const st of trace.settles) for (const o of st.outcomes) if (o.applied) settledBy.set(`${o.id}#${o.attempt}`, st.runner);
+  // When each runner was busy with a chunk: from a claim that took jobs to its settle of that topic.
+  const base = (runner: string) => runner.split("/")[0]!;
+  const busy = new Map<string, Interval[]>();
+  for (const c of trace.claims) {
+    if (c.jobs.length === 0) continue;
+    const st = trace.settles.find((x) => x.runner === c.runner && x.topic === c.topic && x.at >= c.at && x.outcomes.some((o) => o.id === c.jobs[0]!.id));
+    const list = busy.get(base(c.runner)) ?? [];
+    list.push([c.at, st?.at ?? c.at]);
+    busy.set(base(c.runner), list);
+  }
+  const tickBusy = [...busy].flatMap(([runner, spans]) => (runner.startsWith("tick#") ? spans : []));
+  // When the tick's sleep mark was set.
+  const asleep: Interval[] = [];
+  let markSince: number | null = null;
+  for (const mk of trace.marks) {
+    if (mk.change !== "clear" && markSince === null) markSince = mk.at;
+    if (mk.change === "clear" && markSince !== null) {
+      asleep.push([markSince, mk.at]);
+      markSince = null;
+    }
+  }
+  if (markSince !== null) asleep.push([markSince, Infinity]);
+  const asleepAt = (t: number) => asleep.some(([a, b]) => a <= t && t < b);
+  const pausedRaw = (topic: string, t: number) => {
+    let paused = false;
+    for (const p of pauses) if (p.topic === topic && p.at <= t) paused = p.paused;
+    return paused;
+  };
+
+  for (const inv of trace.invocations) {
+    if (inv.report && inv.report.ended !== "window" && inv.report.ended !== "not-acquired") {
+      v.push({ kind: `tick-${inv.report.ended}`, at: inv.endedAt, message: `${inv.id} ended "${inv.report.ended}" at ${inv.endedAt === undefined ? "?" : rel(inv.endedAt)} (its budget is ample; a lost lock here means its real-time TTL ran out or a bug)` });
+    }
+  }
+  for (const c of trace.claims) {
+    if (c.reaped.retried + c.reaped.dead > 0) v.push({ kind: "lease-expired", topic: c.topic, at: c.at, message: `${c.runner}'s claim of ${c.topic} reaped expired leases (${JSON.stringify(c.reaped)})` });
+  }
+  for (const s of trace.settles) {
+    for (const o of s.outcomes) if (!o.applied) v.push({ kind: "stale-settle", topic: s.topic, at: s.at, message: `${s.runner} settled ${o.id}#${o.attempt} (${o.kind}) stale` });
+  }
+  for (const l of trace.logs) {
+    if (l.line.level === "error") v.push({ kind: "error", at: l.at, ...(JSON.stringify(l.line).includes("SpinError") ? { facts: { spin: true } } : {}), message: `${l.runner} logged an error: ${JSON.stringify(l.line)}` });
+  }
+
+  for (const m of jobs) {
+    const ts = sc.topics[m.spec.topic]!;
+    const label = `job ${m.j} (${m.mode} topic ${m.spec.topic}${m.id ? `, ${m.id}` : ""})`;
+    if (!m.id) {
+      v.push({ kind: "lost", job: m.j, message: `${label} was never enqueued` });
+      continue;
+    }
+    for (const p of m.pushed) v.push({ kind: "pull-pushed", job: m.j, topic: m.topic, attempt: p.attempt, at: p.start, facts: { runner: p.runner, pullPushed: true }, message: `${label}: pull job pushed to a handler by ${p.runner} (attempt ${p.attempt} at ${rel(p.start)})` });
+    const maxAttempts = m.spec.maxAttempts ?? ts.maxAttempts;
+    const policy = normalized(m.spec.backoff ?? ts.backoff);
+    const expected = expectedOutcome(m.spec.plan, maxAttempts);
+    const atts = [...m.attempts].sort((a, b) => a.attempt - b.attempt || a.start - b.start);
+    // Every attempt exactly once, numbered 1..n.
+    const counts = new Map<number, number>();
+    for (const a of atts) counts.set(a.attempt, (counts.get(a.attempt) ?? 0) + 1);
+    for (const [k, n] of counts) if (n > 1) v.push({ kind: "duplicate", job: m.j, attempt: k, message: `${label}: attempt ${k} ran ${n} times (${atts.filter((a) => a.attempt === k).map((a) => `${a.runner} at ${rel(a.start)}`).join(", ")})` });
+    const numbers = [...counts.keys()].sort((a, b) => a - b);
+    if (numbers.some((k, i) => k !== i + 1)) v.push({ kind: "gap", job: m.j, message: `${label}: attempts ${numbers.join(",")} are not 1..n` });
+    // The final state.
+    const f = m.final;
+    if (f === null || f === undefined) v.push({ kind: "lost", job: m.j, message: `${label}: queue.get finds nothing at the end` });
+    else if (f.state === "succeeded" || f.state === "dead") {
+      if (f.state !== expected.state || f.attempts !== expected.attempts || numbers.length !== expected.attempts) {
+        v.push({ kind: "final-state", job: m.j, ...(m.pushed.length > 0 ? { facts: { pullPushed: true } } : {}), message: `${label}: ended ${f.state} after ${f.attempts} attempts (${numbers.length} seen); its plan says ${expected.state} after ${expected.attempts}` });
+      }
+    } else {
+      v.push({ kind: "unfinished", job: m.j, at: f.dueAt ?? undefined, message: `${label}: still ${f.state} at the end (due ${f.dueAt === null ? "-" : rel(f.dueAt)}, ${f.attempts} attempts); its plan says ${expected.state} after ${expected.attempts}` });
+    }
+    // Each attempt's due time, never early, and (push topics) on time.
+    for (const [i, a] of atts.entries()) {
+      const claim = claimOf.get(`${a.id}#${a.attempt}`);
+      if (a.attempt === 1 && a.dueAt !== m.dueAt) v.push({ kind: "due", job: m.j, attempt: 1, message: `${label}: attempt 1 ran with due ${rel(a.dueAt)}, enqueue said ${rel(m.dueAt!)}` });
+      const prev = atts[i - 1];
+      if (a.attempt > 1 && prev && prev.attempt === a.attempt - 1 && prev.end !== undefined) {
+        const b = m.spec.plan[prev.attempt - 1] ?? { k: "ok", ms: 0 };
+        const [lo, hi] = retryDelay(b, policy, prev.attempt);
+        if (a.dueAt < prev.end + lo || a.dueAt > prev.end + hi) {
+          v.push({ kind: "retry-time", job: m.j, attempt: a.attempt, message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)}, but attempt ${prev.attempt} ended at ${rel(prev.end)} and its retry should be ${lo === hi ? `${lo} ms` : `${lo}–${hi} ms`} later` });
+        }
+      }
+      if (a.start < a.dueAt || (claim && claim.at < a.dueAt)) v.push({ kind: "early", job: m.j, attempt: a.attempt, at: a.start, message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, before its due time ${rel(a.dueAt)}` });
+      if (m.mode === "push") {
+        const free = longestFree(blocked[m.spec.topic]!.all, a.dueAt, a.start);
+        if (free.length > bound) {
+          const prevSettle = prev ? settledBy.get(`${prev.id}#${prev.attempt}`) : undefined;
+          // Head-of-line: the runner that claimed it, or the tick, was busy with a chunk's handlers for all but `bound` of the wait.
+          const busyFree = longestFree(merge([...blocked[m.spec.topic]!.all, ...(busy.get(base(a.runner)) ?? []), ...tickBusy]), a.dueAt, a.start);
+          const served = trace.claims.filter((c) => c.topic === m.topic && c.jobs.length > 0 && c.at >= free.at![0] && c.at < free.at![1]);
+          const facts: ViolationFacts = {
+            runner: a.runner,
+            tickAsleepAtDue: asleepAt(a.dueAt),
+            headOfLine: busyFree.length <= bound,
+            throttledByConcurrency: ts.concurrency !== undefined && served.length > 0,
+            afterResume: pauses.some((p) => p.topic === m.topic && !p.paused && p.at + RESUME_TAKES_EFFECT_WITHIN_MS === free.at![0]),
+            tickAsleepAtFreeStart: asleepAt(free.at![0]),
+            fellAsleepWhilePaused: asleep.some(([s0, e0]) => s0 <= free.at![0] && free.at![0] < e0 && pausedRaw(m.topic, s0)),
+            enqueuedDuringDrain:
+              a.attempt === 1 &&
+              m.enqueuedAt !== undefined &&
+              trace.drains.some((d) => d.topic === m.topic && d.requestedAt < m.enqueuedAt! && (d.endedAt ?? Infinity) >= m.enqueuedAt! && d.until >= a.dueAt),
+            drainSpun: trace.drains.some((d) => d.topic === m.topic && d.error?.includes("SpinError") && (d.startedAt ?? Infinity) <= free.at![1] && (d.endedAt ?? Infinity) >= a.dueAt - bound),
+          };
+          if (prevSettle) facts.retryScheduledBy = prevSettle;
+          v.push({
+            kind: "late",
+            job: m.j,
+            topic: m.topic,
+            attempt: a.attempt,
+            at: a.dueAt,
+            facts,
+            message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)} started ${rel(a.start)} by ${a.runner} (claimed ${claim ? rel(claim.at) : "?"}${prevSettle ? `; retry scheduled by ${prevSettle}` : ""}): ${free.length} ms of it (${rel(free.at![0])}–${rel(free.at![1])}) the topic was covered, not paused and had capacity; bound ${bound} ms; facts ${JSON.stringify(facts)}`,
+          });
+        }
+      }
+    }
+  }
+
+  // Rate and concurrency limits, as the handlers saw them.
+  for (const [i, t] of sc.topics.entries()) {
+    if (t.mode !== "push") continue;
+    const topic = topics[i]!;
+    const runs = jobs.filter((m) => m.spec.topic === i).flatMap((m) => m.attempts);
+    if (t.rate !== undefined) {
+      const burst = t.burst ?? Math.max(1, t.rate);
+      const starts = runs.map((r) => r.start).sort((a, b) => a - b);
+      outer: for (let a = 0; a < starts.length; a++) {
+        for (let b = a; b < starts.length; b++) {
+          const n = b - a + 1;
+          if (n > burst + (t.rate * (starts[b]! - starts[a]!)) / 1000 + 1e-6) {
+            v.push({ kind: "rate-exceeded", topic, at: starts[a], message: `topic ${i} (${t.rate}/s, burst ${burst}): ${n} starts within ${rel(starts[a]!)}–${rel(starts[b]!)}` });
+            break outer;
+          }
+        }
+      }
+    }
+    if (t.concurrency !== undefined) {
+      const edges = runs.flatMap((r) => [[r.start, 1] as const, [r.end ?? Infinity, -1] as const]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+      let n = 0;
+      for (const [at, d] of edges) {
+        n += d;
+        if (n > t.concurrency) {
+          v.push({ kind: "concurrency-exceeded", topic, at, message: `topic ${i} (concurrency ${t.concurrency}): ${n} handlers running at ${rel(at)}` });
+          break;
+        }
+      }
+    }
+    // Nothing is claimed while the topic is paused (a claim at the very instant of a pause or resume may go either way).
+    const ps = pauses.filter((p) => p.topic === topic);
+    for (const c of trace.claims) {
+      if (c.topic === topic && c.jobs.length > 0 && pausedRaw(topic, c.at) && !ps.some((p) => p.at === c.at)) {
+        v.push({ kind: "claimed-while-paused", topic, at: c.at, message: `${c.runner} claimed ${c.jobs.length} jobs of paused topic ${i} at ${rel(c.at)}` });
+      }
+    }
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Explaining a run
+// ---------------------------------------------------------------------------
+
+/** A time as seconds after BASE. */
+export const rel = (t: number) => (Number.isFinite(t) ? `+${((t - BASE) / 1000).toFixed(3)}s` : String(t));
+
+function explain(r: RunResult, pollMs: number): string {
+  const lines: string[] = [];
+  const sc = r.scenario;
+  lines.push(
+    `settings: TICK_POLL_MS ${sc.pollMs}, TICK_IDLE_PEEK_MS ${sc.idlePeekMs}, TICK_CHUNK ${sc.chunk}, TICK_OVERLAP_MS ${sc.overlapMs}; lateness bound ${pollMs + LATENESS_SLACK_MS} ms`,
+  );
+  sc.topics.forEach((t, i) => lines.push(`topic ${i} ${r.topics[i]}: ${JSON.stringify(t)}`));
+  lines.push(`invocations: ${r.trace.invocations.map((i) => `${i.id} ${rel(i.startedAt)}–${rel(i.windowEnd)} ${i.report?.ended ?? "?"} (claimed ${i.report?.claimed ?? "?"}, idle sleeps ${i.report?.idleSleeps ?? "?"})`).join("; ")}`);
+  lines.push(`sleep mark: ${r.trace.marks.map((m) => `${rel(m.at)} ${m.change === "clear" ? "clear" : "set"} (${m.runner})`).join(", ") || "never set"}`);
+  if (r.pauses.length > 0) lines.push(`pauses: ${r.pauses.map((p) => `${rel(p.at)} ${p.paused ? "pause" : "resume"} ${p.topic}`).join(", ")}`);
+  if (r.trace.drains.length > 0) lines.push(`drains: ${r.trace.drains.map((d) => `${d.id} ${d.topic} asked ${rel(d.requestedAt)} for ${rel(d.dueAt)} until ${rel(d.until)}, ran ${d.startedAt ? rel(d.startedAt) : "-"}–${d.endedAt ? rel(d.endedAt) : "-"}, claimed ${d.claimed}`).join("; ")}`);
+  lines.push(`violations (${r.violations.length}):`);
+  for (const x of r.violations.slice(0, 20)) lines.push(`  [${x.kind}] ${x.message}`);
+  if (r.violations.length > 20) lines.push(`  … ${r.violations.length - 20} more`);
+  const involved = [...new Set(r.violations.flatMap((x) => (x.job === undefined ? [] : [x.job])))].slice(0, 5);
+  for (const j of involved) {
+    const m = r.jobs[j]!;
+    lines.push(`job ${j} timeline (${m.id}, topic ${m.spec.topic}, plan ${JSON.stringify(m.spec.plan)}${m.spec.maxAttempts ? `, maxAttempts ${m.spec.maxAttempts}` : ""}${m.spec.backoff ? `, backoff ${JSON.stringify(m.spec.backoff)}` : ""}):`);
+    const ev: Array<[number, string]> = [];
+    if (m.enqueuedAt !== undefined) ev.push([m.enqueuedAt, `enqueued, due ${m.dueAt === undefined ? "?" : rel(m.dueAt)}`]);
+    for (const c of r.trace.claims) for (const x of c.jobs) if (x.id === m.id) ev.push([c.at, `claimed attempt ${x.attempt} (due ${rel(x.dueAt)}) by ${c.runner}`]);
+    for (const a of [...m.attempts, ...m.pushed]) {
+      ev.push([a.start, `attempt ${a.attempt} started by ${a.runner}`]);
+      if (a.end !== undefined) ev.push([a.end, `attempt ${a.attempt} ended`]);
+    }
+    for (const s of r.trace.settles) for (const o of s.outcomes) if (o.id === m.id) ev.push([s.at, `settled attempt ${o.attempt} ${o.kind}${o.retryAt ? ` → ${rel(o.retryAt)}` : ""}${o.applied ? "" : " (stale)"} by ${s.runner}`]);
+    ev.sort((a, b) => a[0] - b[0]);
+    for (const [t, what] of ev) lines.push(`  ${rel(t)} ${what}`);
+    lines.push(`  final: ${m.final ? `${m.final.state}, ${m.final.attempts} attempts` : String(m.final)}`);
+  }
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------
+// Known bugs: how a violation caused by one of them looks
+// ---------------------------------------------------------------------------
+
+export interface KnownBug {
+  id: string;
+  title: string;
+  matches(v: Violation): boolean;
+}
+
+/** Failures the model finds in the code of 2026-05 (branch main at 3e7b10f); model.test.ts lists which still count as known. */
+export const KNOWN_BUGS: KnownBug[] = [
+  {
+    id: "pull-drained",
+    title: "producer drains push pull-mode topics while the tick sleeps (wake.ts drains any topic; TickChunk.run never checks the mode)",
+    matches: (v) => v.facts?.pullPushed === true,
+  },
+  {
+    id: "drain-retry-waits",
+    title: "a retry scheduled by a drain waits for the sleeping tick's next look (the drain's next due time comes from its claim, before the settle added the retry)",
+    matches: (v) => v.kind === "late" && (v.facts?.retryScheduledBy ?? "").startsWith("drain#") && v.facts?.tickAsleepAtDue === true,
+  },
+  {
+    id: "drain-misses-enqueue",
+    title: "a job enqueued while its topic's drain runs a chunk is left to the sleeping tick: the producer counts on the running drain, which then ends (or sleeps) by the next due time it read before the enqueue",
+    matches: (v) => v.kind === "late" && v.facts?.enqueuedDuringDrain === true && v.facts?.tickAsleepAtDue === true && v.facts?.drainSpun !== true,
+  },
+  {
+    id: "paused-topic-sleeps",
+    title: "due jobs of a paused topic let the tick fall asleep (a peek gives each topic's earliest due time only, already past, so the topic is left out of wakeAt): after the resume its jobs — and later ones of the topic — wait up to TICK_IDLE_PEEK_MS for the tick's next look",
+    matches: (v) => v.kind === "late" && v.facts?.tickAsleepAtFreeStart === true && v.facts?.fellAsleepWhilePaused === true,
+  },
+  {
+    id: "concurrency-throughput",
+    title: "a concurrency-limited topic is served one claim per TICK_POLL_MS: after a claim held back by concurrency the loop sleeps a whole poll (rateLimitedForMs is 0), e.g. ratePerSec 2, burst 2, concurrency 1 delivers 1 job/s",
+    matches: (v) => v.kind === "late" && v.facts?.throttledByConcurrency === true && v.facts?.headOfLine !== true,
+  },
+  {
+    id: "drain-spins",
+    title: "a drain spins (0 ms sleeps, 3 requests each) while its topic has due jobs it may not claim (paused, rate-limited, at its concurrency) until its subrequest budget is gone",
+    matches: (v) => v.facts?.spin === true || (v.kind === "late" && v.facts?.drainSpun === true),
+  },
+  {
+    id: "head-of-line",
+    title: "a slow handler holds back every other due job of the runner: the loop claims again only after a round's slowest handler settled, a drain only after its chunk did",
+    matches: (v) => v.kind === "late" && v.facts?.headOfLine === true,
+  },
+];
+
+/** Splits violations into those explained by the given known bugs (first match) and the rest. */
+export function classify(violations: Violation[], known: ReadonlySet<string>): { known: Map<string, Violation[]>; unexplained: Violation[] } {
+  const out = new Map<string, Violation[]>();
+  const unexplained: Violation[] = [];
+  for (const v of violations) {
+    const bug = KNOWN_BUGS.find((b) => known.has(b.id) && b.matches(v));
+    if (bug) out.set(bug.id, [...(out.get(bug.id) ?? []), v]);
+    else unexplained.push(v);
+  }
+  return { known: out, unexplained };
+}
