@@ -52,28 +52,33 @@ export async function wakeForSoonJobs(args: {
     return;
   }
   // One drain per topic, from its earliest job due soon: it follows the
-  // topic's later due times itself. A drain this isolate already started for
-  // the topic, reaching past these jobs, covers them.
+  // topic's later due times itself. A drain this isolate asked for, that has
+  // not begun yet and reaches past these jobs, covers them: it looks at the
+  // topic when it begins. One that has begun may have decided to end already.
   const earliest = new Map<string, number>();
   for (const j of soon) earliest.set(j.topic, Math.min(earliest.get(j.topic) ?? Infinity, j.dueAt));
   const latest = Math.max(...soon.map((j) => j.dueAt));
   for (const [topic, dueAt] of earliest) {
     const running = draining.get(key(args.queue, topic));
-    if (running !== undefined && running.from <= dueAt && running.until >= latest) continue;
+    if (running !== undefined && !running.begun && running.from <= dueAt && running.until >= latest) continue;
     const until = clock.now() + s.tickIdlePeekMs;
-    draining.set(key(args.queue, topic), { from: dueAt, until });
+    const entry = { from: dueAt, until, begun: false };
+    draining.set(key(args.queue, topic), entry);
     args.waitUntil(
       clock
         .sleep(Math.max(0, dueAt - clock.now()))
-        .then(() => drain(topic, Math.max(0, until - clock.now())))
+        .then(() => {
+          entry.begun = true;
+          return drain(topic, Math.max(0, until - clock.now()));
+        })
         .catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "waking jobs due soon failed", topic, error: String(err) })))
         .finally(() => {
-          if (draining.get(key(args.queue, topic))?.until === until) draining.delete(key(args.queue, topic));
+          if (draining.get(key(args.queue, topic)) === entry) draining.delete(key(args.queue, topic));
         }),
     );
   }
 }
 
-/** Drains this isolate has started, per deployment and topic: from when, until when. */
-const draining = new Map<string, { from: number; until: number }>();
+/** Drains this isolate has asked for, per deployment and topic: from when, until when, and whether it has begun. */
+const draining = new Map<string, { from: number; until: number; begun: boolean }>();
 const key = (queue: Queue, topic: string) => `${queue.keys.prefix}\n${topic}`;
