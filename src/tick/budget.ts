@@ -3,23 +3,58 @@
  * outbound fetch. Redis calls are counted one per call even when
  * auto-pipelining merges several into one request, so the count never
  * undershoots what Cloudflare counts.
+ *
+ * Chunks run side by side (a round does not wait for the last one's
+ * handlers), so each takes a reservation ({@link reserve}): a budget of its
+ * own whose spending counts here, and whose unspent rest is not `left` for
+ * anyone else until it is given back.
  */
 export class SubrequestBudget {
   private used = 0;
+  private cap: number;
+  private readonly reservations = new Set<SubrequestBudget>();
 
-  constructor(readonly limit: number) {}
+  constructor(limit: number, private readonly parent?: SubrequestBudget) {
+    this.cap = limit;
+  }
+
+  get limit(): number {
+    return this.cap;
+  }
 
   get spent(): number {
     return this.used;
   }
 
+  /** What is neither spent nor set aside for a reservation still open. */
   get left(): number {
-    return this.limit - this.used;
+    let held = 0;
+    for (const r of this.reservations) held += Math.max(0, r.cap - r.used);
+    return this.cap - this.used - held;
   }
 
   /** Records `n` subrequests about to be made. */
   spend(n = 1): void {
     this.used += n;
+    this.parent?.spend(n);
+  }
+
+  /** Sets up to `n` of what is left aside for one chunk: spend it through the budget returned, then {@link release} it. */
+  reserve(n: number): SubrequestBudget {
+    const r = new SubrequestBudget(Math.max(0, Math.min(n, this.left)), this);
+    this.reservations.add(r);
+    return r;
+  }
+
+  /** Of this reservation, keeps only `n` more than already spent; the rest goes back. */
+  keep(n: number): void {
+    this.cap = Math.min(this.cap, this.used + Math.max(0, n));
+  }
+
+  /** Gives back what this reservation did not spend. (Spending past a reservation still counts, upward.) */
+  release(): void {
+    this.cap = this.used;
+    this.parent?.reservations.delete(this);
   }
 
   /** A fetch that records each call; handlers get it for their outbound requests. */
@@ -36,7 +71,7 @@ export class Semaphore {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly size: number) {}
+  constructor(readonly size: number) {}
 
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.active >= this.size) await new Promise<void>((r) => this.waiting.push(r));

@@ -81,6 +81,11 @@ function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch):
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 
+/** Handlers of `topic` one chunk runs at once: the topic's concurrency, its code handler's, else 10. */
+export function handlerSlots(topic: string, settings: TopicSettings): number {
+  return Math.max(1, Math.min(handlerFor(topic)?.options.concurrency ?? Infinity, settings.concurrency ?? 10));
+}
+
 /**
  * Hands one topic's claimed chunk to its handler — the registered code
  * handler, else the built-in http handler — with bounded concurrency and a
@@ -94,8 +99,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
   if (jobs.length === 0) return [];
   const topic = jobs[0]!.topic;
   const registered = handlerFor(topic);
-  const limit = Math.max(1, Math.min(registered?.options.concurrency ?? Infinity, ctx.settings.concurrency ?? 10));
-  const local = new Semaphore(limit);
+  const local = new Semaphore(handlerSlots(topic, ctx.settings));
   const timeoutOf = (job: ClaimedJob) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
 
   if (registered?.kind === "batch") {

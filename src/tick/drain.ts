@@ -1,9 +1,11 @@
 import type { Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
-import { SubrequestBudget } from "./budget.js";
+import { RedisUnavailableError } from "../queue/redis.js";
+import { Semaphore, SubrequestBudget } from "./budget.js";
+import { ChunksInFlight } from "./in-flight.js";
 import { realClock, type Clock } from "./clock.js";
-import { runChunk, type ChunkReport } from "./run-chunk.js";
-import type { Log } from "./settle.js";
+import type { ChunkReport } from "./run-chunk.js";
+import { jsonLog, type Log } from "./settle.js";
 
 /** Options of {@link runDrain}. */
 export interface DrainOptions {
@@ -31,72 +33,135 @@ export interface DrainOptions {
 const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false, nextLookAt: null });
 
 /**
- * Runs one topic's jobs as they fall due over the next `horizonMs`, chunk
- * after chunk, in the producer's invocation while the tick sleeps (see
- * src/tick/wake.ts). It waits for exactly what each chunk reports — the next
- * due job, a retry the chunk scheduled, the rate limit's next token — so a
- * retry within the horizon runs on time and a topic held back by its
- * concurrency goes on as soon as a slot frees. A backlog is fanned out like
- * the tick's, and when the budget runs out the rest of the horizon is handed
- * to a drain with a budget of its own. It ends when the topic has nothing
- * more within the horizon or refuses (pull or paused).
+ * Runs one topic's jobs as they fall due over the next `horizonMs`, in the
+ * producer's invocation while the tick sleeps (see src/tick/wake.ts). It
+ * waits for exactly what each chunk reports — the next due job, a retry the
+ * chunk scheduled, the rate limit's next token, a freed slot — so a retry
+ * within the horizon runs on time and a topic held back by its concurrency
+ * goes on as soon as a slot frees. Chunks run side by side as the tick's do
+ * (src/tick/in-flight.ts): a slow handler holds back no job but its own. A
+ * backlog is fanned out like the tick's, and when the budget runs out the rest
+ * of the horizon is handed to a drain with a budget of its own. It ends when
+ * its chunks have ended and the topic has nothing more within the horizon or
+ * refuses (pull or paused).
  */
 export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   const s = o.settings;
   const clock = o.clock ?? realClock;
+  const log = o.log ?? jsonLog;
   const budget = new SubrequestBudget(s.tickSubrequestBudget);
   const end = clock.now() + o.horizonMs;
   const total = emptyReport();
-  const fetcher = budget.countingFetch(o.fetch ?? fetch);
+  let fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
+  const inFlight = new ChunksInFlight({ queue: o.queue, settings: s, clock, budget, fetch: o.fetch ?? fetch, overall: new Semaphore(s.tickConcurrency), log, ...(fanOut ? { fanOut } : {}) });
   const add = (r: ChunkReport) => {
     total.claimed += r.claimed;
     for (const k of ["ack", "retry", "dead", "stale"] as const) total.outcomes[k] += r.outcomes[k];
   };
   let full = false;
   let lastTaken = 1;
-  for (;;) {
-    const now = clock.now();
-    // One subrequest stays for a handover.
-    const left = budget.left - 1;
-    // As the tick does: a chunk runs here while the drain can afford one like
-    // it every poll interval until its horizon ends; beyond that, or for a
-    // backlog, chunks are fanned out at one subrequest each.
-    const pace = left / Math.max(1, (end - now) / s.tickPollMs);
-    const fanning = o.fanOut !== undefined && s.tickFanout > 0 && (full || 2 + Math.min(s.tickChunk, lastTaken) > pace);
-    let reports: ChunkReport[];
-    if (fanning && left >= 1) {
-      const n = Math.min(full ? s.tickFanout : 1, left);
-      budget.spend(n);
-      reports = (await Promise.all(Array.from({ length: n }, () => o.fanOut!(o.topic, s.tickChunk).catch(() => null)))).filter((r) => r !== null);
-      // Every fan-out failed: go on here.
-      if (reports.length === 0) o = { ...o, fanOut: undefined };
-    } else if (left >= 3) {
-      // A claim, a settle and at least one delivery.
-      reports = [await runChunk({ queue: o.queue, settings: s, topic: o.topic, max: left - 2, clock, budget, fetch: fetcher, ...(o.log ? { log: o.log } : {}) })];
-    } else {
-      if (o.handOver && end - now > 0 && budget.left >= 1) {
-        budget.spend();
-        add(await o.handOver(end - now));
+  // When the next step runs; null while only the chunks still running can tell.
+  let next: number | null = clock.now();
+  let pacedUntil = -Infinity;
+  let failure: { error: unknown } | undefined;
+  const foldEnded = () => {
+    for (const e of inFlight.takeEnded()) {
+      const r = e.report;
+      if (!r) {
+        // A fan-out that failed: go on here. Anything else: the chunk's jobs come back after their lease.
+        if (e.where === "fanned") fanOut = undefined;
+        else if (!(e.error instanceof RedisUnavailableError)) failure ??= { error: e.error };
+        next = Math.min(next ?? Infinity, clock.now() + s.tickPollMs);
+        continue;
       }
-      break;
+      add(r);
+      if (e.where === "fanned") {
+        lastTaken = Math.max(1, r.claimed);
+        full = r.more;
+      }
+      if (r.nextLookAt == null) continue;
+      // A step waiting for a running chunk (next null) goes on as it ends.
+      next = Math.min(next ?? Infinity, r.more ? r.nextLookAt : Math.max(r.nextLookAt, pacedUntil));
     }
-    const price = left + 1 - budget.left;
-    reports.forEach(add);
-    const claimed = reports.reduce((n, r) => n + r.claimed, 0);
-    lastTaken = Math.max(1, claimed);
-    full = reports.some((r) => r.more);
-    const looks = reports.map((r) => r.nextLookAt).filter((t): t is number => t != null);
-    let next = looks.length > 0 ? Math.min(...looks) : null;
-    total.nextLookAt = next;
-    // A step that got nothing and wants to be back at once would spin: the tick's next look takes over.
-    if (next === null || next > end || (claimed === 0 && next <= clock.now())) break;
-    if (!full) {
-      // Paced like the tick: a trickle is gathered into steps at most a poll interval apart.
-      next = Math.max(next, now + Math.min(s.tickPollMs, ((end - now) * price) / Math.max(1, budget.left - 1)));
+  };
+  try {
+    for (;;) {
+      foldEnded();
+      if (failure) throw failure.error;
+      const now = clock.now();
+      if (next === null || next > end) {
+        if (inFlight.idle) break;
+        await inFlight.whenOneEnds();
+        continue;
+      }
+      if (now < next) {
+        await inFlight.sleep(next - now);
+        continue;
+      }
+      // One subrequest stays for a handover.
+      const left = budget.left - 1;
+      // As the tick does: a chunk runs here while the drain can afford one like
+      // it every poll interval until its horizon ends; beyond that, or for a
+      // backlog, chunks are fanned out at one subrequest each.
+      const pace = left / Math.max(1, (end - now) / s.tickPollMs);
+      const price = 2 + Math.min(s.tickChunk, lastTaken);
+      const running = inFlight.busy(o.topic);
+      if (fanOut && (full || price > pace) && left >= 1) {
+        if (!running.here && !running.fanned) {
+          const n = Math.min(full ? s.tickFanout : 1, left);
+          budget.spend(n);
+          for (let k = 0; k < n; k++) inFlight.startFanned(o.topic, s.tickChunk);
+          next = null;
+          continue;
+        }
+        if (running.fanned || price > pace) {
+          next = null;
+          continue;
+        }
+      }
+      const max = inFlight.room(o.topic, left - 2);
+      if (left >= 3 && max < 1) {
+        // Every slot is taken: a step as a chunk ends.
+        next = null;
+        continue;
+      }
+      if (left < 3) {
+        // Out of budget: what runs ends first, then the rest of the horizon goes on elsewhere.
+        if (!inFlight.idle) {
+          await inFlight.allEnded();
+          continue;
+        }
+        if (o.handOver && end - now > 0 && budget.left >= 1) {
+          budget.spend();
+          add(await o.handOver(end - now));
+        }
+        break;
+      }
+      // A claim, a settle and at least one delivery.
+      const c = await inFlight.startHere(o.topic, max, 2 + max);
+      lastTaken = Math.max(1, c.claimed);
+      full = c.more;
+      next = c.nextLookAt;
+      // A step that got nothing and wants to be back at once would spin: the tick's next look takes over.
+      if (c.claimed === 0 && next !== null && next <= clock.now()) {
+        next = null;
+        continue;
+      }
+      pacedUntil = -Infinity;
+      if (!full && next !== null) {
+        // Paced like the tick: a trickle is gathered into steps at most a poll interval apart.
+        const cost = c.claimed > 0 ? 2 + c.claimed : 1;
+        pacedUntil = now + Math.min(s.tickPollMs, ((end - now) * cost) / Math.max(1, budget.left - 1));
+        next = Math.max(next, pacedUntil);
+      }
     }
-    const wait = next - clock.now();
-    if (wait > 0) await clock.sleep(wait);
+  } finally {
+    await inFlight.allEnded();
+    foldEnded();
   }
+  const failed = failure as { error: unknown } | undefined;
+  if (failed) throw failed.error;
+  total.nextLookAt = next;
   total.subrequests = budget.spent;
   return total;
 }

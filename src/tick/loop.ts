@@ -4,7 +4,8 @@ import type { Queue, TickStatus } from "../queue/queue.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
-import { runChunk, type ChunkReport } from "./run-chunk.js";
+import { ChunksInFlight } from "./in-flight.js";
+import type { ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 import { SLEEP_MARK_STALENESS_MS } from "./wake.js";
 
@@ -81,7 +82,6 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   const clock = options.clock ?? realClock;
   const log = options.log ?? jsonLog;
   const budget = new SubrequestBudget(s.tickSubrequestBudget);
-  const fetcher = budget.countingFetch(options.fetch ?? fetch);
   const overall = new Semaphore(s.tickConcurrency);
   const windowEnd = options.scheduledTime + (options.windowMs ?? 60_000 + s.tickOverlapMs);
   // Renewed every third of its life, and it must outlast an idle sleep: a
@@ -178,8 +178,62 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   // a topic is left alone for a poll interval instead.
   const quietUntil = new Map<string, number>();
 
+  // Chunks run side by side: a round waits for its claims, not for their
+  // handlers, so a job that falls due while a slow handler runs is claimed
+  // at the next poll. Chunks that end may bring the next poll forward.
+  const inFlight = new ChunksInFlight({ queue, settings: s, clock, budget, fetch: options.fetch ?? fetch, overall, log, ...(options.fanOut ? { fanOut: options.fanOut } : {}) });
+  let pollAt = -Infinity;
+  // A chunk that ends may not bring the next poll before the pace of the round that started it.
+  let pacedUntil = -Infinity;
+  // Topics that were due at a poll but got no chunk because chunks still ran (theirs, or all of TICK_CONCURRENCY): polled again as one ends.
+  const waitingForChunk = new Set<string>();
+  // A bug (not an outage) in a chunk: rethrown by the loop, as it would have been in the round.
+  let failure: { error: unknown } | undefined;
+  const foldEnded = () => {
+    for (const e of inFlight.takeEnded()) {
+      const r = e.report;
+      if (!r) {
+        if (e.where === "fanned") {
+          log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
+          noFanOut.add(e.topic);
+        } else if (e.error instanceof RedisUnavailableError) {
+          log({ level: "error", msg: "Redis unreachable while a chunk ran; its jobs come back after their lease", topic: e.topic, error: e.error.message });
+        } else failure ??= { error: e.error };
+        // Its jobs are still due (or leased, and come back after the lease): look again soon.
+        pollAt = Math.min(pollAt, clock.now() + s.tickPollMs);
+        continue;
+      }
+      for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
+      if (e.where === "fanned") {
+        // (Due already when it was started, yet nothing to take: see quietUntil.)
+        if (r.claimed === 0 && r.nextLookAt != null && r.nextLookAt <= e.startedAt) {
+          quietUntil.set(e.topic, clock.now() + s.tickPollMs);
+          continue;
+        }
+        report.claimed += r.claimed;
+        lastTaken.set(e.topic, r.claimed);
+        if (r.more) backlog.add(e.topic);
+        else backlog.delete(e.topic);
+      }
+      let look = r.nextLookAt ?? Infinity;
+      // Its slots are free again: whatever waited for them is polled now.
+      if (waitingForChunk.size > 0) {
+        waitingForChunk.clear();
+        look = clock.now();
+      }
+      if (Number.isFinite(look)) pollAt = Math.min(pollAt, r.more ? look : Math.max(look, pacedUntil));
+    }
+  };
+
   try {
-    while (clock.now() < windowEnd) {
+    for (;;) {
+      foldEnded();
+      if (failure) throw failure.error;
+      if (clock.now() >= windowEnd) break;
+      if (clock.now() < pollAt) {
+        await inFlight.sleep(pollAt - clock.now());
+        continue;
+      }
       try {
         // A poll, the lock's release and a handover must stay affordable.
         if (budget.left < 3) {
@@ -229,18 +283,32 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // afford chunks like it every poll interval until its window ends;
         // beyond that pace, and for topics with a backlog, it is fanned out.
         // One subrequest stays for releasing the lock and one for a handover.
+        // A topic whose chunk still runs gets what its free slots allow here,
+        // and no second fanned-out chunk until the first is back.
         let left = budget.left - 2;
         const fanning = options.fanOut !== undefined && s.tickFanout > 0;
         let pace = fanning ? left / Math.max(1, (windowEnd - now) / s.tickPollMs) : Infinity;
         const remote: Array<{ topic: string; max: number }> = [];
         const localTopics: string[] = [];
+        const busy: string[] = [];
         const start = due.length > 0 ? rotation++ % due.length : 0;
         for (let k = 0; k < due.length; k++) {
           const topic = due[(start + k) % due.length]!;
+          const running = inFlight.busy(topic);
           const price = 2 + Math.min(s.tickChunk, lastTaken.get(topic) ?? 1);
           if (fanning && !noFanOut.has(topic) && (backlog.has(topic) || price > pace)) {
-            const chunks = backlog.has(topic) ? s.tickFanout : 1;
-            for (let c = 0; c < chunks && left >= 1; c++, left--) remote.push({ topic, max: s.tickChunk });
+            if (!running.here && !running.fanned) {
+              const chunks = backlog.has(topic) ? s.tickFanout : 1;
+              for (let c = 0; c < chunks && left >= 1; c++, left--) remote.push({ topic, max: s.tickChunk });
+              continue;
+            }
+            if (running.fanned || price > pace) {
+              busy.push(topic);
+              continue;
+            }
+          }
+          if (inFlight.room(topic, s.tickChunk) < 1) {
+            busy.push(topic);
             continue;
           }
           localTopics.push(topic);
@@ -250,21 +318,35 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // budget still reaches every topic in turn (the rotation above).
         const share = Math.floor(left / Math.max(1, localTopics.length));
         const local: Array<{ topic: string; max: number }> = [];
+        // Beside running chunks, TICK_CONCURRENCY's free slots are shared out, not promised twice.
+        let slots = inFlight.freeSlots;
         for (const topic of localTopics) {
-          const max = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
-          if (max < 1) break;
+          const affordable = Math.min(s.tickChunk, Math.max(share, 3) - 2, left - 2);
+          if (affordable < 1) break;
+          const max = Math.min(affordable, inFlight.room(topic, s.tickChunk), slots);
+          if (max < 1) {
+            busy.push(topic);
+            continue;
+          }
           local.push({ topic, max });
           left -= 2 + max;
+          slots -= max;
         }
-        const unserved = due.length - local.length - new Set(remote.map((r) => r.topic)).size;
+        for (const topic of busy) waitingForChunk.add(topic);
+        const unserved = due.length - busy.length - local.length - new Set(remote.map((r) => r.topic)).size;
         if (unserved > 0) wakeAt = now;
-        if (local.length === 0 && remote.length === 0 && due.length > 0) {
+        if (local.length === 0 && remote.length === 0 && unserved > 0 && inFlight.idle) {
           ended = "budget";
           break;
         }
 
         report.rounds++;
         if (local.length === 0 && remote.length === 0) {
+          if (!inFlight.idle) {
+            // Work still runs: a chunk that ends brings the next poll forward.
+            pollAt = Math.min(wakeAt, clock.now() + pollInterval(), windowEnd);
+            continue;
+          }
           idleRounds++;
           const quiet = s.tickIdlePeekMs > 0 && wakeAt - clock.now() > s.tickIdlePeekMs;
           if (!quiet) {
@@ -276,73 +358,50 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
             // renewing the mark with each look.
             report.idleSleeps++;
             markChange = markTtl;
-            const wait = Math.min(wakeAt - clock.now() - s.tickPollMs, s.tickIdlePeekMs, windowEnd - clock.now());
-            if (wait > 0) await clock.sleep(wait);
+            pollAt = clock.now() + Math.min(wakeAt - clock.now() - s.tickPollMs, s.tickIdlePeekMs, windowEnd - clock.now());
             continue;
           }
-          const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
-          if (wait > 0) await clock.sleep(wait);
+          pollAt = clock.now() + Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
           continue;
         }
         idleRounds = 0;
         if (markedAt !== null) markChange = "clear";
-        const spentBefore = budget.spent - 1;
 
         budget.spend(remote.length);
         report.fannedOut += remote.length;
-        const [remoteReports, localReports] = await Promise.all([
-          Promise.all(
-            remote.map((r) =>
-              options.fanOut!(r.topic, r.max).catch((err: unknown) => {
-                log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: r.topic, error: String(err) });
-                noFanOut.add(r.topic);
-                return null;
-              }),
-            ),
-          ),
-          Promise.all(
-            local.map((p) => runChunk({ queue, settings: s, topic: p.topic, max: p.max, clock, budget, fetch: fetcher, overall, log })),
-          ),
-        ]);
-        const ran = [...remote.map((r, i) => ({ topic: r.topic, report: remoteReports[i] ?? null })), ...local.map((p, i) => ({ topic: p.topic, report: localReports[i]! }))];
-        const taken = new Map<string, { claimed: number; full: boolean }>();
-        for (const { topic, report: r } of ran) {
-          const t = taken.get(topic) ?? { claimed: 0, full: false };
-          taken.set(topic, t);
-          if (!r) {
-            // Its jobs are still due (or leased, and come back after the lease): look again soon.
-            wakeAt = Math.min(wakeAt, clock.now() + s.tickPollMs);
-            continue;
-          }
-          t.claimed += r.claimed;
-          t.full ||= r.more;
-          // (Due already when the round began, yet nothing to take: a chunk that
-          // found the topic's next job not yet due is not this.)
-          if (r.claimed === 0 && r.nextLookAt != null && r.nextLookAt <= now) {
+        for (const r of remote) inFlight.startFanned(r.topic, r.max);
+        const started = await Promise.all(local.map((p) => inFlight.startHere(p.topic, p.max, 2 + p.max)));
+        // What this round will cost: the poll, the fan-outs, and per chunk here a claim (and a settle and a delivery a job).
+        let price = 1 + remote.length;
+        let full = false;
+        started.forEach((c, i) => {
+          const topic = local[i]!.topic;
+          price += c.claimed > 0 ? 2 + c.claimed : 1;
+          // Due already when the round began, yet nothing to take: a claim that
+          // found the topic's next job not yet due is not this.
+          if (c.claimed === 0 && c.nextLookAt != null && c.nextLookAt <= now) {
             quietUntil.set(topic, clock.now() + s.tickPollMs);
             log({ level: "warn", msg: "a chunk got nothing yet asked to be back at once; leaving the topic for a poll", topic });
-            continue;
+            return;
           }
-          report.claimed += r.claimed;
-          for (const k of ["ack", "retry", "dead", "stale"] as const) report.outcomes[k] += r.outcomes[k];
-          if (r.nextLookAt != null) wakeAt = Math.min(wakeAt, r.nextLookAt);
-        }
-        for (const [topic, t] of taken) {
-          lastTaken.set(topic, t.claimed);
-          if (t.full) backlog.add(topic);
+          report.claimed += c.claimed;
+          lastTaken.set(topic, c.claimed);
+          if (c.more) backlog.add(topic);
           else backlog.delete(topic);
-        }
+          full ||= c.more;
+          if (c.nextLookAt != null) wakeAt = Math.min(wakeAt, c.nextLookAt);
+        });
         for (const [topic, until] of quietUntil) if (until <= now) quietUntil.delete(topic);
         log({
           level: "info",
           msg: "tick round",
           round: report.rounds,
           topics: local.map((p) => p.topic),
-          claimed: [...taken.values()].reduce((n, t) => n + t.claimed, 0),
+          claimed: started.reduce((n, c) => n + c.claimed, 0),
           fannedOut: remote.length,
           subrequests: budget.spent,
           budget: s.tickSubrequestBudget,
-          // When the loop looks next (a due job, a retry, the rate's next token, a lease deadline).
+          // When the loop looks next (a due job, the rate's next token, a lease deadline); chunks that end may bring it forward.
           nextLookInMs: Number.isFinite(wakeAt) ? Math.max(0, wakeAt - clock.now()) : null,
         });
 
@@ -351,23 +410,26 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // up to one poll interval apart instead of ending the loop early.
         // A backlog (a full chunk, more due topics than one poll names) is not
         // paced: it is worked off at once, handing over if the budget ends.
-        const backlogged = peek.more || unserved > 0 || [...taken.values()].some((t) => t.full);
+        const backlogged = peek.more || unserved > 0 || full;
+        pacedUntil = -Infinity;
         if (!backlogged) {
-          const price = budget.spent - spentBefore;
-          const gap = Math.min(s.tickPollMs, ((windowEnd - clock.now()) * price) / Math.max(1, budget.left - 2));
-          wakeAt = Math.max(wakeAt, now + gap);
+          pacedUntil = now + Math.min(s.tickPollMs, ((windowEnd - clock.now()) * price) / Math.max(1, budget.left - 2));
+          wakeAt = Math.max(wakeAt, pacedUntil);
         }
-        const wait = Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
-        if (wait > 0) await clock.sleep(wait);
+        pollAt = clock.now() + Math.min(wakeAt - clock.now(), pollInterval(), windowEnd - clock.now());
       } catch (err) {
         await waitOutOutage(err);
       }
     }
   } finally {
+    // The chunks still running end before the lock goes: their jobs are this loop's.
+    await inFlight.allEnded();
+    foldEnded();
     budget.spend();
     // During an outage the release fails; the lock then lapses on its own.
     await lock.release(status(ended, false)).catch(() => false);
   }
+  if (failure) throw failure.error;
   if (ended === "budget" && options.handOver && windowEnd - clock.now() > s.tickPollMs) {
     // The successor takes the lock this loop just released and goes on with the window.
     try {

@@ -1,7 +1,7 @@
 import type { Settings, TickChunkReport } from "../env.js";
 import type { Outcome, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
-import { dispatchChunk } from "./dispatch.js";
+import { dispatchChunk, handlerSlots } from "./dispatch.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
 import { jsonLog, settleChunk, type Log } from "./settle.js";
@@ -20,12 +20,25 @@ export interface ChunkOptions {
   clock?: Clock;
   /** Counts every Redis call and delivery. Default a budget of TICK_SUBREQUEST_BUDGET of its own. */
   budget?: SubrequestBudget;
-  /** Outbound fetch for the http handler, counted against `budget`. Default the global fetch. */
+  /** Outbound fetch for the http handler; every call is counted against `budget`. Default the global fetch. */
   fetch?: typeof fetch;
   /** Limits handlers running at once across the chunks of one invocation. Default TICK_CONCURRENCY of its own. */
   overall?: Semaphore;
   /** Default JSON lines on the console. */
   log?: Log;
+}
+
+/** A chunk whose claim has come back: what it took, and its delivery and settle still running. */
+export interface StartedChunk {
+  claimed: number;
+  /** The claim took all it asked for: more may be ready. */
+  more: boolean;
+  /** When the topic can next make progress as the claim saw it (its next due job, the rate's next token, a lease deadline), or null. */
+  nextLookAt: number | null;
+  /** Handlers this topic may run at once in one invocation (its concurrency, the code handler's, else 10). */
+  slots: number;
+  /** Delivers and settles the claimed jobs; the chunk's whole report. Never rejects before it is awaited or handled. */
+  done: Promise<ChunkReport>;
 }
 
 /**
@@ -37,6 +50,15 @@ export interface ChunkOptions {
  * the retries this chunk scheduled and the slots it freed.
  */
 export async function runChunk(o: ChunkOptions): Promise<ChunkReport> {
+  return (await startChunk(o)).done;
+}
+
+/**
+ * {@link runChunk} in two steps: resolves once the claim is back, with the
+ * chunk's delivery and settle going on in `done`, so a caller can claim
+ * again for jobs that fall due while this chunk's handlers run.
+ */
+export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   const s = o.settings;
   const clock = o.clock ?? realClock;
   const budget = o.budget ?? new SubrequestBudget(s.tickSubrequestBudget);
@@ -46,7 +68,7 @@ export async function runChunk(o: ChunkOptions): Promise<ChunkReport> {
   const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - 2));
   if (take === 0) {
     report.nextLookAt = clock.now();
-    return report;
+    return { claimed: 0, more: false, nextLookAt: report.nextLookAt, slots: 1, done: Promise.resolve(report) };
   }
   budget.spend();
   const claim = await o.queue.claim(o.topic, { max: take, now: clock.now() });
@@ -54,35 +76,43 @@ export async function runChunk(o: ChunkOptions): Promise<ChunkReport> {
   report.more = claim.jobs.length === take;
   report.nextDueAt = claim.nextDueAt;
   report.heldBy = claim.heldBy;
-  let look = claim.nextLookAt ?? Infinity;
-  if (claim.jobs.length > 0 && claim.topic) {
-    const { settings: topicSettings, secrets } = claim.topic;
-    const outcomes: Outcome[] = await dispatchChunk(claim.jobs, {
-      settings: topicSettings,
-      secrets,
-      allowPrivateTargets: s.allowPrivateTargets,
-      fetch: o.fetch ?? budget.countingFetch(fetch),
-      overall: o.overall ?? new Semaphore(s.tickConcurrency),
-      now: () => clock.now(),
-      ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
-    });
-    budget.spend();
-    const capped = topicSettings.concurrency !== undefined;
-    const now = clock.now();
-    const results = await settleChunk(o.queue, o.topic, outcomes, { now, log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
-    results.forEach((r, i) => {
-      const outcome = outcomes[i]!;
-      if (!r.applied) report.outcomes.stale++;
-      else {
-        report.outcomes[outcome.kind]++;
-        if (outcome.kind === "retry") look = Math.min(look, outcome.at);
-      }
-    });
-    // The slots this chunk freed let jobs held back by concurrency start now.
-    if (claim.heldBy === "concurrency") look = Math.min(look, now);
-  }
-  if (report.more) look = Math.min(look, clock.now());
-  report.nextLookAt = Number.isFinite(look) ? look : null;
-  report.subrequests = budget.spent - spentBefore;
-  return report;
+  const claimLook = report.more ? clock.now() : (claim.nextLookAt ?? null);
+  const slots = claim.topic ? handlerSlots(o.topic, claim.topic.settings) : 1;
+  const finish = async (): Promise<ChunkReport> => {
+    let look = claim.nextLookAt ?? Infinity;
+    if (claim.jobs.length > 0 && claim.topic) {
+      const { settings: topicSettings, secrets } = claim.topic;
+      const outcomes: Outcome[] = await dispatchChunk(claim.jobs, {
+        settings: topicSettings,
+        secrets,
+        allowPrivateTargets: s.allowPrivateTargets,
+        fetch: budget.countingFetch(o.fetch ?? fetch),
+        overall: o.overall ?? new Semaphore(s.tickConcurrency),
+        now: () => clock.now(),
+        ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
+      });
+      budget.spend();
+      const capped = topicSettings.concurrency !== undefined;
+      const now = clock.now();
+      const results = await settleChunk(o.queue, o.topic, outcomes, { now, log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
+      results.forEach((r, i) => {
+        const outcome = outcomes[i]!;
+        if (!r.applied) report.outcomes.stale++;
+        else {
+          report.outcomes[outcome.kind]++;
+          if (outcome.kind === "retry") look = Math.min(look, outcome.at);
+        }
+      });
+      // The slots this chunk freed let jobs held back by concurrency start now.
+      if (claim.heldBy === "concurrency") look = Math.min(look, now);
+    }
+    if (report.more) look = Math.min(look, clock.now());
+    report.nextLookAt = Number.isFinite(look) ? look : null;
+    report.subrequests = budget.spent - spentBefore;
+    return report;
+  };
+  const done = finish();
+  // Handled by whoever awaits it; this only keeps an early rejection from counting as unhandled.
+  done.catch(() => {});
+  return { claimed: report.claimed, more: report.more, nextLookAt: claimLook, slots, done };
 }

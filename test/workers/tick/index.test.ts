@@ -10,9 +10,14 @@ import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { runDrain } from "../../../src/tick/drain.js";
 import { runChunk, type ChunkReport } from "../../../src/tick/run-chunk.js";
 import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { DrivenClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
-afterEach(removeRecorders);
+const restores: Array<() => void> = [];
+afterEach(() => {
+  removeRecorders();
+  restores.splice(0).forEach((r) => r());
+});
 
 
 describe("the topic index", () => {
@@ -89,7 +94,9 @@ describe("work added back", () => {
 
 describe("limits", () => {
   it("a topic at 2/s, burst 2, concurrency 1 runs at 2 jobs/s, not 1", async () => {
-    const clock = new VirtualClock(T0);
+    // Chunks run beside the loop: one clock that all of them share.
+    const clock = new DrivenClock(T0);
+    restores.push(clock.install());
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("rc");
     const seen = recorder(topic, clock);
@@ -113,7 +120,9 @@ describe("a steady load", () => {
   ];
   for (const p of profiles) {
     it(`is delivered once each, never early, within TICK_POLL_MS + 100 ms (${p.name})`, { timeout: 120_000 }, async () => {
-      const clock = new VirtualClock(T0);
+      // Chunks run beside the loop: one clock that all of them share.
+      const clock = new DrivenClock(T0);
+      restores.push(clock.install());
       const d = tickDeployment(p.env, clock);
       const topic = uniqueTopic("steady");
       const seen = recorder(topic, clock);

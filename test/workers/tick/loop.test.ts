@@ -3,12 +3,15 @@ import { verifySignature } from "../../../src/client/signature.js";
 import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { DrivenClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
 const registered: string[] = [];
+const restores: Array<() => void> = [];
 afterEach(() => {
   registered.splice(0).forEach(removeHandler);
   removeRecorders();
+  restores.splice(0).forEach((r) => r());
 });
 
 
@@ -169,7 +172,9 @@ describe("the loop", () => {
   });
 
   it("after its backlog was fanned out, a topic's next job is dispatched when due, not a poll later", async () => {
-    const clock = new VirtualClock(T0);
+    // Chunks run beside the loop: one clock that all of them share.
+    const clock = new DrivenClock(T0);
+    restores.push(clock.install());
     const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_CHUNK: "10" }, clock);
     const topic = uniqueTopic("fanned");
     const seen = recorder(topic, clock);
@@ -181,7 +186,7 @@ describe("the loop", () => {
     const fanOut = async (t: string, max: number) => {
       const claim = await d.queue.claim(t, { max, leaseMs: 60_000 });
       await d.queue.settle(t, claim.jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
-      clock.t += 10;
+      await clock.sleep(10);
       const n = claim.jobs.length;
       return { claimed: n, outcomes: { ack: n, retry: 0, dead: 0, stale: 0 }, subrequests: 2, more: n === max, nextDueAt: claim.nextDueAt, nextLookAt: n === max ? clock.now() : claim.nextLookAt };
     };

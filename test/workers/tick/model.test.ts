@@ -27,11 +27,9 @@ import { classify, KNOWN_BUGS, runScenario, scenarioArb, type RunResult, type Sc
 
 /**
  * Bugs the model still finds (see KNOWN_BUGS in model.ts for what each looks
- * like). Delete an id when its fix lands. head-of-line: a round (or a drain's
- * step) waits for its slowest handler before it claims again, so a job that
- * falls due meanwhile waits for it; the issue stays open for it.
+ * like). Delete an id when its fix lands.
  */
-const KNOWN_TODAY: string[] = ["head-of-line"];
+const KNOWN_TODAY: string[] = [];
 
 const vars = testEnv as unknown as Record<string, string | undefined>;
 const STRICT = vars.MODEL_STRICT === "1" || vars.MODEL_STRICT === "true";
@@ -267,6 +265,64 @@ const REGRESSIONS: Regression[] = [
       duplicates: [],
       consumer: { everyMs: 500, max: 1 },
       seed: 0,
+    },
+  },
+  {
+    // Written from the bug: topic 0's first job takes 5 s; topic 1's job and topic 0's second fall due meanwhile.
+    name: "a slow handler holds back no other job: the loop claims while it runs",
+    bug: "head-of-line",
+    scenario: {
+      pollMs: 100,
+      idlePeekMs: 0,
+      chunk: 100,
+      overlapMs: 15_000,
+      topics: [
+        { mode: "push", maxAttempts: 1, backoff: { type: "fixed", delay: 0 } },
+        { mode: "push", maxAttempts: 1, backoff: { type: "fixed", delay: 0 } },
+      ],
+      batches: [
+        {
+          at: 10_000,
+          producer: 0,
+          jobs: [
+            { topic: 0, delay: 0, plan: [{ k: "ok", ms: 5_000 }] },
+            { topic: 1, delay: 1_000, plan: [ok] },
+            { topic: 0, delay: 2_000, plan: [ok] },
+          ],
+        },
+      ],
+      pauses: [],
+      crons: [0],
+      duplicates: [],
+      consumer: { everyMs: 1_000, max: 1 },
+      seed: 1,
+    },
+  },
+  {
+    // The same while the tick sleeps: the producer's drain claims the topic's second job while the first runs.
+    name: "a slow handler holds back no other job of its drain",
+    bug: "head-of-line",
+    scenario: {
+      pollMs: 1_000,
+      idlePeekMs: 20_000,
+      chunk: 100,
+      overlapMs: 15_000,
+      topics: [{ mode: "push", maxAttempts: 2, backoff: { type: "fixed", delay: 500 } }],
+      batches: [
+        {
+          at: 30_000,
+          producer: 0,
+          jobs: [
+            { topic: 0, delay: 1_000, plan: [{ k: "ok", ms: 6_000 }] },
+            { topic: 0, delay: 3_000, plan: [{ k: "error", ms: 0 }, ok] },
+          ],
+        },
+      ],
+      pauses: [],
+      crons: [0],
+      duplicates: [],
+      consumer: { everyMs: 1_000, max: 1 },
+      seed: 1,
     },
   },
 ];

@@ -226,6 +226,32 @@ export class SimClock implements Clock {
   }
 }
 
+/**
+ * A SimClock that drives itself: whenever a task sleeps, time moves on as
+ * the system quiesces, so a test simply awaits the code under test (one
+ * tick, one drain) as with a plain virtual clock, and chunks, handlers and
+ * the loop that run side by side still see one consistent time. Install
+ * its fetch tracking for the test ({@link SimClock.install}) and restore it after.
+ */
+export class DrivenClock extends SimClock {
+  private driving = false;
+
+  override sleep(ms: number): Promise<void> {
+    const p = super.sleep(ms);
+    this.drive();
+    return p;
+  }
+
+  private drive(): void {
+    if (this.driving) return;
+    this.driving = true;
+    void this.run().finally(() => {
+      this.driving = false;
+      if (this.nextWakeAt() !== null) this.drive();
+    });
+  }
+}
+
 interface Sleeper {
   at: number;
   seq: number;

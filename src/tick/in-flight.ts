@@ -1,0 +1,187 @@
+import type { Settings } from "../env.js";
+import type { Queue } from "../queue/queue.js";
+import { Semaphore, SubrequestBudget } from "./budget.js";
+import type { Clock } from "./clock.js";
+import { startChunk, type ChunkReport, type StartedChunk } from "./run-chunk.js";
+import type { Log } from "./settle.js";
+
+/** A chunk that ended: its report, or the error it ended with (null report). */
+export interface EndedChunk {
+  topic: string;
+  where: "here" | "fanned";
+  /** When it was started. */
+  startedAt: number;
+  report: ChunkReport | null;
+  error?: unknown;
+}
+
+/** Options of {@link ChunksInFlight}. */
+export interface InFlightOptions {
+  queue: Queue;
+  settings: Settings;
+  clock: Clock;
+  /** The invocation's budget: chunks run here take reservations of it. */
+  budget: SubrequestBudget;
+  /** Outbound fetch for the http handler (uncounted: each chunk counts its own). */
+  fetch: typeof fetch;
+  /** TICK_CONCURRENCY, shared by every chunk of the invocation. */
+  overall: Semaphore;
+  log: Log;
+  /** Runs a chunk in an invocation of its own; its one subrequest is counted by the caller. */
+  fanOut?: (topic: string, max: number) => Promise<ChunkReport>;
+}
+
+/**
+ * The chunks one invocation (a tick loop or a drain) has running. A chunk
+ * here is awaited only until its claim is back; its handlers and settle go
+ * on while the caller polls and claims again, so a slow handler holds back
+ * no job but its own. What may start beside running chunks is bounded so a
+ * claimed job never waits for a handler slot: a topic with chunks running
+ * here gets only as many jobs as it has free slots, and the invocation as
+ * many as TICK_CONCURRENCY leaves free. A topic gets no second fanned-out
+ * chunk while one is out.
+ */
+export class ChunksInFlight {
+  private readonly byTopic = new Map<string, { here: number; fanned: number; jobs: number; slots: number }>();
+  private readonly running = new Set<Promise<void>>();
+  private ended: EndedChunk[] = [];
+  private waiters: Array<() => void> = [];
+  private jobsHere = 0;
+
+  constructor(private readonly o: InFlightOptions) {}
+
+  /** Nothing is running. */
+  get idle(): boolean {
+    return this.running.size === 0;
+  }
+
+  /** Whether `topic` has a chunk running here or fanned out. */
+  busy(topic: string): { here: boolean; fanned: boolean } {
+    const t = this.byTopic.get(topic);
+    return { here: (t?.here ?? 0) > 0, fanned: (t?.fanned ?? 0) > 0 };
+  }
+
+  /** Handler slots TICK_CONCURRENCY leaves beside the jobs running here (unbounded while none run). */
+  get freeSlots(): number {
+    return this.jobsHere > 0 ? Math.max(0, this.o.overall.size - this.jobsHere) : Infinity;
+  }
+
+  /**
+   * Most jobs a new chunk of `topic` may claim here beside what runs: `max`
+   * while nothing runs here, else bounded by the topic's free slots and the
+   * handler slots TICK_CONCURRENCY leaves.
+   */
+  room(topic: string, max: number): number {
+    const t = this.byTopic.get(topic);
+    let room = max;
+    if (t && t.here > 0) room = Math.min(room, t.slots - t.jobs);
+    return Math.max(0, Math.min(room, this.freeSlots));
+  }
+
+  /**
+   * Claims a chunk of `topic` here with a reservation of `reserve`
+   * subrequests (its claim, settle and deliveries), and resolves once the
+   * claim is back; delivery and settle run on and end up in {@link takeEnded}.
+   */
+  async startHere(topic: string, max: number, reserve: number): Promise<StartedChunk> {
+    const startedAt = this.o.clock.now();
+    const budget = this.o.budget.reserve(reserve);
+    let started: StartedChunk;
+    try {
+      started = await startChunk({ queue: this.o.queue, settings: this.o.settings, topic, max, clock: this.o.clock, budget, fetch: this.o.fetch, overall: this.o.overall, log: this.o.log });
+    } catch (err) {
+      budget.release();
+      throw err;
+    }
+    if (started.claimed === 0) {
+      budget.release();
+      return started;
+    }
+    // A delivery a job and a settle: the rest of the reservation goes back.
+    budget.keep(started.claimed + 1);
+    const t = this.entry(topic);
+    t.here++;
+    t.jobs += started.claimed;
+    t.slots = started.slots;
+    this.jobsHere += started.claimed;
+    this.track(
+      started.done.finally(() => {
+        budget.release();
+        t.here--;
+        t.jobs -= started.claimed;
+        this.jobsHere -= started.claimed;
+      }),
+      topic,
+      "here",
+      startedAt,
+    );
+    return started;
+  }
+
+  /** Runs a chunk of `topic` in an invocation of its own; it ends up in {@link takeEnded}. */
+  startFanned(topic: string, max: number): void {
+    const fanOut = this.o.fanOut;
+    if (!fanOut) throw new Error("no fan-out configured");
+    const t = this.entry(topic);
+    t.fanned++;
+    this.track(
+      fanOut(topic, max).finally(() => {
+        t.fanned--;
+      }),
+      topic,
+      "fanned",
+      this.o.clock.now(),
+    );
+  }
+
+  /** The chunks that ended since the last call. */
+  takeEnded(): EndedChunk[] {
+    const out = this.ended;
+    this.ended = [];
+    return out;
+  }
+
+  /** Resolves when a chunk has ended that {@link takeEnded} has not returned yet (at once if one has). */
+  whenOneEnds(): Promise<void> {
+    if (this.ended.length > 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Sleeps `ms`, or less if a chunk ends first. */
+  async sleep(ms: number): Promise<void> {
+    if (this.running.size === 0) return this.o.clock.sleep(ms);
+    const stop = new AbortController();
+    await Promise.race([this.o.clock.sleep(ms, stop.signal), this.whenOneEnds()]);
+    stop.abort();
+  }
+
+  /** Waits for every running chunk to end. */
+  async allEnded(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private entry(topic: string) {
+    let t = this.byTopic.get(topic);
+    if (!t) {
+      t = { here: 0, fanned: 0, jobs: 0, slots: 1 };
+      this.byTopic.set(topic, t);
+    }
+    return t;
+  }
+
+  private track(work: Promise<ChunkReport>, topic: string, where: EndedChunk["where"], startedAt: number): void {
+    const p: Promise<void> = work.then(
+      (report) => {
+        this.ended.push({ topic, where, startedAt, report });
+      },
+      (error: unknown) => {
+        this.ended.push({ topic, where, startedAt, report: null, error });
+      },
+    );
+    const tracked = p.finally(() => {
+      this.running.delete(tracked);
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.running.add(tracked);
+  }
+}
