@@ -147,8 +147,11 @@ export class ChunksInFlight {
     return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
-  /** Sleeps `ms`, or less if a chunk ends first. */
+  /** Sleeps `ms` (rounded up to whole ms, as Date.now() counts), or less if a chunk ends first. */
   async sleep(ms: number): Promise<void> {
+    // Paces and stretched polls are fractions of a ms; a clock that took them as they are would
+    // move to instants Date.now() never shows, and a retry time computed there would be rounded.
+    ms = Math.ceil(ms);
     if (this.running.size === 0) return this.o.clock.sleep(ms);
     const stop = new AbortController();
     await Promise.race([this.o.clock.sleep(ms, stop.signal), this.whenOneEnds()]);
