@@ -17,6 +17,8 @@ export interface DispatchContext {
   /** Shared by all topics of the tick. */
   overall: Semaphore;
   now: () => number;
+  /** Told each outcome as soon as its handler ends (before the whole chunk has). */
+  onOutcome?: (outcome: Outcome) => void;
 }
 
 /** The error text kept with a job: its message, at most 1 KB. */
@@ -97,6 +99,10 @@ export function handlerSlots(topic: string, settings: TopicSettings): number {
  */
 export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): Promise<Outcome[]> {
   if (jobs.length === 0) return [];
+  const told = (o: Outcome) => {
+    ctx.onOutcome?.(o);
+    return o;
+  };
   const topic = jobs[0]!.topic;
   const registered = handlerFor(topic);
   const local = new Semaphore(handlerSlots(topic, ctx.settings));
@@ -125,7 +131,11 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
               results = group.map(() => asError(err));
             }
             const run = { startedAt, endedAt: ctx.now() };
-            group.forEach((job, i) => outcomes.push(outcomeOf(job, results[i], ctx, run)));
+            for (const [i, job] of group.entries()) {
+              const o = outcomeOf(job, results[i], ctx, run);
+              outcomes.push(o);
+              ctx.onOutcome?.(o);
+            }
           }),
         ),
       ),
@@ -150,9 +160,9 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
                 await deliverHttp(context, delivery);
               }
             });
-            return outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now() });
+            return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now() }));
           } catch (err) {
-            return outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() });
+            return told(outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() }));
           }
         }),
       ),

@@ -45,6 +45,7 @@ export class ChunksInFlight {
   private readonly byTopic = new Map<string, { here: number; fanned: number; jobs: number; slots: number }>();
   private readonly running = new Set<Promise<void>>();
   private ended: EndedChunk[] = [];
+  private retries: number[] = [];
   private waiters: Array<() => void> = [];
   private jobsHere = 0;
 
@@ -88,7 +89,21 @@ export class ChunksInFlight {
     const budget = this.o.budget.reserve(reserve);
     let started: StartedChunk;
     try {
-      started = await startChunk({ queue: this.o.queue, settings: this.o.settings, topic, max, clock: this.o.clock, budget, fetch: this.o.fetch, overall: this.o.overall, log: this.o.log });
+      started = await startChunk({
+        queue: this.o.queue,
+        settings: this.o.settings,
+        topic,
+        max,
+        clock: this.o.clock,
+        budget,
+        fetch: this.o.fetch,
+        overall: this.o.overall,
+        log: this.o.log,
+        onRetry: (at) => {
+          this.retries.push(at);
+          this.wakeWaiters();
+        },
+      });
     } catch (err) {
       budget.release();
       throw err;
@@ -141,9 +156,14 @@ export class ChunksInFlight {
     return out;
   }
 
-  /** Resolves when a chunk has ended that {@link takeEnded} has not returned yet (at once if one has). */
+  /** Times of retries that running chunks settled early (before they ended), since the last call. */
+  takeRetries(): number[] {
+    return this.retries.splice(0);
+  }
+
+  /** Resolves when a chunk has ended, or settled a retry early, that the take* calls have not returned yet (at once if one has). */
   whenOneEnds(): Promise<void> {
-    if (this.ended.length > 0) return Promise.resolve();
+    if (this.ended.length > 0 || this.retries.length > 0) return Promise.resolve();
     return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
@@ -161,6 +181,10 @@ export class ChunksInFlight {
   /** Waits for every running chunk to end. */
   async allEnded(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private wakeWaiters(): void {
+    for (const w of this.waiters.splice(0)) w();
   }
 
   private entry(topic: string) {
@@ -183,7 +207,7 @@ export class ChunksInFlight {
     );
     const tracked = p.finally(() => {
       this.running.delete(tracked);
-      for (const w of this.waiters.splice(0)) w();
+      this.wakeWaiters();
     });
     this.running.add(tracked);
   }

@@ -190,6 +190,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   // A bug (not an outage) in a chunk: rethrown by the loop, as it would have been in the round.
   let failure: { error: unknown } | undefined;
   const foldEnded = () => {
+    // A retry a running chunk settled early: be back for it.
+    for (const at of inFlight.takeRetries()) pollAt = Math.min(pollAt, at);
     for (const e of inFlight.takeEnded()) {
       const r = e.report;
       if (!r) {
@@ -277,6 +279,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         let wakeAt = peek.more ? now : (peek.nextAt ?? Infinity);
         const due = peek.due.map((d) => d.topic).filter((t) => (quietUntil.get(t) ?? -Infinity) <= now);
         if (due.length < peek.due.length) wakeAt = Math.min(wakeAt, ...[...quietUntil.values()].filter((t) => t > now));
+
 
         // Each chunk here costs a claim, a settle and a fetch per job; fanned
         // out it costs one subrequest. A chunk runs here while the loop can

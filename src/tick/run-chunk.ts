@@ -26,6 +26,8 @@ export interface ChunkOptions {
   overall?: Semaphore;
   /** Default JSON lines on the console. */
   log?: Log;
+  /** Told the time of a retry settled before the chunk ended (see startChunk), so the caller can be back for it. */
+  onRetry?: (at: number) => void;
 }
 
 /** A chunk whose claim has come back: what it took, and its delivery and settle still running. */
@@ -82,29 +84,59 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
     let look = claim.nextLookAt ?? Infinity;
     if (claim.jobs.length > 0 && claim.topic) {
       const { settings: topicSettings, secrets } = claim.topic;
-      const outcomes: Outcome[] = await dispatchChunk(claim.jobs, {
+      const capped = topicSettings.concurrency !== undefined;
+      // One settle for the whole chunk, unless a retry falls due while other
+      // handlers of the chunk still run: then what has ended is settled at
+      // the retry's time, so the retry is not held back by the slowest handler.
+      const ended: Outcome[] = [];
+      let settling: Promise<void> = Promise.resolve();
+      let all = false;
+      const stop = new AbortController();
+      const settle = () => {
+        const batch = ended.splice(0);
+        if (batch.length === 0) return;
+        settling = settling.then(async () => {
+          budget.spend();
+          const results = await settleChunk(o.queue, o.topic, batch, { now: clock.now(), log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
+          results.forEach((r, i) => {
+            const outcome = batch[i]!;
+            if (!r.applied) report.outcomes.stale++;
+            else {
+              report.outcomes[outcome.kind]++;
+              if (outcome.kind === "retry") look = Math.min(look, outcome.at);
+            }
+          });
+          if (!all) for (const [i, r] of results.entries()) if (r.applied && batch[i]!.kind === "retry") o.onRetry?.((batch[i] as { at: number }).at);
+        });
+      };
+      // One timer at a time, for the earliest retry not yet settled.
+      let timerAt = Infinity;
+      const onOutcome = (outcome: Outcome) => {
+        ended.push(outcome);
+        if (outcome.kind !== "retry" || outcome.at >= timerAt) return;
+        timerAt = outcome.at;
+        void clock.sleep(Math.max(0, Math.ceil(outcome.at - clock.now())), stop.signal).then(() => {
+          if (all || timerAt !== outcome.at) return;
+          timerAt = Infinity;
+          settle();
+        });
+      };
+      await dispatchChunk(claim.jobs, {
         settings: topicSettings,
         secrets,
         allowPrivateTargets: s.allowPrivateTargets,
         fetch: budget.countingFetch(o.fetch ?? fetch),
         overall: o.overall ?? new Semaphore(s.tickConcurrency),
         now: () => clock.now(),
+        onOutcome,
         ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
       });
-      budget.spend();
-      const capped = topicSettings.concurrency !== undefined;
-      const now = clock.now();
-      const results = await settleChunk(o.queue, o.topic, outcomes, { now, log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
-      results.forEach((r, i) => {
-        const outcome = outcomes[i]!;
-        if (!r.applied) report.outcomes.stale++;
-        else {
-          report.outcomes[outcome.kind]++;
-          if (outcome.kind === "retry") look = Math.min(look, outcome.at);
-        }
-      });
+      all = true;
+      stop.abort();
+      settle();
+      await settling;
       // The slots this chunk freed let jobs held back by concurrency start now.
-      if (claim.heldBy === "concurrency") look = Math.min(look, now);
+      if (claim.heldBy === "concurrency") look = Math.min(look, clock.now());
     }
     if (report.more) look = Math.min(look, clock.now());
     report.nextLookAt = Number.isFinite(look) ? look : null;

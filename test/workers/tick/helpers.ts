@@ -6,16 +6,31 @@ import { createRedis } from "../../../src/queue/redis.js";
 import { runTick, type Clock, type TickOptions } from "../../../src/tick/loop.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
 import { testEnv } from "../self.js";
+import { DrivenClock } from "./sim-clock.js";
 
 /** Time that passes only when the loop sleeps: rounds are instant, so tests of timing logic are exact. */
-export class VirtualClock implements Clock {
-  constructor(public t: number) {}
-  now(): number {
-    return this.t;
+/**
+ * The tests' virtual clock: a {@link DrivenClock}, so the loop, its chunks
+ * running side by side and their handlers see one consistent time (a sleep
+ * returns once every other task waits too), and `t` moves it by hand between
+ * runs. It tracks this test's requests through the global fetch from its
+ * creation until the next VirtualClock is made (tests of a file run one at a time).
+ */
+export class VirtualClock extends DrivenClock {
+  private static restore: (() => void) | undefined;
+
+  constructor(t: number) {
+    super(t);
+    VirtualClock.restore?.();
+    VirtualClock.restore = this.install();
   }
-  async sleep(ms: number): Promise<void> {
-    this.t += Math.max(0, ms);
-    await Promise.resolve();
+
+  get t(): number {
+    return this.now();
+  }
+
+  set t(value: number) {
+    this.set(value);
   }
 }
 

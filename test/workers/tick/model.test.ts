@@ -299,6 +299,34 @@ const REGRESSIONS: Regression[] = [
     },
   },
   {
+    // Seed 832162324, path 12 (found after the fix above): in one chunk, a job fails fast and its retry falls due
+    // while another of the chunk's handlers still runs; the chunk settled only when the slow one ended.
+    name: "a retry is not held back by a slow handler of its own chunk",
+    bug: "head-of-line",
+    scenario: {
+      pollMs: 100,
+      idlePeekMs: 0,
+      chunk: 3,
+      overlapMs: 15_000,
+      topics: [{ mode: "push", maxAttempts: 2, backoff: { type: "fixed", delay: 400 } }],
+      batches: [
+        {
+          at: 10_000,
+          producer: 0,
+          jobs: [
+            { topic: 0, delay: 1_000, plan: [{ k: "ok", ms: 3_000 }] },
+            { topic: 0, delay: 1_000, plan: [{ k: "error", ms: 100 }, ok] },
+          ],
+        },
+      ],
+      pauses: [],
+      crons: [0],
+      duplicates: [],
+      consumer: { everyMs: 1_000, max: 1 },
+      seed: 1,
+    },
+  },
+  {
     // The same while the tick sleeps: the producer's drain claims the topic's second job while the first runs.
     name: "a slow handler holds back no other job of its drain",
     bug: "head-of-line",

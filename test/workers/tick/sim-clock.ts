@@ -41,7 +41,7 @@ export class SimClock implements Clock {
    */
   static readonly SPIN_LIMIT = 200;
 
-  private t: number;
+  private time: number;
   private seq = 0;
   private readonly sleepers: Sleeper[] = [];
   private inflight = 0;
@@ -61,25 +61,47 @@ export class SimClock implements Clock {
   private sameInstant = 0;
 
   constructor(start: number) {
-    this.t = start;
+    this.time = start;
   }
 
   now(): number {
-    return this.t;
+    return this.time;
   }
 
   /** Blocks the caller until virtual time reaches now + ms (0 and negative: the next step at the current time). */
-  sleep(ms: number): Promise<void> {
+  /**
+   * Blocks the caller until virtual time reaches now + ms (0 and negative: the next step at the current time).
+   * When `signal` aborts first, the sleep resolves at once and leaves the schedule: it never wakes, and moves no time.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (Number.isNaN(ms)) throw new RangeError("SimClock.sleep(NaN)");
-    const at = this.t + Math.max(0, ms);
+    const at = this.time + Math.max(0, ms);
     this.activity++;
+    if (signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      heapPush(this.sleepers, { at, seq: this.seq++, resolve, reject });
+      const sleeper: Sleeper = { at, seq: this.seq++, resolve, reject };
+      heapPush(this.sleepers, sleeper);
+      signal?.addEventListener("abort", () => {
+        sleeper.cancelled = true;
+        this.activity++;
+        resolve();
+      });
     });
+  }
+
+  /** Drops cancelled sleepers from the top of the schedule. */
+  private dropCancelled(): void {
+    while (this.sleepers[0]?.cancelled) heapPop(this.sleepers);
+  }
+
+  /** Sets virtual time (for subclasses that let a test move it by hand). */
+  protected jump(t: number): void {
+    this.time = t;
   }
 
   /** Virtual time of the earliest pending wake-up, or null when nothing sleeps. */
   nextWakeAt(): number | null {
+    this.dropCancelled();
     return this.sleepers[0]?.at ?? null;
   }
 
@@ -165,6 +187,7 @@ export class SimClock implements Clock {
    */
   async step(): Promise<boolean> {
     await this.settle();
+    this.dropCancelled();
     if (this.sleepers.length === 0) return false;
     this.release();
     await this.settle();
@@ -174,17 +197,17 @@ export class SimClock implements Clock {
   /** Releases the earliest sleeper (the caller has settled and checked there is one). */
   private release(): void {
     const next = heapPop(this.sleepers)!;
-    if (next.at > this.t) {
-      this.t = next.at;
+    if (next.at > this.time) {
+      this.time = next.at;
       this.sameInstant = 0;
     }
     this.steps++;
     this.activity++;
     if (++this.sameInstant > SimClock.SPIN_LIMIT) {
       const last = this.spins[this.spins.length - 1];
-      if (last?.at === this.t) last.refused++;
-      else this.spins.push({ at: this.t, refused: 1 });
-      next.reject(new SpinError(this.t));
+      if (last?.at === this.time) last.refused++;
+      else this.spins.push({ at: this.time, refused: 1 });
+      next.reject(new SpinError(this.time));
     } else next.resolve();
   }
 
@@ -199,7 +222,7 @@ export class SimClock implements Clock {
       const next = this.nextWakeAt();
       if (next === null) return "idle";
       if (options.until !== undefined && next > options.until) {
-        if (this.t < options.until) this.t = options.until;
+        if (this.time < options.until) this.time = options.until;
         return "until";
       }
       this.release();
@@ -214,8 +237,8 @@ export class SimClock implements Clock {
    * waits for something other than the clock or a request: a bug).
    */
   async drainAll(far: number, maxSteps = 100_000): Promise<string[]> {
-    if (far > this.t) {
-      this.t = far;
+    if (far > this.time) {
+      this.time = far;
       this.sameInstant = 0;
     }
     for (let i = 0; i < maxSteps; i++) {
@@ -236,8 +259,13 @@ export class SimClock implements Clock {
 export class DrivenClock extends SimClock {
   private driving = false;
 
-  override sleep(ms: number): Promise<void> {
-    const p = super.sleep(ms);
+  /** Moves time by hand (between runs of the code under test): forward or back. */
+  set(t: number): void {
+    this.jump(t);
+  }
+
+  override sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    const p = super.sleep(ms, signal);
     this.drive();
     return p;
   }
@@ -253,6 +281,7 @@ export class DrivenClock extends SimClock {
 }
 
 interface Sleeper {
+  cancelled?: boolean;
   at: number;
   seq: number;
   resolve: () => void;
