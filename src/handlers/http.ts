@@ -47,6 +47,10 @@ async function deliveryHeaders(job: JobContext, signingSecret: string | undefine
   headers.set("delayline-job-id", job.id);
   headers.set("delayline-topic", job.topic);
   headers.set("delayline-attempt", String(job.attempt));
+  if (job.schedule) {
+    headers.set("delayline-schedule-id", job.schedule.id);
+    headers.set("delayline-scheduled-for", new Date(job.schedule.scheduledFor).toISOString());
+  }
   if (signingSecret) headers.set("delayline-signature", await signPayload(signingSecret, body ?? ""));
   return headers;
 }

@@ -12,6 +12,8 @@ export interface JobContext {
   /** When the job was due, epoch ms. */
   dueAt: number;
   payload: unknown;
+  /** The schedule whose occurrence made this job, and that occurrence (epoch ms), when a schedule made it. */
+  schedule?: { id: string; scheduledFor: number };
   /** The job's http target, when it was enqueued with one. */
   target?: { url: string; method?: string; headers?: Record<string, string> };
   /** Aborted when the job's timeout passes. */

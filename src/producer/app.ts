@@ -14,6 +14,7 @@ import { withPageHeaders } from "./page-headers.js";
 import { ApiProblem, problem } from "./problem.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
+import { schedules } from "./routes/schedules.js";
 import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
 import { Problem } from "./schemas.js";
@@ -153,6 +154,7 @@ app.get("/favicon.ico", asset("the icon"));
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
 app.route("/v1/hooks", hooks);
+app.route("/v1/schedules", schedules);
 app.route("/v1/stats", stats);
 app.route("/metrics", metrics);
 

@@ -1,6 +1,6 @@
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { wakeForSoonJobs } from "../tick/wake.js";
+import { wakeForSoonJobs, wakeForSoonSchedule } from "../tick/wake.js";
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
 import { validationProblem } from "./problem.js";
@@ -38,6 +38,23 @@ const DESCRIPTIONS: Record<number, string> = {
   422: "Schema violation",
   503: "Redis unreachable; retry with the same Idempotency-Key (the write may have happened before the answer was lost)",
 };
+
+/** The invocation's waitUntil, or null when there is no execution context (not running as a Worker). */
+function waitUntilOf(c: Context<AppEnv>): ((work: Promise<unknown>) => void) | null {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return null;
+  }
+}
+
+/** After writing a schedule: while the tick sleeps, fire its occurrences due soon from this invocation (see src/tick/wake.ts). */
+export async function wakeSoonSchedule(c: Context<AppEnv>, nextAt: number | null): Promise<void> {
+  const waitUntil = waitUntilOf(c);
+  if (!waitUntil) return;
+  await wakeForSoonSchedule({ env: c.env, settings: c.get("settings"), queue: c.get("queue"), nextAt, waitUntil });
+}
 
 /** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
 export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: string; dueAt: number | null }>): Promise<void> {

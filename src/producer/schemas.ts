@@ -138,6 +138,8 @@ export const JobView = z
     payload: z.unknown(),
     leaseExpiresAt: z.string().optional(),
     finishedAt: z.string().optional(),
+    scheduleId: z.string().optional().openapi({ description: "The schedule whose occurrence made this job" }),
+    scheduledFor: z.string().optional().openapi({ description: "That occurrence (ISO 8601); also sent as Delayline-Scheduled-For" }),
   })
   .openapi("Job");
 

@@ -25,9 +25,17 @@
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
+ *   <p>:sched:defs           HASH   schedule id -> definition JSON (as PUT gave it, normalized)
+ *   <p>:sched:state          HASH   schedule id -> state JSON {rev, next, runs, lastRunAt, lastJobId, paused, …}
+ *   <p>:sched:ids            ZSET   schedule id -> 0 (paging in id order)
+ *   <p>:sched:due            ZSET   schedule id -> next occurrence ms (not paused, not ended); its head is the
+ *                                   score of the index member "~schedules" (src/queue/lua/lib/index.lua)
  *
  * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys.
  */
+/** The topic index's member for the schedules (no topic name holds "~"): see src/queue/lua/lib/index.lua. */
+export const SCHEDULES_INDEX_MEMBER = "~schedules";
+
 export interface TopicKeys {
   due: string;
   lease: string;
@@ -47,6 +55,10 @@ export class Keys {
   readonly parked: string;
   readonly jobs: string;
   readonly meta: string;
+  readonly scheduleDefs: string;
+  readonly scheduleState: string;
+  readonly scheduleIds: string;
+  readonly schedulesDue: string;
 
   constructor(readonly prefix: string) {
     this.tickLast = `${prefix}:tick:last`;
@@ -58,6 +70,10 @@ export class Keys {
     this.parked = `${prefix}:parked`;
     this.jobs = `${prefix}:jobs`;
     this.meta = `${prefix}:meta`;
+    this.scheduleDefs = `${prefix}:sched:defs`;
+    this.scheduleState = `${prefix}:sched:state`;
+    this.scheduleIds = `${prefix}:sched:ids`;
+    this.schedulesDue = `${prefix}:sched:due`;
   }
 
   topic(topic: string): TopicKeys {

@@ -1,7 +1,8 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
 import { newJobId, topicOfJobId } from "./ids.js";
-import { Keys } from "./keys.js";
+import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
+import { Schedules } from "./schedules.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
@@ -148,6 +149,9 @@ export interface JobView {
   payload: unknown;
   leaseExpiresAt?: number;
   finishedAt?: number;
+  /** The schedule whose occurrence made this job, and that occurrence (epoch ms). */
+  scheduleId?: string;
+  scheduledFor?: number;
 }
 
 export interface TopicStats {
@@ -197,6 +201,9 @@ const vectorText = z.string().transform((text, ctx) => {
   return parsed.data ?? [];
 });
 
+const scheduleOf = (r: JobRecord): Pick<JobView, "scheduleId" | "scheduledFor"> =>
+  r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
+
 /** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
 export const MAX_BATCH = 1_000;
 
@@ -211,6 +218,8 @@ const registered = new Map<string, Map<string, number>>();
  */
 export class Queue {
   readonly keys: Keys;
+  /** The deployment's recurring schedules. */
+  readonly schedules: Schedules;
   private readonly redis: Redis;
   private readonly defaults: TopicDefaults;
   private readonly retentionMs: number;
@@ -230,6 +239,7 @@ export class Queue {
     this.reapLimit = options.reapLimit ?? 100;
     this.maxTopics = options.maxTopics ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.schedules = new Schedules(this.redis, this.keys, this.maxTopics);
   }
 
   private doneKeys(now: number): { current: string; previous: string } {
@@ -510,6 +520,7 @@ export class Queue {
         lastError: m.e ?? null,
         createdAt: job.createdAt,
         payload: job.payload,
+        ...scheduleOf(job),
       };
       if (lease) view.leaseExpiresAt = Number(lease);
       return view;
@@ -528,6 +539,7 @@ export class Queue {
       createdAt: d.job.createdAt,
       payload: d.job.payload,
       finishedAt: d.finishedAt,
+      ...scheduleOf(d.job),
     };
   }
 
@@ -698,7 +710,15 @@ export class Queue {
     sample?: { at: number; topics: string[] };
     /** List what to sample next: the first this-many topics of the index and every parked (pull or paused) topic. */
     listToSample?: number;
-  }): Promise<{ lockHeld: boolean; due: Array<{ topic: string; at: number }>; more: boolean; nextAt: number | null; toSample: string[] }> {
+  }): Promise<{
+    lockHeld: boolean;
+    due: Array<{ topic: string; at: number }>;
+    /** A schedule's next occurrence has come (see Schedules.fire). */
+    schedulesDue: boolean;
+    more: boolean;
+    nextAt: number | null;
+    toSample: string[];
+  }> {
     const keys = [
       this.keys.topicIndex,
       this.keys.tickLock,
@@ -728,8 +748,19 @@ export class Queue {
       .parse(raw);
     const next = numericReply.parse(nextAt);
     const dueTopics: Array<{ topic: string; at: number }> = [];
-    for (let i = 0; i + 1 < due.length; i += 2) dueTopics.push({ topic: due[i]!, at: Number(due[i + 1]) });
-    return { lockHeld: lock === 1, due: dueTopics, more: more === 1, nextAt: next < 0 ? null : next, toSample };
+    let schedulesDue = false;
+    for (let i = 0; i + 1 < due.length; i += 2) {
+      if (due[i] === SCHEDULES_INDEX_MEMBER) schedulesDue = true;
+      else dueTopics.push({ topic: due[i]!, at: Number(due[i + 1]) });
+    }
+    return {
+      lockHeld: lock === 1,
+      due: dueTopics,
+      schedulesDue,
+      more: more === 1,
+      nextAt: next < 0 ? null : next,
+      toSample: toSample.filter((t) => t !== SCHEDULES_INDEX_MEMBER),
+    };
   }
 
   /** Whether the tick has said it sleeps longer than its poll interval (producers then wake jobs due soon themselves). */

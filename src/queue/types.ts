@@ -22,6 +22,10 @@ export interface JobRecord {
   target?: Target;
   timeoutMs?: number;
   idempotencyKey?: string;
+  /** The schedule whose occurrence made this job. */
+  scheduleId?: string;
+  /** That occurrence, epoch ms. */
+  scheduledFor?: number;
 }
 
 export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
@@ -41,6 +45,8 @@ export const jobRecordSchema = z.object({
   target: z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() }).optional(),
   timeoutMs: z.number().optional(),
   idempotencyKey: z.string().optional(),
+  scheduleId: z.string().optional(),
+  scheduledFor: z.number().optional(),
 }) satisfies z.ZodType<JobRecord>;
 
 /** Parses the JSON text of a job record; invalid data is a bug, so it throws. */

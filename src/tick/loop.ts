@@ -4,6 +4,7 @@ import type { Queue, TickStatus } from "../queue/queue.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
+import { fireDueSchedules } from "../schedules/fire.js";
 import { ChunksInFlight } from "./in-flight.js";
 import type { ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
@@ -64,6 +65,8 @@ const HANDOVER_CHECK_MS = 5_000;
 const STATUS_EVERY_MS = 10_000;
 /** Most due topics one poll returns. */
 const MAX_DUE_TOPICS = 500;
+/** quietUntil's key for the schedules (no topic name holds "~"). */
+const SCHEDULES = "~schedules";
 /** Most topics of the index sampled into the per-minute backlog series, earliest first. */
 const SAMPLED_TOPICS = 200;
 
@@ -275,11 +278,25 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         outageWait = 1_000;
         if (renew) lastExtend = clock.now();
 
-        const now = clock.now();
+        let now = clock.now();
         let wakeAt = peek.more ? now : (peek.nextAt ?? Infinity);
         const due = peek.due.map((d) => d.topic).filter((t) => (quietUntil.get(t) ?? -Infinity) <= now);
         if (due.length < peek.due.length) wakeAt = Math.min(wakeAt, ...[...quietUntil.values()].filter((t) => t > now));
 
+        // Schedules whose occurrence has come store their jobs now, and those
+        // topics are claimed in this same round.
+        if (peek.schedulesDue && (quietUntil.get(SCHEDULES) ?? -Infinity) <= now && budget.left >= 6) {
+          const f = await fireDueSchedules(queue.schedules, now, Math.min(6, budget.left - 4));
+          budget.spend(f.calls);
+          for (const j of f.jobs) if (!due.includes(j.topic)) due.push(j.topic);
+          if (f.jobs.length > 0) log({ level: "info", msg: "schedules fired", jobs: f.jobs.length, fenced: f.fenced });
+          if (f.nextAt !== null) {
+            // Nothing fired yet still due: leave the schedules for a poll rather than spin.
+            if (f.jobs.length === 0 && f.nextAt <= now) quietUntil.set(SCHEDULES, now + s.tickPollMs);
+            else wakeAt = Math.min(wakeAt, f.nextAt);
+          }
+          now = clock.now();
+        } else if (peek.schedulesDue) wakeAt = Math.min(wakeAt, quietUntil.get(SCHEDULES) ?? now + s.tickPollMs);
 
         // Each chunk here costs a claim, a settle and a fetch per job; fanned
         // out it costs one subrequest. A chunk runs here while the loop can

@@ -1,5 +1,6 @@
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
+import { fireDueSchedules } from "../schedules/fire.js";
 import { realClock, type Clock } from "./clock.js";
 
 /**
@@ -82,3 +83,47 @@ export async function wakeForSoonJobs(args: {
 /** Drains this isolate has asked for, per deployment and topic: from when, until when, and whether it has begun. */
 const draining = new Map<string, { from: number; until: number; begun: boolean }>();
 const key = (queue: Queue, topic: string) => `${queue.keys.prefix}\n${topic}`;
+
+/**
+ * Called by the producer after a schedule was written (created, replaced,
+ * resumed) with its next occurrence at `nextAt`. While the tick sleeps it
+ * would find the schedule only at its next look (up to TICK_IDLE_PEEK_MS
+ * later), so this invocation fires the occurrences that come within that
+ * horizon itself, at their times, and starts the jobs they store as the
+ * producer starts any job due soon. Fires are fenced, so a tick that wakes
+ * meanwhile and fires too never stores a second job for an occurrence.
+ */
+export async function wakeForSoonSchedule(args: {
+  env: Env;
+  settings: Settings;
+  queue: Queue;
+  nextAt: number | null;
+  waitUntil: (work: Promise<unknown>) => void;
+  clock?: Clock;
+}): Promise<void> {
+  const s = args.settings;
+  const clock = args.clock ?? realClock;
+  if (args.nextAt === null || s.tickIdlePeekMs === 0 || !args.env.TICK_RUNNER) return;
+  const now = clock.now();
+  const until = now + s.tickIdlePeekMs;
+  if (args.nextAt > until) return;
+  try {
+    if (!(await tickAsleep(args.queue, now))) return;
+  } catch {
+    return;
+  }
+  let next: number | null = args.nextAt;
+  args.waitUntil(
+    (async () => {
+      while (next !== null && next <= until) {
+        await clock.sleep(Math.max(0, next - clock.now()));
+        const fired = await fireDueSchedules(args.queue.schedules, clock.now());
+        if (fired.jobs.length > 0) {
+          await wakeForSoonJobs({ ...args, jobs: fired.jobs.map((j) => ({ topic: j.topic, dueAt: j.occurrence })), clock });
+        }
+        // Nothing fired and nothing later: someone else fired it, or it changed.
+        next = fired.nextAt !== null && fired.nextAt > clock.now() ? fired.nextAt : fired.jobs.length > 0 ? fired.nextAt : null;
+      }
+    })().catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "firing schedules due soon failed", error: String(err) }))),
+  );
+}

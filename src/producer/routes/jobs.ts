@@ -24,12 +24,11 @@ const IdempotencyHeader = z.object({
 });
 
 /**
- * Checks what a schema cannot — the payload's size, and a target the
- * deployment would refuse to deliver to (refused here, so no job is stored
- * that could only ever die) — and builds the job for the queue.
+ * The checks of a job a schema cannot make: the payload's size, and a target
+ * the deployment would refuse to deliver to (refused here, so no job is
+ * stored that could only ever die). `at` prefixes the JSON paths named.
  */
-function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInput {
-  const at = index === undefined ? "" : `jobs[${index}].`;
+export function checkPayloadAndTarget(body: { payload?: unknown; target?: { url: string } }, settings: Settings, at = ""): void {
   const maxPayloadBytes = settings.maxPayloadBytes;
   const size = new TextEncoder().encode(JSON.stringify(body.payload ?? null)).length;
   if (size > maxPayloadBytes) {
@@ -37,6 +36,15 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   }
   const refused = body.target ? forbiddenTarget(body.target.url, settings.allowPrivateTargets) : null;
   if (refused) throw invalid("body", [{ path: `${at}target.url`, message: refused }]);
+}
+
+/**
+ * Checks what a schema cannot — the payload's size, and a target the
+ * deployment would refuse to deliver to (refused here, so no job is stored
+ * that could only ever die) — and builds the job for the queue.
+ */
+function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInput {
+  checkPayloadAndTarget(body, settings, index === undefined ? "" : `jobs[${index}].`);
   const input: EnqueueInput = { topic: body.topic, payload: body.payload ?? null };
   if (body.delay !== undefined) input.delayMs = body.delay;
   if (body.runAt !== undefined) input.runAt = body.runAt;
@@ -119,6 +127,7 @@ export const jobs = router()
           payload: job.payload,
           ...(job.leaseExpiresAt !== undefined ? { leaseExpiresAt: iso(job.leaseExpiresAt) } : {}),
           ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
+          ...(job.scheduleId !== undefined && job.scheduledFor !== undefined ? { scheduleId: job.scheduleId, scheduledFor: iso(job.scheduledFor) } : {}),
         },
         200,
       );

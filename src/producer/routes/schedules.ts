@@ -1,0 +1,186 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { normalizeBackoff } from "../../queue/policy/backoff.js";
+import type { Queue } from "../../queue/queue.js";
+import type { JobTemplate, StoredSchedule } from "../../queue/schedules.js";
+import { pauseSchedule, resumeSchedule, ScheduleConflictError, timingOf, upsertSchedule, type ScheduleInput } from "../../schedules/lifecycle.js";
+import { isoInZone, occurrencesFrom } from "../../schedules/occurrences.js";
+import { json, problemResponses, router, wakeSoonSchedule } from "../context.js";
+import { ApiProblem } from "../problem.js";
+import { ScheduleBody, ScheduleId, ScheduleList, ScheduleView } from "../schedule-schemas.js";
+import { iso } from "../schemas.js";
+import { checkPayloadAndTarget } from "./jobs.js";
+
+const IdParam = z.object({ id: ScheduleId.openapi({ param: { name: "id", in: "path" } }) });
+/** How many upcoming occurrences a schedule's view lists. */
+const NEXT_RUNS = 5;
+
+function toInput(body: ScheduleBody): ScheduleInput {
+  const job: JobTemplate = { topic: body.topic, payload: body.payload ?? null };
+  if (body.target !== undefined) job.target = body.target;
+  if (body.maxAttempts !== undefined) job.maxAttempts = body.maxAttempts;
+  if (body.backoff !== undefined) job.backoff = normalizeBackoff(body.backoff);
+  if (body.timeoutMs !== undefined) job.timeoutMs = body.timeoutMs;
+  const input: ScheduleInput = { timezone: body.timezone, grace: body.grace, job };
+  if (body.cron !== undefined) input.cron = body.cron;
+  if (body.every !== undefined) input.every = body.every;
+  if (body.startAt !== undefined) input.startAt = body.startAt;
+  if (body.endAt !== undefined) input.endAt = body.endAt;
+  if (body.limit !== undefined) input.limit = body.limit;
+  return input;
+}
+
+/** The API's view of a schedule; the last job's state is looked up (null past retention). */
+async function view(queue: Queue, s: StoredSchedule): Promise<z.input<typeof ScheduleView>> {
+  const d = s.definition;
+  const st = s.state;
+  const tz = d.timezone;
+  const left = d.limit === undefined ? NEXT_RUNS : Math.min(NEXT_RUNS, d.limit - st.runs);
+  const upcoming = st.next === null || left <= 0 ? [] : occurrencesFrom(timingOf(d), st.next, left);
+  const lastJob = st.lastJobId ? await queue.get(st.lastJobId) : null;
+  return {
+    id: s.id,
+    cron: d.cron ?? null,
+    every: d.every ?? null,
+    timezone: tz,
+    startAt: d.startAt === undefined ? null : isoInZone(d.startAt, tz),
+    endAt: d.endAt === undefined ? null : isoInZone(d.endAt, tz),
+    limit: d.limit ?? null,
+    grace: d.grace,
+    topic: d.job.topic,
+    payload: d.job.payload,
+    ...(d.job.target ? { target: d.job.target } : {}),
+    ...(d.job.maxAttempts !== undefined ? { maxAttempts: d.job.maxAttempts } : {}),
+    ...(d.job.backoff !== undefined ? { backoff: d.job.backoff } : {}),
+    ...(d.job.timeoutMs !== undefined ? { timeoutMs: d.job.timeoutMs } : {}),
+    paused: st.paused,
+    nextRunAt: st.next === null ? null : isoInZone(st.next, tz),
+    nextRuns: upcoming.map((t) => isoInZone(t, tz)),
+    runs: st.runs,
+    lastRunAt: st.lastRunAt === null ? null : isoInZone(st.lastRunAt, tz),
+    lastJobId: st.lastJobId,
+    lastJobState: lastJob?.state ?? null,
+    createdAt: iso(d.createdAt),
+    updatedAt: iso(d.updatedAt),
+  };
+}
+
+const conflict = (err: unknown): never => {
+  if (err instanceof ScheduleConflictError) throw new ApiProblem(409, err.message);
+  throw err;
+};
+
+export const schedules = router()
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/{id}",
+      operationId: "upsertSchedule",
+      summary: "Create or replace a recurring schedule",
+      description:
+        "Each occurrence stores one ordinary job from the template. A replacement that keeps the timing (cron or every, timezone, startAt) keeps the next occurrence; " +
+        "a new timing takes effect from its next occurrence after now.",
+      request: { params: IdParam, body: { ...json(ScheduleBody), required: true } },
+      responses: {
+        201: { description: "Created", ...json(ScheduleView) },
+        200: { description: "Replaced", ...json(ScheduleView) },
+        ...problemResponses([401, 409, 413, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      checkPayloadAndTarget(body, c.get("settings"));
+      const queue = c.get("queue");
+      const r = await upsertSchedule(queue.schedules, id, toInput(body), Date.now()).catch(conflict);
+      await wakeSoonSchedule(c, r.schedule.state.next);
+      return c.json(await view(queue, r.schedule), r.created ? 201 : 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/",
+      operationId: "listSchedules",
+      summary: "Schedules, a page at a time, in id order",
+      request: {
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(1_000).default(50),
+          cursor: ScheduleId.optional().openapi({ description: "The cursor the previous page returned" }),
+        }),
+      },
+      responses: { 200: { description: "A page", ...json(ScheduleList) }, ...problemResponses([401, 422, 503]) },
+    }),
+    async (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const queue = c.get("queue");
+      const page = await queue.schedules.list({ limit, ...(cursor ? { cursor } : {}) });
+      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), cursor: page.cursor }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{id}",
+      operationId: "getSchedule",
+      summary: "A schedule, with its next occurrences and its last run",
+      request: { params: IdParam },
+      responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 503]) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const queue = c.get("queue");
+      const s = await queue.schedules.get(id);
+      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
+      return c.json(await view(queue, s), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{id}",
+      operationId: "deleteSchedule",
+      summary: "Delete a schedule (the jobs it stored stay)",
+      request: { params: IdParam },
+      responses: { 204: { description: "Deleted" }, ...problemResponses([401, 404, 503]) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      if (!(await c.get("queue").schedules.delete(id))) throw new ApiProblem(404, `no schedule ${id}`);
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{id}/pause",
+      operationId: "pauseSchedule",
+      summary: "Pause a schedule: its occurrences are skipped until it is resumed",
+      request: { params: IdParam },
+      responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 409, 503]) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const queue = c.get("queue");
+      const s = await pauseSchedule(queue.schedules, id).catch(conflict);
+      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
+      return c.json(await view(queue, s), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{id}/resume",
+      operationId: "resumeSchedule",
+      summary: "Resume a schedule from its next occurrence after now",
+      request: { params: IdParam },
+      responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 409, 503]) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const queue = c.get("queue");
+      const s = await resumeSchedule(queue.schedules, id, Date.now()).catch(conflict);
+      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
+      await wakeSoonSchedule(c, s.state.next);
+      return c.json(await view(queue, s), 200);
+    },
+  );

@@ -1,0 +1,101 @@
+import type { JobTemplate, ScheduleDefinition, ScheduleState, Schedules, StoredSchedule } from "../queue/schedules.js";
+import { firstAtOrAfter, type ScheduleTiming } from "./occurrences.js";
+
+/** What PUT /v1/schedules/:id sets, validated. */
+export interface ScheduleInput {
+  cron?: string;
+  every?: number;
+  timezone: string;
+  startAt?: number;
+  endAt?: number;
+  limit?: number;
+  grace: number;
+  job: JobTemplate;
+}
+
+/** Another write changed the schedule between every read and write this call tried. */
+export class ScheduleConflictError extends Error {
+  override name = "ScheduleConflictError";
+}
+
+/** How many times a write is tried against a schedule others keep changing. */
+const WRITE_TRIES = 5;
+
+export function timingOf(d: ScheduleDefinition): ScheduleTiming {
+  const t: ScheduleTiming = { timezone: d.timezone, anchor: d.anchor };
+  if (d.cron !== undefined) t.cron = d.cron;
+  if (d.every !== undefined) t.every = d.every;
+  if (d.startAt !== undefined) t.startAt = d.startAt;
+  if (d.endAt !== undefined) t.endAt = d.endAt;
+  return t;
+}
+
+/**
+ * The occurrence to fire next, from `from` on (and after the last one fired),
+ * or null once the schedule has ended: past endAt, or `limit` occurrences fired.
+ */
+export function nextOccurrence(d: ScheduleDefinition, state: Pick<ScheduleState, "runs" | "lastRunAt">, from: number): number | null {
+  if (d.limit !== undefined && state.runs >= d.limit) return null;
+  return firstAtOrAfter(timingOf(d), Math.max(from, state.lastRunAt === null ? -Infinity : state.lastRunAt + 1));
+}
+
+// What decides when a schedule fires; the template, endAt and limit can change without moving its next occurrence.
+const sameTiming = (a: ScheduleDefinition, b: ScheduleDefinition) =>
+  a.cron === b.cron && a.every === b.every && a.timezone === b.timezone && a.startAt === b.startAt && a.anchor === b.anchor;
+
+async function withRetries(store: Schedules, id: string, attempt: (old: StoredSchedule | null) => Promise<StoredSchedule | null | false>): Promise<StoredSchedule | null> {
+  for (let i = 0; i < WRITE_TRIES; i++) {
+    const done = await attempt(await store.get(id));
+    if (done !== false) return done;
+  }
+  throw new ScheduleConflictError(`schedule ${id} changed under every one of ${WRITE_TRIES} writes; try again`);
+}
+
+/**
+ * Creates or replaces a schedule. A replacement that keeps its timing keeps
+ * its next occurrence (so it never fires one twice) along with its runs and
+ * its paused state; a new timing takes effect from its next occurrence after now.
+ */
+export async function upsertSchedule(store: Schedules, id: string, input: ScheduleInput, now: number): Promise<{ schedule: StoredSchedule; created: boolean }> {
+  let created = false;
+  const schedule = await withRetries(store, id, async (old) => {
+    const sameEvery = old !== null && old.definition.every !== undefined && old.definition.every === input.every && old.definition.startAt === input.startAt;
+    const anchor = input.startAt ?? (sameEvery ? old.definition.anchor : now + (input.every ?? 0));
+    const definition: ScheduleDefinition = { ...input, anchor, createdAt: old?.definition.createdAt ?? now, updatedAt: now };
+    const runs = old?.state.runs ?? 0;
+    const lastRunAt = old?.state.lastRunAt ?? null;
+    const paused = old?.state.paused ?? false;
+    let next: number | null = null;
+    if (!paused) {
+      const kept = old !== null && sameTiming(old.definition, definition) ? old.state.next : null;
+      const fits = kept !== null && (definition.endAt === undefined || kept <= definition.endAt) && (definition.limit === undefined || runs < definition.limit);
+      next = fits ? kept : nextOccurrence(definition, { runs, lastRunAt }, now);
+    }
+    const rev = old?.state.rev ?? 0;
+    const state: ScheduleState = { rev: rev + 1, next, runs, lastRunAt, lastJobId: old?.state.lastJobId ?? null, paused };
+    if (!(await store.write(id, rev, definition, state))) return false;
+    created = old === null;
+    return { id, definition, state };
+  });
+  return { schedule: schedule!, created };
+}
+
+/** Pauses a schedule: its occurrences are skipped until it is resumed. Null when there is none. */
+export function pauseSchedule(store: Schedules, id: string): Promise<StoredSchedule | null> {
+  return withRetries(store, id, async (old) => {
+    if (!old) return null;
+    if (old.state.paused) return old;
+    const state: ScheduleState = { ...old.state, rev: old.state.rev + 1, paused: true, next: null };
+    return (await store.write(id, old.state.rev, null, state)) ? { ...old, state } : false;
+  });
+}
+
+/** Resumes a paused schedule from its next occurrence after now (the ones it missed are skipped). Null when there is none. */
+export function resumeSchedule(store: Schedules, id: string, now: number): Promise<StoredSchedule | null> {
+  return withRetries(store, id, async (old) => {
+    if (!old) return null;
+    if (!old.state.paused) return old;
+    const state: ScheduleState = { ...old.state, rev: old.state.rev + 1, paused: false, next: nextOccurrence(old.definition, old.state, now) };
+    return (await store.write(id, old.state.rev, null, state)) ? { ...old, state } : false;
+  });
+}
