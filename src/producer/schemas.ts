@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { isConnectionHeader } from "../handlers/headers.js";
 import { parseDuration } from "../queue/policy/duration.js";
+import type { AttemptRecord } from "../queue/types.js";
 
 const MAX_DELAY_MS = 365 * 86_400_000;
 
@@ -125,6 +126,27 @@ export const EnqueueResponse = z
   })
   .openapi("Enqueued");
 
+export const AttemptView = z
+  .object({
+    attempt: z.number().int(),
+    startedAt: z.string().nullable().openapi({ description: "When the handler started (pull consumers: when the job was claimed); null when unknown" }),
+    durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale"]).openapi({
+      description:
+        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on",
+    }),
+    httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
+    error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
+  })
+  .openapi("Attempt");
+
+/** A job's attempt history as the API shows it. */
+export function historyView(history: AttemptRecord[]): Array<z.input<typeof AttemptView>> {
+  return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
+}
+
+const History = z.array(AttemptView).openapi({ description: "The job's attempts, oldest first (the last 25); a replay keeps them and counts attempts afresh" });
+
 export const JobView = z
   .object({
     id: JobId,
@@ -138,6 +160,7 @@ export const JobView = z
     payload: z.unknown(),
     leaseExpiresAt: z.string().optional(),
     finishedAt: z.string().optional(),
+    history: History,
   })
   .openapi("Job");
 
@@ -202,7 +225,7 @@ export const TopicView = z
   .openapi("Topic");
 
 export const DeadEntryView = z
-  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown() })
+  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
   .openapi("DeadLetter");
 
 export const ReplayBody = z

@@ -15,7 +15,8 @@
  *                                   every push topic with work that is not paused (src/queue/lua/lib/index.lua)
  *   <p>:parked               SET    topics that are pull or paused (sampled for the per-minute series)
  *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
- *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
+ *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history};
+ *                                   absent before the first claim (lua/lib/records.lua)
  *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention); expires
  *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry)
  *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)

@@ -25,6 +25,7 @@ import {
   nullableString,
   numericReply,
   parseRecord,
+  type AttemptRecord,
   type DeadEntry,
   type JobRecord,
   type JobState,
@@ -131,8 +132,12 @@ export type Outcome = (
   | { id: string; attempt: number; kind: "retry"; at: number; error: string }
   | { id: string; attempt: number; kind: "dead"; error: string }
 ) & {
-  /** How late the handler started and how long it ran; goes into the topic's histograms. */
+  /** How late the handler started and how long it ran; goes into the topic's histograms and the attempt history. */
   observed?: Observation;
+  /** When the handler started, epoch ms; goes into the attempt history. Default: when the job was claimed. */
+  startedAt?: number;
+  /** The HTTP status of the delivery's response (http deliveries that got one); goes into the attempt history. */
+  httpStatus?: number;
 };
 
 export interface JobView {
@@ -148,6 +153,8 @@ export interface JobView {
   payload: unknown;
   leaseExpiresAt?: number;
   finishedAt?: number;
+  /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
+  history: AttemptRecord[];
 }
 
 export interface TopicStats {
@@ -196,6 +203,22 @@ const vectorText = z.string().transform((text, ctx) => {
   if (!parsed.success) ctx.addIssue({ code: "custom", message: "not a metrics vector" });
   return parsed.data ?? [];
 });
+
+/** How many attempts a job's history keeps, the latest (HISTORY_LIMIT in lua/lib/records.lua). */
+export const ATTEMPT_HISTORY_LIMIT = 25;
+
+/** The error text kept with an attempt: at most this many bytes of UTF-8. */
+export const ATTEMPT_ERROR_BYTES = 1_024;
+
+/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function clipUtf8(text: string, bytes: number): string {
+  const encoded = new TextEncoder().encode(text);
+  if (encoded.length <= bytes) return text;
+  let end = bytes;
+  // Back up over continuation bytes (10xxxxxx) to the start of a character.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
+  return new TextDecoder().decode(encoded.subarray(0, end));
+}
 
 /** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
 export const MAX_BATCH = 1_000;
@@ -401,7 +424,16 @@ export class Queue {
     const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
     const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
     for (const o of outcomes) {
-      args.push(o.id, o.attempt, o.kind, o.kind === "retry" ? Math.round(o.at) : 0, o.kind === "ack" ? "" : o.error);
+      args.push(
+        o.id,
+        o.attempt,
+        o.kind,
+        o.kind === "retry" ? Math.round(o.at) : 0,
+        o.kind === "ack" ? "" : clipUtf8(o.error, ATTEMPT_ERROR_BYTES),
+        o.startedAt === undefined ? "" : Math.round(o.startedAt),
+        o.observed === undefined ? "" : Math.max(0, Math.round(o.observed.durationMs)),
+        o.httpStatus ?? "",
+      );
     }
     const raw = await runScript(
       this.redis,
@@ -499,7 +531,7 @@ export class Queue {
     const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? (topicMaxAttempts ? Number(topicMaxAttempts) : this.defaults.maxAttempts);
     if (record) {
       const job = parseRecord(record);
-      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null };
+      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null, d: undefined, h: undefined };
       const view: JobView = {
         id,
         topic,
@@ -510,6 +542,7 @@ export class Queue {
         lastError: m.e ?? null,
         createdAt: job.createdAt,
         payload: job.payload,
+        history: m.h ?? [],
       };
       if (lease) view.leaseExpiresAt = Number(lease);
       return view;
@@ -528,6 +561,7 @@ export class Queue {
       createdAt: d.job.createdAt,
       payload: d.job.payload,
       finishedAt: d.finishedAt,
+      history: d.history,
     };
   }
 

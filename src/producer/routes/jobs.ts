@@ -8,6 +8,7 @@ import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import {
   AckBody,
+  historyView,
   BatchBody,
   EnqueueResponse,
   iso,
@@ -119,6 +120,7 @@ export const jobs = router()
           payload: job.payload,
           ...(job.leaseExpiresAt !== undefined ? { leaseExpiresAt: iso(job.leaseExpiresAt) } : {}),
           ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
+          history: historyView(job.history),
         },
         200,
       );

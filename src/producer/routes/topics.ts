@@ -6,7 +6,7 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
-import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, ReplayResult, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
+import { ClaimBody, ClaimedView, DeadEntryView, historyView, iso, ReplayBody, ReplayResult, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
@@ -143,7 +143,14 @@ export const topics = router()
       const page = await c.get("queue").listDead(topic, { limit, cursor });
       return c.json(
         {
-          entries: page.entries.map((e) => ({ id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload })),
+          entries: page.entries.map((e) => ({
+            id: e.id,
+            attempts: e.attempts,
+            lastError: e.lastError,
+            failedAt: iso(e.failedAt),
+            payload: e.job.payload,
+            history: historyView(e.history),
+          })),
           nextCursor: page.nextCursor === null ? null : String(page.nextCursor),
         },
         200,

@@ -13,7 +13,7 @@
   KEYS[5]  bucket hash     token bucket
   KEYS[6]  metrics hash    counters, metrics vectors, per-minute series
   KEYS[7]  jobs hash       id -> record JSON
-  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[9]  topics set      topic registry
   KEYS[10] topic index     zset topic -> when the tick should next look at it
   KEYS[11] parked set      topics that are pull or paused

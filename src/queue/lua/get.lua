@@ -4,7 +4,7 @@
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[5]  done hash of the current retention bucket
   KEYS[6]  done hash of the previous retention bucket
   KEYS[7]  conf hash       topic settings (for the topic's maxAttempts)

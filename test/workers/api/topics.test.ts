@@ -73,7 +73,12 @@ describe("pull consumers and dead letters", () => {
     expect((await call(env, `/v1/jobs/${ids[1]}`)).body).toMatchObject({ state: "dead", attempts: 2, lastError: "still busy" });
 
     const dead = await call(env, "/v1/topics/work/dead?limit=1");
-    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 } }]);
+    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 }, history: expect.any(Array) }]);
+    // The repeated ack of attempt 1 (a 409) is no attempt of its own.
+    expect(dead.body.entries[0].history.map((h: { attempt: number; outcome: string; error?: string }) => [h.attempt, h.outcome, h.error])).toEqual([
+      [1, "retry", "busy"],
+      [2, "dead", "still busy"],
+    ]);
     expect(dead.body.nextCursor).toBe("1");
     expect((await call(env, "/v1/topics/work/dead?cursor=1")).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
     expect((await call(env, "/v1/topics/work/dead?limit=0")).status).toBe(422);

@@ -119,7 +119,17 @@ describe("claim and settle", () => {
     expect(await queue.get(id)).toMatchObject({ state: "dead", attempts: 2, lastError: "HTTP 404" });
     const dead = await queue.listDead("r");
     expect(dead.entries).toEqual([
-      { id, attempts: 2, lastError: "HTTP 404", failedAt: T0 + 500, job: expect.objectContaining({ payload: 1, createdAt: T0 }) },
+      {
+        id,
+        attempts: 2,
+        lastError: "HTTP 404",
+        failedAt: T0 + 500,
+        history: [
+          { attempt: 1, startedAt: T0, durationMs: 0, outcome: "retry", error: "HTTP 503" },
+          { attempt: 2, startedAt: T0 + 500, durationMs: 0, outcome: "dead", error: "HTTP 404" },
+        ],
+        job: expect.objectContaining({ payload: 1, createdAt: T0 }),
+      },
     ]);
     const stats = await queue.topicStats("r");
     expect(stats.counters).toEqual({ dispatched: 2, succeeded: 0, retried: 1, dead: 1 });
