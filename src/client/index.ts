@@ -19,6 +19,25 @@ export type Job = z.output<typeof schemas.JobView>;
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
 export type Topic = z.output<typeof schemas.TopicView>;
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
+/** One attempt of a job's history (Job.history, DeadLetter.history). */
+export type Attempt = z.output<typeof schemas.AttemptView>;
+/** A job as a listing shows it. */
+export type ListedJob = z.output<typeof schemas.ListedJobView>;
+export type JobPage = z.output<typeof schemas.JobPage>;
+
+/** What a listing of a topic's jobs shows. */
+export interface ListJobsOptions {
+  /** "scheduled" (in due order) or "inflight" (in lease-deadline order). Default "scheduled". */
+  state?: "scheduled" | "inflight";
+  /** Lowest due time (scheduled) or lease deadline (in flight) listed: ISO 8601 or epoch ms. Default: none. */
+  from?: string | number;
+  /** Highest due time (scheduled) or lease deadline (in flight) listed: ISO 8601 or epoch ms. Default: none. */
+  to?: string | number;
+  /** Jobs per page, 1–1,000. Default 100. */
+  limit?: number;
+  /** Include payloads. Default false. */
+  payload?: boolean;
+}
 /** What a replay did: how many jobs it put back, and which given ids were not dead letters. */
 export type Replayed = z.output<typeof schemas.ReplayResult>;
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
@@ -146,6 +165,37 @@ export class Delayline {
 
   resume(name: string): Promise<Topic> {
     return this.request("POST", `/v1/topics/${Delayline.seg(name)}/resume`);
+  }
+
+  /**
+   * One page of a topic's scheduled jobs or jobs in flight; pass `nextCursor`
+   * back as `cursor` for the next. A cursor is a position, so jobs enqueued,
+   * claimed or cancelled meanwhile never make a page repeat or skip one.
+   */
+  listJobs(topic: string, options: ListJobsOptions & { cursor?: string } = {}): Promise<JobPage> {
+    const q = new URLSearchParams();
+    if (options.state !== undefined) q.set("state", options.state);
+    if (options.from !== undefined) q.set("from", String(options.from));
+    if (options.to !== undefined) q.set("to", String(options.to));
+    if (options.limit !== undefined) q.set("limit", String(options.limit));
+    if (options.cursor !== undefined) q.set("cursor", options.cursor);
+    if (options.payload) q.set("payload", "true");
+    const qs = q.toString();
+    return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/jobs${qs ? `?${qs}` : ""}`);
+  }
+
+  /**
+   * Every job of a listing, page after page:
+   * `for await (const job of dl.jobs("mail", { state: "scheduled" }))`.
+   * Fetches the next page only when the loop reaches it.
+   */
+  async *jobs(topic: string, options: ListJobsOptions = {}): AsyncGenerator<ListedJob, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: JobPage = await this.listJobs(topic, { ...options, ...(cursor === undefined ? {} : { cursor }) });
+      yield* page.jobs;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
   }
 
   /** A page of dead letters, newest first; pass `nextCursor` back for the next page. */

@@ -164,6 +164,56 @@ export const JobView = z
   })
   .openapi("Job");
 
+/** An instant in a query string: epoch ms digits or ISO 8601; parsed to epoch ms. */
+export const QueryInstant = z
+  .string()
+  .max(40)
+  .transform((v, ctx) => {
+    const ms = /^\d{1,16}$/.test(v) ? Number(v) : z.iso.datetime({ offset: true }).safeParse(v).success ? Date.parse(v) : NaN;
+    if (Number.isNaN(ms) || ms > 8_640_000_000_000_000) {
+      ctx.addIssue({ code: "custom", message: "an ISO 8601 date-time or epoch milliseconds" });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
+
+export const ListQuery = z.object({
+  state: z.enum(["scheduled", "inflight"]).default("scheduled").openapi({ description: "scheduled (in due order) or inflight (in lease-deadline order)" }),
+  from: QueryInstant.optional().openapi({ description: "Lowest due time (scheduled) or lease deadline (inflight) listed" }),
+  to: QueryInstant.optional().openapi({ description: "Highest due time (scheduled) or lease deadline (inflight) listed" }),
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  payload: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true")
+    .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+});
+
+export const ListedJobView = z
+  .object({
+    id: JobId,
+    state: z.enum(["scheduled", "inflight"]),
+    dueAt: z.string().nullable(),
+    attempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    leaseExpiresAt: z.string().optional().openapi({ description: "Jobs in flight" }),
+    payload: z.unknown().optional().openapi({ description: "With payload=true" }),
+  })
+  .openapi("ListedJob");
+
+export const JobPage = z
+  .object({
+    jobs: z.array(ListedJobView),
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "Where this page ended (a position, not an offset: jobs enqueued, claimed or cancelled meanwhile never make a page repeat or skip one); null when no more jobs follow",
+    }),
+  })
+  .openapi("JobPage");
+
 export const RescheduleBody = z
   .object({ delay: Delay.optional(), runAt: Instant.optional() })
   .strict()

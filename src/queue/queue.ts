@@ -1,6 +1,6 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
-import { newJobId, topicOfJobId } from "./ids.js";
+import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
@@ -156,6 +156,52 @@ export interface JobView {
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }
+
+/** The states a topic's jobs can be listed in. */
+export type ListedState = "scheduled" | "inflight";
+
+/** A position in a listing: the score (due time or lease deadline, ms) and id of a job; a page starts after it. */
+export interface ListPosition {
+  score: number;
+  id: string;
+}
+
+/** One job of a listing. */
+export interface ListedJob {
+  id: string;
+  topic: string;
+  state: ListedState;
+  /** When the job is due (in flight: the due time of the current attempt). */
+  dueAt: number | null;
+  attempts: number;
+  lastError: string | null;
+  createdAt: number;
+  /** In flight only. */
+  leaseExpiresAt?: number;
+  /** Only when asked for. */
+  payload?: unknown;
+}
+
+/** Options of {@link Queue.listJobs}. */
+export interface ListJobsOptions {
+  state: ListedState;
+  /** Lowest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  from?: number;
+  /** Highest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  to?: number;
+  /** Most jobs on the page, 1 to {@link MAX_LIST_LIMIT}. Default 100. */
+  limit?: number;
+  /** Where the previous page ended (its `next`). Default: the start. */
+  after?: ListPosition;
+  /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
+  payload?: boolean;
+}
+
+/** Most jobs one listing page holds. */
+export const MAX_LIST_LIMIT = 1_000;
+
+/** With payloads, a listing page ends once its records pass this many bytes (it always holds one job). */
+export const LIST_PAGE_BYTES = 1_048_576;
 
 export interface TopicStats {
   topic: string;
@@ -563,6 +609,58 @@ export class Queue {
       finishedAt: d.finishedAt,
       history: d.history,
     };
+  }
+
+  /**
+   * A page of a topic's scheduled jobs in due order, or of its jobs in flight
+   * in lease-deadline order (ties in id order, which is enqueue order).
+   * `next` is where the page ended; passed back as `after`, it starts the
+   * next page right after that job, so jobs enqueued, claimed or cancelled
+   * meanwhile never make a page repeat or skip one that stays listed. One
+   * command per call plus a few per page, however large the set.
+   */
+  async listJobs(topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 100)), MAX_LIST_LIMIT);
+    const t = this.keys.topic(topic);
+    const set = options.state === "scheduled" ? t.due : t.lease;
+    const raw = await runScript(
+      this.redis,
+      lua.listJobs,
+      [set, this.keys.jobs, this.keys.meta],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.from === undefined ? "-inf" : Math.round(options.from),
+        options.to === undefined ? "+inf" : Math.round(options.to),
+        limit,
+        options.payload ? "1" : "0",
+        LIST_PAGE_BYTES,
+      ],
+    );
+    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
+    const jobs: ListedJob[] = [];
+    for (let i = 0; i + 3 < rows.length; i += 4) {
+      const id = String(rows[i]);
+      const score = numericReply.parse(rows[i + 1]);
+      const meta = typeof rows[i + 2] === "string" ? metaSchema.parse(JSON.parse(rows[i + 2] as string)) : null;
+      const record = typeof rows[i + 3] === "string" ? parseRecord(rows[i + 3] as string) : null;
+      const inflight = options.state === "inflight";
+      const job: ListedJob = {
+        id,
+        topic,
+        state: options.state,
+        dueAt: inflight ? (meta?.d ?? null) : score,
+        attempts: meta?.a ?? 0,
+        lastError: meta?.e ?? null,
+        createdAt: record?.createdAt ?? createdAtOfJobId(id) ?? 0,
+      };
+      if (inflight) job.leaseExpiresAt = score;
+      if (options.payload) job.payload = record?.payload ?? null;
+      jobs.push(job);
+    }
+    const last = jobs.at(-1);
+    const lastScore = rows.length >= 4 ? numericReply.parse(rows[rows.length - 3]) : 0;
+    return { jobs, next: more === 1 && last ? { score: lastScore, id: last.id } : null };
   }
 
   /** A page of a topic's dead letters, newest first. `cursor` is an offset from the newest. */

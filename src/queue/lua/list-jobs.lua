@@ -1,0 +1,106 @@
+--[[
+  list-jobs: one page of a topic's scheduled jobs (the due set, in due order)
+  or jobs in flight (the lease set, in lease-deadline order), in the set's
+  own order: score, then id.
+
+  The cursor is a position in that order — the score and id of the last job
+  of the previous page — not an offset, so jobs enqueued, claimed or trimmed
+  meanwhile never make a page repeat or skip a job that stays in the set:
+  the page starts right after the position, wherever the set has moved. When
+  the job at the position is still there with the same score, that is its
+  rank; when it is gone (claimed, cancelled) or moved, the first id after it
+  among the jobs of the same score is found by binary search on rank (ids of
+  one score are in member order), so a call stays O(log n) probes plus the page.
+
+  KEYS[1]  the set         zset id -> due ms (scheduled) or lease deadline ms (in flight)
+  KEYS[2]  jobs hash       id -> record JSON
+  KEYS[3]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
+
+  ARGV[1]  cursor score, or "" to start at ARGV[3]
+  ARGV[2]  cursor id ("" with no cursor)
+  ARGV[3]  lowest score listed, or "-inf"
+  ARGV[4]  highest score listed, or "+inf"
+  ARGV[5]  most jobs on the page
+  ARGV[6]  "1" to return each job's record (with its payload), "0" not
+  ARGV[7]  most bytes of records on the page (with "1"): the page ends early past them, always holding one job
+
+  Returns  { 1 when more jobs follow the page else 0,
+             then per job: id, score, meta JSON or false, record JSON or false (with "0": false) }
+]]
+local rcall = redis.call
+local setKey, jobsKey, metaKey = KEYS[1], KEYS[2], KEYS[3]
+local afterScore, afterId, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local limit = tonumber(ARGV[5])
+local withRecords = ARGV[6] == "1"
+local byteBudget = tonumber(ARGV[7])
+
+-- Whether a sorts before or equal to b byte by byte, as the set orders members
+-- (Lua's own < on strings follows the server's collation locale).
+local function bytesAtMost(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a <= #b
+end
+
+-- The rank of the first job in the set that comes after (score, id).
+local function rankAfter(score, id)
+  local current = rcall("ZSCORE", setKey, id)
+  if current and tonumber(current) == tonumber(score) then return rcall("ZRANK", setKey, id) + 1 end
+  -- Jobs of this score hold ranks [lo, hi); find the first of them whose id sorts after `id`.
+  local lo = rcall("ZCOUNT", setKey, "-inf", "(" .. score)
+  local hi = rcall("ZCOUNT", setKey, "-inf", score)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local member = rcall("ZRANGE", setKey, mid, mid)[1]
+    if bytesAtMost(member, id) then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+
+local start = 0
+if from ~= "-inf" then start = rcall("ZCOUNT", setKey, "-inf", "(" .. from) end
+if afterScore ~= "" then start = math.max(start, rankAfter(afterScore, afterId)) end
+
+-- One more than the page shows whether more follow.
+local got = rcall("ZRANGE", setKey, start, start + limit, "WITHSCORES")
+local ids, scores = {}, {}
+local high = to ~= "+inf" and tonumber(to) or nil
+local more = 0
+for i = 1, #got, 2 do
+  local score = tonumber(got[i + 1])
+  if high and score > high then break end
+  if #ids == limit then
+    more = 1
+    break
+  end
+  ids[#ids + 1] = got[i]
+  scores[#scores + 1] = got[i + 1]
+end
+
+local out = { more }
+if #ids == 0 then return out end
+local metas = rcall("HMGET", metaKey, unpack(ids))
+local records = {}
+if withRecords then
+  records = rcall("HMGET", jobsKey, unpack(ids))
+  local bytes = 0
+  for i = 1, #ids do
+    bytes = bytes + (records[i] and #records[i] or 0)
+    if bytes > byteBudget and i > 1 then
+      -- The page ends before the job that passes the budget; the cursor resumes there.
+      for j = #ids, i, -1 do ids[j] = nil end
+      out[1] = 1
+      break
+    end
+  end
+end
+for i = 1, #ids do
+  out[#out + 1] = ids[i]
+  out[#out + 1] = scores[i]
+  out[#out + 1] = metas[i] or false
+  out[#out + 1] = withRecords and (records[i] or false) or false
+end
+return out
