@@ -24,6 +24,8 @@ export type Attempt = z.output<typeof schemas.AttemptView>;
 /** A job as a listing shows it. */
 export type ListedJob = z.output<typeof schemas.ListedJobView>;
 export type JobPage = z.output<typeof schemas.JobPage>;
+/** What one call of POST /v1/topics/:topic/jobs/cancel did. */
+export type BulkCancelled = z.output<typeof schemas.BulkCancelResult>;
 
 /** What a listing of a topic's jobs shows. */
 export interface ListJobsOptions {
@@ -196,6 +198,26 @@ export class Delayline {
       yield* page.jobs;
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
+  }
+
+  /**
+   * Cancels scheduled jobs of a topic — given ids (up to 1,000), a due
+   * window, or all — call after call through the cursor, each call a bounded
+   * batch on the server. Jobs in flight are left alone: `inflight` counts the
+   * given ones in flight (ids), or the topic's jobs in flight (a window or all).
+   */
+  async cancelJobs(
+    topic: string,
+    what: { ids: string[] } | { dueFrom?: string | number; dueTo?: string | number } | { all: true },
+  ): Promise<{ cancelled: number; inflight: number; notScheduled?: number }> {
+    let cancelled = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const r: BulkCancelled = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/jobs/cancel`, { ...what, ...(cursor === null ? {} : { cursor }) });
+      cancelled += r.cancelled;
+      cursor = r.cursor;
+      if (cursor === null) return { cancelled, inflight: r.inflight, ...(r.notScheduled === undefined ? {} : { notScheduled: r.notScheduled }) };
+    }
   }
 
   /** A page of dead letters, newest first; pass `nextCursor` back for the next page. */

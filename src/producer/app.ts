@@ -16,7 +16,7 @@ import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
 import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
-import { listing } from "./routes/listing.js";
+import { topicJobs } from "./routes/topic-jobs.js";
 import { Problem } from "./schemas.js";
 
 export type { AppEnv };
@@ -153,7 +153,7 @@ app.get("/favicon.ico", asset("the icon"));
 
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
-app.route("/v1/topics", listing);
+app.route("/v1/topics", topicJobs);
 app.route("/v1/hooks", hooks);
 app.route("/v1/stats", stats);
 app.route("/metrics", metrics);

@@ -214,6 +214,32 @@ export const JobPage = z
   })
   .openapi("JobPage");
 
+export const BulkCancelBody = z
+  .object({
+    ids: z.array(JobId).min(1).max(1_000).optional(),
+    dueFrom: Instant.optional(),
+    dueTo: Instant.optional(),
+    all: z.literal(true).optional(),
+    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (a window or all): goes on from there" }),
+  })
+  .strict()
+  .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
+    message: "give ids, or dueFrom/dueTo, or all: true",
+    path: ["ids"],
+  })
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
+  .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
+  .openapi("BulkCancel");
+
+export const BulkCancelResult = z
+  .object({
+    cancelled: z.number().int(),
+    inflight: z.number().int().openapi({ description: "ids: the given jobs that are in flight (left alone); a window or all: the jobs in flight in the topic (left alone)" }),
+    notScheduled: z.number().int().optional().openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
+    cursor: z.string().nullable().openapi({ description: "A window or all: pass it back to go on; null when the window is done. Always null with ids" }),
+  })
+  .openapi("BulkCancelled");
+
 export const RescheduleBody = z
   .object({ delay: Delay.optional(), runAt: Instant.optional() })
   .strict()

@@ -27,6 +27,7 @@
   Returns  { 1 when more jobs follow the page else 0,
              then per job: id, score, meta JSON or false, record JSON or false (with "0": false) }
 ]]
+-- @include position
 local rcall = redis.call
 local setKey, jobsKey, metaKey = KEYS[1], KEYS[2], KEYS[3]
 local afterScore, afterId, from, to = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -34,35 +35,7 @@ local limit = tonumber(ARGV[5])
 local withRecords = ARGV[6] == "1"
 local byteBudget = tonumber(ARGV[7])
 
--- Whether a sorts before or equal to b byte by byte, as the set orders members
--- (Lua's own < on strings follows the server's collation locale).
-local function bytesAtMost(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a <= #b
-end
-
--- The rank of the first job in the set that comes after (score, id).
-local function rankAfter(score, id)
-  local current = rcall("ZSCORE", setKey, id)
-  if current and tonumber(current) == tonumber(score) then return rcall("ZRANK", setKey, id) + 1 end
-  -- Jobs of this score hold ranks [lo, hi); find the first of them whose id sorts after `id`.
-  local lo = rcall("ZCOUNT", setKey, "-inf", "(" .. score)
-  local hi = rcall("ZCOUNT", setKey, "-inf", score)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    local member = rcall("ZRANGE", setKey, mid, mid)[1]
-    if bytesAtMost(member, id) then lo = mid + 1 else hi = mid end
-  end
-  return lo
-end
-
-local start = 0
-if from ~= "-inf" then start = rcall("ZCOUNT", setKey, "-inf", "(" .. from) end
-if afterScore ~= "" then start = math.max(start, rankAfter(afterScore, afterId)) end
+local start = startRank(setKey, from, afterScore, afterId)
 
 -- One more than the page shows whether more follow.
 local got = rcall("ZRANGE", setKey, start, start + limit, "WITHSCORES")

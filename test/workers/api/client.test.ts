@@ -28,6 +28,11 @@ describe("Delayline client", () => {
     for await (const job of dl.jobs("list", { from: Date.UTC(2099, 0, 1), to: "2099-01-01T00:00:02Z" })) window.push(job.id);
     expect(window).toEqual(inDueOrder.slice(0, 3));
     for await (const job of dl.jobs("list", { state: "inflight" })) throw new Error(`nothing is in flight, got ${job.id}`);
+
+    expect(await dl.cancelJobs("list", { ids: [inDueOrder[0]!] })).toEqual({ cancelled: 1, inflight: 0, notScheduled: 0 });
+    expect(await dl.cancelJobs("list", { dueTo: "2099-01-01T00:00:09Z" })).toEqual({ cancelled: 9, inflight: 0 });
+    expect(await dl.cancelJobs("list", { all: true })).toEqual({ cancelled: 15, inflight: 0 });
+    expect((await dl.listJobs("list")).jobs).toEqual([]);
   });
 
   it("round-trips every operation against the Worker", async () => {

@@ -74,3 +74,70 @@ describe("GET /v1/topics/:topic/jobs", () => {
     expect((await call(offline, "/v1/topics/a/jobs")).status).toBe(503);
   });
 });
+
+describe("POST /v1/topics/:topic/jobs/cancel", () => {
+  it("cancels a due window call by call through the cursor, all scheduled jobs with all: true, or given ids", async () => {
+    const env = isolatedEnv();
+    const at = (s: number) => Date.UTC(2099, 0, 1, 0, 0, s);
+    const jobs = Array.from({ length: 1_000 }, (_, i) => ({ topic: "t", runAt: at(i % 10) }));
+    const ids: string[] = (await call(env, "/v1/jobs/batch", { body: { jobs } })).body.jobs.map((j: { id: string }) => j.id);
+    await call(env, "/v1/jobs/batch", { body: { jobs } });
+
+    // Due at seconds 2 to 6: 5 of every 10 jobs of both batches, 1,000 jobs.
+    let cancelled = 0;
+    let calls = 0;
+    let cursor: string | null = null;
+    do {
+      const res: Awaited<ReturnType<typeof call>> = await call(env, "/v1/topics/t/jobs/cancel", {
+        body: { dueFrom: new Date(at(2)).toISOString(), dueTo: at(6), ...(cursor ? { cursor } : {}) },
+      });
+      expect(res.status).toBe(200);
+      cancelled += res.body.cancelled;
+      cursor = res.body.cursor;
+      calls++;
+    } while (cursor);
+    expect(cancelled).toBe(1_000);
+    expect(calls).toBeGreaterThan(1);
+    const left = (await call(env, "/v1/topics/t/jobs?limit=1000")).body.jobs as Array<{ dueAt: string }>;
+    expect(left).toHaveLength(1_000);
+    expect(left.every((j) => Date.parse(j.dueAt) < at(2) || Date.parse(j.dueAt) > at(6))).toBe(true);
+    expect((await call(env, `/v1/jobs/${ids[2]}`)).body.state).toBe("cancelled");
+
+    const byIds = await call(env, "/v1/topics/t/jobs/cancel", { body: { ids: [ids[0], ids[2], "t.01ARZ3NDEKTSV4RRFFQ69G5FAV"] } });
+    expect(byIds.body).toEqual({ cancelled: 1, inflight: 0, notScheduled: 2, cursor: null });
+
+    let all = 0;
+    cursor = null;
+    do {
+      const res: Awaited<ReturnType<typeof call>> = await call(env, "/v1/topics/t/jobs/cancel", { body: { all: true, ...(cursor ? { cursor } : {}) } });
+      all += res.body.cancelled;
+      cursor = res.body.cursor;
+    } while (cursor);
+    expect(all).toBe(999);
+    expect((await call(env, "/v1/topics/t")).body.scheduled).toBe(0);
+  });
+
+  it("refuses bad input with 422 before reaching Redis", async () => {
+    const offline = isolatedEnv({ UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9" });
+    const id = "t.01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    const cases: Array<[unknown, string]> = [
+      [{}, "ids"],
+      [{ ids: [id], all: true }, "ids"],
+      [{ ids: [id], dueTo: 5 }, "ids"],
+      [{ all: false }, "all"],
+      [{ ids: [] }, "ids"],
+      [{ ids: Array.from({ length: 1_001 }, () => id) }, "ids"],
+      [{ ids: [id], cursor: "x" }, "cursor"],
+      [{ ids: ["other.01ARZ3NDEKTSV4RRFFQ69G5FAV"] }, "ids[0]"],
+      [{ dueFrom: 10, dueTo: 5 }, "dueTo"],
+      [{ all: true, cursor: "not-a-cursor" }, "cursor"],
+      [{ all: true, limit: 5 }, ""],
+    ];
+    for (const [body, field] of cases) {
+      const res = await call(offline, "/v1/topics/t/jobs/cancel", { body });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(field);
+    }
+    expect((await call(offline, "/v1/topics/t/jobs/cancel", { body: { all: true } })).status).toBe(503);
+  });
+});
