@@ -220,22 +220,67 @@ export class Delayline {
     }
   }
 
-  /** A page of dead letters, newest first; pass `nextCursor` back for the next page. */
-  deadLetters(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ entries: DeadLetter[]; nextCursor: string | null }> {
+  /**
+   * A page of dead letters, newest first, optionally within a failed-time
+   * window; pass `nextCursor` back as `cursor` for the next. A cursor is a
+   * position, so letters that arrive or go meanwhile never make a page
+   * repeat or skip one.
+   */
+  deadLetters(
+    topic: string,
+    page: { limit?: number; cursor?: string; failedFrom?: string | number; failedTo?: string | number } = {},
+  ): Promise<{ entries: DeadLetter[]; nextCursor: string | null }> {
     const q = new URLSearchParams();
-    if (page.limit !== undefined) q.set("limit", String(page.limit));
-    if (page.cursor !== undefined) q.set("cursor", page.cursor);
+    for (const [name, value] of Object.entries(page)) if (value !== undefined) q.set(name, String(value));
     const qs = q.toString();
     return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
   }
 
-  /** Puts dead jobs back on the schedule with fresh attempts; `notFound` lists the given ids that were not dead letters. */
-  replay(topic: string, what: { ids: string[]; delay?: Duration } | { all: true; delay?: Duration }): Promise<Replayed> {
-    return this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, what);
+  /**
+   * Puts dead jobs back on the schedule with fresh attempts: given ids, all,
+   * or those a filter picks (`failedFrom`, `failedTo`, `error`: a text their
+   * last error holds), call after call through the cursor, each a bounded
+   * batch on the server. `spread` ("10m") spreads the jobs over that long.
+   * `notFound` lists the given ids that were not dead letters.
+   */
+  async replay(
+    topic: string,
+    what: ({ ids: string[] } | { all: true } | { failedFrom?: string | number; failedTo?: string | number; error?: string }) & { delay?: Duration; spread?: Duration },
+  ): Promise<{ replayed: number; notFound: string[] }> {
+    let replayed = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const r: Replayed = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, { ...what, ...(cursor === null ? {} : { cursor }) });
+      replayed += r.replayed;
+      cursor = r.cursor;
+      if (cursor === null) return { replayed, notFound: r.notFound };
+    }
   }
 
-  async purgeDead(topic: string): Promise<number> {
-    return (await this.request<{ purged: number }>("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead`)).purged;
+  /** Drops a topic's dead letters — all, or those a filter picks — call after call through the cursor; returns how many. */
+  async purgeDead(topic: string, filter: { failedFrom?: string | number; failedTo?: string | number; error?: string } = {}): Promise<number> {
+    let purged = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const q = new URLSearchParams();
+      for (const [name, value] of Object.entries({ ...filter, cursor })) if (value !== undefined && value !== null) q.set(name, String(value));
+      const qs = q.toString();
+      const r: { purged: number; cursor: string | null } = await this.request("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
+      purged += r.purged;
+      cursor = r.cursor;
+      if (cursor === null) return purged;
+    }
+  }
+
+  /** Drops one dead letter; false when the topic holds none with that id. */
+  async deleteDeadLetter(topic: string, id: string): Promise<boolean> {
+    try {
+      await this.request("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead/${Delayline.seg(id)}`);
+      return true;
+    } catch (err) {
+      if (err instanceof DelaylineError && err.status === 404) return false;
+      throw err;
+    }
   }
 
   /** Pull consumers: lease up to `max` due jobs of a pull-mode topic. */

@@ -179,9 +179,12 @@ export const QueryInstant = z
   .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
 
 export const ListQuery = z.object({
-  state: z.enum(["scheduled", "inflight"]).default("scheduled").openapi({ description: "scheduled (in due order) or inflight (in lease-deadline order)" }),
-  from: QueryInstant.optional().openapi({ description: "Lowest due time (scheduled) or lease deadline (inflight) listed" }),
-  to: QueryInstant.optional().openapi({ description: "Highest due time (scheduled) or lease deadline (inflight) listed" }),
+  state: z
+    .enum(["scheduled", "inflight", "dead"])
+    .default("scheduled")
+    .openapi({ description: "scheduled (in due order), inflight (in lease-deadline order) or dead (dead letters, newest first)" }),
+  from: QueryInstant.optional().openapi({ description: "Earliest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
+  to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(1_000).default(100),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
   payload: z
@@ -194,12 +197,13 @@ export const ListQuery = z.object({
 export const ListedJobView = z
   .object({
     id: JobId,
-    state: z.enum(["scheduled", "inflight"]),
-    dueAt: z.string().nullable(),
+    state: z.enum(["scheduled", "inflight", "dead"]),
+    dueAt: z.string().nullable().openapi({ description: "null for dead letters" }),
     attempts: z.number().int(),
     lastError: z.string().nullable(),
     createdAt: z.string(),
     leaseExpiresAt: z.string().optional().openapi({ description: "Jobs in flight" }),
+    failedAt: z.string().optional().openapi({ description: "Dead letters" }),
     payload: z.unknown().optional().openapi({ description: "With payload=true" }),
   })
   .openapi("ListedJob");
@@ -304,18 +308,49 @@ export const DeadEntryView = z
   .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
   .openapi("DeadLetter");
 
+const ErrorText = z.string().min(1).max(200).openapi({ description: "Only letters whose last error holds this text (case-sensitive)" });
+
 export const ReplayBody = z
-  .object({ ids: z.array(JobId).min(1).max(10_000).optional(), all: z.boolean().optional(), delay: Delay.optional() })
+  .object({
+    ids: z.array(JobId).min(1).max(10_000).optional(),
+    all: z.boolean().optional(),
+    failedFrom: Instant.optional(),
+    failedTo: Instant.optional(),
+    error: ErrorText.optional(),
+    delay: Delay.optional(),
+    spread: Delay.optional().openapi({ description: 'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once' }),
+    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (all or a filter): goes on from there" }),
+  })
   .strict()
-  .refine((b) => (b.ids !== undefined) !== (b.all === true), { message: "give ids, or all: true", path: ["ids"] })
+  .refine((b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1, {
+    message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
+    path: ["ids"],
+  })
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with all or a filter, not with ids", path: ["cursor"] })
+  .refine((b) => b.failedFrom === undefined || b.failedTo === undefined || b.failedFrom <= b.failedTo, { message: "must not be before failedFrom", path: ["failedTo"] })
   .openapi("Replay");
 
 export const ReplayResult = z
   .object({
     replayed: z.number().int(),
-    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all: true" }),
+    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter" }),
+    cursor: z.string().nullable().openapi({ description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids" }),
   })
   .openapi("Replayed");
+
+export const DeadQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1_000).default(50),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+});
+
+export const PurgeQuery = z.object({
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+  error: ErrorText.optional(),
+  cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call: goes on from there" }),
+});
 
 export const ClaimBody = z
   .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })

@@ -197,11 +197,34 @@ export interface ListJobsOptions {
   payload?: boolean;
 }
 
-/** Most jobs one call of a bulk cancel takes: about 3 ms of Redis time for small payloads (test/workers/queue/bulk.test.ts). */
-export const BULK_CANCEL_BATCH = 500;
+/** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
+export const BULK_CANCEL_BATCH = 250;
 
 /** A bulk cancel's call stops once the records it read pass this many bytes, so a call stays short whatever the payloads. */
 export const BULK_CALL_BYTES = 1_048_576;
+
+/** Most dead letters one call of a replay, purge or migration looks at: about 3 ms of Redis time for small payloads (bounded-calls.test.ts). */
+export const DEAD_BATCH = 250;
+
+/** Which dead letters a bulk replay or purge takes. */
+export interface DeadFilter {
+  /** Earliest failed time, epoch ms. Default: none. */
+  failedFrom?: number;
+  /** Latest failed time, epoch ms. Default: none. */
+  failedTo?: number;
+  /** Only letters whose last error holds this text (case-sensitive). Default: any. */
+  errorContains?: string;
+}
+
+function walkArgs(o: DeadFilter & { after?: ListPosition }): Array<string | number> {
+  return [
+    o.failedFrom === undefined ? "-inf" : Math.round(o.failedFrom),
+    o.failedTo === undefined ? "+inf" : Math.round(o.failedTo),
+    o.after ? Math.round(o.after.score) : "",
+    o.after?.id ?? "",
+    o.errorContains ?? "",
+  ];
+}
 
 /** Most jobs one listing page holds. */
 export const MAX_LIST_LIMIT = 1_000;
@@ -406,7 +429,7 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.claim,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
       [
         now,
         max,
@@ -490,7 +513,7 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.settle,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
       args,
     );
     const applied = z.array(intReply).length(outcomes.length).parse(raw);
@@ -645,10 +668,10 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.get,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf, t.deadEntries],
       [id],
     );
-    const [record, meta, due, lease, finished, topicMaxAttempts] = z.array(nullableString).length(6).parse(raw);
+    const [record, meta, due, lease, finished, topicMaxAttempts, letter] = z.array(nullableString).length(7).parse(raw);
     const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? (topicMaxAttempts ? Number(topicMaxAttempts) : this.defaults.maxAttempts);
     if (record) {
       const job = parseRecord(record);
@@ -667,6 +690,23 @@ export class Queue {
       };
       if (lease) view.leaseExpiresAt = Number(lease);
       return view;
+    }
+    if (!finished && letter) {
+      // Past the retention window, a dead job is still known by its dead letter.
+      const e = deadEntrySchema.parse(JSON.parse(letter));
+      return {
+        id,
+        topic,
+        state: "dead",
+        dueAt: null,
+        attempts: e.attempts,
+        maxAttempts: maxAttemptsOf(e.job),
+        lastError: e.lastError,
+        createdAt: e.job.createdAt,
+        payload: e.job.payload,
+        finishedAt: e.failedAt,
+        history: e.history,
+      };
     }
     if (!finished) return null;
     const d = doneSchema.parse(JSON.parse(finished));
@@ -738,35 +778,152 @@ export class Queue {
     return { jobs, next: more === 1 && last ? { score: lastScore, id: last.id } : null };
   }
 
-  /** A page of a topic's dead letters, newest first. `cursor` is an offset from the newest. */
-  async listDead(topic: string, options: { limit?: number; cursor?: number } = {}): Promise<{ entries: DeadEntry[]; nextCursor: number | null }> {
-    const limit = Math.min(Math.max(1, options.limit ?? 50), 1_000);
-    const start = Math.max(0, options.cursor ?? 0);
-    const raw = await redisCall(() => this.redis.lrange(this.keys.topic(topic).dead, start, start + limit));
-    const rows = z.array(z.string()).parse(raw);
-    const entries = rows.slice(0, limit).map((r) => deadEntrySchema.parse(JSON.parse(r)));
-    return { entries, nextCursor: rows.length > limit ? start + limit : null };
+  /** Moves a topic's dead letters of earlier versions (a list) to where they are kept now, a bounded batch per call. */
+  private async migrateDead(topic: string): Promise<void> {
+    const t = this.keys.topic(topic);
+    while (intReply.parse(await runScript(this.redis, lua.migrateDead, [t.deadLegacy, t.deadAt, t.deadEntries], [DEAD_BATCH])) > 0);
   }
 
   /**
-   * Puts dead jobs back on the schedule with fresh attempts. Returns how many,
-   * and which of the given ids are not dead letters of the topic (each once;
-   * always empty with `all`).
+   * A page of a topic's dead letters, newest first (ties by id), optionally
+   * within a failed-time window. `next` is where the page ended; passed back
+   * as `after` it starts the next page right after that letter, so letters
+   * that arrive, are replayed, deleted or trimmed meanwhile never make a page
+   * repeat or skip one that stays.
    */
-  async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<{ replayed: number; notFound: string[] }> {
+  async listDead(
+    topic: string,
+    options: {
+      /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */
+      limit?: number;
+      /** Where the previous page ended. Default: the newest letter. */
+      after?: ListPosition;
+      /** Earliest failed time listed, epoch ms. Default: none. */
+      failedFrom?: number;
+      /** Latest failed time listed, epoch ms. Default: none. */
+      failedTo?: number;
+    } = {},
+  ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
+    await this.migrateDead(topic);
     const t = this.keys.topic(topic);
-    const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
-    const args = options.all ? [due, "all", topic] : [due, "ids", topic, ...(options.ids ?? [])];
-    if (!options.all && (options.ids ?? []).length === 0) return { replayed: 0, notFound: [] };
-    const [replayed, ...notFound] = z
-      .tuple([intReply], z.string())
-      .parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta, this.keys.topicIndex], args));
-    return { replayed, notFound };
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), MAX_LIST_LIMIT);
+    const raw = await runScript(
+      this.redis,
+      lua.listDead,
+      [t.deadAt, t.deadEntries],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.failedFrom === undefined ? "-inf" : Math.round(options.failedFrom),
+        options.failedTo === undefined ? "+inf" : Math.round(options.failedTo),
+        limit,
+        LIST_PAGE_BYTES,
+      ],
+    );
+    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
+    const entries: DeadEntry[] = [];
+    let last: ListPosition | null = null;
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      last = { score: numericReply.parse(rows[i + 1]), id: String(rows[i]) };
+      if (typeof rows[i + 2] === "string") entries.push(deadEntrySchema.parse(JSON.parse(rows[i + 2] as string)));
+    }
+    return { entries, next: more === 1 ? last : null };
   }
 
-  /** Drops a topic's dead letters; returns how many. */
-  async purgeDead(topic: string): Promise<number> {
-    return intReply.parse(await runScript(this.redis, lua.purgeDead, [this.keys.topic(topic).dead], []));
+  /** One dead letter by id, or null when the topic holds none for it. */
+  async deadLetter(id: string): Promise<DeadEntry | null> {
+    const topic = topicOfJobId(id);
+    if (!topic) return null;
+    await this.migrateDead(topic);
+    const raw = await redisCall(() => this.redis.hget<string>(this.keys.topic(topic).deadEntries, id));
+    return raw === null ? null : deadEntrySchema.parse(typeof raw === "string" ? JSON.parse(raw) : raw);
+  }
+
+  /**
+   * Puts the given dead jobs back on the schedule with fresh attempts (their
+   * attempt history kept), each due at `dueAt` plus a random share of
+   * `spreadMs`. Returns how many, and which of the given ids are not dead
+   * letters of the topic (each once). Bounded Redis calls of
+   * {@link DEAD_BATCH} letters (fewer with large payloads) each.
+   */
+  async replayDead(topic: string, options: { ids: string[]; dueAt?: number; spreadMs?: number }): Promise<{ replayed: number; notFound: string[] }> {
+    await this.migrateDead(topic);
+    const unique = [...new Set(options.ids)];
+    const total = { replayed: 0, notFound: [] as string[] };
+    for (let at = 0; at < unique.length; ) {
+      const [replayed, handled, ...notFound] = z
+        .tuple([intReply, intReply], z.string())
+        .parse(await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "ids"), ...unique.slice(at, at + DEAD_BATCH)]));
+      total.replayed += replayed;
+      total.notFound.push(...notFound);
+      at += Math.max(1, handled);
+    }
+    return total;
+  }
+
+  /**
+   * One bounded step of replaying a topic's dead letters, oldest first: those
+   * within a failed-time window whose error holds `errorContains` (every
+   * letter without filters). Pass `next` back as `after` until it is null.
+   * At most {@link DEAD_BATCH} letters are looked at per call (fewer with
+   * large payloads), so no call holds Redis for long.
+   */
+  async replayDeadStep(topic: string, options: DeadFilter & { after?: ListPosition; dueAt?: number; spreadMs?: number } = {}): Promise<{ replayed: number; next: ListPosition | null }> {
+    await this.migrateDead(topic);
+    const raw = await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "walk"), ...walkArgs(options)]);
+    const [replayed, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
+    return { replayed, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+  }
+
+  private replayKeys(topic: string): string[] {
+    const t = this.keys.topic(topic);
+    return [t.deadAt, t.deadEntries, t.due, this.keys.jobs, this.keys.meta, this.keys.topicIndex];
+  }
+
+  private replayArgs(topic: string, options: { dueAt?: number; spreadMs?: number }, mode: "ids" | "walk"): Array<string | number> {
+    const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
+    return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, DEAD_BATCH, BULK_CALL_BYTES, mode];
+  }
+
+  /** One bounded step of dropping a topic's dead letters, as {@link replayDeadStep} walks them. */
+  async purgeDeadStep(topic: string, options: DeadFilter & { after?: ListPosition } = {}): Promise<{ purged: number; next: ListPosition | null }> {
+    await this.migrateDead(topic);
+    const t = this.keys.topic(topic);
+    const raw = await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [DEAD_BATCH, BULK_CALL_BYTES, "walk", ...walkArgs(options)]);
+    const [purged, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
+    return { purged, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+  }
+
+  /** Replays every dead letter a filter picks (all without one), step after bounded step; returns how many. */
+  async replayDeadMatching(topic: string, options: DeadFilter & { dueAt?: number; spreadMs?: number } = {}): Promise<number> {
+    let replayed = 0;
+    let after: ListPosition | undefined;
+    for (;;) {
+      const r = await this.replayDeadStep(topic, { ...options, ...(after ? { after } : {}) });
+      replayed += r.replayed;
+      if (!r.next) return replayed;
+      after = r.next;
+    }
+  }
+
+  /** Drops every dead letter a filter picks (all without one), step after bounded step; returns how many. */
+  async purgeDead(topic: string, filter: DeadFilter = {}): Promise<number> {
+    let purged = 0;
+    let after: ListPosition | undefined;
+    for (;;) {
+      const r = await this.purgeDeadStep(topic, { ...filter, ...(after ? { after } : {}) });
+      purged += r.purged;
+      if (!r.next) return purged;
+      after = r.next;
+    }
+  }
+
+  /** Drops one dead letter; false when the topic holds none for that id. */
+  async deleteDead(topic: string, id: string): Promise<boolean> {
+    await this.migrateDead(topic);
+    const t = this.keys.topic(topic);
+    const [purged] = z.tuple([intReply]).parse(await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id]));
+    return purged === 1;
   }
 
   /** Changes a topic's settings (null clears a field back to its default) and registers it. */
@@ -803,7 +960,21 @@ export class Queue {
     | { result: "not-empty"; scheduled: number; inflight: number; dead: number }
   > {
     const t = this.keys.topic(topic);
-    const keys = [t.due, t.lease, t.dead, t.conf, t.bucket, t.metrics, this.keys.jobs, this.keys.meta, this.keys.topics, this.keys.topicIndex, this.keys.parked];
+    const keys = [
+      t.due,
+      t.lease,
+      t.deadAt,
+      t.conf,
+      t.bucket,
+      t.metrics,
+      this.keys.jobs,
+      this.keys.meta,
+      this.keys.topics,
+      this.keys.topicIndex,
+      this.keys.parked,
+      t.deadEntries,
+      t.deadLegacy,
+    ];
     const purged = { scheduled: 0, dead: 0 };
     for (;;) {
       const [code, dropped, droppedDead, scheduled, inflight, dead] = z
@@ -832,7 +1003,7 @@ export class Queue {
   async topicStats(topic: string): Promise<TopicStats> {
     const t = this.keys.topic(topic);
     const now = this.now();
-    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.dead, t.conf, t.metrics], [now]);
+    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.deadLegacy], [now]);
     const [scheduled, ready, inflight, dead, conf, [dispatched, total], oldest] = z
       .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
       .parse(raw);

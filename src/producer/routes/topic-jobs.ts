@@ -13,7 +13,7 @@ export const topicJobs = router()
     createRoute({
       method: "get",
       path: "/{topic}/jobs",
-      summary: "A page of a topic's scheduled jobs (due order) or jobs in flight (lease-deadline order)",
+      summary: "A page of a topic's scheduled jobs (due order), jobs in flight (lease-deadline order) or dead letters (newest first)",
       request: { params: TopicParam, query: ListQuery },
       responses: { 200: { description: "A page", ...json(JobPage) }, ...problemResponses([401, 422, 503]) },
     }),
@@ -23,6 +23,30 @@ export const topicJobs = router()
       if (from !== undefined && to !== undefined && from > to) throw invalid("query", [{ path: "to", message: "must not be before from" }]);
       const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
+      if (state === "dead") {
+        const letters = await c.get("queue").listDead(topic, {
+          limit,
+          ...(from === undefined ? {} : { failedFrom: from }),
+          ...(to === undefined ? {} : { failedTo: to }),
+          ...(after ? { after } : {}),
+        });
+        return c.json(
+          {
+            jobs: letters.entries.map((e) => ({
+              id: e.id,
+              state: "dead" as const,
+              dueAt: null,
+              attempts: e.attempts,
+              lastError: e.lastError,
+              createdAt: iso(e.job.createdAt),
+              failedAt: iso(e.failedAt),
+              ...(payload ? { payload: e.job.payload } : {}),
+            })),
+            nextCursor: letters.next ? encodeCursor("dead", letters.next) : null,
+          },
+          200,
+        );
+      }
       const page = await c.get("queue").listJobs(topic, {
         state,
         limit,

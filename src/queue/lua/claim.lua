@@ -25,9 +25,10 @@
   KEYS[5]  conf hash       topic settings
   KEYS[6]  bucket hash     token bucket: t (tokens), ts (ms of last refill)
   KEYS[7]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
-  KEYS[8]  dead list       dead-letter entries, newest first
+  KEYS[8]  dead-letter set  zset id -> failed ms
   KEYS[9]  done hash       finished-job records of the current retention bucket
   KEYS[10] topic index     zset topic -> when the tick should next look at it
+  KEYS[11] dead letters    hash id -> dead-letter entry JSON
 
   ARGV[1]  now, epoch ms
   ARGV[2]  max jobs to take
@@ -55,8 +56,8 @@
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadKey, doneKey, indexKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local defaultMaxAttempts = tonumber(ARGV[5])
@@ -137,7 +138,7 @@ if #expired > 0 then
     local ids = {}
     for i = 1, #doneArgs, 2 do ids[#ids + 1] = doneArgs[i] end
     writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
-    pushDead(deadKey, deadEntries, deadCap)
+    pushDead(deadAtKey, deadEntriesKey, ids, deadEntries, ARGV[1], deadCap)
   end
   if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
 end

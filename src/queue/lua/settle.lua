@@ -16,9 +16,10 @@
   KEYS[3]  jobs hash       id -> record JSON
   KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[5]  metrics hash    "total", per-minute ring (lib/metrics.lua)
-  KEYS[6]  dead list       dead-letter entries, newest first
+  KEYS[6]  dead-letter set  zset id -> failed ms
   KEYS[7]  done hash       finished-job records of the current retention bucket
   KEYS[8]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
+  KEYS[9]  dead letters    hash id -> dead-letter entry JSON
 
   ARGV[1]  now, epoch ms
   ARGV[2]  dead-letter cap
@@ -41,8 +42,8 @@
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadKey, doneKey, indexKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local nowText = ARGV[1]
 local now = tonumber(nowText)
 local deadCap = tonumber(ARGV[2])
@@ -139,7 +140,7 @@ if #finishIdx > 0 then
 end
 
 local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
-local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, finished = {}, {}, {}, {}, {}, {}
+local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
@@ -168,6 +169,7 @@ for _, i in ipairs(live) do
       acked = acked + 1
     else
       deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, nowText, hist, record)
+      deadIds[#deadIds + 1] = id
       died = died + 1
     end
   end
@@ -176,7 +178,7 @@ end
 rcall("ZREM", leaseKey, unpack(leaseIds))
 if retried > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
-if died > 0 then pushDead(deadKey, deadEntries, deadCap) end
+if died > 0 then pushDead(deadAtKey, deadEntriesKey, deadIds, deadEntries, nowText, deadCap) end
 if indexMode == "c" then
   local first = earliestScore(dueKey)
   if first then lowerIndex(indexKey, topic, first) end

@@ -55,7 +55,7 @@ describe("GET /v1/topics/:topic/jobs", () => {
     // Nothing listens on port 9: a request that reached Redis would be a 503.
     const offline = isolatedEnv({ DELAYLINE_PREFIX: env.DELAYLINE_PREFIX, UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9" });
     const cases: Array<[string, string]> = [
-      ["/v1/topics/a/jobs?state=dead", "state"],
+      ["/v1/topics/a/jobs?state=succeeded", "state"],
       ["/v1/topics/a/jobs?limit=0", "limit"],
       ["/v1/topics/a/jobs?limit=1001", "limit"],
       ["/v1/topics/a/jobs?from=yesterday", "from"],

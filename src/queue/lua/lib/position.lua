@@ -16,10 +16,11 @@ local function bytesAtMost(a, b)
   return #a <= #b
 end
 
--- The rank of the first job in the set that comes after (score, id).
-local function rankAfter(setKey, score, id)
+-- The rank of the first job in the set at or after (score, id), and whether
+-- that job is the one at the position (still there with the same score).
+local function rankAtOrAfter(setKey, score, id)
   local current = redis.call("ZSCORE", setKey, id)
-  if current and tonumber(current) == tonumber(score) then return redis.call("ZRANK", setKey, id) + 1 end
+  if current and tonumber(current) == tonumber(score) then return redis.call("ZRANK", setKey, id), true end
   -- Jobs of this score hold ranks [lo, hi); find the first of them whose id sorts after `id`.
   local lo = redis.call("ZCOUNT", setKey, "-inf", "(" .. score)
   local hi = redis.call("ZCOUNT", setKey, "-inf", score)
@@ -28,7 +29,13 @@ local function rankAfter(setKey, score, id)
     local member = redis.call("ZRANGE", setKey, mid, mid)[1]
     if bytesAtMost(member, id) then lo = mid + 1 else hi = mid end
   end
-  return lo
+  return lo, false
+end
+
+-- The rank of the first job in the set that comes after (score, id).
+local function rankAfter(setKey, score, id)
+  local rank, present = rankAtOrAfter(setKey, score, id)
+  return present and rank + 1 or rank
 end
 
 -- The rank a walk over [from, …] starts at: the window's first job, or the
@@ -38,4 +45,14 @@ local function startRank(setKey, from, afterScore, afterId)
   if from ~= "-inf" then start = redis.call("ZCOUNT", setKey, "-inf", "(" .. from) end
   if afterScore ~= "" then start = math.max(start, rankAfter(setKey, afterScore, afterId)) end
   return start
+end
+
+-- The ranks [lo, hi) a walk backwards (newest first) over [from, to] may still
+-- visit: below the position (beforeScore, beforeId) when one is given.
+local function rangeBefore(setKey, from, to, beforeScore, beforeId)
+  local lo = 0
+  if from ~= "-inf" then lo = redis.call("ZCOUNT", setKey, "-inf", "(" .. from) end
+  local hi = redis.call("ZCOUNT", setKey, "-inf", to)
+  if beforeScore ~= "" then hi = math.min(hi, (rankAtOrAfter(setKey, beforeScore, beforeId))) end
+  return lo, hi
 end

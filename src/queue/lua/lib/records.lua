@@ -64,8 +64,26 @@ local function writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
   redis.call("PEXPIRE", doneKey, doneTtl)
 end
 
--- Dead letters pushed newest first onto the capped list.
-local function pushDead(deadKey, entries, cap)
-  redis.call("LPUSH", deadKey, unpack(entries))
-  redis.call("LTRIM", deadKey, 0, cap - 1)
+-- Most dead letters one push trims past the cap (a lowered cap is reached over several pushes).
+local TRIM_LIMIT = 1000
+
+-- Dead letters, by id, failed at nowText: into the topic's sorted set (id ->
+-- failed ms) and hash (id -> entry); past the cap, the oldest go. A job that
+-- dies again after a replay replaces its letter.
+local function pushDead(deadAtKey, deadEntriesKey, ids, entries, nowText, cap)
+  local scored, byId = {}, {}
+  for i, id in ipairs(ids) do
+    scored[#scored + 1] = nowText
+    scored[#scored + 1] = id
+    byId[#byId + 1] = id
+    byId[#byId + 1] = entries[i]
+  end
+  redis.call("ZADD", deadAtKey, unpack(scored))
+  redis.call("HSET", deadEntriesKey, unpack(byId))
+  local over = math.min(redis.call("ZCARD", deadAtKey) - cap, TRIM_LIMIT)
+  if over > 0 then
+    local oldest = redis.call("ZRANGE", deadAtKey, 0, over - 1)
+    redis.call("ZREMRANGEBYRANK", deadAtKey, 0, over - 1)
+    redis.call("HDEL", deadEntriesKey, unpack(oldest))
+  end
 end
