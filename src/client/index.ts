@@ -29,11 +29,11 @@ export type BulkCancelled = z.output<typeof schemas.BulkCancelResult>;
 
 /** What a listing of a topic's jobs shows. */
 export interface ListJobsOptions {
-  /** "scheduled" (in due order) or "inflight" (in lease-deadline order). Default "scheduled". */
-  state?: "scheduled" | "inflight";
-  /** Lowest due time (scheduled) or lease deadline (in flight) listed: ISO 8601 or epoch ms. Default: none. */
+  /** "scheduled" (in due order), "inflight" (in lease-deadline order) or "dead" (dead letters, newest first). Default "scheduled". */
+  state?: "scheduled" | "inflight" | "dead";
+  /** Earliest due time (scheduled), lease deadline (in flight) or failed time (dead) listed: ISO 8601 or epoch ms. Default: none. */
   from?: string | number;
-  /** Highest due time (scheduled) or lease deadline (in flight) listed: ISO 8601 or epoch ms. Default: none. */
+  /** Latest due time (scheduled), lease deadline (in flight) or failed time (dead) listed: ISO 8601 or epoch ms. Default: none. */
   to?: string | number;
   /** Jobs per page, 1–1,000. Default 100. */
   limit?: number;
@@ -170,7 +170,7 @@ export class Delayline {
   }
 
   /**
-   * One page of a topic's scheduled jobs or jobs in flight; pass `nextCursor`
+   * One page of a topic's scheduled jobs, jobs in flight or dead letters; pass `nextCursor`
    * back as `cursor` for the next. A cursor is a position, so jobs enqueued,
    * claimed or cancelled meanwhile never make a page repeat or skip one.
    */
