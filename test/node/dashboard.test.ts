@@ -55,6 +55,17 @@ beforeAll(async () => {
   throw new Error(`the stack did not process the jobs in time:\n${JSON.stringify(await dl.stats({ minutes: 1 }))}\n${stack.output()}`);
 }, 150_000);
 
+/** A page that records console errors, page errors, failed requests and any request off the stack. */
+async function watchedPage(browser: Awaited<ReturnType<typeof launchChromium>>, height: number) {
+  const page = await browser.newPage({ viewport: { width: 1400, height } });
+  const problems: string[] = [];
+  page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
+  page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+  return { page, problems };
+}
+
 afterAll(async () => {
   await stack?.stop();
   await new Promise((r) => receiver?.close(() => r(undefined)));
@@ -63,12 +74,7 @@ afterAll(async () => {
 it("the dashboard shows live data, draws every chart, and replaying a dead job lowers the dead count", { timeout: 90_000 }, async () => {
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const problems: string[] = [];
-    page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
-    page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+    const { page, problems } = await watchedPage(browser, 1000);
 
     await page.goto(`${stack.url}/dashboard`);
     // The icon the page names is there: the browser fetches it (out of the page's sight) and logs a 404 as a console error.
@@ -130,12 +136,7 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
   expect(dead).toBeDefined();
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1200 } });
-    const problems: string[] = [];
-    page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
-    page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+    const { page, problems } = await watchedPage(browser, 1200);
     await page.goto(`${stack.url}/dashboard`);
     await page.locator("#token").fill(stack.token);
     await page.locator("#login button[type=submit]").click();

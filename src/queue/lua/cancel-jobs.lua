@@ -104,21 +104,9 @@ if mode == "ids" then
 end
 
 local start = startRank(dueKey, from, afterScore, afterId)
-local got = rcall("ZRANGE", dueKey, start, start + max, "WITHSCORES")
-local high = to ~= "+inf" and tonumber(to) or nil
-local ids, scores = {}, {}
-local more = 0
-for i = 1, #got, 2 do
-  if high and tonumber(got[i + 1]) > high then break end
-  if #ids == max then
-    more = 1
-    break
-  end
-  ids[#ids + 1] = got[i]
-  scores[#scores + 1] = got[i + 1]
-end
+local ids, scores, more = takeFrom(dueKey, start, max, to)
 local cancelled = cancelScheduled(ids)
-if cancelled < #ids then more = 1 end
+more = (more or cancelled < #ids) and 1 or 0
 local inflight = rcall("ZCARD", leaseKey)
 if cancelled == 0 then return { 0, more, afterScore, afterId, inflight } end
 return { cancelled, more, scores[cancelled], ids[cancelled], inflight }

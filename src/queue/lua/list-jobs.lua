@@ -37,23 +37,9 @@ local byteBudget = tonumber(ARGV[7])
 
 local start = startRank(setKey, from, afterScore, afterId)
 
--- One more than the page shows whether more follow.
-local got = rcall("ZRANGE", setKey, start, start + limit, "WITHSCORES")
-local ids, scores = {}, {}
-local high = to ~= "+inf" and tonumber(to) or nil
-local more = 0
-for i = 1, #got, 2 do
-  local score = tonumber(got[i + 1])
-  if high and score > high then break end
-  if #ids == limit then
-    more = 1
-    break
-  end
-  ids[#ids + 1] = got[i]
-  scores[#scores + 1] = got[i + 1]
-end
+local ids, scores, more = takeFrom(setKey, start, limit, to)
 
-local out = { more }
+local out = { more and 1 or 0 }
 if #ids == 0 then return out end
 local metas = rcall("HMGET", metaKey, unpack(ids))
 local records = {}

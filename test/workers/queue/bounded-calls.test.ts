@@ -8,7 +8,7 @@ import { describe, expect, inject, it } from "vitest";
 import * as lua from "../../../src/queue/lua.generated.js";
 import { BULK_CANCEL_BATCH, DEAD_BATCH, Queue, type ListPosition } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
-import { freshPrefix } from "./helpers.js";
+import { freshPrefix, killAll } from "./helpers.js";
 
 const T0 = 1_900_000_000_000;
 /** The bound issue 15 sets for one Redis call of a bulk operation, µs. */
@@ -49,17 +49,6 @@ const summary = (micros: number[]) => ({ calls: micros.length, maxMs: Math.max(.
 function slowQueue(clock: { now: number }) {
   const redis = createRedis({ redisUrl: inject("slowBridgeUrl"), redisToken: inject("slowBridgeToken"), redisTimeoutMs: 30_000 });
   return new Queue({ redis, prefix: freshPrefix("bounded"), now: () => clock.now });
-}
-
-/** Kills every job of a topic that is due, with `error(payload)` as its error, in settles of up to 1,000. */
-async function killAll(queue: Queue, topic: string, error: (payload: unknown) => string): Promise<number> {
-  let n = 0;
-  for (;;) {
-    const { jobs } = await queue.claim(topic, { max: 1_000, leaseMs: 60_000 });
-    if (jobs.length === 0) return n;
-    await queue.settle(topic, jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "dead" as const, error: error(j.record.payload) })));
-    n += jobs.length;
-  }
 }
 
 describe.sequential("bounded calls", () => {

@@ -6,20 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ListPosition, Queue } from "../../../src/queue/queue.js";
-import { testQueue } from "./helpers.js";
+import { killAll, testQueue } from "./helpers.js";
 
 const T0 = 1_900_000_000_000;
-
-/** Kills every job of a topic that is due, with `error(payload)` as its error, in settles of up to 1,000. */
-async function killAll(queue: Queue, topic: string, error: (payload: unknown) => string): Promise<number> {
-  let n = 0;
-  for (;;) {
-    const { jobs } = await queue.claim(topic, { max: 1_000, leaseMs: 60_000 });
-    if (jobs.length === 0) return n;
-    await queue.settle(topic, jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "dead" as const, error: error(j.record.payload) })));
-    n += jobs.length;
-  }
-}
 
 async function allDead(queue: Queue, topic: string, options: { failedFrom?: number; failedTo?: number } = {}): Promise<string[]> {
   const ids: string[] = [];

@@ -37,19 +37,7 @@ local DEAD_READ_BATCH = 25
 ]]
 local function walkDead(atKey, entriesKey, from, to, afterScore, afterId, max, budget, needle)
   local start = startRank(atKey, from, afterScore, afterId)
-  local got = redis.call("ZRANGE", atKey, start, start + max, "WITHSCORES")
-  local high = to ~= "+inf" and tonumber(to) or nil
-  local ids, scores = {}, {}
-  local more = false
-  for i = 1, #got, 2 do
-    if high and tonumber(got[i + 1]) > high then break end
-    if #ids == max then
-      more = true
-      break
-    end
-    ids[#ids + 1] = got[i]
-    scores[#scores + 1] = got[i + 1]
-  end
+  local ids, scores, more = takeFrom(atKey, start, max, to)
   local picked, looked, bytes = {}, 0, 0
   while looked < #ids and bytes <= budget do
     local slice = {}

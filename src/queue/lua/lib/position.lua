@@ -56,3 +56,19 @@ local function rangeBefore(setKey, from, to, beforeScore, beforeId)
   if beforeScore ~= "" then hi = math.min(hi, (rankAtOrAfter(setKey, beforeScore, beforeId))) end
   return lo, hi
 end
+
+-- Up to `max` members from rank `start` on whose score is at most `to`
+-- ("+inf": no bound), their scores, and whether more follow within `to`.
+local function takeFrom(setKey, start, max, to)
+  -- One more than asked shows whether more follow.
+  local got = redis.call("ZRANGE", setKey, start, start + max, "WITHSCORES")
+  local high = to ~= "+inf" and tonumber(to) or nil
+  local ids, scores = {}, {}
+  for i = 1, #got, 2 do
+    if high and tonumber(got[i + 1]) > high then return ids, scores, false end
+    if #ids == max then return ids, scores, true end
+    ids[#ids + 1] = got[i]
+    scores[#scores + 1] = got[i + 1]
+  end
+  return ids, scores, false
+end
