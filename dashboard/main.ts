@@ -1,12 +1,16 @@
 /**
  * The dashboard: topics at a glance, the last hour as charts, the tick's
- * heartbeat, and a dead-letter browser with replay and purge. It talks to
+ * heartbeat, a job browser per topic and state with cancel, a job view with
+ * payload and attempt history, a search by id, and a dead-letter browser
+ * with replay and purge. It talks to
  * the API with the typed client and the token the operator pastes, which it
  * keeps in sessionStorage (this tab only). It refreshes itself every 5 s.
  */
 import uPlot from "uplot";
 import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
+import { byId, el, fmtAgo, fmtCount, fmtMs } from "./dom.js";
+import { JobBrowser } from "./job-browser.js";
 
 const TOKEN_KEY = "delayline.token";
 const REFRESH_MS = 5_000;
@@ -16,40 +20,6 @@ const HEARTBEAT_STALE_MS = 2.5 * 60_000;
 const DEAD_PAGE = 50;
 
 type TopicRow = Stats["topics"][number];
-
-const byId = <T extends HTMLElement = HTMLElement>(id: string) => {
-  const found = document.getElementById(id);
-  if (!found) throw new Error(`the page has no #${id}`);
-  return found as T;
-};
-
-/** An element with text and children; data never goes through innerHTML. */
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: { text?: string; className?: string; title?: string; data?: Record<string, string> } = {},
-  ...children: Array<Node | string>
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (props.text !== undefined) node.textContent = props.text;
-  if (props.className) node.className = props.className;
-  if (props.title) node.title = props.title;
-  for (const [k, v] of Object.entries(props.data ?? {})) node.dataset[k] = v;
-  node.append(...children);
-  return node;
-}
-
-const numberFormat = new Intl.NumberFormat("en");
-const fmtCount = (n: number) => numberFormat.format(n);
-
-function fmtMs(ms: number | null): string {
-  if (ms === null) return "–";
-  if (ms < 1_000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 2 : 1)} s`;
-  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
-  return `${(ms / 3_600_000).toFixed(1)} h`;
-}
-
-const fmtAgo = (iso: string | null, now: number) => (iso === null ? "never" : `${fmtMs(Math.max(0, now - Date.parse(iso)))} ago`);
 
 // ---- charts ------------------------------------------------------------
 
@@ -124,6 +94,8 @@ async function act(work: () => Promise<unknown>): Promise<void> {
   }
 }
 
+const browser = new JobBrowser({ client: () => client, act, changed: () => refresh() });
+
 // ---- rendering -----------------------------------------------------------
 
 function renderHeartbeat(s: Stats, now: number): void {
@@ -163,14 +135,19 @@ function renderTopics(s: Stats): void {
         }),
       );
       const cell = (text: string, field: string, className = "num") => el("td", { text, className, data: { field } });
+      const browse = (state: "scheduled" | "inflight", count: number) => {
+        const button = el("button", { text: fmtCount(count), className: "link", title: `browse ${state === "inflight" ? "jobs in flight" : "scheduled jobs"}` });
+        button.addEventListener("click", () => void act(() => browser.open(t.topic, state)));
+        return el("td", { className: "num", data: { field: state } }, button);
+      };
       return el(
         "tr",
         { className: chartTopic === t.topic ? "selected" : "", data: { topic: t.topic } },
         el("td", {}, select),
         el("td", { data: { field: "state" } }, el("span", { className: `badge ${state}`, text: state })),
-        cell(fmtCount(t.scheduled), "scheduled"),
+        browse("scheduled", t.scheduled),
         cell(fmtCount(t.ready), "ready"),
-        cell(fmtCount(t.inflight), "inflight"),
+        browse("inflight", t.inflight),
         el("td", { className: "num", data: { field: "dead" } }, dead),
         cell(t.ready > 0 ? fmtMs(t.lagMs) : "–", "lag"),
         cell(t.ratePerMinute.toFixed(t.ratePerMinute < 10 ? 1 : 0), "rate"),
@@ -230,6 +207,13 @@ function selectChartTopic(topic: string): void {
   }
 }
 
+/** A job id that opens the job view. */
+function openJob(id: string): HTMLButtonElement {
+  const button = el("button", { text: id, className: "link mono", data: { action: "open" } });
+  button.addEventListener("click", () => void act(() => browser.openJob(id)));
+  return button;
+}
+
 function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
   const body = byId("dead-list").querySelector("tbody")!;
   const rows = entries.map((e) => {
@@ -245,7 +229,7 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
     return el(
       "tr",
       { data: { job: e.id } },
-      el("td", { text: e.id, className: "mono" }),
+      el("td", {}, openJob(e.id)),
       el("td", { text: String(e.attempts), className: "num" }),
       el("td", { text: new Date(e.failedAt).toLocaleString(), title: e.failedAt }),
       el("td", { text: e.lastError ?? "–" }),

@@ -21,6 +21,8 @@ export default async function setup(project: TestProject) {
   const fuzz = await startTestStack();
   // And one for the abuse test, which checks that refused requests change no byte of Redis.
   const abuse = await startTestStack();
+  // And one for the bulk-operation test, whose SLOWLOG holds only its own calls.
+  const slow = await startTestStack();
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
@@ -30,8 +32,10 @@ export default async function setup(project: TestProject) {
   project.provide("fuzzBridgeToken", fuzz.token);
   project.provide("abuseBridgeUrl", abuse.bridge.url);
   project.provide("abuseBridgeToken", abuse.token);
+  project.provide("slowBridgeUrl", slow.bridge.url);
+  project.provide("slowBridgeToken", slow.token);
   project.provide("receiverUrl", receiver.url);
   return async () => {
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), receiver.close()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), receiver.close()]);
   };
 }

@@ -13,6 +13,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the abuse test's state digests. */
     abuseBridgeUrl: string;
     abuseBridgeToken: string;
+    /** A bridge to a Redis of its own, for the bulk-operation test's SLOWLOG. */
+    slowBridgeUrl: string;
+    slowBridgeToken: string;
     /** A local HTTP receiver that records deliveries (test/receiver.ts). */
     receiverUrl: string;
   }

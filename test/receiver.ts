@@ -15,11 +15,13 @@ export interface Delivery {
  * A local HTTP receiver for delivery tests. The path says how to answer:
  *   …/ok                  200
  *   …/status/<code>       that status (with ?retryAfter=<s> a Retry-After header)
+ *   …/statuses/<a>,<b>,…  the n-th request to this path gets the n-th status (the last one repeats)
  *   …/redirect            302 to http://127.0.0.1/ (?to=<url> elsewhere, ?status=<3xx> another status)
  * Every request is recorded; GET /__deliveries?prefix=<path prefix> lists them.
  */
 export async function startReceiver(): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const deliveries: Delivery[] = [];
+  const answered = new Map<string, number>();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://receiver");
     if (url.pathname === "/__deliveries") {
@@ -40,7 +42,14 @@ export async function startReceiver(): Promise<{ url: string; server: Server; cl
         at: Date.now(),
       });
       const status = /\/status\/(\d{3})$/.exec(url.pathname);
-      if (status) {
+      const statuses = /\/statuses\/(\d{3}(?:,\d{3})*)$/.exec(url.pathname);
+      if (statuses) {
+        const codes = statuses[1]!.split(",").map(Number);
+        const n = answered.get(url.pathname) ?? 0;
+        answered.set(url.pathname, n + 1);
+        res.statusCode = codes[Math.min(n, codes.length - 1)]!;
+        res.end(`status ${res.statusCode} from the receiver`);
+      } else if (status) {
         const retryAfter = url.searchParams.get("retryAfter");
         if (retryAfter) res.setHeader("retry-after", retryAfter);
         res.statusCode = Number(status[1]);

@@ -19,6 +19,27 @@ export type Job = z.output<typeof schemas.JobView>;
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
 export type Topic = z.output<typeof schemas.TopicView>;
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
+/** One attempt of a job's history (Job.history, DeadLetter.history). */
+export type Attempt = z.output<typeof schemas.AttemptView>;
+/** A job as a listing shows it. */
+export type ListedJob = z.output<typeof schemas.ListedJobView>;
+export type JobPage = z.output<typeof schemas.JobPage>;
+/** What one call of POST /v1/topics/:topic/jobs/cancel did. */
+export type BulkCancelled = z.output<typeof schemas.BulkCancelResult>;
+
+/** What a listing of a topic's jobs shows. */
+export interface ListJobsOptions {
+  /** "scheduled" (in due order), "inflight" (in lease-deadline order) or "dead" (dead letters, newest first). Default "scheduled". */
+  state?: "scheduled" | "inflight" | "dead";
+  /** Earliest due time (scheduled), lease deadline (in flight) or failed time (dead) listed: ISO 8601 or epoch ms. Default: none. */
+  from?: string | number;
+  /** Latest due time (scheduled), lease deadline (in flight) or failed time (dead) listed: ISO 8601 or epoch ms. Default: none. */
+  to?: string | number;
+  /** Jobs per page, 1–1,000. Default 100. */
+  limit?: number;
+  /** Include payloads. Default false. */
+  payload?: boolean;
+}
 /** What a replay did: how many jobs it put back, and which given ids were not dead letters. */
 export type Replayed = z.output<typeof schemas.ReplayResult>;
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
@@ -148,22 +169,118 @@ export class Delayline {
     return this.request("POST", `/v1/topics/${Delayline.seg(name)}/resume`);
   }
 
-  /** A page of dead letters, newest first; pass `nextCursor` back for the next page. */
-  deadLetters(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ entries: DeadLetter[]; nextCursor: string | null }> {
+  /**
+   * One page of a topic's scheduled jobs, jobs in flight or dead letters; pass `nextCursor`
+   * back as `cursor` for the next. A cursor is a position, so jobs enqueued,
+   * claimed or cancelled meanwhile never make a page repeat or skip one.
+   */
+  listJobs(topic: string, options: ListJobsOptions & { cursor?: string } = {}): Promise<JobPage> {
     const q = new URLSearchParams();
-    if (page.limit !== undefined) q.set("limit", String(page.limit));
-    if (page.cursor !== undefined) q.set("cursor", page.cursor);
+    if (options.state !== undefined) q.set("state", options.state);
+    if (options.from !== undefined) q.set("from", String(options.from));
+    if (options.to !== undefined) q.set("to", String(options.to));
+    if (options.limit !== undefined) q.set("limit", String(options.limit));
+    if (options.cursor !== undefined) q.set("cursor", options.cursor);
+    if (options.payload) q.set("payload", "true");
+    const qs = q.toString();
+    return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/jobs${qs ? `?${qs}` : ""}`);
+  }
+
+  /**
+   * Every job of a listing, page after page:
+   * `for await (const job of dl.jobs("mail", { state: "scheduled" }))`.
+   * Fetches the next page only when the loop reaches it.
+   */
+  async *jobs(topic: string, options: ListJobsOptions = {}): AsyncGenerator<ListedJob, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: JobPage = await this.listJobs(topic, { ...options, ...(cursor === undefined ? {} : { cursor }) });
+      yield* page.jobs;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Cancels scheduled jobs of a topic — given ids (up to 1,000), a due
+   * window, or all — call after call through the cursor, each call a bounded
+   * batch on the server. Jobs in flight are left alone: `inflight` counts the
+   * given ones in flight (ids), or the topic's jobs in flight (a window or all).
+   */
+  async cancelJobs(
+    topic: string,
+    what: { ids: string[] } | { dueFrom?: string | number; dueTo?: string | number } | { all: true },
+  ): Promise<{ cancelled: number; inflight: number; notScheduled?: number }> {
+    let cancelled = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const r: BulkCancelled = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/jobs/cancel`, { ...what, ...(cursor === null ? {} : { cursor }) });
+      cancelled += r.cancelled;
+      cursor = r.cursor;
+      if (cursor === null) return { cancelled, inflight: r.inflight, ...(r.notScheduled === undefined ? {} : { notScheduled: r.notScheduled }) };
+    }
+  }
+
+  /**
+   * A page of dead letters, newest first, optionally within a failed-time
+   * window; pass `nextCursor` back as `cursor` for the next. A cursor is a
+   * position, so letters that arrive or go meanwhile never make a page
+   * repeat or skip one.
+   */
+  deadLetters(
+    topic: string,
+    page: { limit?: number; cursor?: string; failedFrom?: string | number; failedTo?: string | number } = {},
+  ): Promise<{ entries: DeadLetter[]; nextCursor: string | null }> {
+    const q = new URLSearchParams();
+    for (const [name, value] of Object.entries(page)) if (value !== undefined) q.set(name, String(value));
     const qs = q.toString();
     return this.request("GET", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
   }
 
-  /** Puts dead jobs back on the schedule with fresh attempts; `notFound` lists the given ids that were not dead letters. */
-  replay(topic: string, what: { ids: string[]; delay?: Duration } | { all: true; delay?: Duration }): Promise<Replayed> {
-    return this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, what);
+  /**
+   * Puts dead jobs back on the schedule with fresh attempts: given ids, all,
+   * or those a filter picks (`failedFrom`, `failedTo`, `error`: a text their
+   * last error holds), call after call through the cursor, each a bounded
+   * batch on the server. `spread` ("10m") spreads the jobs over that long.
+   * `notFound` lists the given ids that were not dead letters.
+   */
+  async replay(
+    topic: string,
+    what: ({ ids: string[] } | { all: true } | { failedFrom?: string | number; failedTo?: string | number; error?: string }) & { delay?: Duration; spread?: Duration },
+  ): Promise<{ replayed: number; notFound: string[] }> {
+    let replayed = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const r: Replayed = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, { ...what, ...(cursor === null ? {} : { cursor }) });
+      replayed += r.replayed;
+      cursor = r.cursor;
+      if (cursor === null) return { replayed, notFound: r.notFound };
+    }
   }
 
-  async purgeDead(topic: string): Promise<number> {
-    return (await this.request<{ purged: number }>("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead`)).purged;
+  /** Drops a topic's dead letters — all, or those a filter picks — call after call through the cursor; returns how many. */
+  async purgeDead(topic: string, filter: { failedFrom?: string | number; failedTo?: string | number; error?: string } = {}): Promise<number> {
+    let purged = 0;
+    let cursor: string | null = null;
+    for (;;) {
+      const q = new URLSearchParams();
+      for (const [name, value] of Object.entries({ ...filter, cursor })) if (value !== undefined && value !== null) q.set(name, String(value));
+      const qs = q.toString();
+      const r: { purged: number; cursor: string | null } = await this.request("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`);
+      purged += r.purged;
+      cursor = r.cursor;
+      if (cursor === null) return purged;
+    }
+  }
+
+  /** Drops one dead letter; false when the topic holds none with that id. */
+  async deleteDeadLetter(topic: string, id: string): Promise<boolean> {
+    try {
+      await this.request("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead/${Delayline.seg(id)}`);
+      return true;
+    } catch (err) {
+      if (err instanceof DelaylineError && err.status === 404) return false;
+      throw err;
+    }
   }
 
   /** Pull consumers: lease up to `max` due jobs of a pull-mode topic. */

@@ -60,9 +60,10 @@ async function deliveryHeaders(job: JobContext, signingSecret: string | undefine
  * (or the topic's URL), signed. 2xx is success; 408, 425, 429, 5xx, timeouts
  * and network errors retry (honouring Retry-After); redirects and other 4xx
  * are permanent. Redirects are never followed: a target could bounce the
- * request to an address the guard refuses.
+ * request to an address the guard refuses. Resolves to the response's
+ * status; a failure carries it as `httpStatus`.
  */
-export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Promise<void> {
+export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Promise<{ status: number }> {
   const url = job.target?.url ?? delivery.topicUrl;
   if (!url) throw new PermanentError(`topic ${job.topic} has no url and the job no target; set one with PUT /v1/topics/${job.topic}`);
   const refused = forbiddenTarget(url, delivery.allowPrivate);
@@ -78,10 +79,12 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Prom
   }
   if (res.ok) {
     await res.body?.cancel();
-    return;
+    return { status: res.status };
   }
   const text = `HTTP ${res.status}${(await firstKilobyte(res)).replace(/^/, ": ").replace(/^: $/, "")}`;
-  if (res.status >= 500 || RETRYABLE.has(res.status)) throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()));
-  if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`);
-  throw new PermanentError(text);
+  if (res.status >= 500 || RETRYABLE.has(res.status)) {
+    throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
+  }
+  if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
+  throw new PermanentError(text, res.status);
 }

@@ -22,20 +22,35 @@ export interface JobContext {
   fetch: typeof fetch;
 }
 
-/** Throw to retry, optionally after a given delay (overrides the backoff policy, capped). */
+/**
+ * Throw to retry, optionally after a given delay (overrides the backoff
+ * policy, capped). `httpStatus`, when the failure was an HTTP response, goes
+ * into the job's attempt history.
+ */
 export class RetryableError extends Error {
   override name = "RetryableError";
   constructor(
     message: string,
     readonly retryAfterMs?: number,
+    readonly httpStatus?: number,
   ) {
     super(message);
   }
 }
 
-/** Throw to send the job straight to the dead-letter list, whatever attempts remain. */
+/**
+ * Throw to send the job straight to the dead-letter list, whatever attempts
+ * remain. `httpStatus`, when the failure was an HTTP response, goes into the
+ * job's attempt history.
+ */
 export class PermanentError extends Error {
   override name = "PermanentError";
+  constructor(
+    message: string,
+    readonly httpStatus?: number,
+  ) {
+    super(message);
+  }
 }
 
 /** One job's result from a batch handler: nothing or `true` for success, an Error for failure. */

@@ -17,6 +17,8 @@ import { jobs } from "./routes/jobs.js";
 import { schedules } from "./routes/schedules.js";
 import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
+import { topicJobs } from "./routes/topic-jobs.js";
+import { dead } from "./routes/dead.js";
 import { Problem } from "./schemas.js";
 
 export type { AppEnv };
@@ -153,6 +155,8 @@ app.get("/favicon.ico", asset("the icon"));
 
 app.route("/v1/jobs", jobs);
 app.route("/v1/topics", topics);
+app.route("/v1/topics", topicJobs);
+app.route("/v1/topics", dead);
 app.route("/v1/hooks", hooks);
 app.route("/v1/schedules", schedules);
 app.route("/v1/stats", stats);

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { isConnectionHeader } from "../handlers/headers.js";
 import { parseDuration } from "../queue/policy/duration.js";
+import type { AttemptRecord } from "../queue/types.js";
 
 const MAX_DELAY_MS = 365 * 86_400_000;
 
@@ -125,6 +126,27 @@ export const EnqueueResponse = z
   })
   .openapi("Enqueued");
 
+export const AttemptView = z
+  .object({
+    attempt: z.number().int(),
+    startedAt: z.string().nullable().openapi({ description: "When the handler started (pull consumers: when the job was claimed); null when unknown" }),
+    durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale"]).openapi({
+      description:
+        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on",
+    }),
+    httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
+    error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
+  })
+  .openapi("Attempt");
+
+/** A job's attempt history as the API shows it. */
+export function historyView(history: AttemptRecord[]): Array<z.input<typeof AttemptView>> {
+  return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
+}
+
+const History = z.array(AttemptView).openapi({ description: "The job's attempts, oldest first (the last 25); a replay keeps them and counts attempts afresh" });
+
 export const JobView = z
   .object({
     id: JobId,
@@ -140,8 +162,89 @@ export const JobView = z
     finishedAt: z.string().optional(),
     scheduleId: z.string().optional().openapi({ description: "The schedule whose occurrence made this job" }),
     scheduledFor: z.string().optional().openapi({ description: "That occurrence (ISO 8601); also sent as Delayline-Scheduled-For" }),
+    history: History,
   })
   .openapi("Job");
+
+/** An instant in a query string: epoch ms digits or ISO 8601; parsed to epoch ms. */
+export const QueryInstant = z
+  .string()
+  .max(40)
+  .transform((v, ctx) => {
+    const ms = /^\d{1,16}$/.test(v) ? Number(v) : z.iso.datetime({ offset: true }).safeParse(v).success ? Date.parse(v) : NaN;
+    if (Number.isNaN(ms) || ms > 8_640_000_000_000_000) {
+      ctx.addIssue({ code: "custom", message: "an ISO 8601 date-time or epoch milliseconds" });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
+
+export const ListQuery = z.object({
+  state: z
+    .enum(["scheduled", "inflight", "dead"])
+    .default("scheduled")
+    .openapi({ description: "scheduled (in due order), inflight (in lease-deadline order) or dead (dead letters, newest first)" }),
+  from: QueryInstant.optional().openapi({ description: "Earliest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
+  to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  payload: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true")
+    .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+});
+
+export const ListedJobView = z
+  .object({
+    id: JobId,
+    state: z.enum(["scheduled", "inflight", "dead"]),
+    dueAt: z.string().nullable().openapi({ description: "null for dead letters" }),
+    attempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    leaseExpiresAt: z.string().optional().openapi({ description: "Jobs in flight" }),
+    failedAt: z.string().optional().openapi({ description: "Dead letters" }),
+    payload: z.unknown().optional().openapi({ description: "With payload=true" }),
+  })
+  .openapi("ListedJob");
+
+export const JobPage = z
+  .object({
+    jobs: z.array(ListedJobView),
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "Where this page ended (a position, not an offset: jobs enqueued, claimed or cancelled meanwhile never make a page repeat or skip one); null when no more jobs follow",
+    }),
+  })
+  .openapi("JobPage");
+
+export const BulkCancelBody = z
+  .object({
+    ids: z.array(JobId).min(1).max(1_000).optional(),
+    dueFrom: Instant.optional(),
+    dueTo: Instant.optional(),
+    all: z.literal(true).optional(),
+    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (a window or all): goes on from there" }),
+  })
+  .strict()
+  .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
+    message: "give ids, or dueFrom/dueTo, or all: true",
+    path: ["ids"],
+  })
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
+  .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
+  .openapi("BulkCancel");
+
+export const BulkCancelResult = z
+  .object({
+    cancelled: z.number().int(),
+    inflight: z.number().int().openapi({ description: "ids: the given jobs that are in flight (left alone); a window or all: the jobs in flight in the topic (left alone)" }),
+    notScheduled: z.number().int().optional().openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
+    cursor: z.string().nullable().openapi({ description: "A window or all: pass it back to go on; null when the window is done. Always null with ids" }),
+  })
+  .openapi("BulkCancelled");
 
 export const RescheduleBody = z
   .object({ delay: Delay.optional(), runAt: Instant.optional() })
@@ -204,21 +307,52 @@ export const TopicView = z
   .openapi("Topic");
 
 export const DeadEntryView = z
-  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown() })
+  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
   .openapi("DeadLetter");
 
+const ErrorText = z.string().min(1).max(200).openapi({ description: "Only letters whose last error holds this text (case-sensitive)" });
+
 export const ReplayBody = z
-  .object({ ids: z.array(JobId).min(1).max(10_000).optional(), all: z.boolean().optional(), delay: Delay.optional() })
+  .object({
+    ids: z.array(JobId).min(1).max(10_000).optional(),
+    all: z.boolean().optional(),
+    failedFrom: Instant.optional(),
+    failedTo: Instant.optional(),
+    error: ErrorText.optional(),
+    delay: Delay.optional(),
+    spread: Delay.optional().openapi({ description: 'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once' }),
+    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (all or a filter): goes on from there" }),
+  })
   .strict()
-  .refine((b) => (b.ids !== undefined) !== (b.all === true), { message: "give ids, or all: true", path: ["ids"] })
+  .refine((b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1, {
+    message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
+    path: ["ids"],
+  })
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with all or a filter, not with ids", path: ["cursor"] })
+  .refine((b) => b.failedFrom === undefined || b.failedTo === undefined || b.failedFrom <= b.failedTo, { message: "must not be before failedFrom", path: ["failedTo"] })
   .openapi("Replay");
 
 export const ReplayResult = z
   .object({
     replayed: z.number().int(),
-    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all: true" }),
+    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter" }),
+    cursor: z.string().nullable().openapi({ description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids" }),
   })
   .openapi("Replayed");
+
+export const DeadQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1_000).default(50),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+});
+
+export const PurgeQuery = z.object({
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+  error: ErrorText.optional(),
+  cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call: goes on from there" }),
+});
 
 export const ClaimBody = z
   .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })

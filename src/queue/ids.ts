@@ -1,4 +1,4 @@
-import { monotonicFactory } from "ulidx";
+import { decodeTime, monotonicFactory } from "ulidx";
 
 const TOPIC = /^[A-Za-z0-9._-]{1,64}$/;
 const JOB_ID = /^([A-Za-z0-9._-]{1,64})\.([0-9A-HJKMNP-TV-Z]{26})$/;
@@ -15,7 +15,8 @@ const ulid = monotonicFactory();
 /**
  * A new job id: `<topic>.<ULID>`. The topic makes every by-id operation able
  * to find its keys; the ULID keeps jobs due at the same millisecond in
- * enqueue order.
+ * enqueue order, and its time is the job's createdAt (`now`), so a listing
+ * can tell it without reading the record.
  */
 export function newJobId(topic: string, now: number): string {
   return `${topic}.${ulid(now)}`;
@@ -25,4 +26,10 @@ export function newJobId(topic: string, now: number): string {
 export function topicOfJobId(id: string): string | null {
   const m = JOB_ID.exec(id);
   return m ? m[1]! : null;
+}
+
+/** When a well-formed job id was minted (its job's createdAt), epoch ms, or null for anything else. */
+export function createdAtOfJobId(id: string): number | null {
+  const m = JOB_ID.exec(id);
+  return m ? decodeTime(m[2]!) : null;
 }

@@ -15,11 +15,15 @@
  *                                   every push topic with work that is not paused (src/queue/lua/lib/index.lua)
  *   <p>:parked               SET    topics that are pull or paused (sampled for the per-minute series)
  *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
- *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error}; absent before the first claim
+ *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history};
+ *                                   absent before the first claim (lua/lib/records.lua)
  *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention); expires
  *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry)
  *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)
- *   <p>:t:<topic>:dead       LIST   dead-letter entries, newest first, capped
+ *   <p>:t:<topic>:dead:at    ZSET   dead letters: job id -> failed ms (capped: the oldest are trimmed)
+ *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON (lua/lib/records.lua deadEntry)
+ *   <p>:t:<topic>:dead       LIST   dead letters written before they were kept by id, newest first;
+ *                                   moved into the two above by migrate-dead.lua
  *   <p>:t:<topic>:conf       HASH   topic settings
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
@@ -39,7 +43,10 @@ export const SCHEDULES_INDEX_MEMBER = "~schedules";
 export interface TopicKeys {
   due: string;
   lease: string;
-  dead: string;
+  deadAt: string;
+  deadEntries: string;
+  /** The dead-letter list of earlier versions, drained by migrate-dead.lua. */
+  deadLegacy: string;
   conf: string;
   bucket: string;
   metrics: string;
@@ -81,7 +88,9 @@ export class Keys {
     return {
       due: `${t}:due`,
       lease: `${t}:lease`,
-      dead: `${t}:dead`,
+      deadAt: `${t}:dead:at`,
+      deadEntries: `${t}:dead:entries`,
+      deadLegacy: `${t}:dead`,
       conf: `${t}:conf`,
       bucket: `${t}:bucket`,
       metrics: `${t}:metrics`,

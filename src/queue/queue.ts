@@ -1,6 +1,6 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
-import { newJobId, topicOfJobId } from "./ids.js";
+import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import * as lua from "./lua.generated.js";
@@ -26,6 +26,7 @@ import {
   nullableString,
   numericReply,
   parseRecord,
+  type AttemptRecord,
   type DeadEntry,
   type JobRecord,
   type JobState,
@@ -132,8 +133,12 @@ export type Outcome = (
   | { id: string; attempt: number; kind: "retry"; at: number; error: string }
   | { id: string; attempt: number; kind: "dead"; error: string }
 ) & {
-  /** How late the handler started and how long it ran; goes into the topic's histograms. */
+  /** How late the handler started and how long it ran; goes into the topic's histograms and the attempt history. */
   observed?: Observation;
+  /** When the handler started, epoch ms; goes into the attempt history. Default: when the job was claimed. */
+  startedAt?: number;
+  /** The HTTP status of the delivery's response (http deliveries that got one); goes into the attempt history. */
+  httpStatus?: number;
 };
 
 export interface JobView {
@@ -152,7 +157,84 @@ export interface JobView {
   /** The schedule whose occurrence made this job, and that occurrence (epoch ms). */
   scheduleId?: string;
   scheduledFor?: number;
+  /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
+  history: AttemptRecord[];
 }
+
+/** The states a topic's jobs can be listed in. */
+export type ListedState = "scheduled" | "inflight";
+
+/** A position in a listing: the score (due time or lease deadline, ms) and id of a job; a page starts after it. */
+export interface ListPosition {
+  score: number;
+  id: string;
+}
+
+/** One job of a listing. */
+export interface ListedJob {
+  id: string;
+  topic: string;
+  state: ListedState;
+  /** When the job is due (in flight: the due time of the current attempt). */
+  dueAt: number | null;
+  attempts: number;
+  lastError: string | null;
+  createdAt: number;
+  /** In flight only. */
+  leaseExpiresAt?: number;
+  /** Only when asked for. */
+  payload?: unknown;
+}
+
+/** Options of {@link Queue.listJobs}. */
+export interface ListJobsOptions {
+  state: ListedState;
+  /** Lowest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  from?: number;
+  /** Highest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  to?: number;
+  /** Most jobs on the page, 1 to {@link MAX_LIST_LIMIT}. Default 100. */
+  limit?: number;
+  /** Where the previous page ended (its `next`). Default: the start. */
+  after?: ListPosition;
+  /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
+  payload?: boolean;
+}
+
+/** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
+export const BULK_CANCEL_BATCH = 250;
+
+/** A bulk cancel's call stops once the records it read pass this many bytes, so a call stays short whatever the payloads. */
+export const BULK_CALL_BYTES = 1_048_576;
+
+/** Most dead letters one call of a replay, purge or migration looks at: about 3 ms of Redis time for small payloads (bounded-calls.test.ts). */
+export const DEAD_BATCH = 250;
+
+/** Which dead letters a bulk replay or purge takes. */
+export interface DeadFilter {
+  /** Earliest failed time, epoch ms. Default: none. */
+  failedFrom?: number;
+  /** Latest failed time, epoch ms. Default: none. */
+  failedTo?: number;
+  /** Only letters whose last error holds this text (case-sensitive). Default: any. */
+  errorContains?: string;
+}
+
+function walkArgs(o: DeadFilter & { after?: ListPosition }): Array<string | number> {
+  return [
+    o.failedFrom === undefined ? "-inf" : Math.round(o.failedFrom),
+    o.failedTo === undefined ? "+inf" : Math.round(o.failedTo),
+    o.after ? Math.round(o.after.score) : "",
+    o.after?.id ?? "",
+    o.errorContains ?? "",
+  ];
+}
+
+/** Most jobs one listing page holds. */
+export const MAX_LIST_LIMIT = 1_000;
+
+/** With payloads, a listing page ends once its records pass this many bytes (it always holds one job). */
+export const LIST_PAGE_BYTES = 1_048_576;
 
 export interface TopicStats {
   topic: string;
@@ -203,6 +285,21 @@ const vectorText = z.string().transform((text, ctx) => {
 
 const scheduleOf = (r: JobRecord): Pick<JobView, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
+/** How many attempts a job's history keeps, the latest (HISTORY_LIMIT in lua/lib/records.lua). */
+export const ATTEMPT_HISTORY_LIMIT = 25;
+
+/** The error text kept with an attempt: at most this many bytes of UTF-8. */
+export const ATTEMPT_ERROR_BYTES = 1_024;
+
+/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function clipUtf8(text: string, bytes: number): string {
+  const encoded = new TextEncoder().encode(text);
+  if (encoded.length <= bytes) return text;
+  let end = bytes;
+  // Back up over continuation bytes (10xxxxxx) to the start of a character.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
+  return new TextDecoder().decode(encoded.subarray(0, end));
+}
 
 /** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
 export const MAX_BATCH = 1_000;
@@ -341,7 +438,7 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.claim,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
       [
         now,
         max,
@@ -411,12 +508,21 @@ export class Queue {
     const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
     const args: Array<string | number> = [now, this.deadLetterCap, this.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
     for (const o of outcomes) {
-      args.push(o.id, o.attempt, o.kind, o.kind === "retry" ? Math.round(o.at) : 0, o.kind === "ack" ? "" : o.error);
+      args.push(
+        o.id,
+        o.attempt,
+        o.kind,
+        o.kind === "retry" ? Math.round(o.at) : 0,
+        o.kind === "ack" ? "" : clipUtf8(o.error, ATTEMPT_ERROR_BYTES),
+        o.startedAt === undefined ? "" : Math.round(o.startedAt),
+        o.observed === undefined ? "" : Math.max(0, Math.round(o.observed.durationMs)),
+        o.httpStatus ?? "",
+      );
     }
     const raw = await runScript(
       this.redis,
       lua.settle,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.dead, this.keys.done(now, this.retentionMs), this.keys.topicIndex],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
       args,
     );
     const applied = z.array(intReply).length(outcomes.length).parse(raw);
@@ -482,6 +588,75 @@ export class Queue {
     return code === 1 ? "cancelled" : code === -1 ? "inflight" : "not-found";
   }
 
+  /**
+   * Cancels the scheduled jobs of a due window (every scheduled job without
+   * one), at most {@link BULK_CANCEL_BATCH} (fewer with large payloads) per
+   * call, in due order: pass `next` back as `after` until it is null. Jobs in
+   * flight are left alone; `inflight` says how many the topic has. Each
+   * cancelled job stays readable as "cancelled" for the retention window.
+   */
+  async cancelWindow(
+    topic: string,
+    options: {
+      /** Lowest due time cancelled, epoch ms. Default: none. */
+      dueFrom?: number;
+      /** Highest due time cancelled, epoch ms. Default: none. */
+      dueTo?: number;
+      /** Where the previous call stopped. Default: the window's start. */
+      after?: ListPosition;
+    } = {},
+  ): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
+    const t = this.keys.topic(topic);
+    const now = this.now();
+    const raw = await runScript(
+      this.redis,
+      lua.cancelJobs,
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, this.keys.done(now, this.retentionMs)],
+      [
+        now,
+        this.doneTtlMs,
+        "window",
+        options.dueFrom === undefined ? "-inf" : Math.round(options.dueFrom),
+        options.dueTo === undefined ? "+inf" : Math.round(options.dueTo),
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        BULK_CANCEL_BATCH,
+        BULK_CALL_BYTES,
+      ],
+    );
+    const [cancelled, more, score, id, inflight] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string(), intReply]).parse(raw);
+    // A call that stops early has cancelled at least one job: its position is where the next one goes on.
+    const next = more === 1 ? { score: numericReply.parse(score), id } : null;
+    return { cancelled, inflight, next };
+  }
+
+  /**
+   * Cancels the given jobs of a topic that are scheduled (each id once); the
+   * others are counted: in flight (left alone) or not scheduled (unknown,
+   * finished, another topic's). Bounded Redis calls, as {@link cancelWindow}.
+   */
+  async cancelIds(topic: string, ids: string[]): Promise<{ cancelled: number; inflight: number; notScheduled: number }> {
+    const t = this.keys.topic(topic);
+    const total = { cancelled: 0, inflight: 0, notScheduled: 0 };
+    const unique = [...new Set(ids)];
+    for (let at = 0; at < unique.length; ) {
+      const now = this.now();
+      const batch = unique.slice(at, at + BULK_CANCEL_BATCH);
+      const raw = await runScript(
+        this.redis,
+        lua.cancelJobs,
+        [t.due, t.lease, this.keys.jobs, this.keys.meta, this.keys.done(now, this.retentionMs)],
+        [now, this.doneTtlMs, "ids", "-inf", "+inf", "", "", BULK_CANCEL_BATCH, BULK_CALL_BYTES, ...batch],
+      );
+      const [cancelled, handled, inflight, missing] = z.tuple([intReply, intReply, intReply, intReply]).parse(raw);
+      total.cancelled += cancelled;
+      total.inflight += inflight;
+      total.notScheduled += missing;
+      at += Math.max(1, handled);
+    }
+    return total;
+  }
+
   /** Moves a scheduled job to a new due time (a time in the past means now). */
   async reschedule(id: string, dueAt: number): Promise<"rescheduled" | "not-found" | "inflight"> {
     const topic = topicOfJobId(id);
@@ -502,14 +677,14 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.get,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf],
+      [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf, t.deadEntries],
       [id],
     );
-    const [record, meta, due, lease, finished, topicMaxAttempts] = z.array(nullableString).length(6).parse(raw);
+    const [record, meta, due, lease, finished, topicMaxAttempts, letter] = z.array(nullableString).length(7).parse(raw);
     const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? (topicMaxAttempts ? Number(topicMaxAttempts) : this.defaults.maxAttempts);
     if (record) {
       const job = parseRecord(record);
-      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null };
+      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null, d: undefined, h: undefined };
       const view: JobView = {
         id,
         topic,
@@ -521,9 +696,27 @@ export class Queue {
         createdAt: job.createdAt,
         payload: job.payload,
         ...scheduleOf(job),
+        history: m.h ?? [],
       };
       if (lease) view.leaseExpiresAt = Number(lease);
       return view;
+    }
+    if (!finished && letter) {
+      // Past the retention window, a dead job is still known by its dead letter.
+      const e = deadEntrySchema.parse(JSON.parse(letter));
+      return {
+        id,
+        topic,
+        state: "dead",
+        dueAt: null,
+        attempts: e.attempts,
+        maxAttempts: maxAttemptsOf(e.job),
+        lastError: e.lastError,
+        createdAt: e.job.createdAt,
+        payload: e.job.payload,
+        finishedAt: e.failedAt,
+        history: e.history,
+      };
     }
     if (!finished) return null;
     const d = doneSchema.parse(JSON.parse(finished));
@@ -540,38 +733,208 @@ export class Queue {
       payload: d.job.payload,
       finishedAt: d.finishedAt,
       ...scheduleOf(d.job),
+      history: d.history,
     };
   }
 
-  /** A page of a topic's dead letters, newest first. `cursor` is an offset from the newest. */
-  async listDead(topic: string, options: { limit?: number; cursor?: number } = {}): Promise<{ entries: DeadEntry[]; nextCursor: number | null }> {
-    const limit = Math.min(Math.max(1, options.limit ?? 50), 1_000);
-    const start = Math.max(0, options.cursor ?? 0);
-    const raw = await redisCall(() => this.redis.lrange(this.keys.topic(topic).dead, start, start + limit));
-    const rows = z.array(z.string()).parse(raw);
-    const entries = rows.slice(0, limit).map((r) => deadEntrySchema.parse(JSON.parse(r)));
-    return { entries, nextCursor: rows.length > limit ? start + limit : null };
+  /**
+   * A page of a topic's scheduled jobs in due order, or of its jobs in flight
+   * in lease-deadline order (ties in id order, which is enqueue order).
+   * `next` is where the page ended; passed back as `after`, it starts the
+   * next page right after that job, so jobs enqueued, claimed or cancelled
+   * meanwhile never make a page repeat or skip one that stays listed. One
+   * command per call plus a few per page, however large the set.
+   */
+  async listJobs(topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 100)), MAX_LIST_LIMIT);
+    const t = this.keys.topic(topic);
+    const set = options.state === "scheduled" ? t.due : t.lease;
+    const raw = await runScript(
+      this.redis,
+      lua.listJobs,
+      [set, this.keys.jobs, this.keys.meta],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.from === undefined ? "-inf" : Math.round(options.from),
+        options.to === undefined ? "+inf" : Math.round(options.to),
+        limit,
+        options.payload ? "1" : "0",
+        LIST_PAGE_BYTES,
+      ],
+    );
+    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
+    const jobs: ListedJob[] = [];
+    for (let i = 0; i + 3 < rows.length; i += 4) {
+      const id = String(rows[i]);
+      const score = numericReply.parse(rows[i + 1]);
+      const meta = typeof rows[i + 2] === "string" ? metaSchema.parse(JSON.parse(rows[i + 2] as string)) : null;
+      const record = typeof rows[i + 3] === "string" ? parseRecord(rows[i + 3] as string) : null;
+      const inflight = options.state === "inflight";
+      const job: ListedJob = {
+        id,
+        topic,
+        state: options.state,
+        dueAt: inflight ? (meta?.d ?? null) : score,
+        attempts: meta?.a ?? 0,
+        lastError: meta?.e ?? null,
+        createdAt: record?.createdAt ?? createdAtOfJobId(id) ?? 0,
+      };
+      if (inflight) job.leaseExpiresAt = score;
+      if (options.payload) job.payload = record?.payload ?? null;
+      jobs.push(job);
+    }
+    const last = jobs.at(-1);
+    const lastScore = rows.length >= 4 ? numericReply.parse(rows[rows.length - 3]) : 0;
+    return { jobs, next: more === 1 && last ? { score: lastScore, id: last.id } : null };
+  }
+
+  /** Moves a topic's dead letters of earlier versions (a list) to where they are kept now, a bounded batch per call. */
+  private async migrateDead(topic: string): Promise<void> {
+    const t = this.keys.topic(topic);
+    while (intReply.parse(await runScript(this.redis, lua.migrateDead, [t.deadLegacy, t.deadAt, t.deadEntries], [DEAD_BATCH])) > 0);
   }
 
   /**
-   * Puts dead jobs back on the schedule with fresh attempts. Returns how many,
-   * and which of the given ids are not dead letters of the topic (each once;
-   * always empty with `all`).
+   * A page of a topic's dead letters, newest first (ties by id), optionally
+   * within a failed-time window. `next` is where the page ended; passed back
+   * as `after` it starts the next page right after that letter, so letters
+   * that arrive, are replayed, deleted or trimmed meanwhile never make a page
+   * repeat or skip one that stays.
    */
-  async replayDead(topic: string, options: { ids?: string[]; all?: boolean; dueAt?: number }): Promise<{ replayed: number; notFound: string[] }> {
+  async listDead(
+    topic: string,
+    options: {
+      /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */
+      limit?: number;
+      /** Where the previous page ended. Default: the newest letter. */
+      after?: ListPosition;
+      /** Earliest failed time listed, epoch ms. Default: none. */
+      failedFrom?: number;
+      /** Latest failed time listed, epoch ms. Default: none. */
+      failedTo?: number;
+    } = {},
+  ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
+    await this.migrateDead(topic);
     const t = this.keys.topic(topic);
-    const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
-    const args = options.all ? [due, "all", topic] : [due, "ids", topic, ...(options.ids ?? [])];
-    if (!options.all && (options.ids ?? []).length === 0) return { replayed: 0, notFound: [] };
-    const [replayed, ...notFound] = z
-      .tuple([intReply], z.string())
-      .parse(await runScript(this.redis, lua.replayDead, [t.dead, t.due, this.keys.jobs, this.keys.meta, this.keys.topicIndex], args));
-    return { replayed, notFound };
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), MAX_LIST_LIMIT);
+    const raw = await runScript(
+      this.redis,
+      lua.listDead,
+      [t.deadAt, t.deadEntries],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.failedFrom === undefined ? "-inf" : Math.round(options.failedFrom),
+        options.failedTo === undefined ? "+inf" : Math.round(options.failedTo),
+        limit,
+        LIST_PAGE_BYTES,
+      ],
+    );
+    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
+    const entries: DeadEntry[] = [];
+    let last: ListPosition | null = null;
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      last = { score: numericReply.parse(rows[i + 1]), id: String(rows[i]) };
+      if (typeof rows[i + 2] === "string") entries.push(deadEntrySchema.parse(JSON.parse(rows[i + 2] as string)));
+    }
+    return { entries, next: more === 1 ? last : null };
   }
 
-  /** Drops a topic's dead letters; returns how many. */
-  async purgeDead(topic: string): Promise<number> {
-    return intReply.parse(await runScript(this.redis, lua.purgeDead, [this.keys.topic(topic).dead], []));
+  /** One dead letter by id, or null when the topic holds none for it. */
+  async deadLetter(id: string): Promise<DeadEntry | null> {
+    const topic = topicOfJobId(id);
+    if (!topic) return null;
+    await this.migrateDead(topic);
+    const raw = await redisCall(() => this.redis.hget<string>(this.keys.topic(topic).deadEntries, id));
+    return raw === null ? null : deadEntrySchema.parse(typeof raw === "string" ? JSON.parse(raw) : raw);
+  }
+
+  /**
+   * Puts the given dead jobs back on the schedule with fresh attempts (their
+   * attempt history kept), each due at `dueAt` plus a random share of
+   * `spreadMs`. Returns how many, and which of the given ids are not dead
+   * letters of the topic (each once). Bounded Redis calls of
+   * {@link DEAD_BATCH} letters (fewer with large payloads) each.
+   */
+  async replayDead(topic: string, options: { ids: string[]; dueAt?: number; spreadMs?: number }): Promise<{ replayed: number; notFound: string[] }> {
+    await this.migrateDead(topic);
+    const unique = [...new Set(options.ids)];
+    const total = { replayed: 0, notFound: [] as string[] };
+    for (let at = 0; at < unique.length; ) {
+      const [replayed, handled, ...notFound] = z
+        .tuple([intReply, intReply], z.string())
+        .parse(await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "ids"), ...unique.slice(at, at + DEAD_BATCH)]));
+      total.replayed += replayed;
+      total.notFound.push(...notFound);
+      at += Math.max(1, handled);
+    }
+    return total;
+  }
+
+  /**
+   * One bounded step of replaying a topic's dead letters, oldest first: those
+   * within a failed-time window whose error holds `errorContains` (every
+   * letter without filters). Pass `next` back as `after` until it is null.
+   * At most {@link DEAD_BATCH} letters are looked at per call (fewer with
+   * large payloads), so no call holds Redis for long.
+   */
+  async replayDeadStep(topic: string, options: DeadFilter & { after?: ListPosition; dueAt?: number; spreadMs?: number } = {}): Promise<{ replayed: number; next: ListPosition | null }> {
+    await this.migrateDead(topic);
+    const raw = await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "walk"), ...walkArgs(options)]);
+    const [replayed, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
+    return { replayed, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+  }
+
+  private replayKeys(topic: string): string[] {
+    const t = this.keys.topic(topic);
+    return [t.deadAt, t.deadEntries, t.due, this.keys.jobs, this.keys.meta, this.keys.topicIndex];
+  }
+
+  private replayArgs(topic: string, options: { dueAt?: number; spreadMs?: number }, mode: "ids" | "walk"): Array<string | number> {
+    const due = Math.max(this.now(), Math.round(options.dueAt ?? 0));
+    return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, DEAD_BATCH, BULK_CALL_BYTES, mode];
+  }
+
+  /** One bounded step of dropping a topic's dead letters, as {@link replayDeadStep} walks them. */
+  async purgeDeadStep(topic: string, options: DeadFilter & { after?: ListPosition } = {}): Promise<{ purged: number; next: ListPosition | null }> {
+    await this.migrateDead(topic);
+    const t = this.keys.topic(topic);
+    const raw = await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [DEAD_BATCH, BULK_CALL_BYTES, "walk", ...walkArgs(options)]);
+    const [purged, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
+    return { purged, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+  }
+
+  /** Replays every dead letter a filter picks (all without one), step after bounded step; returns how many. */
+  async replayDeadMatching(topic: string, options: DeadFilter & { dueAt?: number; spreadMs?: number } = {}): Promise<number> {
+    let replayed = 0;
+    let after: ListPosition | undefined;
+    for (;;) {
+      const r = await this.replayDeadStep(topic, { ...options, ...(after ? { after } : {}) });
+      replayed += r.replayed;
+      if (!r.next) return replayed;
+      after = r.next;
+    }
+  }
+
+  /** Drops every dead letter a filter picks (all without one), step after bounded step; returns how many. */
+  async purgeDead(topic: string, filter: DeadFilter = {}): Promise<number> {
+    let purged = 0;
+    let after: ListPosition | undefined;
+    for (;;) {
+      const r = await this.purgeDeadStep(topic, { ...filter, ...(after ? { after } : {}) });
+      purged += r.purged;
+      if (!r.next) return purged;
+      after = r.next;
+    }
+  }
+
+  /** Drops one dead letter; false when the topic holds none for that id. */
+  async deleteDead(topic: string, id: string): Promise<boolean> {
+    await this.migrateDead(topic);
+    const t = this.keys.topic(topic);
+    const [purged] = z.tuple([intReply]).parse(await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id]));
+    return purged === 1;
   }
 
   /** Changes a topic's settings (null clears a field back to its default) and registers it. */
@@ -608,7 +971,21 @@ export class Queue {
     | { result: "not-empty"; scheduled: number; inflight: number; dead: number }
   > {
     const t = this.keys.topic(topic);
-    const keys = [t.due, t.lease, t.dead, t.conf, t.bucket, t.metrics, this.keys.jobs, this.keys.meta, this.keys.topics, this.keys.topicIndex, this.keys.parked];
+    const keys = [
+      t.due,
+      t.lease,
+      t.deadAt,
+      t.conf,
+      t.bucket,
+      t.metrics,
+      this.keys.jobs,
+      this.keys.meta,
+      this.keys.topics,
+      this.keys.topicIndex,
+      this.keys.parked,
+      t.deadEntries,
+      t.deadLegacy,
+    ];
     const purged = { scheduled: 0, dead: 0 };
     for (;;) {
       const [code, dropped, droppedDead, scheduled, inflight, dead] = z
@@ -637,7 +1014,7 @@ export class Queue {
   async topicStats(topic: string): Promise<TopicStats> {
     const t = this.keys.topic(topic);
     const now = this.now();
-    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.dead, t.conf, t.metrics], [now]);
+    const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.deadLegacy], [now]);
     const [scheduled, ready, inflight, dead, conf, [dispatched, total], oldest] = z
       .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
       .parse(raw);

@@ -54,7 +54,54 @@ export function parseRecord(text: string): JobRecord {
   return jobRecordSchema.parse(JSON.parse(text));
 }
 
-export const metaSchema = z.object({ a: z.number().int(), d: z.number().optional(), e: z.string().nullish() });
+/** How an attempt ended, as its job's attempt history records it. */
+export type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale";
+
+/** One entry of a job's attempt history. */
+export interface AttemptRecord {
+  attempt: number;
+  /** When the handler started (for a pull consumer: when the job was claimed), epoch ms; null when unknown. */
+  startedAt: number | null;
+  /** How long the attempt ran until it settled (or until its lease was reaped), ms; null when unknown. */
+  durationMs: number | null;
+  /**
+   * ok, retry, dead; "expired": the lease expired before the attempt settled;
+   * "stale": the attempt settled after its lease had expired and the job had moved on.
+   */
+  outcome: AttemptOutcome;
+  /** The HTTP status of the delivery's response (http deliveries that got one). */
+  httpStatus?: number;
+  /** The error text, at most 1 KB. */
+  error?: string;
+}
+
+// As lua/lib/records.lua stores an entry: short names, since every live job carries its history.
+const storedAttempt = z
+  .object({
+    n: z.number().int(),
+    t: z.number().optional(),
+    ms: z.number().optional(),
+    o: z.enum(["ok", "retry", "dead", "expired", "stale"]),
+    st: z.number().int().optional(),
+    e: z.string().optional(),
+  })
+  .transform((s): AttemptRecord => {
+    const r: AttemptRecord = { attempt: s.n, startedAt: s.t ?? null, durationMs: s.ms ?? null, outcome: s.o };
+    if (s.st !== undefined) r.httpStatus = s.st;
+    if (s.e !== undefined) r.error = s.e;
+    return r;
+  });
+// Scripts never store an empty history (cjson would encode it as {}): lua/lib/records.lua historyJson.
+const storedHistory = z.array(storedAttempt);
+
+export const metaSchema = z.object({
+  a: z.number().int(),
+  d: z.number().optional(),
+  e: z.string().nullish(),
+  /** When the current attempt was claimed. */
+  s: z.number().optional(),
+  h: storedHistory.optional(),
+});
 
 /** A finished job's record as kept for the retention window. */
 export const doneSchema = z.object({
@@ -62,6 +109,8 @@ export const doneSchema = z.object({
   attempts: z.number().int(),
   lastError: z.string().nullable(),
   finishedAt: z.number(),
+  // Records written before attempt histories were kept have none.
+  history: storedHistory.default([]),
   job: jobRecordSchema,
 });
 
@@ -71,6 +120,7 @@ export const deadEntrySchema = z.object({
   attempts: z.number().int(),
   lastError: z.string().nullable(),
   failedAt: z.number(),
+  history: storedHistory.default([]),
   job: jobRecordSchema,
 });
 export type DeadEntry = z.infer<typeof deadEntrySchema>;

@@ -44,15 +44,23 @@ async function withTimeout<T>(ms: number, work: (signal: AbortSignal) => Promise
   }
 }
 
-/** When the handler started and ended, by the dispatch clock. */
+/** When the handler started and ended, by the dispatch clock, and the HTTP status an http delivery got. */
 interface Run {
   startedAt: number;
   endedAt: number;
+  httpStatus?: number;
+}
+
+/** The HTTP status a failure carries (the http handler's, or a code handler's that set one). */
+function httpStatusOf(err: Error): number | undefined {
+  return err instanceof RetryableError || err instanceof PermanentError ? err.httpStatus : undefined;
 }
 
 function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchContext, run: Run): Outcome {
   const observed = { latenessMs: run.startedAt - job.dueAt, durationMs: run.endedAt - run.startedAt };
-  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack", observed };
+  const httpStatus = result instanceof Error ? httpStatusOf(result) : run.httpStatus;
+  const attempt = { observed, startedAt: run.startedAt, ...(httpStatus === undefined ? {} : { httpStatus }) };
+  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack", ...attempt };
   const decision = decideAfterFailure({
     attempt: job.attempt,
     maxAttempts: job.record.maxAttempts ?? ctx.settings.maxAttempts,
@@ -63,8 +71,8 @@ function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchCo
   });
   const error = errorText(result);
   return decision.kind === "retry"
-    ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error, observed }
-    : { id: job.id, attempt: job.attempt, kind: "dead", error, observed };
+    ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error, ...attempt }
+    : { id: job.id, attempt: job.attempt, kind: "dead", error, ...attempt };
 }
 
 function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch): JobContext {
@@ -150,18 +158,19 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
         ctx.overall.run(async () => {
           const startedAt = ctx.now();
           try {
-            await withTimeout(timeoutOf(job), async (signal) => {
+            const httpStatus = await withTimeout(timeoutOf(job), async (signal) => {
               const context = contextOf(job, signal, ctx.fetch);
-              if (registered) await registered.fn(context);
-              else {
-                const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets };
-                if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
-                const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
-                if (secret !== undefined) delivery.signingSecret = secret;
-                await deliverHttp(context, delivery);
+              if (registered) {
+                await registered.fn(context);
+                return undefined;
               }
+              const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets };
+              if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
+              const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
+              if (secret !== undefined) delivery.signingSecret = secret;
+              return (await deliverHttp(context, delivery)).status;
             });
-            return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now() }));
+            return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now(), ...(httpStatus === undefined ? {} : { httpStatus }) }));
           } catch (err) {
             return told(outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() }));
           }

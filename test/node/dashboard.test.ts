@@ -55,6 +55,17 @@ beforeAll(async () => {
   throw new Error(`the stack did not process the jobs in time:\n${JSON.stringify(await dl.stats({ minutes: 1 }))}\n${stack.output()}`);
 }, 150_000);
 
+/** A page that records console errors, page errors, failed requests and any request off the stack. */
+async function watchedPage(browser: Awaited<ReturnType<typeof launchChromium>>, height: number) {
+  const page = await browser.newPage({ viewport: { width: 1400, height } });
+  const problems: string[] = [];
+  page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
+  page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+  return { page, problems };
+}
+
 afterAll(async () => {
   await stack?.stop();
   await new Promise((r) => receiver?.close(() => r(undefined)));
@@ -63,12 +74,7 @@ afterAll(async () => {
 it("the dashboard shows live data, draws every chart, and replaying a dead job lowers the dead count", { timeout: 90_000 }, async () => {
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const problems: string[] = [];
-    page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
-    page.on("request", (r) => !r.url().startsWith(`${stack.url}/`) && problems.push(`off-site: ${r.url()}`));
+    const { page, problems } = await watchedPage(browser, 1000);
 
     await page.goto(`${stack.url}/dashboard`);
     // The icon the page names is there: the browser fetches it (out of the page's sight) and logs a 404 as a console error.
@@ -117,6 +123,72 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
     await expect.poll(async () => (await dl.topic("dash-fail")).counters.succeeded, { timeout: 20_000 }).toBe(1);
 
     await page.screenshot({ path: join(artifactDir(), "dashboard.png"), fullPage: true });
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+});
+
+it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection; the job view shows a dead job's attempts; the search opens a job by id", { timeout: 90_000 }, async () => {
+  const scheduled = (await dl.listJobs("dash-ok")).jobs.map((j) => j.id);
+  expect(scheduled).toHaveLength(5);
+  const [dead] = (await dl.deadLetters("dash-fail")).entries;
+  expect(dead).toBeDefined();
+  const browser = await launchChromium();
+  try {
+    const { page, problems } = await watchedPage(browser, 1200);
+    await page.goto(`${stack.url}/dashboard`);
+    await page.locator("#token").fill(stack.token);
+    await page.locator("#login button[type=submit]").click();
+    const okRow = page.locator('#topics tr[data-topic="dash-ok"]');
+
+    // The scheduled count opens the browser: the five jobs due in an hour, in due order.
+    await okRow.locator('[data-field="scheduled"] button').click();
+    const rows = page.locator("#jobs-list tbody tr");
+    await rows.nth(4).waitFor();
+    const listed = async () => Promise.all(Array.from({ length: await rows.count() }, (_, i) => rows.nth(i).getAttribute("data-job")));
+    expect(await listed()).toEqual(scheduled);
+    expect(await page.locator("#jobs-state").inputValue()).toBe("scheduled");
+
+    // A job opens with its facts, payload and (no) attempts.
+    await page.locator(`#jobs-list tr[data-job="${scheduled[0]}"] [data-action="open"]`).click();
+    await page.locator("#job-id", { hasText: scheduled[0]! }).waitFor();
+    expect(JSON.parse((await page.locator("#job-payload").textContent())!)).toEqual({ later: 0 });
+    expect(await page.locator('#job-facts [data-fact="state"]').textContent()).toBe("scheduled");
+    await page.locator("#job-no-history").waitFor();
+
+    // Cancel one, then a selection of two.
+    await page.locator(`#jobs-list tr[data-job="${scheduled[0]}"] [data-action="cancel"]`).click();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(4);
+    for (const id of scheduled.slice(1, 3)) await page.locator(`#jobs-list tr[data-job="${id}"] [data-action="select"]`).check();
+    const cancelSelected = page.locator("#jobs-cancel-selected");
+    expect(await cancelSelected.textContent()).toBe("Cancel 2 selected");
+    await cancelSelected.click();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(2);
+    expect(await listed()).toEqual(scheduled.slice(3));
+    for (const id of scheduled.slice(0, 3)) expect((await dl.get(id))!.state, id).toBe("cancelled");
+    await okRow.locator('[data-field="scheduled"]', { hasText: "2" }).waitFor({ timeout: 10_000 });
+
+    // The search opens a dead job by id: its attempt, with the receiver's 500.
+    await page.locator("#job-search-id").fill(dead!.id);
+    await page.locator("#job-search button[type=submit]").click();
+    await page.locator("#job-id", { hasText: dead!.id }).waitFor();
+    expect(await page.locator('#job-facts [data-fact="state"]').textContent()).toBe("dead");
+    const attempt = page.locator('#job-history tbody tr[data-attempt="1"]');
+    await attempt.waitFor();
+    expect(await attempt.locator('[data-field="outcome"]').textContent()).toBe("dead");
+    expect(await attempt.locator('[data-field="status"]').textContent()).toBe("500");
+    await page.screenshot({ path: join(artifactDir(), "job-browser.png"), fullPage: true });
+
+    // An unknown id says so.
+    await page.locator("#job-search-id").fill("dash-ok.01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    await page.locator("#job-search button[type=submit]").click();
+    await page.locator("#job-missing", { hasText: "No job dash-ok.01ARZ3NDEKTSV4RRFFQ69G5FAV" }).waitFor();
+    expect(await page.locator("#job-history-box").isHidden()).toBe(true);
+    // The browser logs the 404 as a console error; that one is expected, any other is not.
+    const notFound = problems.findIndex((p) => /status of 404/.test(p));
+    expect(notFound, problems.join("\n")).toBeGreaterThanOrEqual(0);
+    problems.splice(notFound, 1);
     expect(problems).toEqual([]);
   } finally {
     await browser.close();

@@ -8,6 +8,7 @@ import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import {
   AckBody,
+  historyView,
   BatchBody,
   EnqueueResponse,
   iso,
@@ -128,6 +129,7 @@ export const jobs = router()
           ...(job.leaseExpiresAt !== undefined ? { leaseExpiresAt: iso(job.leaseExpiresAt) } : {}),
           ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
           ...(job.scheduleId !== undefined && job.scheduledFor !== undefined ? { scheduleId: job.scheduleId, scheduledFor: iso(job.scheduledFor) } : {}),
+          history: historyView(job.history),
         },
         200,
       );

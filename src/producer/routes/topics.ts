@@ -6,7 +6,7 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
-import { ClaimBody, ClaimedView, DeadEntryView, iso, ReplayBody, ReplayResult, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
+import { ClaimBody, ClaimedView, iso, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
@@ -120,63 +120,6 @@ export const topics = router()
     await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
     return c.json(view(await c.get("queue").topicStats(topic)), 200);
   })
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/{topic}/dead",
-      summary: "Dead letters, newest first",
-      request: {
-        params: TopicParam,
-        query: z.object({
-          limit: z.coerce.number().int().min(1).max(1_000).default(50),
-          cursor: z.coerce.number().int().min(0).default(0),
-        }),
-      },
-      responses: {
-        200: { description: "A page", ...json(z.object({ entries: z.array(DeadEntryView), nextCursor: z.string().nullable() })) },
-        ...problemResponses([401, 422, 503]),
-      },
-    }),
-    async (c) => {
-      const { topic } = c.req.valid("param");
-      const { limit, cursor } = c.req.valid("query");
-      const page = await c.get("queue").listDead(topic, { limit, cursor });
-      return c.json(
-        {
-          entries: page.entries.map((e) => ({ id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload })),
-          nextCursor: page.nextCursor === null ? null : String(page.nextCursor),
-        },
-        200,
-      );
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/{topic}/dead/replay",
-      summary: "Put dead jobs back on the schedule with fresh attempts",
-      request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
-      responses: { 200: { description: "Replayed, and the ids that were not dead letters", ...json(ReplayResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
-    }),
-    async (c) => {
-      const { topic } = c.req.valid("param");
-      const body = c.req.valid("json");
-      const dueAt = Date.now() + (body.delay ?? 0);
-      const { replayed, notFound } = await c.get("queue").replayDead(topic, body.all ? { all: true, dueAt } : { ids: body.ids!, dueAt });
-      if (replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
-      return c.json({ replayed, notFound }, 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "delete",
-      path: "/{topic}/dead",
-      summary: "Drop every dead letter of a topic",
-      request: { params: TopicParam },
-      responses: { 200: { description: "Purged", ...json(z.object({ purged: z.number().int() })) }, ...problemResponses([401, 422, 503]) },
-    }),
-    async (c) => c.json({ purged: await c.get("queue").purgeDead(c.req.valid("param").topic) }, 200),
-  )
   .openapi(
     createRoute({
       method: "post",

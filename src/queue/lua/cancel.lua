@@ -1,11 +1,12 @@
 --[[
   cancel: removes a scheduled job (never one in flight) and keeps a
-  "cancelled" record readable for the retention window.
+  "cancelled" record, with the attempt history of the job, readable for the
+  retention window.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[5]  done hash       finished-job records of the current retention bucket
 
   ARGV[1]  job id
@@ -25,11 +26,13 @@ if rcall("ZREM", dueKey, id) == 0 then
 end
 local record = rcall("HGET", jobsKey, id)
 local meta = rcall("HGET", metaKey, id)
-local attempts, lastError = 0, "null"
+local attempts, lastError, history = 0, "null", nil
 if meta then
   local m = cjson.decode(meta)
   attempts = m.a
+  history = m.h
   if m.e then lastError = cjson.encode(m.e) end
 end
-writeFinished(jobsKey, metaKey, doneKey, doneTtl, { id }, { id, doneRecord("cancelled", attempts, lastError, nowText, record) })
+local done = doneRecord("cancelled", attempts, lastError, nowText, historyJson(history), record)
+writeFinished(jobsKey, metaKey, doneKey, doneTtl, { id }, { id, done })
 return 1

@@ -7,24 +7,28 @@
   drops such a topic from the topic index.
 
   Then reaps leases that expired (a worker died or hung): each is a failed
-  attempt, scheduled again by its backoff policy or, with no attempts left,
-  moved to the dead-letter list. Then refills the topic's token bucket and
+  attempt, recorded as "expired" in the job's attempt history
+  (lib/records.lua), scheduled again by its backoff policy or, with no
+  attempts left, moved to the dead-letter list. Then refills the topic's token bucket and
   takes up to min(max, tokens, concurrency left) jobs that are due, oldest due
   first (ties in enqueue order), moves them to the lease set with a deadline
-  and bumps their attempt. Paused topics reap but take nothing. A push claim
+  and bumps their attempt, noting when it was claimed (the start of a pull
+  consumer's attempt, whose settle does not say). Paused topics reap but take
+  nothing. A push claim
   finally writes the topic's exact score in the topic index (lib/index.lua):
   when the tick can next make progress on it, or removes it when never.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms of the attempt,"e":last error}
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms of the attempt,"e":last error,"s":claimed ms,"h":history}
   KEYS[5]  conf hash       topic settings
   KEYS[6]  bucket hash     token bucket: t (tokens), ts (ms of last refill)
   KEYS[7]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
-  KEYS[8]  dead list       dead-letter entries, newest first
+  KEYS[8]  dead-letter set  zset id -> failed ms
   KEYS[9]  done hash       finished-job records of the current retention bucket
   KEYS[10] topic index     zset topic -> when the tick should next look at it
+  KEYS[11] dead letters    hash id -> dead-letter entry JSON
 
   ARGV[1]  now, epoch ms
   ARGV[2]  max jobs to take
@@ -52,8 +56,8 @@
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadKey, doneKey, indexKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local defaultMaxAttempts = tonumber(ARGV[5])
@@ -108,11 +112,14 @@ if #expired > 0 then
       local attempts = meta.a
       local maxAttempts = job.maxAttempts or tonumber(conf.maxAttempts) or defaultMaxAttempts
       local err = "lease expired: attempt " .. attempts .. " did not settle in time"
+      local started = meta.s
+      local history = appendAttempt(meta.h, { n = attempts, t = started, ms = started and math.max(0, now - started), o = "expired", e = err })
       if attempts >= maxAttempts then
         local e = cjson.encode(err)
-        deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, ARGV[1], record)
+        local hist = historyJson(history)
+        deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, ARGV[1], hist, record)
         doneArgs[#doneArgs + 1] = id
-        doneArgs[#doneArgs + 1] = doneRecord("dead", attempts, e, ARGV[1], record)
+        doneArgs[#doneArgs + 1] = doneRecord("dead", attempts, e, ARGV[1], hist, record)
         died = died + 1
       else
         local policy = job.backoff or (conf.backoff and cjson.decode(conf.backoff)) or cjson.decode(defaultBackoff)
@@ -120,7 +127,7 @@ if #expired > 0 then
         dueArgs[#dueArgs + 1] = at
         dueArgs[#dueArgs + 1] = id
         metaArgs[#metaArgs + 1] = id
-        metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = at, e = err })
+        metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = at, e = err, h = history })
         retried = retried + 1
       end
     end
@@ -131,7 +138,7 @@ if #expired > 0 then
     local ids = {}
     for i = 1, #doneArgs, 2 do ids[#ids + 1] = doneArgs[i] end
     writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
-    pushDead(deadKey, deadEntries, deadCap)
+    pushDead(deadAtKey, deadEntriesKey, ids, deadEntries, ARGV[1], deadCap)
   end
   if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
 end
@@ -178,10 +185,11 @@ if take > 0 then
       if records[i] then
         local meta = metas[i] and cjson.decode(metas[i]) or { a = 0 }
         local attempt = meta.a + 1
+        meta.a, meta.d, meta.s = attempt, tonumber(dues[i]), now
         leaseArgs[#leaseArgs + 1] = deadline
         leaseArgs[#leaseArgs + 1] = id
         metaArgs[#metaArgs + 1] = id
-        metaArgs[#metaArgs + 1] = cjson.encode({ a = attempt, d = tonumber(dues[i]), e = meta.e })
+        metaArgs[#metaArgs + 1] = cjson.encode(meta)
         out[#out + 1] = id
         out[#out + 1] = attempt
         out[#out + 1] = dues[i]

@@ -3,24 +3,26 @@
   token bucket, metrics, dead letters, its place in the registry, the topic
   index and the parked set — but only when it is empty: nothing in flight,
   and (unless purging) nothing scheduled and no dead letters. Purging drops
-  scheduled jobs at most ARGV[3] per call, so no call holds Redis for long;
-  the caller repeats the call until it answers 1.
+  scheduled jobs, then dead letters, at most ARGV[3] per call, so no call
+  holds Redis for long; the caller repeats the call until it answers 1.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
-  KEYS[3]  dead list       dead-letter entries
+  KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
   KEYS[5]  bucket hash     token bucket
   KEYS[6]  metrics hash    counters, metrics vectors, per-minute series
   KEYS[7]  jobs hash       id -> record JSON
-  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[9]  topics set      topic registry
   KEYS[10] topic index     zset topic -> when the tick should next look at it
   KEYS[11] parked set      topics that are pull or paused
+  KEYS[12] dead letters    hash id -> dead-letter entry JSON
+  KEYS[13] old dead list   dead letters of earlier versions not yet moved (migrate-dead.lua)
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
-  ARGV[3]  most scheduled jobs dropped per call
+  ARGV[3]  most scheduled jobs (or dead letters) dropped per call
 
   Returns  { code, scheduled jobs dropped by this call, dead letters dropped by this call,
              scheduled jobs, in flight, dead letters (as found) }
@@ -29,7 +31,8 @@
 local rcall = redis.call
 local dueKey, leaseKey, deadKey = KEYS[1], KEYS[2], KEYS[3]
 local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
-local scheduled, inflight, dead = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey), rcall("LLEN", deadKey)
+local scheduled, inflight = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey)
+local dead = rcall("ZCARD", deadKey) + rcall("LLEN", KEYS[13])
 if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead } end
 if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead } end
 
@@ -42,8 +45,18 @@ if scheduled > 0 then
   dropped = #ids
   if dropped < scheduled then return { 0, dropped, 0, scheduled, inflight, dead } end
 end
-rcall("DEL", dueKey, leaseKey, deadKey, KEYS[4], KEYS[5], KEYS[6])
+local droppedDead = 0
+local letters = rcall("ZRANGE", deadKey, 0, batch - 1)
+if #letters > 0 then
+  rcall("ZREM", deadKey, unpack(letters))
+  rcall("HDEL", KEYS[12], unpack(letters))
+  droppedDead = #letters
+  if rcall("ZCARD", deadKey) > 0 then return { 0, dropped, droppedDead, scheduled, inflight, dead } end
+end
+-- The old list is capped like the letters were; its length is counted, and it goes in one DEL.
+droppedDead = droppedDead + rcall("LLEN", KEYS[13])
+rcall("DEL", dueKey, leaseKey, deadKey, KEYS[4], KEYS[5], KEYS[6], KEYS[12], KEYS[13])
 rcall("SREM", KEYS[9], ARGV[1])
 rcall("ZREM", KEYS[10], ARGV[1])
 rcall("SREM", KEYS[11], ARGV[1])
-return { 1, dropped, dead, scheduled, inflight, dead }
+return { 1, dropped, droppedDead, scheduled, inflight, dead }

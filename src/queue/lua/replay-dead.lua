@@ -1,26 +1,47 @@
 --[[
-  replay-dead: puts dead-letter entries back on the schedule with fresh
-  attempts — those whose ids are given, or all of them — and lowers the
-  topic's score in the topic index to their due time.
+  replay-dead: puts dead letters back on the schedule with fresh attempts —
+  given ids, or a bounded step of a walk over the topic's letters (oldest
+  first, within a failed-time window, whose error holds a text; lib/dead.lua)
+  — and lowers the topic's score in the topic index to their earliest due
+  time. A replayed job keeps its attempt history (in its meta, with 0
+  attempts), so the attempts before the replay stay visible; its attempt
+  numbers start again at 1. Each job is due at ARGV[1] plus a random share of
+  ARGV[2], so a large replay does not reach a recovering endpoint at once.
 
-  KEYS[1]  dead list       dead-letter entries, newest first
-  KEYS[2]  due zset        id -> due ms
-  KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
-  KEYS[5]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
+  KEYS[1]  dead-letter set zset id -> failed ms
+  KEYS[2]  dead letters    hash id -> dead-letter entry JSON
+  KEYS[3]  due zset        id -> due ms
+  KEYS[4]  jobs hash       id -> record JSON
+  KEYS[5]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
+  KEYS[6]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
 
-  ARGV[1]  due time for the replayed jobs, epoch ms
-  ARGV[2]  "all" to replay every entry, "ids" to replay only the ids that follow
-  ARGV[3]  topic name
-  ARGV[4…] job ids (with "ids")
+  ARGV[1]  due time of the replayed jobs, epoch ms (the start of the spread)
+  ARGV[2]  spread, ms: each job is due up to this much after ARGV[1] (0: all at ARGV[1])
+  ARGV[3]  seed for the spread
+  ARGV[4]  topic name
+  ARGV[5]  most letters looked at by this call
+  ARGV[6]  most bytes of entries read by this call (at least one batch of 25 is read)
+  ARGV[7]  "walk" (ARGV[8…12]) or "ids" (ARGV[8…])
+  with "walk":
+  ARGV[8]  earliest failed time, or "-inf"
+  ARGV[9]  latest failed time, or "+inf"
+  ARGV[10] position score: where the previous call stopped, or "" for the window's start
+  ARGV[11] position id ("" without a position)
+  ARGV[12] text the error must hold, "" for any
+  with "ids": the job ids, each once, from ARGV[8] (at most ARGV[5])
 
-  Returns  { number of jobs replayed, then (with "ids") each given id that is
-             not among the dead letters, once, in the order given }
+  Returns  "walk": { replayed, 1 when the window may hold more else 0, position score, position id }
+           "ids":  { replayed, how many of the given ids were handled (the caller sends the rest
+                    again), then each handled id that is not a dead letter of the topic }
 ]]
 -- @include index
+-- @include position
+-- @include dead
 local rcall = redis.call
-local deadKey, dueKey, jobsKey, metaKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local due, mode, topic = ARGV[1], ARGV[2], ARGV[3]
+local atKey, entriesKey, dueKey, jobsKey, metaKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local base, spread, topic = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
+local max, budget, mode = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+math.randomseed(tonumber(ARGV[3]))
 
 -- unpack() is limited to a few thousand values; large variadic calls go in slices.
 local function callInSlices(command, key, args)
@@ -29,50 +50,60 @@ local function callInSlices(command, key, args)
   end
 end
 
-local wanted = {}
-for i = 4, #ARGV do wanted[ARGV[i]] = true end
-
-local entries = rcall("LRANGE", deadKey, 0, -1)
-local keep, picked, seen = {}, {}, {}
-for _, entry in ipairs(entries) do
-  -- Entries are built as {"id":…,…,"job":<record>}: the id opens them and the
-  -- record closes them, so neither needs a decode and re-encode (which would
-  -- round payload numbers to 14 digits).
-  local id = string.match(entry, '^{"id":"([^"]+)"')
-  local at = string.find(entry, ',"job":', 1, true)
-  if id and at and (mode == "all" or wanted[id]) and not seen[id] then
-    seen[id] = true
-    picked[#picked + 1] = { id, string.sub(entry, at + 7, -2) }
-  else
-    keep[#keep + 1] = entry
-  end
-end
--- The list is newest first; replaying oldest first keeps equal due times in the original order.
-local records, dues = {}, {}
-for i = #picked, 1, -1 do
-  records[#records + 1] = picked[i][1]
-  records[#records + 1] = picked[i][2]
-  dues[#dues + 1] = due
-  dues[#dues + 1] = picked[i][1]
-end
-local out = { #dues / 2 }
-if mode == "ids" then
-  local told = {}
-  for i = 4, #ARGV do
-    local id = ARGV[i]
-    if not seen[id] and not told[id] then
-      told[id] = true
-      out[#out + 1] = id
+-- Schedules the picked letters ({ id, parts }) and drops them from the dead letters.
+local function replay(picked)
+  if #picked == 0 then return 0 end
+  local records, dues, metas, noHistory, ids = {}, {}, {}, {}, {}
+  local earliest
+  for _, p in ipairs(picked) do
+    local due = base
+    if spread > 0 then due = base + math.floor(math.random() * spread) end
+    if earliest == nil or due < earliest then earliest = due end
+    ids[#ids + 1] = p.id
+    records[#records + 1] = p.id
+    records[#records + 1] = p.parts.record
+    dues[#dues + 1] = due
+    dues[#dues + 1] = p.id
+    if p.parts.history ~= "[]" then
+      metas[#metas + 1] = p.id
+      metas[#metas + 1] = '{"a":0,"h":' .. p.parts.history .. '}'
+    else
+      noHistory[#noHistory + 1] = p.id
     end
   end
+  callInSlices("HSET", jobsKey, records)
+  callInSlices("ZADD", dueKey, dues)
+  if #metas > 0 then callInSlices("HSET", metaKey, metas) end
+  if #noHistory > 0 then callInSlices("HDEL", metaKey, noHistory) end
+  dropDead(atKey, entriesKey, ids)
+  lowerIndex(indexKey, topic, earliest)
+  return #picked
 end
-if #dues == 0 then return out end
-callInSlices("HSET", jobsKey, records)
-callInSlices("ZADD", dueKey, dues)
-lowerIndex(indexKey, topic, tonumber(due))
-local replayedIds = {}
-for i = 2, #dues, 2 do replayedIds[#replayedIds + 1] = dues[i] end
-callInSlices("HDEL", metaKey, replayedIds)
-rcall("DEL", deadKey)
-if #keep > 0 then callInSlices("RPUSH", deadKey, keep) end
+
+if mode == "walk" then
+  local picked, score, id, more = walkDead(atKey, entriesKey, ARGV[8], ARGV[9], ARGV[10], ARGV[11], max, budget, ARGV[12])
+  return { replay(picked), more and 1 or 0, score, id }
+end
+
+-- The caller gives each id once.
+local wanted = {}
+for i = 8, math.min(#ARGV, 7 + max) do wanted[#wanted + 1] = ARGV[i] end
+local picked, missing, bytes, handled = {}, {}, 0, 0
+while handled < #wanted and bytes <= budget do
+  local slice = {}
+  for j = handled + 1, math.min(handled + DEAD_READ_BATCH, #wanted) do slice[#slice + 1] = wanted[j] end
+  local entries = rcall("HMGET", entriesKey, unpack(slice))
+  for j, id in ipairs(slice) do
+    local parts = entries[j] and deadEntryParts(entries[j])
+    if parts then
+      bytes = bytes + #entries[j]
+      picked[#picked + 1] = { id = id, parts = parts }
+    else
+      missing[#missing + 1] = id
+    end
+  end
+  handled = handled + #slice
+end
+local out = { replay(picked), handled }
+for _, id in ipairs(missing) do out[#out + 1] = id end
 return out

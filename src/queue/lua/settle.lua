@@ -2,16 +2,24 @@
   settle: records the outcomes of a chunk of one topic's claimed jobs in one
   call. Each outcome is fenced by its attempt number: unless the job is still
   leased at that very attempt (it was not re-delivered meanwhile), the outcome
-  is stale and changes nothing.
+  is stale and changes nothing but the job's attempt history.
+
+  Every outcome adds an entry to its job's attempt history (lib/records.lua):
+  kept in the meta of a job that is retried, moved into the done record and
+  the dead-letter entry of a job that finishes. A stale outcome of an attempt
+  whose lease expired is added once as "stale" to the meta of a job that
+  still lives (scheduled again, or leased at a later attempt); other stale
+  outcomes (repeats of a settled attempt, or of a finished job) are dropped.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error}
+  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
   KEYS[5]  metrics hash    "total", per-minute ring (lib/metrics.lua)
-  KEYS[6]  dead list       dead-letter entries, newest first
+  KEYS[6]  dead-letter set  zset id -> failed ms
   KEYS[7]  done hash       finished-job records of the current retention bucket
   KEYS[8]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
+  KEYS[9]  dead letters    hash id -> dead-letter entry JSON
 
   ARGV[1]  now, epoch ms
   ARGV[2]  dead-letter cap
@@ -22,8 +30,11 @@
   ARGV[7]  what the topic index learns: "" nothing (pull consumers; pull topics are not indexed),
            "r" each retry's time, "c" the topic's earliest due job, retries included
            (a topic with a concurrency limit: the slots this settle frees let ready jobs start)
-  then for outcome i, five values from ARGV[8 + 5(i-1)]:
-           id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text
+  then for outcome i, eight values from ARGV[8 + 8(i-1)]:
+           id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
+           when the attempt started, ms ("" unknown: when it was claimed),
+           how long it ran, ms ("" unknown: from its start until now),
+           the HTTP status of its delivery ("" none)
 
   Returns  per outcome: 1 applied, 0 stale
 ]]
@@ -31,26 +42,36 @@
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadKey, doneKey, indexKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local nowText = ARGV[1]
+local now = tonumber(nowText)
 local deadCap = tonumber(ARGV[2])
 local doneTtl = ARGV[3]
 local observed = ARGV[4]
 local n = tonumber(ARGV[5])
 local topic, indexMode = ARGV[6], ARGV[7]
-local FIRST = 8
+local FIRST, PER = 8, 8
 
 local ids = {}
-for i = 1, n do ids[i] = ARGV[FIRST + 5 * (i - 1)] end
+for i = 1, n do ids[i] = ARGV[FIRST + PER * (i - 1)] end
 local leased = rcall("ZMSCORE", leaseKey, unpack(ids))
 local metas = rcall("HMGET", metaKey, unpack(ids))
 
+-- The history entry of outcome i, as the attempt's meta (or nil) tells when it was claimed.
+local function attemptEntry(i, outcome, meta)
+  local a = FIRST + PER * (i - 1)
+  local started = tonumber(ARGV[a + 5]) or (meta and meta.s)
+  local ran = tonumber(ARGV[a + 6]) or (started and math.max(0, now - started))
+  local err = ARGV[a + 4]
+  return { n = tonumber(ARGV[a + 1]), t = started, ms = ran, o = outcome, st = tonumber(ARGV[a + 7]), e = err ~= "" and err or nil }
+end
+
 local out = {}
 local live, liveMeta, finishIdx = {}, {}, {}
-local seen = {}
+local seen, staleIdx = {}, {}
 for i = 1, n do
-  local a = FIRST + 5 * (i - 1)
+  local a = FIRST + PER * (i - 1)
   local id, attempt = ids[i], tonumber(ARGV[a + 1])
   local meta = metas[i] and cjson.decode(metas[i])
   -- One outcome per job and call: a second one for the same id is stale.
@@ -62,11 +83,51 @@ for i = 1, n do
     if ARGV[a + 2] ~= "retry" then finishIdx[#finishIdx + 1] = i end
   else
     out[i] = 0
+    if meta then staleIdx[#staleIdx + 1] = i end
   end
 end
+
+-- Whether the history says the lease of `attempt` expired and no late outcome of it was recorded yet.
+local function awaitsLateOutcome(history, attempt)
+  if history == nil then return false end
+  for j = #history, 1, -1 do
+    local h = history[j]
+    if h.n == attempt then return h.o == "expired" end
+  end
+  return false
+end
+
+-- The late outcome of an attempt whose lease expired joins the history of a
+-- job that still lives (once per attempt, so repeated stale settles cannot
+-- push real attempts out); other stale outcomes (repeats of a settled
+-- attempt) leave no trace.
+local staleMetas, staleOrder = {}, {}
+for _, i in ipairs(staleIdx) do
+  local id = ids[i]
+  if not seen[id] then
+    local meta = staleMetas[id] or cjson.decode(metas[i])
+    local attempt = tonumber(ARGV[FIRST + PER * (i - 1) + 1])
+    if awaitsLateOutcome(meta.h, attempt) then
+      if staleMetas[id] == nil then
+        staleMetas[id] = meta
+        staleOrder[#staleOrder + 1] = id
+      end
+      meta.h = appendAttempt(meta.h, attemptEntry(i, "stale", nil))
+    end
+  end
+end
+if #staleOrder > 0 then
+  local args = {}
+  for _, id in ipairs(staleOrder) do
+    args[#args + 1] = id
+    args[#args + 1] = cjson.encode(staleMetas[id])
+  end
+  rcall("HSET", metaKey, unpack(args))
+end
+
 if #live == 0 then
   -- Stale outcomes were still dispatched: their observations count.
-  if observed ~= "" then addMetrics(metricsKey, math.floor(tonumber(nowText) / 60000), cjson.decode(observed)) end
+  if observed ~= "" then addMetrics(metricsKey, math.floor(now / 60000), cjson.decode(observed)) end
   return out
 end
 
@@ -78,32 +139,37 @@ if #finishIdx > 0 then
   for j, i in ipairs(finishIdx) do records[i] = got[j] end
 end
 
-local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, finished = {}, {}, {}, {}, {}, {}
+local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
+local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
-  local a = FIRST + 5 * (i - 1)
+  local a = FIRST + PER * (i - 1)
   local id, kind, at, err = ids[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local attempts = liveMeta[i].a
+  local meta = liveMeta[i]
+  local attempts = meta.a
+  local history = appendAttempt(meta.h, attemptEntry(i, OUTCOME[kind], meta))
   leaseIds[#leaseIds + 1] = id
   if kind == "retry" then
     dueArgs[#dueArgs + 1] = at
     dueArgs[#dueArgs + 1] = id
     metaArgs[#metaArgs + 1] = id
-    metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err })
+    metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err, h = history })
     retried = retried + 1
     if firstRetry == nil or tonumber(at) < firstRetry then firstRetry = tonumber(at) end
   else
     local record = records[i]
-    local e = (err ~= "" and cjson.encode(err)) or (liveMeta[i].e and cjson.encode(liveMeta[i].e)) or "null"
+    local e = (err ~= "" and cjson.encode(err)) or (meta.e and cjson.encode(meta.e)) or "null"
     local state = kind == "ack" and "succeeded" or "dead"
+    local hist = historyJson(history)
     finished[#finished + 1] = id
     doneArgs[#doneArgs + 1] = id
-    doneArgs[#doneArgs + 1] = doneRecord(state, attempts, e, nowText, record)
+    doneArgs[#doneArgs + 1] = doneRecord(state, attempts, e, nowText, hist, record)
     if kind == "ack" then
       acked = acked + 1
     else
-      deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, nowText, record)
+      deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, nowText, hist, record)
+      deadIds[#deadIds + 1] = id
       died = died + 1
     end
   end
@@ -112,7 +178,7 @@ end
 rcall("ZREM", leaseKey, unpack(leaseIds))
 if retried > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
-if died > 0 then pushDead(deadKey, deadEntries, deadCap) end
+if died > 0 then pushDead(deadAtKey, deadEntriesKey, deadIds, deadEntries, nowText, deadCap) end
 if indexMode == "c" then
   local first = earliestScore(dueKey)
   if first then lowerIndex(indexKey, topic, first) end
@@ -120,5 +186,5 @@ elseif indexMode == "r" and firstRetry then
   lowerIndex(indexKey, topic, firstRetry)
 end
 local delta = observed ~= "" and cjson.decode(observed) or {}
-addMetrics(metricsKey, math.floor(tonumber(nowText) / 60000), withOutcomes(delta, acked, retried, died))
+addMetrics(metricsKey, math.floor(now / 60000), withOutcomes(delta, acked, retried, died))
 return out

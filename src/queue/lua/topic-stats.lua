@@ -3,9 +3,10 @@
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
-  KEYS[3]  dead list       dead-letter entries
+  KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
   KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
+  KEYS[6]  old dead list   dead letters of earlier versions not yet moved (migrate-dead.lua)
 
   ARGV[1]  now, epoch ms
 
@@ -18,7 +19,7 @@ return {
   rcall("ZCARD", KEYS[1]),
   rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]),
   rcall("ZCARD", KEYS[2]),
-  rcall("LLEN", KEYS[3]),
+  rcall("ZCARD", KEYS[3]) + rcall("LLEN", KEYS[6]),
   rcall("HGETALL", KEYS[4]),
   rcall("HMGET", KEYS[5], "dispatched", "total"),
   oldest[2] or false,

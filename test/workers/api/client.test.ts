@@ -10,6 +10,31 @@ function client(token = TOKEN) {
 }
 
 describe("Delayline client", () => {
+  it("lists a topic's jobs page by page, and iterates over every page with for await", async () => {
+    const dl = client();
+    const made = await dl.enqueueBatch(Array.from({ length: 25 }, (_, i) => ({ topic: "list", payload: i, runAt: Date.UTC(2099, 0, 1) + (24 - i) * 1_000 })));
+    const inDueOrder = made.map((j) => j.id).reverse();
+    const first = await dl.listJobs("list", { limit: 10, payload: true });
+    expect(first.jobs.map((j) => j.payload)).toEqual([24, 23, 22, 21, 20, 19, 18, 17, 16, 15]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await dl.listJobs("list", { limit: 10, cursor: first.nextCursor! });
+    expect(second.jobs.map((j) => j.id)).toEqual(inDueOrder.slice(10, 20));
+    expect(second.jobs[0]!.payload).toBeUndefined();
+
+    const fetched: string[] = [];
+    for await (const job of dl.jobs("list", { state: "scheduled", limit: 7 })) fetched.push(job.id);
+    expect(fetched).toEqual(inDueOrder);
+    const window: string[] = [];
+    for await (const job of dl.jobs("list", { from: Date.UTC(2099, 0, 1), to: "2099-01-01T00:00:02Z" })) window.push(job.id);
+    expect(window).toEqual(inDueOrder.slice(0, 3));
+    for await (const job of dl.jobs("list", { state: "inflight" })) throw new Error(`nothing is in flight, got ${job.id}`);
+
+    expect(await dl.cancelJobs("list", { ids: [inDueOrder[0]!] })).toEqual({ cancelled: 1, inflight: 0, notScheduled: 0 });
+    expect(await dl.cancelJobs("list", { dueTo: "2099-01-01T00:00:09Z" })).toEqual({ cancelled: 9, inflight: 0 });
+    expect(await dl.cancelJobs("list", { all: true })).toEqual({ cancelled: 15, inflight: 0 });
+    expect((await dl.listJobs("list")).jobs).toEqual([]);
+  });
+
   it("round-trips every operation against the Worker", async () => {
     const dl = client();
     const job = await dl.enqueue({ topic: "mail", payload: { to: "ada" }, delay: "1h", idempotencyKey: "k1" });

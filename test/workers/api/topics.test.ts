@@ -73,15 +73,21 @@ describe("pull consumers and dead letters", () => {
     expect((await call(env, `/v1/jobs/${ids[1]}`)).body).toMatchObject({ state: "dead", attempts: 2, lastError: "still busy" });
 
     const dead = await call(env, "/v1/topics/work/dead?limit=1");
-    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 } }]);
-    expect(dead.body.nextCursor).toBe("1");
-    expect((await call(env, "/v1/topics/work/dead?cursor=1")).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
+    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 }, history: expect.any(Array) }]);
+    // The repeated ack of attempt 1 (a 409) is no attempt of its own.
+    expect(dead.body.entries[0].history.map((h: { attempt: number; outcome: string; error?: string }) => [h.attempt, h.outcome, h.error])).toEqual([
+      [1, "retry", "busy"],
+      [2, "dead", "still busy"],
+    ]);
+    expect(dead.body.nextCursor).toEqual(expect.any(String));
+    expect((await call(env, `/v1/topics/work/dead?cursor=${dead.body.nextCursor}`)).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
+    expect((await call(env, "/v1/topics/work/dead?cursor=1")).status).toBe(422);
     expect((await call(env, "/v1/topics/work/dead?limit=0")).status).toBe(422);
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1, notFound: [] });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1, notFound: [], cursor: null });
     expect((await call(env, "/v1/topics/work/dead/replay", { body: {} })).status).toBe(422);
     const replayed = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
     expect(replayed.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[2], 1]]);
-    expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1 });
+    expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1, cursor: null });
     expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2 });
   });
 });
@@ -95,14 +101,14 @@ describe("POST /v1/topics/:topic/dead/replay", () => {
     expect(claimed.id).toBe(dead);
     await call(env, `/v1/jobs/${dead}/nack`, { body: { attempt: 1, error: "boom" } });
 
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown"] } })).body).toEqual({ replayed: 0, notFound: ["unknown"] });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown"] } })).body).toEqual({ replayed: 0, notFound: ["unknown"], cursor: null });
     const elsewhere = "other.01ARZ3NDEKTSV4RRFFQ69G5FAV";
     const mixed = await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown", dead, scheduled, "unknown", elsewhere, dead] } });
     expect(mixed.status).toBe(200);
-    expect(mixed.body).toEqual({ replayed: 1, notFound: ["unknown", scheduled, elsewhere] });
+    expect(mixed.body).toEqual({ replayed: 1, notFound: ["unknown", scheduled, elsewhere], cursor: null });
     // Replayed, it is no longer dead.
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [dead] } })).body).toEqual({ replayed: 0, notFound: [dead] });
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { all: true } })).body).toEqual({ replayed: 0, notFound: [] });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [dead] } })).body).toEqual({ replayed: 0, notFound: [dead], cursor: null });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { all: true } })).body).toEqual({ replayed: 0, notFound: [], cursor: null });
   });
 });
 

@@ -119,7 +119,17 @@ describe("claim and settle", () => {
     expect(await queue.get(id)).toMatchObject({ state: "dead", attempts: 2, lastError: "HTTP 404" });
     const dead = await queue.listDead("r");
     expect(dead.entries).toEqual([
-      { id, attempts: 2, lastError: "HTTP 404", failedAt: T0 + 500, job: expect.objectContaining({ payload: 1, createdAt: T0 }) },
+      {
+        id,
+        attempts: 2,
+        lastError: "HTTP 404",
+        failedAt: T0 + 500,
+        history: [
+          { attempt: 1, startedAt: T0, durationMs: 0, outcome: "retry", error: "HTTP 503" },
+          { attempt: 2, startedAt: T0 + 500, durationMs: 0, outcome: "dead", error: "HTTP 404" },
+        ],
+        job: expect.objectContaining({ payload: 1, createdAt: T0 }),
+      },
     ]);
     const stats = await queue.topicStats("r");
     expect(stats.counters).toEqual({ dispatched: 2, succeeded: 0, retried: 1, dead: 1 });
@@ -220,10 +230,10 @@ describe("dead letters", () => {
     await queue.settle("d", claimed.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: `boom ${j.record.payload}` })));
     const page = await queue.listDead("d", { limit: 2 });
     expect(page.entries.map((e) => e.id)).toEqual([ids[4], ids[3]]);
-    expect(page.nextCursor).toBe(2);
-    const rest = await queue.listDead("d", { limit: 2, cursor: 2 });
+    expect(page.next).toEqual({ score: T0, id: ids[3] });
+    const rest = await queue.listDead("d", { limit: 2, after: page.next! });
     expect(rest.entries.map((e) => e.id)).toEqual([ids[2]]);
-    expect(rest.nextCursor).toBeNull();
+    expect(rest.next).toBeNull();
 
     expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({ replayed: 1, notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] });
     expect((await queue.listDead("d")).entries.map((e) => e.id)).toEqual([ids[4], ids[2]]);
@@ -231,15 +241,15 @@ describe("dead letters", () => {
     expect(back.jobs.map((j) => [j.id, j.attempt])).toEqual([[ids[3], 1]]);
 
     clock.now = T0 + 10;
-    expect(await queue.replayDead("d", { all: true, dueAt: T0 + 5_000 })).toEqual({ replayed: 2, notFound: [] });
+    expect(await queue.replayDeadMatching("d", { dueAt: T0 + 5_000 })).toBe(2);
     expect((await queue.listDead("d")).entries).toEqual([]);
     expect(await queue.get(ids[2]!)).toMatchObject({ state: "scheduled", attempts: 0, dueAt: T0 + 5_000 });
-    // Oldest first: equal due times keep the original order.
+    // Equal due times keep the original order (ids sort in enqueue order).
     clock.now = T0 + 5_000;
     expect((await queue.claim("d", { max: 5, leaseMs: 1_000 })).jobs.map((j) => j.id)).toEqual([ids[2], ids[4]]);
   });
 
-  it("purge drops the list and says how many", async () => {
+  it("purge drops every letter and says how many", async () => {
     const { queue } = testQueue();
     await queue.enqueueBatch(Array.from({ length: 4 }, (_, i) => ({ topic: "p", payload: i })));
     const c = await queue.claim("p", { max: 4, leaseMs: 1_000 });

@@ -47,17 +47,19 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
   const counts = { enqueued: 0, claimed: 0, settled: 0, stale: 0, cancelled: 0, replayed: 0 };
 
   const snapshot = async () => {
-    const [dueA, dueB, leaseA, leaseB, deadA, deadB, jobs] = (await Promise.all([
+    const [dueA, dueB, leaseA, leaseB, deadA, deadB, jobs, lettersA, lettersB] = (await Promise.all([
       redis.zrange(k.topic("a").due, 0, -1),
       redis.zrange(k.topic("b").due, 0, -1),
       redis.zrange(k.topic("a").lease, 0, -1),
       redis.zrange(k.topic("b").lease, 0, -1),
-      redis.lrange(k.topic("a").dead, 0, -1),
-      redis.lrange(k.topic("b").dead, 0, -1),
+      redis.zrange(k.topic("a").deadAt, 0, -1),
+      redis.zrange(k.topic("b").deadAt, 0, -1),
       redis.hkeys(k.jobs),
+      redis.hkeys(k.topic("a").deadEntries),
+      redis.hkeys(k.topic("b").deadEntries),
     ])) as string[][];
-    const deadIds = [...deadA!, ...deadB!].map((e) => (JSON.parse(e) as { id: string }).id);
-    return { due: [...dueA!, ...dueB!], lease: [...leaseA!, ...leaseB!], dead: deadIds, jobs: new Set(jobs) };
+    const deadIds = [...deadA!, ...deadB!];
+    return { due: [...dueA!, ...dueB!], lease: [...leaseA!, ...leaseB!], dead: deadIds, letters: [...lettersA!, ...lettersB!], jobs: new Set(jobs) };
   };
 
   const check = async (step: number, op: Op) => {
@@ -76,6 +78,8 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       expect(s.jobs.has(id), `${id} record vs ${p.join("+") || "nowhere"} at ${where}`).toBe(p[0] === "due" || p[0] === "lease");
     }
     expect(places.size, `unknown ids at ${where}`).toBeLessThanOrEqual(known.length);
+    // A dead letter is in its topic's set exactly when its entry is in the topic's hash.
+    expect([...s.letters].sort(), `dead-letter set vs entries at ${where}`).toEqual([...s.dead].sort());
   };
 
   const pick = <T>(list: T[], n: number): T | undefined => (list.length ? list[n % list.length] : undefined);
@@ -143,7 +147,7 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       case "replay": {
         const topic = TOPICS[op.topic]!;
         const dead = (await queue.listDead(topic, { limit: 1_000 })).entries;
-        const n = (op.all ? await queue.replayDead(topic, { all: true }) : await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
+        const n = op.all ? await queue.replayDeadMatching(topic) : (await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
         counts.replayed += n;
         break;
       }

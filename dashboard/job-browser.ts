@@ -1,0 +1,157 @@
+/**
+ * The job browser: a topic's jobs by state (scheduled, in flight, dead),
+ * paged with the API's cursors, with cancel for one job or a selection; and
+ * the job view: a job's facts, payload and attempt history, opened from the
+ * browser, a dead letter or the search box by id.
+ */
+import type { Delayline, Job, ListedJob } from "../src/client/index.js";
+import { byId, el, fmtMs } from "./dom.js";
+
+const PAGE = 50;
+
+type State = "scheduled" | "inflight" | "dead";
+
+/** What the browser needs from the page around it. */
+export interface BrowserHost {
+  /** The signed-in client, or null. */
+  client(): Delayline | null;
+  /** Runs an action from a button, showing errors as the page does. */
+  act(work: () => Promise<unknown>): Promise<void>;
+  /** After jobs were cancelled: the page refreshes its counts. */
+  changed(): Promise<void>;
+}
+
+const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "–");
+
+export class JobBrowser {
+  private topic: string | null = null;
+  private state: State = "scheduled";
+  private cursor: string | null = null;
+
+  constructor(private readonly host: BrowserHost) {
+    byId("jobs-close").addEventListener("click", () => {
+      byId("jobs").hidden = true;
+      this.topic = null;
+    });
+    byId<HTMLSelectElement>("jobs-state").addEventListener("change", (e) => void host.act(() => this.open(this.topic!, (e.target as HTMLSelectElement).value as State)));
+    byId("jobs-more").addEventListener("click", () => void host.act(() => this.load(true)));
+    byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancel(this.selected())));
+    byId("job-close").addEventListener("click", () => (byId("job").hidden = true));
+    byId("job-search").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const id = byId<HTMLInputElement>("job-search-id").value.trim();
+      if (id) void host.act(() => this.openJob(id));
+    });
+  }
+
+  /** Shows the first page of a topic's jobs in a state. */
+  async open(topic: string, state: State): Promise<void> {
+    this.topic = topic;
+    this.state = state;
+    byId("jobs-topic").textContent = topic;
+    byId<HTMLSelectElement>("jobs-state").value = state;
+    byId("jobs").hidden = false;
+    await this.load(false);
+  }
+
+  private async load(more: boolean): Promise<void> {
+    const client = this.host.client();
+    if (!client || !this.topic) return;
+    const page = await client.listJobs(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) });
+    this.cursor = page.nextCursor;
+    byId("jobs-more").hidden = page.nextCursor === null;
+    const body = byId("jobs-list").querySelector("tbody")!;
+    const rows = page.jobs.map((j) => this.row(j));
+    if (more) body.append(...rows);
+    else body.replaceChildren(...rows);
+    byId("jobs-empty").hidden = body.children.length > 0;
+    byId("jobs-cancel-selected").hidden = this.state !== "scheduled";
+    this.selectionChanged();
+  }
+
+  private row(j: ListedJob): HTMLTableRowElement {
+    const pick = el("input", { data: { action: "select" } });
+    pick.type = "checkbox";
+    pick.value = j.id;
+    pick.disabled = j.state !== "scheduled";
+    pick.addEventListener("change", () => this.selectionChanged());
+    const open = el("button", { text: j.id, className: "link mono", data: { action: "open" } });
+    open.addEventListener("click", () => void this.host.act(() => this.openJob(j.id)));
+    const cancel = el("button", { text: "Cancel", className: "quiet", data: { action: "cancel" } });
+    cancel.hidden = j.state !== "scheduled";
+    cancel.addEventListener("click", () => void this.host.act(() => this.cancel([j.id])));
+    const time = j.state === "dead" ? j.failedAt : j.state === "inflight" ? j.leaseExpiresAt : j.dueAt;
+    return el(
+      "tr",
+      { data: { job: j.id } },
+      el("td", {}, pick),
+      el("td", {}, open),
+      el("td", { text: when(time), title: time ?? "" }),
+      el("td", { text: String(j.attempts), className: "num" }),
+      el("td", { text: j.lastError ?? "–" }),
+      el("td", { className: "num" }, cancel),
+    );
+  }
+
+  private selected(): string[] {
+    return [...byId("jobs-list").querySelectorAll<HTMLInputElement>('input[data-action="select"]:checked')].map((i) => i.value);
+  }
+
+  private selectionChanged(): void {
+    const n = this.selected().length;
+    const button = byId<HTMLButtonElement>("jobs-cancel-selected");
+    button.disabled = n === 0;
+    button.textContent = n === 0 ? "Cancel selected" : `Cancel ${n} selected`;
+  }
+
+  private async cancel(ids: string[]): Promise<void> {
+    const client = this.host.client();
+    if (!client || !this.topic || ids.length === 0) return;
+    await client.cancelJobs(this.topic, { ids });
+    await Promise.all([this.load(false), this.host.changed()]);
+  }
+
+  /** Shows one job: its facts, payload and attempts; says so when it is unknown. */
+  async openJob(id: string): Promise<void> {
+    const client = this.host.client();
+    if (!client) return;
+    const job = await client.get(id);
+    byId("job").hidden = false;
+    byId("job-id").textContent = id;
+    const missing = byId("job-missing");
+    missing.hidden = job !== null;
+    missing.textContent = job === null ? `No job ${id}: unknown, or finished longer ago than the retention window.` : "";
+    for (const part of ["job-facts", "job-payload-box", "job-history-box"]) byId(part).hidden = job === null;
+    if (job) this.renderJob(job);
+  }
+
+  private renderJob(job: Job): void {
+    const fact = (label: string, value: string) => [el("dt", { text: label }), el("dd", { text: value, data: { fact: label } })];
+    byId("job-facts").replaceChildren(
+      ...fact("state", job.state),
+      ...fact("topic", job.topic),
+      ...fact("due", when(job.dueAt)),
+      ...fact("attempts", `${job.attempts} of ${job.maxAttempts}`),
+      ...fact("created", when(job.createdAt)),
+      ...(job.finishedAt ? fact("finished", when(job.finishedAt)) : []),
+      ...(job.leaseExpiresAt ? fact("lease until", when(job.leaseExpiresAt)) : []),
+    );
+    byId("job-payload").textContent = JSON.stringify(job.payload, null, 2) ?? "null";
+    const body = byId("job-history").querySelector("tbody")!;
+    body.replaceChildren(
+      ...job.history.map((a) =>
+        el(
+          "tr",
+          { data: { attempt: String(a.attempt) } },
+          el("td", { text: String(a.attempt), className: "num" }),
+          el("td", { text: when(a.startedAt), title: a.startedAt ?? "" }),
+          el("td", { text: fmtMs(a.durationMs), className: "num" }),
+          el("td", { data: { field: "outcome" } }, el("span", { className: `badge outcome-${a.outcome}`, text: a.outcome })),
+          el("td", { text: a.httpStatus === undefined ? "–" : String(a.httpStatus), className: "num", data: { field: "status" } }),
+          el("td", { text: a.error ?? "", className: "payload" }),
+        ),
+      ),
+    );
+    byId("job-no-history").hidden = job.history.length > 0;
+  }
+}

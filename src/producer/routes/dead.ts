@@ -1,0 +1,118 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { ListPosition } from "../../queue/queue.js";
+import type { DeadEntry } from "../../queue/types.js";
+import { topicOfJobId } from "../../queue/ids.js";
+import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
+import { decodeCursor, encodeCursor } from "../cursor.js";
+import { ApiProblem, invalid } from "../problem.js";
+import { DeadEntryView, DeadQuery, historyView, iso, JobId, PurgeQuery, ReplayBody, ReplayResult, TopicName } from "../schemas.js";
+
+const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+const LetterParam = TopicParam.extend({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
+
+/** The position a request's cursor holds (422 when it is not one of this topic's dead letters). */
+function positionOf(cursor: string | undefined, topic: string, where: "query" | "body"): ListPosition | undefined {
+  if (cursor === undefined) return undefined;
+  const p = decodeCursor(cursor, "dead", topic);
+  if ("refused" in p) throw invalid(where, [{ path: "cursor", message: p.refused }]);
+  return p;
+}
+
+/** A dead letter as the API shows it. */
+export function deadView(e: DeadEntry) {
+  return { id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload, history: historyView(e.history) };
+}
+
+const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+
+/** A topic's dead letters: paged, replayed, purged, deleted one by one. */
+export const dead = router()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{topic}/dead",
+      summary: "Dead letters, newest first",
+      request: { params: TopicParam, query: DeadQuery },
+      responses: {
+        200: { description: "A page", ...json(z.object({ entries: z.array(DeadEntryView), nextCursor: z.string().nullable() })) },
+        ...problemResponses([401, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const { limit, cursor, failedFrom, failedTo } = c.req.valid("query");
+      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo) throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
+      const after = positionOf(cursor, topic, "query");
+      const page = await c.get("queue").listDead(topic, { limit, ...defined({ after, failedFrom, failedTo }) });
+      return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{topic}/dead/replay",
+      summary: "Put dead jobs back on the schedule with fresh attempts: given ids, all, or those a filter picks, a bounded batch per call",
+      request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
+      responses: { 200: { description: "Replayed, the ids that were not dead letters, and where to go on", ...json(ReplayResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const queue = c.get("queue");
+      const dueAt = Date.now() + (body.delay ?? 0);
+      const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
+      let result: { replayed: number; notFound: string[]; cursor: string | null };
+      if (body.ids) {
+        const r = await queue.replayDead(topic, { ids: body.ids, ...timing });
+        result = { ...r, cursor: null };
+      } else {
+        const after = positionOf(body.cursor, topic, "body");
+        const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
+        const r = await queue.replayDeadStep(topic, { ...filter, ...timing });
+        result = { replayed: r.replayed, notFound: [], cursor: r.next ? encodeCursor("dead", r.next) : null };
+      }
+      if (result.replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
+      return c.json(result, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{topic}/dead",
+      summary: "Drop a topic's dead letters — all, or those a filter picks — a bounded batch per call",
+      request: { params: TopicParam, query: PurgeQuery },
+      responses: {
+        200: {
+          description: "Purged, and where to go on (null when done)",
+          ...json(z.object({ purged: z.number().int(), cursor: z.string().nullable() })),
+        },
+        ...problemResponses([401, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const { failedFrom, failedTo, error, cursor } = c.req.valid("query");
+      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo) throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
+      const after = positionOf(cursor, topic, "query");
+      const r = await c.get("queue").purgeDeadStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
+      return c.json({ purged: r.purged, cursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{topic}/dead/{id}",
+      summary: "Drop one dead letter",
+      request: { params: LetterParam },
+      responses: {
+        200: { description: "Dropped", ...json(z.object({ id: JobId, deleted: z.literal(true) })) },
+        ...problemResponses([401, 404, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { topic, id } = c.req.valid("param");
+      // An id that is not one of this topic's jobs cannot be among its letters.
+      if (topicOfJobId(id) !== topic || !(await c.get("queue").deleteDead(topic, id))) throw new ApiProblem(404, `topic ${topic} holds no dead letter ${id}`);
+      return c.json({ id, deleted: true as const }, 200);
+    },
+  );

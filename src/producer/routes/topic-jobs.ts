@@ -1,0 +1,103 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { json, problemResponses, router } from "../context.js";
+import { decodeCursor, encodeCursor } from "../cursor.js";
+import { invalid } from "../problem.js";
+import { topicOfJobId } from "../../queue/ids.js";
+import { BulkCancelBody, BulkCancelResult, iso, JobPage, ListQuery, TopicName } from "../schemas.js";
+
+const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+
+/** A topic's jobs as a set: listed page by page, cancelled in bulk. */
+export const topicJobs = router()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{topic}/jobs",
+      summary: "A page of a topic's scheduled jobs (due order), jobs in flight (lease-deadline order) or dead letters (newest first)",
+      request: { params: TopicParam, query: ListQuery },
+      responses: { 200: { description: "A page", ...json(JobPage) }, ...problemResponses([401, 422, 503]) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const { state, from, to, limit, cursor, payload } = c.req.valid("query");
+      if (from !== undefined && to !== undefined && from > to) throw invalid("query", [{ path: "to", message: "must not be before from" }]);
+      const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
+      if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
+      if (state === "dead") {
+        const letters = await c.get("queue").listDead(topic, {
+          limit,
+          ...(from === undefined ? {} : { failedFrom: from }),
+          ...(to === undefined ? {} : { failedTo: to }),
+          ...(after ? { after } : {}),
+        });
+        return c.json(
+          {
+            jobs: letters.entries.map((e) => ({
+              id: e.id,
+              state: "dead" as const,
+              dueAt: null,
+              attempts: e.attempts,
+              lastError: e.lastError,
+              createdAt: iso(e.job.createdAt),
+              failedAt: iso(e.failedAt),
+              ...(payload ? { payload: e.job.payload } : {}),
+            })),
+            nextCursor: letters.next ? encodeCursor("dead", letters.next) : null,
+          },
+          200,
+        );
+      }
+      const page = await c.get("queue").listJobs(topic, {
+        state,
+        limit,
+        payload,
+        ...(from === undefined ? {} : { from }),
+        ...(to === undefined ? {} : { to }),
+        ...(after ? { after } : {}),
+      });
+      return c.json(
+        {
+          jobs: page.jobs.map((j) => ({
+            id: j.id,
+            state: j.state,
+            dueAt: j.dueAt === null ? null : iso(j.dueAt),
+            attempts: j.attempts,
+            lastError: j.lastError,
+            createdAt: iso(j.createdAt),
+            ...(j.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: iso(j.leaseExpiresAt) }),
+            ...(payload ? { payload: j.payload } : {}),
+          })),
+          nextCursor: page.next ? encodeCursor(state, page.next) : null,
+        },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{topic}/jobs/cancel",
+      summary: "Cancel scheduled jobs: given ids, a due window, or all, a bounded batch per call",
+      request: { params: TopicParam, body: { ...json(BulkCancelBody), required: true } },
+      responses: { 200: { description: "Cancelled, and where to go on", ...json(BulkCancelResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const queue = c.get("queue");
+      if (body.ids) {
+        const foreign = body.ids.findIndex((id) => topicOfJobId(id) !== topic);
+        if (foreign >= 0) throw invalid("body", [{ path: `ids[${foreign}]`, message: `not a job id of topic ${topic}` }]);
+        const r = await queue.cancelIds(topic, body.ids);
+        return c.json({ cancelled: r.cancelled, inflight: r.inflight, notScheduled: r.notScheduled, cursor: null }, 200);
+      }
+      const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, "scheduled", topic);
+      if (after && "refused" in after) throw invalid("body", [{ path: "cursor", message: after.refused }]);
+      const r = await queue.cancelWindow(topic, {
+        ...(body.dueFrom === undefined ? {} : { dueFrom: body.dueFrom }),
+        ...(body.dueTo === undefined ? {} : { dueTo: body.dueTo }),
+        ...(after ? { after } : {}),
+      });
+      return c.json({ cancelled: r.cancelled, inflight: r.inflight, cursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
+    },
+  );
