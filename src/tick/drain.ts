@@ -65,8 +65,8 @@ export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   let pacedUntil = -Infinity;
   let failure: { error: unknown } | undefined;
   const foldEnded = () => {
-    // A retry a running chunk settled early: be back for it.
-    for (const at of inFlight.takeRetries()) next = Math.min(next ?? Infinity, at);
+    // What a running chunk settled early (a freed slot, a retry): be back for it.
+    for (const at of inFlight.takeLooks()) next = Math.min(next ?? Infinity, at);
     for (const e of inFlight.takeEnded()) {
       const r = e.report;
       if (!r) {

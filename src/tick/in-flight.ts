@@ -45,7 +45,7 @@ export class ChunksInFlight {
   private readonly byTopic = new Map<string, { here: number; fanned: number; jobs: number; slots: number }>();
   private readonly running = new Set<Promise<void>>();
   private ended: EndedChunk[] = [];
-  private retries: number[] = [];
+  private looks: number[] = [];
   private waiters: Array<() => void> = [];
   private jobsHere = 0;
 
@@ -87,6 +87,9 @@ export class ChunksInFlight {
   async startHere(topic: string, max: number, reserve: number): Promise<StartedChunk> {
     const startedAt = this.o.clock.now();
     const budget = this.o.budget.reserve(reserve);
+    // Jobs of this chunk settled before it ended: their slots are free at once.
+    let settledEarly = 0;
+    let t: ReturnType<ChunksInFlight["entry"]> | undefined;
     let started: StartedChunk;
     try {
       started = await startChunk({
@@ -99,8 +102,14 @@ export class ChunksInFlight {
         fetch: this.o.fetch,
         overall: this.o.overall,
         log: this.o.log,
-        onRetry: (at) => {
-          this.retries.push(at);
+        onEarlySettle: (jobs, retryTimes) => {
+          settledEarly += jobs;
+          if (t) {
+            t.jobs -= jobs;
+            this.jobsHere -= jobs;
+          }
+          // Be back now (a freed slot) and at each retry.
+          this.looks.push(this.o.clock.now(), ...retryTimes);
           this.wakeWaiters();
         },
       });
@@ -114,17 +123,18 @@ export class ChunksInFlight {
     }
     // A delivery a job and a settle: the rest of the reservation goes back.
     budget.keep(started.claimed + 1);
-    const t = this.entry(topic);
-    t.here++;
-    t.jobs += started.claimed;
-    t.slots = started.slots;
-    this.jobsHere += started.claimed;
+    const entry = this.entry(topic);
+    t = entry;
+    entry.here++;
+    entry.jobs += started.claimed - settledEarly;
+    entry.slots = started.slots;
+    this.jobsHere += started.claimed - settledEarly;
     this.track(
       started.done.finally(() => {
         budget.release();
-        t.here--;
-        t.jobs -= started.claimed;
-        this.jobsHere -= started.claimed;
+        entry.here--;
+        entry.jobs -= started.claimed - settledEarly;
+        this.jobsHere -= started.claimed - settledEarly;
       }),
       topic,
       "here",
@@ -156,14 +166,14 @@ export class ChunksInFlight {
     return out;
   }
 
-  /** Times of retries that running chunks settled early (before they ended), since the last call. */
-  takeRetries(): number[] {
-    return this.retries.splice(0);
+  /** When to be back for what running chunks settled early (freed slots, retries), since the last call. */
+  takeLooks(): number[] {
+    return this.looks.splice(0);
   }
 
-  /** Resolves when a chunk has ended, or settled a retry early, that the take* calls have not returned yet (at once if one has). */
+  /** Resolves when a chunk has ended, or settled part of itself early, that the take* calls have not returned yet (at once if one has). */
   whenOneEnds(): Promise<void> {
-    if (this.ended.length > 0 || this.retries.length > 0) return Promise.resolve();
+    if (this.ended.length > 0 || this.looks.length > 0) return Promise.resolve();
     return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 

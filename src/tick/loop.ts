@@ -193,8 +193,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
   // A bug (not an outage) in a chunk: rethrown by the loop, as it would have been in the round.
   let failure: { error: unknown } | undefined;
   const foldEnded = () => {
-    // A retry a running chunk settled early: be back for it.
-    for (const at of inFlight.takeRetries()) pollAt = Math.min(pollAt, at);
+    // What a running chunk settled early (a freed slot, a retry): be back for it.
+    for (const at of inFlight.takeLooks()) pollAt = Math.min(pollAt, at);
     for (const e of inFlight.takeEnded()) {
       const r = e.report;
       if (!r) {

@@ -26,8 +26,12 @@ export interface ChunkOptions {
   overall?: Semaphore;
   /** Default JSON lines on the console. */
   log?: Log;
-  /** Told the time of a retry settled before the chunk ended (see startChunk), so the caller can be back for it. */
-  onRetry?: (at: number) => void;
+  /**
+   * Told when part of the chunk was settled before the whole chunk ended (see
+   * startChunk): how many jobs (their slots are free) and the times of the
+   * retries among them, so the caller can be back for them.
+   */
+  onEarlySettle?: (jobs: number, retryTimes: number[]) => void;
 }
 
 /** A chunk whose claim has come back: what it took, and its delivery and settle still running. */
@@ -106,7 +110,10 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
               if (outcome.kind === "retry") look = Math.min(look, outcome.at);
             }
           });
-          if (!all) for (const [i, r] of results.entries()) if (r.applied && batch[i]!.kind === "retry") o.onRetry?.((batch[i] as { at: number }).at);
+          if (!all) {
+            const retries = batch.flatMap((b, i) => (results[i]!.applied && b.kind === "retry" ? [b.at] : []));
+            o.onEarlySettle?.(batch.length, retries);
+          }
         });
       };
       // One timer at a time, for the earliest retry not yet settled.

@@ -327,6 +327,35 @@ const REGRESSIONS: Regression[] = [
     },
   },
   {
+    // Seed 835171181, path 17 (after the fix above): a job settled early frees its concurrency slot, and the
+    // runner claims the next job into it then, not when the rest of its chunk ends.
+    name: "a job settled early frees its slot at once",
+    bug: "head-of-line",
+    scenario: {
+      pollMs: 100,
+      idlePeekMs: 0,
+      chunk: 100,
+      overlapMs: 15_000,
+      topics: [{ mode: "push", maxAttempts: 2, backoff: { type: "fixed", delay: 200 }, concurrency: 2 }],
+      batches: [
+        {
+          at: 10_000,
+          producer: 0,
+          jobs: [
+            { topic: 0, delay: 1_000, plan: [{ k: "ok", ms: 3_000 }] },
+            { topic: 0, delay: 1_000, plan: [{ k: "error", ms: 0 }, ok] },
+            { topic: 0, delay: 1_000, plan: [ok] },
+          ],
+        },
+      ],
+      pauses: [],
+      crons: [0],
+      duplicates: [],
+      consumer: { everyMs: 1_000, max: 1 },
+      seed: 1,
+    },
+  },
+  {
     // The same while the tick sleeps: the producer's drain claims the topic's second job while the first runs.
     name: "a slow handler holds back no other job of its drain",
     bug: "head-of-line",
