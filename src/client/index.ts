@@ -6,6 +6,7 @@
 export { Receiver, signPayload, verifySignature, type VerifyOptions, type VerifyResult } from "./signature.js";
 
 import type { z } from "@hono/zod-openapi";
+import type * as scheduleSchemas from "../producer/schedule-schemas.js";
 import type * as schemas from "../producer/schemas.js";
 
 // Every request and response type is the API's own zod schema, imported as a
@@ -45,6 +46,10 @@ export type Replayed = z.output<typeof schemas.ReplayResult>;
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
 export type Problem = z.output<typeof schemas.Problem>;
 export type Stats = z.output<typeof schemas.StatsView>;
+/** A recurring schedule, as PUT /v1/schedules/:id takes it. */
+export type ScheduleRequest = z.input<typeof scheduleSchemas.ScheduleBody>;
+export type Schedule = z.output<typeof scheduleSchemas.ScheduleView>;
+export type SchedulePage = z.output<typeof scheduleSchemas.ScheduleList>;
 
 /** A non-2xx answer. `status` and `problem` say what went wrong; 503s are safe to retry with an idempotency key. */
 export class DelaylineError extends Error {
@@ -312,5 +317,53 @@ export class Delayline {
   ingest(topic: string, body: string, options: { contentType?: string; delay?: Duration } = {}): Promise<{ id: string; deduplicated: boolean }> {
     const qs = options.delay !== undefined ? `?delay=${encodeURIComponent(String(options.delay))}` : "";
     return this.request("POST", `/v1/hooks/${Delayline.seg(topic)}${qs}`, body, { "content-type": options.contentType ?? "application/octet-stream" });
+  }
+
+  /** Recurring schedules: each occurrence stores one ordinary job from the schedule's template. */
+  readonly schedules = {
+    /** Creates or replaces a schedule (a replacement with the same timing keeps its next occurrence). */
+    upsert: async (id: string, schedule: ScheduleRequest): Promise<Schedule> =>
+      this.request<Schedule>("PUT", `/v1/schedules/${Delayline.seg(id)}`, schedule),
+    /** A schedule with its next occurrences and last run, or null when there is none. */
+    get: async (id: string): Promise<Schedule | null> => {
+      try {
+        return await this.request<Schedule>("GET", `/v1/schedules/${Delayline.seg(id)}`);
+      } catch (err) {
+        if (err instanceof DelaylineError && err.status === 404) return null;
+        throw err;
+      }
+    },
+    /** One page of schedules in id order. */
+    list: (options: { limit?: number; cursor?: string } = {}): Promise<SchedulePage> => {
+      const q = new URLSearchParams();
+      if (options.limit !== undefined) q.set("limit", String(options.limit));
+      if (options.cursor !== undefined) q.set("cursor", options.cursor);
+      return this.request<SchedulePage>("GET", `/v1/schedules${q.size > 0 ? `?${q}` : ""}`);
+    },
+    /** Every schedule, page after page: `for await (const s of dl.schedules.all())`. */
+    all: (): AsyncGenerator<Schedule, void, undefined> => this.allSchedules(),
+    /** Deletes a schedule (the jobs it stored stay); false when there was none. */
+    delete: async (id: string): Promise<boolean> => {
+      try {
+        await this.request("DELETE", `/v1/schedules/${Delayline.seg(id)}`);
+        return true;
+      } catch (err) {
+        if (err instanceof DelaylineError && err.status === 404) return false;
+        throw err;
+      }
+    },
+    /** Skips the schedule's occurrences until it is resumed. */
+    pause: (id: string): Promise<Schedule> => this.request<Schedule>("POST", `/v1/schedules/${Delayline.seg(id)}/pause`),
+    /** Goes on from the schedule's next occurrence after now. */
+    resume: (id: string): Promise<Schedule> => this.request<Schedule>("POST", `/v1/schedules/${Delayline.seg(id)}/resume`),
+  };
+
+  private async *allSchedules(): AsyncGenerator<Schedule, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: SchedulePage = await this.schedules.list(cursor === undefined ? {} : { cursor });
+      yield* page.schedules;
+      cursor = page.cursor ?? undefined;
+    } while (cursor !== undefined);
   }
 }

@@ -10,6 +10,23 @@ function client(token = TOKEN) {
 }
 
 describe("Delayline client", () => {
+  it("manages schedules: upsert, get, list and iterate, pause, resume, delete", async () => {
+    const dl = client();
+    const made = await dl.schedules.upsert("digest", { cron: "0 9 * * 1-5", timezone: "Europe/Berlin", topic: "mail", payload: { kind: "digest" }, startAt: "2027-01-01T00:00:00Z" });
+    expect(made.nextRuns[1]).toBe("2027-01-04T09:00:00+01:00");
+    for (const id of ["a", "b", "c"]) await dl.schedules.upsert(id, { every: "1h", topic: "t" });
+    const ids: string[] = [];
+    for await (const s of dl.schedules.all()) ids.push(s.id);
+    expect(ids).toEqual(["a", "b", "c", "digest"]);
+    expect((await dl.schedules.list({ limit: 2 })).cursor).toBe("b");
+    expect((await dl.schedules.pause("a")).paused).toBe(true);
+    expect((await dl.schedules.resume("a")).paused).toBe(false);
+    expect(await dl.schedules.delete("a")).toBe(true);
+    expect(await dl.schedules.delete("a")).toBe(false);
+    expect(await dl.schedules.get("a")).toBeNull();
+    await expect(dl.schedules.upsert("bad", { topic: "t", every: "1h", timezone: "Nowhere/City" })).rejects.toMatchObject({ status: 422 });
+  });
+
   it("lists a topic's jobs page by page, and iterates over every page with for await", async () => {
     const dl = client();
     const made = await dl.enqueueBatch(Array.from({ length: 25 }, (_, i) => ({ topic: "list", payload: i, runAt: Date.UTC(2099, 0, 1) + (24 - i) * 1_000 })));
