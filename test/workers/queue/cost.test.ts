@@ -163,3 +163,68 @@ it("an idle minute with 5 topics holding jobs due in an hour: the per-minute bac
   expect(minute.result.claimed).toBe(0);
   expect(minute.requests).toBeLessThanOrEqual(15);
 });
+
+it("schedules: commands per fire (with its job) and an idle minute with 0 and 10,000 schedules far off", { timeout: 300_000 }, async () => {
+  const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
+  const { upsertSchedule } = await import("../../../src/schedules/lifecycle.js");
+  const { fireDueSchedules } = await import("../../../src/schedules/fire.js");
+  const { defineHandler, removeHandler } = await import("../../../src/handlers/registry.js");
+  const meterEnv = { UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" };
+  const T = 1_900_000_020_000 - 20_000;
+
+  // The fire step alone, 100 schedules due at once: one read and one fenced write for all of them.
+  {
+    const clock = new VirtualClock(T);
+    const d = tickDeployment(meterEnv, clock);
+    const warm = tickDeployment(meterEnv, clock);
+    await upsertSchedule(warm.queue.schedules, "warm", { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: 0 } }, T);
+    // Loads the scripts (a first EVALSHA answers NOSCRIPT), so what is metered is what a fire costs from then on.
+    expect((await fireDueSchedules(warm.queue.schedules, T + 1_000)).jobs).toHaveLength(1);
+    await Promise.all(Array.from({ length: 100 }, (_, i) => upsertSchedule(d.queue.schedules, `s${i}`, { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: i } }, T)));
+    const fire = await meter(() => fireDueSchedules(d.queue.schedules, T + 1_000));
+    expect(fire.result.jobs).toHaveLength(100);
+    report.schedule_fireStep_commandsPerFire = fire.commands / 100;
+    report.schedule_fireStep_requestsPer100 = fire.requests;
+    expect(fire.requests).toBe(2);
+  }
+
+  // One schedule every 2 s through a tick minute: its 30 fires with their jobs (claim, delivery to a code handler, settle) and the polls.
+  {
+    const clock = new VirtualClock(T);
+    const d = tickDeployment(meterEnv, clock);
+    const topic = `sched${crypto.randomUUID().slice(0, 6)}`;
+    let delivered = 0;
+    defineHandler(topic, () => void delivered++);
+    try {
+      await upsertSchedule(d.queue.schedules, "two", { every: 2_000, timezone: "UTC", grace: 60_000, startAt: T + 2_000, job: { topic, payload: "x" } }, T);
+      const minute = await meter(() => d.tick({ scheduledTime: T, windowMs: 60_000 }));
+      expect(delivered).toBe(29);
+      report.schedule_every2s_commandsPerMinute = minute.commands;
+      report.schedule_every2s_requestsPerMinute = minute.requests;
+      report.schedule_every2s_commandsPerOccurrence = minute.commands / delivered;
+    } finally {
+      removeHandler(topic);
+    }
+  }
+
+  // Idle: 0 and 10,000 schedules whose next occurrence is a year off cost the sleeping tick the same.
+  const perMinute: Record<number, number> = {};
+  for (const count of [0, 10_000]) {
+    const clock = new VirtualClock(T);
+    const d = tickDeployment({ ...meterEnv, TICK_IDLE_PEEK_MS: "20000" }, clock);
+    for (let i = 0; i < count; i += 250) {
+      await Promise.all(
+        Array.from({ length: Math.min(250, count - i) }, (_, k) =>
+          upsertSchedule(d.queue.schedules, `yearly${i + k}`, { cron: "0 0 1 1 *", timezone: "UTC", grace: 60_000, job: { topic: "new-year", payload: null } }, T),
+        ),
+      );
+    }
+    await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
+    const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
+    expect(minute.result.claimed).toBe(0);
+    perMinute[count] = minute.commands;
+    report[`schedule_idle_asleep_${count}schedules_commandsPerMinute`] = minute.commands;
+    report[`schedule_idle_asleep_${count}schedules_requestsPerMinute`] = minute.requests;
+  }
+  expect(perMinute[10_000]!).toBeLessThanOrEqual(1.1 * perMinute[0]!);
+});
