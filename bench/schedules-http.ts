@@ -102,6 +102,8 @@ try {
       duplicates: mine.length - byOccurrence.size,
       early: lateness.filter((l) => l < 0).length,
       latenessMs: stats,
+      /** Per occurrence: [occurrence − start, lateness] ms. */
+      samples: [...byOccurrence].sort((a, b) => a[0] - b[0]).map(([t, ats]) => [t - start, Math.min(...ats) - t]),
       crossedMinute: spec.occurrences.some((t) => t % 60_000 === 0) || Math.floor(start / 60_000) !== Math.floor(end / 60_000),
     };
     return { ...r, met: r.missing === 0 && r.unexpected === 0 && r.duplicates === 0 && r.early === 0 && stats.p99 <= POLL_TARGET_MS };
@@ -114,6 +116,7 @@ try {
     machine: machine(),
     load: { before: loadBefore, after: loadAfter },
     asleepAtCreate,
+    start: new Date(start).toISOString(),
     spanMs: SPAN,
     results,
     met: results.every((r) => r.met),

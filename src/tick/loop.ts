@@ -290,6 +290,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
           budget.spend(f.calls);
           for (const j of f.jobs) if (!due.includes(j.topic)) due.push(j.topic);
           if (f.jobs.length > 0) log({ level: "info", msg: "schedules fired", jobs: f.jobs.length, fenced: f.fenced });
+          // Fenced off: someone else (a producer while this loop slept) fired it, and its job is due now.
+          if (f.fenced > 0) wakeAt = now;
           if (f.nextAt !== null) {
             // Nothing fired yet still due: leave the schedules for a poll rather than spin.
             if (f.jobs.length === 0 && f.nextAt <= now) quietUntil.set(SCHEDULES, now + s.tickPollMs);

@@ -117,6 +117,9 @@ export async function wakeForSoonSchedule(args: {
     (async () => {
       while (next !== null && next <= until) {
         await clock.sleep(Math.max(0, next - clock.now()));
+        // The sleeping tick wakes a poll before the index's next score and fires from then on; a
+        // producer that fired beside it would take the occurrence from a tick that already looks.
+        if (!(await args.queue.tickAsleep())) break;
         const fired = await fireDueSchedules(args.queue.schedules, clock.now());
         if (fired.jobs.length > 0) {
           await wakeForSoonJobs({ ...args, jobs: fired.jobs.map((j) => ({ topic: j.topic, dueAt: j.occurrence })), clock });
