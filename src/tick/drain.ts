@@ -116,7 +116,8 @@ export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
           next = null;
           continue;
         }
-        if (running.fanned || price > pace) {
+        // Its fanned-out chunk is still out: what falls due meanwhile runs here, if the pace allows.
+        if (price > pace) {
           next = null;
           continue;
         }

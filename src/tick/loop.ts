@@ -306,7 +306,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
         // beyond that pace, and for topics with a backlog, it is fanned out.
         // One subrequest stays for releasing the lock and one for a handover.
         // A topic whose chunk still runs gets what its free slots allow here,
-        // and no second fanned-out chunk until the first is back.
+        // and no second fanned-out chunk until the first is back (meanwhile it
+        // is served here).
         let left = budget.left - 2;
         const fanning = options.fanOut !== undefined && s.tickFanout > 0;
         let pace = fanning ? left / Math.max(1, (windowEnd - now) / s.tickPollMs) : Infinity;
@@ -324,7 +325,8 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
               for (let c = 0; c < chunks && left >= 1; c++, left--) remote.push({ topic, max: s.tickChunk });
               continue;
             }
-            if (running.fanned || price > pace) {
+            // Its fanned-out chunk is still out: what falls due meanwhile runs here, if the pace allows.
+            if (price > pace) {
               busy.push(topic);
               continue;
             }
