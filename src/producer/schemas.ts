@@ -207,6 +207,8 @@ export const ListedJobView = z
     leaseExpiresAt: z.string().optional().openapi({ description: "Jobs in flight" }),
     failedAt: z.string().optional().openapi({ description: "Dead letters" }),
     payload: z.unknown().optional().openapi({ description: "With payload=true" }),
+    scheduleId: z.string().optional().openapi({ description: "With payload=true: the schedule whose occurrence made the job" }),
+    scheduledFor: z.string().optional().openapi({ description: "With payload=true: that occurrence" }),
   })
   .openapi("ListedJob");
 

@@ -184,6 +184,9 @@ export interface ListedJob {
   leaseExpiresAt?: number;
   /** Only when asked for. */
   payload?: unknown;
+  /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
+  scheduleId?: string;
+  scheduledFor?: number;
 }
 
 /** Options of {@link Queue.listJobs}. */
@@ -782,6 +785,7 @@ export class Queue {
       };
       if (inflight) job.leaseExpiresAt = score;
       if (options.payload) job.payload = record?.payload ?? null;
+      if (record) Object.assign(job, scheduleOf(record));
       jobs.push(job);
     }
     const last = jobs.at(-1);

@@ -66,6 +66,7 @@ export const topicJobs = router()
             createdAt: iso(j.createdAt),
             ...(j.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: iso(j.leaseExpiresAt) }),
             ...(payload ? { payload: j.payload } : {}),
+            ...(j.scheduleId !== undefined && j.scheduledFor !== undefined ? { scheduleId: j.scheduleId, scheduledFor: iso(j.scheduledFor) } : {}),
           })),
           nextCursor: page.next ? encodeCursor(state, page.next) : null,
         },

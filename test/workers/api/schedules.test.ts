@@ -121,6 +121,11 @@ describe("a schedule's life", () => {
     expect(replaced.body.nextRunAt).toBe(created.body.nextRunAt);
     expect(replaced.body.createdAt).toBe(created.body.createdAt);
     expect((await call(env, "/v1/schedules/a")).body.payload).toEqual({ n: 2 });
+    // A new expression takes effect from its own next occurrence.
+    const moved = await put(env, "a", { topic: "t", cron: "0 0 1 7 *", payload: { n: 2 } });
+    expect(moved.body.nextRunAt).toMatch(/^\d{4}-07-01T00:00:00Z$/);
+    expect(Date.parse(moved.body.nextRunAt)).toBeGreaterThan(Date.now());
+    await put(env, "a", { topic: "t", cron: "0 0 1 1 *", payload: { n: 2 } });
 
     for (const id of ["b", "c", "d", "e"]) expect((await put(env, id, { topic: "t", every: "1h" })).status).toBe(201);
     const seen: string[] = [];

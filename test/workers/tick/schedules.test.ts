@@ -109,6 +109,8 @@ describe("schedules fired by the tick", () => {
     expect((await store.fire([{ ...stale, read: { ...stale.read, rev: 2 } }])).fired).toEqual([false]);
     const job = await d.queue.get(fired.jobs[0]!.id);
     expect(job?.payload).toBe("new");
+    const listed = await d.queue.listJobs(topic, { state: "scheduled", payload: true });
+    expect(listed.jobs).toEqual([expect.objectContaining({ id: fired.jobs[0]!.id, scheduleId: "s", scheduledFor: M0 + 1_000 })]);
     // Paused: due occurrences are skipped; resumed, it goes on from the next one after now.
     clock.t = M0 + 2_500;
     const [before] = (await store.due(clock.now())).schedules;
