@@ -142,8 +142,9 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
       stop.abort();
       settle();
       await settling;
-      // The slots this chunk freed let jobs held back by concurrency start now.
-      if (claim.heldBy === "concurrency") look = Math.min(look, clock.now());
+      // The slots this chunk freed let jobs held back by concurrency start now —
+      // also jobs stored meanwhile whose own runner found the slots taken and gave up.
+      if (capped) look = Math.min(look, clock.now());
     }
     if (report.more) look = Math.min(look, clock.now());
     report.nextLookAt = Number.isFinite(look) ? look : null;
