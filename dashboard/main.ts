@@ -1,8 +1,9 @@
 /**
  * The dashboard: topics at a glance, the last hour as charts, the tick's
  * heartbeat, a job browser per topic and state with cancel, a job view with
- * payload and attempt history, a search by id, and a dead-letter browser
- * with replay and purge. It talks to
+ * payload and attempt history, a search by id, a dead-letter browser
+ * with replay and purge, and the recurring schedules with pause, resume and
+ * delete. It talks to
  * the API with the typed client and the token the operator pastes, which it
  * keeps in sessionStorage (this tab only). It refreshes itself every 5 s.
  */
@@ -11,6 +12,7 @@ import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/c
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
 import { byId, el, fmtAgo, fmtCount, fmtMs } from "./dom.js";
 import { JobBrowser } from "./job-browser.js";
+import { ScheduleTable } from "./schedules.js";
 
 const TOKEN_KEY = "delayline.token";
 const REFRESH_MS = 5_000;
@@ -95,6 +97,7 @@ async function act(work: () => Promise<unknown>): Promise<void> {
 }
 
 const browser = new JobBrowser({ client: () => client, act, changed: () => refresh() });
+const schedules = new ScheduleTable({ client: () => client, act, openJob: (id) => browser.openJob(id) });
 
 // ---- rendering -----------------------------------------------------------
 
@@ -258,7 +261,9 @@ async function openDead(topic: string, more = false): Promise<void> {
 async function refresh(): Promise<void> {
   if (!client) return;
   try {
-    stats = await client.stats({ minutes: MINUTES });
+    // Both at once: a refresh takes one round trip, and a failure of either shows in the banner.
+    const [fresh] = await Promise.all([client.stats({ minutes: MINUTES }), schedules.refresh()]);
+    stats = fresh;
     const now = Date.parse(stats.now);
     renderHeartbeat(stats, now);
     renderTopics(stats);

@@ -2,8 +2,8 @@
  * The dashboard and /metrics against the whole local stack (`npm start`:
  * redis-server, bridge, the Worker in workerd, the cron driver) with live
  * data: jobs delivered over http to a local receiver, some of them dead.
- * The page is driven in Debian's chromium; a screenshot is kept in
- * test-results/dashboard.png.
+ * The page is driven in Debian's chromium; screenshots are kept in
+ * test-results/ (dashboard.png, job-browser.png, schedules.png).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -18,6 +18,8 @@ import { startLocalStack, type LocalStack } from "../local-stack.js";
 let stack: LocalStack;
 let receiver: Server;
 let dl: Delayline;
+/** The receiver's base URL. */
+let target: string;
 const OK = 20;
 const DEAD = 3;
 
@@ -34,7 +36,7 @@ beforeAll(async () => {
     res.end();
   });
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", () => r()));
-  const target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   stack = await startLocalStack({ TICK_POLL_MS: "100" });
   dl = new Delayline({ baseUrl: stack.url, token: stack.token });
@@ -192,6 +194,88 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
     expect(problems).toEqual([]);
   } finally {
     await browser.close();
+  }
+});
+
+it("the schedules table shows a cron schedule in its time zone with cronstrue's description and an interval one with its last job; pause, resume and delete work from it", { timeout: 90_000 }, async () => {
+  const weekday = await dl.schedules.upsert("dash-weekday", { cron: "0 9 * * 1-5", timezone: "Europe/Berlin", topic: "dash-sched", target: { url: `${target}/ok` } });
+  expect(weekday.nextRunAt).not.toBeNull();
+  const browser = await launchChromium();
+  try {
+    const { page, problems } = await watchedPage(browser, 1200);
+    await page.goto(`${stack.url}/dashboard`);
+    await page.locator("#token").fill(stack.token);
+    await page.locator("#login button[type=submit]").click();
+
+    // The cron schedule: its expression, cronstrue's reading, its zone, and the next run in that zone (09:00 Berlin, not the browser's UTC).
+    const weekdayRow = page.locator('#schedules-list tr[data-schedule="dash-weekday"]');
+    await weekdayRow.waitFor();
+    expect(await weekdayRow.locator('[data-field="expression"] code').textContent()).toBe("0 9 * * 1-5");
+    expect(await weekdayRow.locator('[data-field="description"]').textContent()).toBe("At 09:00, Monday through Friday");
+    expect(await weekdayRow.locator('[data-field="timezone"]').textContent()).toBe("Europe/Berlin");
+    expect(await weekdayRow.locator('[data-field="topic"]').textContent()).toBe("dash-sched");
+    const weekdayNext = weekdayRow.locator('[data-field="next"]');
+    expect(await weekdayNext.getAttribute("data-at")).toBe((await dl.schedules.get("dash-weekday"))!.nextRunAt);
+    expect(await weekdayNext.textContent()).toMatch(/^(Mon|Tue|Wed|Thu|Fri), \w{3} \d{1,2}, \d{4}, 09:00:00 GMT\+[12]in [\d.]+ (min|h)$/);
+    expect(await weekdayRow.locator('[data-field="last"]').textContent()).toBe("never");
+    expect(await weekdayRow.locator('[data-field="state"]').textContent()).toBe("active");
+
+    // An interval schedule created after the page opened shows up with the page's refresh, then fires: its last job is delivered.
+    await dl.schedules.upsert("dash-every", { every: "1s", topic: "dash-sched", target: { url: `${target}/ok` } });
+    const everyRow = page.locator('#schedules-list tr[data-schedule="dash-every"]');
+    await everyRow.waitFor({ timeout: 10_000 });
+    expect(await everyRow.locator('[data-field="expression"] code').textContent()).toBe("every 1 s");
+    expect(await everyRow.locator('[data-field="description"]').count()).toBe(0);
+    expect(await everyRow.locator('[data-field="timezone"]').textContent()).toBe("UTC");
+    await everyRow.locator('[data-field="job-state"]', { hasText: "succeeded" }).waitFor({ timeout: 20_000 });
+    const lastJob = await everyRow.locator('[data-field="last"] [data-action="open"]').textContent();
+    const job = await dl.get(lastJob!);
+    expect(job?.state).toBe("succeeded");
+    expect(job?.topic).toBe("dash-sched");
+    expect(Number(await everyRow.locator('[data-field="runs"]').textContent())).toBeGreaterThanOrEqual(1);
+    expect(await everyRow.locator('[data-field="next"]').getAttribute("data-at")).not.toBe("");
+
+    // Pause: the row says paused and has no next run; so does the API. Resume: both go on.
+    await everyRow.locator('[data-action="pause"]').click();
+    await everyRow.locator('[data-field="state"]', { hasText: "paused" }).waitFor({ timeout: 10_000 });
+    expect(await everyRow.locator('[data-field="next"]').textContent()).toBe("paused");
+    const paused = (await dl.schedules.get("dash-every"))!;
+    expect(paused.paused).toBe(true);
+    expect(paused.nextRunAt).toBeNull();
+    await page.screenshot({ path: join(artifactDir(), "schedules.png"), fullPage: true });
+    await everyRow.locator('[data-action="resume"]').click();
+    await everyRow.locator('[data-field="state"]', { hasText: "active" }).waitFor({ timeout: 10_000 });
+    const resumed = (await dl.schedules.get("dash-every"))!;
+    expect(resumed.paused).toBe(false);
+    expect(resumed.nextRunAt).not.toBeNull();
+    expect(await everyRow.locator('[data-field="next"]').getAttribute("data-at")).not.toBe("");
+
+    // Delete asks first: dismissed, the schedule stays; accepted, it is gone from the table and the API.
+    const asked: string[] = [];
+    const deletes: string[] = [];
+    page.on("request", (r) => r.method() === "DELETE" && deletes.push(r.url()));
+    page.once("dialog", (d) => {
+      asked.push(d.message());
+      void d.dismiss();
+    });
+    await everyRow.locator('[data-action="delete"]').click();
+    await expect.poll(() => asked.length).toBe(1);
+    expect(asked[0]).toContain("dash-every");
+    // A page that deleted anyway would send its DELETE right after the dialog closes; give it the time to.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(deletes).toEqual([]);
+    expect(await dl.schedules.get("dash-every")).not.toBeNull();
+    expect(await everyRow.count()).toBe(1);
+    page.once("dialog", (d) => void d.accept());
+    await everyRow.locator('[data-action="delete"]').click();
+    await expect.poll(() => everyRow.count(), { timeout: 10_000 }).toBe(0);
+    expect(deletes).toEqual([`${stack.url}/v1/schedules/dash-every`]);
+    expect(await dl.schedules.get("dash-every")).toBeNull();
+    expect(await weekdayRow.count()).toBe(1);
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+    await dl.schedules.delete("dash-weekday");
   }
 });
 
