@@ -130,6 +130,7 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     outageWait = Math.min(outageWait * 2, 5_000);
   };
 
+  let handoverWait = 25;
   // 1. The lock. A loop already running is healthy while it renews its lock;
   // wait for it to end (or for its lock to lapse) instead of running beside it.
   for (;;) {
@@ -147,7 +148,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     // budget, or die and let its lock lapse); from then on, every poll until
     // it lets go. An overlap of 15 s costs a waiter a few requests, not fifteen.
     const holderLeft = got.holderWindowEnd === null ? 0 : got.holderWindowEnd - clock.now();
-    const wait = holderLeft > 0 ? Math.min(holderLeft, got.heldForMs + 1, HANDOVER_CHECK_MS) : Math.min(got.heldForMs + 1, s.tickPollMs);
+    // Past the holder's window it is about to let go (once its last chunks settle): ask again
+    // soon, then less often, so a handover leaves no gap of a whole poll.
+    const wait = holderLeft > 0 ? Math.min(holderLeft, got.heldForMs + 1, HANDOVER_CHECK_MS) : Math.min(got.heldForMs + 1, s.tickPollMs, handoverWait);
+    if (holderLeft <= 0) handoverWait = Math.min(handoverWait * 2, s.tickPollMs);
     await clock.sleep(Math.max(25, Math.min(wait, windowEnd - clock.now())));
   }
   let lastExtend = clock.now();
