@@ -450,12 +450,14 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
       }
     }
   } finally {
-    // The chunks still running end before the lock goes: their jobs are this loop's.
-    await inFlight.allEnded();
-    foldEnded();
     budget.spend();
+    // The lock goes first: a successor polls and claims while this loop's last
+    // chunks settle (their jobs stay leased to them), so a slow handler at the
+    // end of a window delays no job due meanwhile.
     // During an outage the release fails; the lock then lapses on its own.
     await lock.release(status(ended, false)).catch(() => false);
+    await inFlight.allEnded();
+    foldEnded();
   }
   if (failure) throw failure.error;
   if (ended === "budget" && options.handOver && windowEnd - clock.now() > s.tickPollMs) {
