@@ -145,10 +145,10 @@ export async function runTick(options: TickOptions): Promise<TickReport> {
     }
     if (got.acquired) break;
     // Until the holder's window ends, ask every 5 s (it may end early, out of
-    // budget, or die and let its lock lapse); from then on, every poll until
+    // budget, or die and let its lock lapse); from then on, quickly until
     // it lets go. An overlap of 15 s costs a waiter a few requests, not fifteen.
     const holderLeft = got.holderWindowEnd === null ? 0 : got.holderWindowEnd - clock.now();
-    // Past the holder's window it is about to let go (once its last chunks settle): ask again
+    // Past the holder's window it is about to let go (its last poll may still be under way): ask again
     // soon, then less often, so a handover leaves no gap of a whole poll.
     const wait = holderLeft > 0 ? Math.min(holderLeft, got.heldForMs + 1, HANDOVER_CHECK_MS) : Math.min(got.heldForMs + 1, s.tickPollMs, handoverWait);
     if (holderLeft <= 0) handoverWait = Math.min(handoverWait * 2, s.tickPollMs);
