@@ -1,17 +1,8 @@
-import type { JobTemplate, ScheduleDefinition, ScheduleState, Schedules, StoredSchedule } from "../queue/schedules.js";
+import type { ScheduleDefinition, ScheduleState, Schedules, StoredSchedule } from "../queue/schedules.js";
 import { firstAtOrAfter, type ScheduleTiming } from "./occurrences.js";
 
-/** What PUT /v1/schedules/:id sets, validated. */
-export interface ScheduleInput {
-  cron?: string;
-  every?: number;
-  timezone: string;
-  startAt?: number;
-  endAt?: number;
-  limit?: number;
-  grace: number;
-  job: JobTemplate;
-}
+/** What PUT /v1/schedules/:id sets, validated: a definition but what the store derives (the anchor, the times it was written). */
+export type ScheduleInput = Omit<ScheduleDefinition, "anchor" | "createdAt" | "updatedAt">;
 
 /** Another write changed the schedule between every read and write this call tried. */
 export class ScheduleConflictError extends Error {
