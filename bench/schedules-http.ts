@@ -11,14 +11,12 @@
  *
  * Writes bench/results/schedules-http.{json,md} at the default sizes, else bench/results/tmp/.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import { Keys } from "../src/queue/keys.js";
-import { machine, sleep, startNpmStart } from "./lib/npm-start.js";
+import { machine, sleep, startNpmStart, startReceiver } from "./lib/npm-start.js";
 import { summarize } from "./stats.js";
 
 const { values: args } = parseArgs({ options: { span: { type: "string", default: "70000" }, lead: { type: "string", default: "3000" } } });
@@ -30,35 +28,7 @@ const keys = new Keys("dl:{main}");
 const log = (line: string) => console.error(`[bench:schedules] ${line}`);
 const POLL_TARGET_MS = 1_000 + 100;
 
-/** Records each delivery's schedule, occurrence and arrival. */
-async function startScheduleReceiver() {
-  const arrivals: Array<{ scheduleId: string; scheduledFor: number; at: number; jobId: string }> = [];
-  const server = createServer((req, res) => {
-    const at = Date.now();
-    req.resume();
-    req.on("end", () => {
-      arrivals.push({
-        scheduleId: String(req.headers["delayline-schedule-id"]),
-        scheduledFor: Date.parse(String(req.headers["delayline-scheduled-for"])),
-        at,
-        jobId: String(req.headers["delayline-job-id"]),
-      });
-      res.end("ok");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    arrivals,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
-
-const receiver = await startScheduleReceiver();
+const receiver = await startReceiver();
 const stack = await startNpmStart({ name: "schedules", settings: {} });
 const redis = new IORedis({ port: stack.redisPort, host: "127.0.0.1", maxRetriesPerRequest: null, lazyConnect: true });
 const startedAt = new Date();
@@ -86,7 +56,10 @@ try {
   while (Date.now() < end + 8_000) await sleep(500);
   const loadAfter = machine().loadavg;
   const results = Object.entries(specs).map(([id, spec]) => {
-    const mine = receiver.arrivals.filter((a) => a.scheduleId === id);
+    // Each delivery names its schedule and the occurrence it is for.
+    const mine = receiver.requests
+      .filter((r) => r.headers["delayline-schedule-id"] === id)
+      .map((r) => ({ scheduledFor: Date.parse(String(r.headers["delayline-scheduled-for"])), at: r.at }));
     const byOccurrence = new Map<number, number[]>();
     for (const a of mine) byOccurrence.set(a.scheduledFor, [...(byOccurrence.get(a.scheduledFor) ?? []), a.at]);
     const expected = new Set(spec.occurrences);

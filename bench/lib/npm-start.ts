@@ -13,7 +13,7 @@
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -146,9 +146,13 @@ export async function startNpmStart(options: {
   };
 }
 
-/** A loopback HTTP receiver that notes when each delivery (by Delayline-Job-Id) arrived. */
+/**
+ * A loopback HTTP receiver that notes when each delivery (by Delayline-Job-Id)
+ * arrived, and every request's arrival with its headers.
+ */
 export async function startReceiver() {
   const arrivals = new Map<string, number[]>();
+  const requests: Array<{ at: number; headers: IncomingHttpHeaders }> = [];
   const server = createServer((req, res) => {
     const at = Date.now();
     const id = String(req.headers["delayline-job-id"]);
@@ -157,6 +161,7 @@ export async function startReceiver() {
       const seen = arrivals.get(id);
       if (seen) seen.push(at);
       else arrivals.set(id, [at]);
+      requests.push({ at, headers: req.headers });
       res.end("ok");
     });
   });
@@ -164,6 +169,7 @@ export async function startReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     arrivals,
+    requests,
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());
