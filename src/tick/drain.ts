@@ -43,14 +43,15 @@ const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: { ack: 0, retry:
  * backlog is fanned out like the tick's, and when the budget runs out the rest
  * of the horizon is handed to a drain with a budget of its own. It ends when
  * its chunks have ended and the topic has nothing more within the horizon or
- * refuses (pull or paused).
+ * refuses (pull or paused); past the horizon it follows only what is due
+ * within a peek from then, and only while the tick still sleeps.
  */
 export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   const s = o.settings;
   const clock = o.clock ?? realClock;
   const log = o.log ?? jsonLog;
   const budget = new SubrequestBudget(s.tickSubrequestBudget);
-  const end = clock.now() + o.horizonMs;
+  let end = clock.now() + o.horizonMs;
   const total = emptyReport();
   let fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
   const inFlight = new ChunksInFlight({ queue: o.queue, settings: s, clock, budget, fetch: o.fetch ?? fetch, overall: new Semaphore(s.tickConcurrency), log, ...(fanOut ? { fanOut } : {}) });
@@ -92,8 +93,19 @@ export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
       if (failure) throw failure.error;
       const now = clock.now();
       if (next === null || next > end) {
-        if (inFlight.idle) break;
-        await inFlight.whenOneEnds();
+        if (!inFlight.idle) {
+          await inFlight.whenOneEnds();
+          continue;
+        }
+        // A retry this drain scheduled may fall due after its horizon but
+        // before the sleeping tick's next look, which was taken before the
+        // retry existed: follow the topic to it while the tick still sleeps.
+        // Anything due later than a peek from now a sleeping look still finds
+        // in time, and once the tick wakes it takes the topic.
+        if (next === null || next - now > s.tickIdlePeekMs || budget.left < 2) break;
+        budget.spend();
+        if (!(await o.queue.tickAsleep().catch(() => false))) break;
+        end = next;
         continue;
       }
       if (now < next) {
