@@ -1,11 +1,10 @@
-import type { Env } from "./env.js";
-import "./handlers/index.js";
-import { app } from "./producer/app.js";
-import { scheduled } from "./tick/scheduled.js";
-
+/**
+ * `delayline`: the Worker library. A Worker of your own calls
+ * {@link delayline} with its handlers and exports what it returns (see
+ * app/worker.ts, this repository's own deployment).
+ */
+export { delayline, type DelaylineWorker, type DelaylineWorkerOptions, type HandlerDefinition } from "./delayline.js";
+export { defineHandler, removeHandler, PermanentError, RetryableError } from "./handlers/registry.js";
+export type { BatchHandler, BatchHandlerOptions, BatchResult, HandlerOptions, JobContext, JobHandler } from "./handlers/registry.js";
 export { TickChunk } from "./tick/chunk.js";
-
-export default {
-  fetch: app.fetch,
-  scheduled,
-} satisfies ExportedHandler<Env>;
+export type { Env } from "./env.js";

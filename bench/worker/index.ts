@@ -1,5 +1,5 @@
 /**
- * The Worker the benchmarks run: delayline's own Worker unchanged, plus two
+ * The Worker the benchmarks run: the library as app/worker.ts uses it, plus two
  * bench-only code handlers and a route that reads what they saw. Kept out of
  * src/ so the production handler registry never carries a bench topic.
  *
@@ -10,11 +10,7 @@
  * handled and when the latest one was, and returns and forgets the lateness
  * samples noted since the last call.
  */
-import type { Env } from "../../src/env.js";
-import { defineHandler } from "../../src/handlers/registry.js";
-import worker from "../../src/index.js";
-
-export { TickChunk } from "../../src/index.js";
+import { delayline, type Env } from "../../src/index.js";
 
 let handled = 0;
 // When the latest job was handled, by the Worker's clock: a drain's end without
@@ -23,18 +19,23 @@ let lastAt = 0;
 // [job id, due ms, ran at ms]
 let samples: Array<[string, number, number]> = [];
 
-defineHandler("bench-noop", () => {
-  handled++;
-  lastAt = Date.now();
+const worker = delayline({
+  handlers: {
+    "bench-noop": () => {
+      handled++;
+      lastAt = Date.now();
+    },
+    "bench-lateness": async (job) => {
+      // workerd's clock moves only at I/O; a zero timer lets it catch up, so the
+      // time noted is when the handler ran, not when the claim's reply arrived.
+      await new Promise((r) => setTimeout(r, 0));
+      samples.push([job.id, job.dueAt, Date.now()]);
+      handled++;
+    },
+  },
 });
 
-defineHandler("bench-lateness", async (job) => {
-  // workerd's clock moves only at I/O; a zero timer lets it catch up, so the
-  // time noted is when the handler ran, not when the claim's reply arrived.
-  await new Promise((r) => setTimeout(r, 0));
-  samples.push([job.id, job.dueAt, Date.now()]);
-  handled++;
-});
+export const TickChunk = worker.TickChunk;
 
 export default {
   ...worker,

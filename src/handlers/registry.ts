@@ -1,5 +1,5 @@
 /**
- * Topic → handler. Register handlers at module load (see src/handlers/index.ts);
+ * Topic → handler. Handlers are registered when the Worker's module loads (delayline({ handlers }), src/delayline.ts);
  * a topic without one is delivered by the built-in `http` handler.
  */
 

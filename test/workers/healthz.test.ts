@@ -1,6 +1,6 @@
 import { createScheduledController, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index.js";
+import worker from "../../app/worker.js";
 import { self, testEnv as env } from "./self.js";
 
 describe("GET /healthz", () => {

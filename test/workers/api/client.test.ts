@@ -1,7 +1,7 @@
 import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Delayline, DelaylineError, Receiver, signPayload, verifySignature } from "../../../src/client/index.js";
-import worker from "../../../src/index.js";
+import worker from "../../../app/worker.js";
 import { isolatedEnv, TOKEN } from "./helpers.js";
 
 function client(token = TOKEN) {

@@ -1,7 +1,7 @@
 import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Delayline } from "../../../src/client/index.js";
-import worker from "../../../src/index.js";
+import worker from "../../../app/worker.js";
 import type { Env } from "../../../src/env.js";
 import { call, isolatedEnv, TOKEN } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import { createExecutionContext } from "cloudflare:test";
-import worker from "../../../src/index.js";
+import worker from "../../../app/worker.js";
 import type { Env } from "../../../src/env.js";
 import { testEnv } from "../self.js";
 

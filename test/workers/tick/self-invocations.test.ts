@@ -46,7 +46,7 @@ async function sleepingTick(windowMs: number) {
 /** POST /v1/jobs through the Worker's own fetch, then waits for what the request left running (its drains). */
 async function enqueueThroughWorker(env: object, body: unknown): Promise<{ id: string; dueAt: string }> {
   const { createExecutionContext, waitOnExecutionContext } = await import("cloudflare:test");
-  const worker = (await import("../../../src/index.js")).default;
+  const worker = (await import("../../../app/worker.js")).default;
   const ctx = createExecutionContext();
   const res = await worker.fetch(
     new Request("http://delayline.test/v1/jobs", {
