@@ -1,9 +1,28 @@
 import { z } from "zod";
 
+/** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */
+export interface Outcomes {
+  ack: number;
+  retry: number;
+  dead: number;
+  stale: number;
+}
+
+/** No outcomes yet. */
+export const noOutcomes = (): Outcomes => ({ ack: 0, retry: 0, dead: 0, stale: 0 });
+
+/** Adds `more` into `into`. */
+export function addOutcomes(into: Outcomes, more: Outcomes): void {
+  into.ack += more.ack;
+  into.retry += more.retry;
+  into.dead += more.dead;
+  into.stale += more.stale;
+}
+
 /** What a TickChunk invocation reports (src/tick/chunk.ts). */
 export interface TickChunkReport {
   claimed: number;
-  outcomes: { ack: number; retry: number; dead: number; stale: number };
+  outcomes: Outcomes;
   subrequests: number;
   /** The topic still had a full chunk's worth ready: more work remains. */
   more: boolean;

@@ -1,4 +1,4 @@
-import type { Settings } from "../env.js";
+import { addOutcomes, noOutcomes, type Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
@@ -30,7 +30,7 @@ export interface DrainOptions {
   handOver?: (horizonMs: number) => Promise<ChunkReport>;
 }
 
-const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false, nextLookAt: null });
+const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: noOutcomes(), subrequests: 0, more: false, nextLookAt: null });
 
 /**
  * Runs one topic's jobs as they fall due over the next `horizonMs`, in the
@@ -57,7 +57,7 @@ export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   const inFlight = new ChunksInFlight({ queue: o.queue, settings: s, clock, budget, fetch: o.fetch ?? fetch, overall: new Semaphore(s.tickConcurrency), log, ...(fanOut ? { fanOut } : {}) });
   const add = (r: ChunkReport) => {
     total.claimed += r.claimed;
-    for (const k of ["ack", "retry", "dead", "stale"] as const) total.outcomes[k] += r.outcomes[k];
+    addOutcomes(total.outcomes, r.outcomes);
   };
   let full = false;
   let lastTaken = 1;

@@ -1,4 +1,4 @@
-import type { Settings, TickChunkReport } from "../env.js";
+import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
 import type { Outcome, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
@@ -69,7 +69,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   const clock = o.clock ?? realClock;
   const budget = o.budget ?? new SubrequestBudget(s.tickSubrequestBudget);
   const spentBefore = budget.spent;
-  const report: ChunkReport = { claimed: 0, outcomes: { ack: 0, retry: 0, dead: 0, stale: 0 }, subrequests: 0, more: false, nextDueAt: null, nextLookAt: null };
+  const report: ChunkReport = { claimed: 0, outcomes: noOutcomes(), subrequests: 0, more: false, nextDueAt: null, nextLookAt: null };
   // A claim and a settle; the rest is for deliveries.
   const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - 2));
   if (take === 0) {
