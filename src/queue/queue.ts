@@ -3,6 +3,9 @@ import { z } from "zod";
 import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { Schedules } from "./schedules.js";
+import { TopicLimitError } from "./errors.js";
+
+export { TopicLimitError } from "./errors.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
@@ -108,17 +111,6 @@ export interface ClaimResult {
   nextLookAt: number | null;
   /** Push claims: the topic's settings and secrets as the claim read them (null for pull claims and a topic of the other mode). */
   topic: { settings: TopicSettings; secrets: TopicSecrets } | null;
-}
-
-/** Refused: the registry already holds MAX_TOPICS topics. */
-export class TopicLimitError extends Error {
-  override name = "TopicLimitError";
-  constructor(
-    readonly count: number,
-    readonly limit: number,
-  ) {
-    super(`${count} topics exist and the limit is ${limit} (MAX_TOPICS); delete unused ones with DELETE /v1/topics/:topic or raise MAX_TOPICS`);
-  }
 }
 
 /** How long an isolate trusts that a topic it registered is still registered (a topic deleted meanwhile is registered again by its next enqueue after this). */

@@ -5,7 +5,7 @@ import * as lua from "./lua.generated.js";
 import type { Backoff } from "./policy/backoff.js";
 import { redisCall } from "./redis.js";
 import { runScript } from "./scripts.js";
-import { TopicLimitError } from "./queue.js";
+import { TopicLimitError } from "./errors.js";
 import { nullableString, type Target } from "./types.js";
 
 /** The job each occurrence of a schedule stores: the fields of POST /v1/jobs that describe a job. */
