@@ -4,8 +4,6 @@ import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import { TopicLimitError } from "./errors.js";
-
-export { TopicLimitError } from "./errors.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
@@ -35,6 +33,8 @@ import {
   type JobState,
   type Target,
 } from "./types.js";
+
+export { TopicLimitError } from "./errors.js";
 
 /** Options of a {@link Queue}. */
 export interface QueueOptions {
