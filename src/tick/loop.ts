@@ -306,6 +306,10 @@ class TickLoop {
       full ||= c.more;
       if (c.nextLookAt != null) wakeAt = Math.min(wakeAt, c.nextLookAt);
     });
+    // Slots given to claims that took fewer jobs are free again for a topic that waited for them.
+    const unusedSlots = plan.local.reduce((n, p, i) => n + p.max - started[i]!.claimed, 0);
+    const slotsFreed = plan.slotBound && unusedSlots > 0;
+    if (slotsFreed) wakeAt = clock.now();
     this.memory.forgetQuietBefore(now);
     this.log({
       level: "info",
@@ -324,7 +328,7 @@ class TickLoop {
       roundAt: now,
       wakeAt,
       // A full chunk or more due topics than one poll names is a backlog: worked off at once.
-      backlogged: more || plan.unserved > 0 || full,
+      backlogged: more || plan.unserved > 0 || full || slotsFreed,
       price,
       budgetLeft: budget.left,
       windowEnd: this.windowEnd,

@@ -44,6 +44,13 @@ export interface RoundPlan {
   waiting: string[];
   /** Due topics the budget reached with nothing: the loop looks again at once. */
   unserved: number;
+  /**
+   * Some topic waits only because TICK_CONCURRENCY's free slots went to
+   * topics before it: if their claims take fewer jobs than they were given
+   * slots for (a pull topic takes none), the loop looks again at once rather
+   * than when a chunk ends.
+   */
+  slotBound: boolean;
 }
 
 /** What a chunk of `t` run here costs: a claim, a settle and a delivery per job. */
@@ -92,12 +99,14 @@ export function planRound(due: DueTopic[], start: number, l: RoundLimits): Round
   const share = Math.floor(left / Math.max(1, candidates.length));
   const local: RoundPlan["local"] = [];
   let slots = l.freeSlots;
+  let slotBound = false;
   for (const t of candidates) {
     const affordable = Math.min(l.tickChunk, Math.max(share, 3) - 2, left - 2);
     if (affordable < 1) break;
     const max = Math.min(affordable, t.room, slots);
     if (max < 1) {
       waiting.push(t.topic);
+      slotBound ||= slots < 1;
       continue;
     }
     local.push({ topic: t.topic, max });
@@ -105,7 +114,7 @@ export function planRound(due: DueTopic[], start: number, l: RoundLimits): Round
     slots -= max;
   }
   const unserved = due.length - waiting.length - local.length - new Set(remote.map((r) => r.topic)).size;
-  return { local, remote, waiting, unserved };
+  return { local, remote, waiting, unserved, slotBound };
 }
 
 /**
