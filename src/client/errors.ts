@@ -100,10 +100,17 @@ export function errorFromResponse(res: Response, text: string): DelaylineError {
 export function errorFromFailure(cause: unknown, timedOut: boolean, timeoutMs: number): DelaylineUnavailableError {
   const detail = timedOut
     ? `no answer within ${timeoutMs} ms; the request may or may not have taken effect`
-    : `${cause instanceof Error ? cause.message : String(cause)}; the request may or may not have taken effect`;
+    : `${describe(cause)}; the request may or may not have taken effect`;
   return new DelaylineUnavailableError(
     0,
     { type: timedOut ? "urn:delayline:client:timeout" : "urn:delayline:client:network", title: timedOut ? "Timeout" : "Network Error", status: 0, detail },
     { cause },
   );
+}
+
+/** A fetch failure's message with its underlying reason (Node's undici says only "fetch failed" and puts ECONNREFUSED in `cause`). */
+function describe(cause: unknown): string {
+  if (!(cause instanceof Error)) return String(cause);
+  const inner = cause.cause;
+  return inner instanceof Error && inner.message && inner.message !== cause.message ? `${cause.message} (${inner.message})` : cause.message;
 }
