@@ -153,8 +153,18 @@ interface SendOptions {
   headers?: Record<string, string>;
   /** Whether sending it again after an unknown outcome can do no more than sending it once. */
   retry: boolean;
-  /** Non-2xx statuses whose body is the answer rather than a problem. */
-  accept?: number[];
+  /** Whether a non-2xx answer's body is the answer rather than a problem. */
+  accept?: (status: number, text: string) => boolean;
+}
+
+/** Whether a body is GET /healthz's answer. */
+function isHealth(text: string): boolean {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null && "ok" in v && "redis" in v;
+  } catch {
+    return false;
+  }
 }
 
 const SAFE: SendOptions = { retry: true };
@@ -213,7 +223,7 @@ export class Delayline {
   }
 
   /** One attempt: a fresh Request (a body can be read once), under its own timeout. */
-  private async attempt(method: string, path: string, payload: string | undefined, headers: Record<string, string>, accept: number[] = []): Promise<string> {
+  private async attempt(method: string, path: string, payload: string | undefined, headers: Record<string, string>, accept?: SendOptions["accept"]): Promise<string> {
     const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined;
     const init: RequestInit = { method, headers };
     if (payload !== undefined) init.body = payload;
@@ -226,7 +236,7 @@ export class Delayline {
     } catch (err) {
       throw errorFromFailure(err, signal?.aborted === true, this.timeoutMs);
     }
-    if (!res.ok && !accept.includes(res.status)) throw errorFromResponse(res, text);
+    if (!res.ok && !accept?.(res.status, text)) throw errorFromResponse(res, text);
     return text;
   }
 
@@ -236,8 +246,8 @@ export class Delayline {
 
   /** The Worker's liveness, Redis's reachability and the tick's heartbeat (GET /healthz, no token needed). Sent once: it says how things are now. */
   health(): Promise<Health> {
-    // Its 503 is the answer "Redis is down", in the same shape as its 200.
-    return this.request<Health>("GET", "/healthz", undefined, { retry: false, accept: [503] });
+    // The Worker's 503 is the answer "Redis is down", in the same shape as its 200; anyone else's is an error.
+    return this.request<Health>("GET", "/healthz", undefined, { retry: false, accept: (status, text) => status === 503 && isHealth(text) });
   }
 
   /**
