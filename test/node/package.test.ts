@@ -2,7 +2,8 @@
  * delayline as a user installs it: `npm pack`, the tarball installed into a
  * fresh project outside the repository, and there
  *  - a plain `node` ESM script (no tsx, no bundler) that imports
- *    `delayline/client` round-trips enqueue → get → cancel against `npm start`;
+ *    `delayline/client` round-trips enqueue → get → cancel against `npm start`,
+ *    and the package's `delayline` bin reads the job back;
  *  - a Worker of the user's own, importing `delayline` by its package name with
  *    a handler of its own and mounting the API in its own hono app, type-checks
  *    with `satisfies ExportedHandler<Env>` and runs in workerd under `npm start`
@@ -83,11 +84,17 @@ const { id } = await dl.enqueue({ topic: "from-node", payload: { hello: "node" }
 const got = await dl.get(id);
 await dl.cancel(id);
 const after = await dl.get(id);
-console.log(JSON.stringify({ state: got?.state, payload: got?.payload, after: after?.state }));
+console.log(JSON.stringify({ id, state: got?.state, payload: got?.payload, after: after?.state }));
 `,
   );
   const out = JSON.parse(run(process.execPath, ["round-trip.mjs"], project, { DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token }).trim()) as Record<string, unknown>;
-  expect(out).toEqual({ state: "scheduled", payload: { hello: "node" }, after: "cancelled" });
+  expect(out).toEqual({ id: expect.any(String), state: "scheduled", payload: { hello: "node" }, after: "cancelled" });
+
+  // The package's bin, as `npx delayline` runs it.
+  const job = JSON.parse(
+    run("npx", ["--no-install", "delayline", "get", out.id as string, "--json"], project, { DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token }),
+  ) as { state: string };
+  expect(job.state).toBe("cancelled");
 });
 
 it("a Worker of the user's own imports delayline by name, type-checks, and runs its handler in workerd", { timeout: 240_000 }, async () => {

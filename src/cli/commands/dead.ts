@@ -1,0 +1,105 @@
+/** `delayline dead list | replay | purge`: a topic's dead letters. */
+import type { Command } from "commander";
+import type { DeadLetter } from "../../client/index.js";
+import { action, durationArg, instantArg, UsageError, wholeNumber, type Io } from "../context.js";
+import { table } from "../table.js";
+
+interface Filter {
+  failedFrom?: string | number;
+  failedTo?: string | number;
+  error?: string;
+}
+
+/** The filter options replay and purge share. */
+function withFilter(command: Command): Command {
+  return command
+    .option("--failed-from <instant>", "only letters that failed at or after this: ISO 8601 or epoch ms", instantArg)
+    .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
+    .option("--error <text>", "only letters whose last error holds this text");
+}
+
+function filterOf(o: Filter): Filter | null {
+  const f: Filter = {};
+  if (o.failedFrom !== undefined) f.failedFrom = o.failedFrom;
+  if (o.failedTo !== undefined) f.failedTo = o.failedTo;
+  if (o.error !== undefined) f.error = o.error;
+  return Object.keys(f).length > 0 ? f : null;
+}
+
+export function deadCommands(program: Command, io: Io): void {
+  const dead = program.command("dead").description("dead letters: jobs out of attempts, or failed for good");
+
+  dead
+    .command("list")
+    .description("a topic's dead letters, newest first")
+    .argument("<topic>")
+    .option("--limit <n>", "letters to show", wholeNumber(1, 100_000), 100)
+    .option("--failed-from <instant>", "only letters that failed at or after this", instantArg)
+    .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
+    .action(
+      action(io, async (ctx, topic: string, o: Filter & { limit: number }) => {
+        const dl = ctx.client();
+        const entries: DeadLetter[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await dl.deadLetters(topic, {
+            limit: Math.min(1_000, o.limit - entries.length),
+            ...(cursor !== undefined ? { cursor } : {}),
+            ...(o.failedFrom !== undefined ? { failedFrom: o.failedFrom } : {}),
+            ...(o.failedTo !== undefined ? { failedTo: o.failedTo } : {}),
+          });
+          entries.push(...page.entries);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined && entries.length < o.limit);
+        ctx.print({ entries }, (r) =>
+          table(
+            r.entries,
+            [
+              { header: "ID", value: (e) => e.id },
+              { header: "FAILED", value: (e) => e.failedAt },
+              { header: "ATTEMPTS", value: (e) => e.attempts, align: "right" },
+              { header: "LAST ERROR", value: (e) => e.lastError },
+            ],
+            `(no dead letters in ${topic})`,
+          ),
+        );
+      }),
+    );
+
+  withFilter(
+    dead
+      .command("replay")
+      .description("put dead letters back on the schedule with fresh attempts: given ids, --all, or a filter")
+      .argument("<topic>")
+      .argument("[ids...]", "dead letters' job ids")
+      .option("--all", "every dead letter of the topic")
+      .option("--delay <duration>", "due this long from now", durationArg)
+      .option("--spread <duration>", 'spread the replayed jobs at random over this long ("10m")', durationArg),
+  ).action(
+    action(io, async (ctx, topic: string, ids: string[], o: Filter & { all?: boolean; delay?: string | number; spread?: string | number }) => {
+      const filter = filterOf(o);
+      const picked = [ids.length > 0, o.all === true, filter !== null].filter(Boolean).length;
+      if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
+      const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
+      const timing = { ...(o.delay !== undefined ? { delay: o.delay } : {}), ...(o.spread !== undefined ? { spread: o.spread } : {}) };
+      const r = await ctx.client().replay(topic, { ...what, ...timing });
+      ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
+    }),
+  );
+
+  withFilter(
+    dead
+      .command("purge")
+      .description("drop dead letters for good: --all, or those a filter picks")
+      .argument("<topic>")
+      .option("--all", "every dead letter of the topic"),
+  ).action(
+    action(io, async (ctx, topic: string, o: Filter & { all?: boolean }) => {
+      const filter = filterOf(o);
+      // Dropping every letter is never the default: it has to be asked for.
+      if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
+      const purged = await ctx.client().purgeDead(topic, filter ?? {});
+      ctx.print({ purged }, (r) => `purged ${r.purged}`);
+    }),
+  );
+}

@@ -1,0 +1,121 @@
+/** Jobs: `enqueue`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
+import { Option, type Command } from "commander";
+import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js";
+import { action, durationArg, instantArg, jsonValue, wholeNumber, type Io } from "../context.js";
+import { details, duration, table, when } from "../table.js";
+
+export function jobCommands(program: Command, io: Io): void {
+  program
+    .command("enqueue")
+    .description("enqueue one job")
+    .argument("<topic>", "the job's topic")
+    .argument("[payload]", "the payload, as JSON", jsonValue)
+    .option("--delay <duration>", 'run after this long: "90s", "1h", or ms', durationArg)
+    .option("--run-at <instant>", "run at this time: ISO 8601 or epoch ms", instantArg)
+    .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(1, 100))
+    .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(100, 600_000))
+    .option("--target <url>", "deliver to this URL instead of the topic's")
+    .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
+    .action(
+      action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
+        const job: JobRequest = { topic };
+        if (payload !== undefined) job.payload = payload;
+        if (o.delay !== undefined) job.delay = o.delay as string | number;
+        if (o.runAt !== undefined) job.runAt = o.runAt as string | number;
+        if (o.maxAttempts !== undefined) job.maxAttempts = o.maxAttempts as number;
+        if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
+        if (o.target !== undefined) job.target = { url: o.target as string };
+        if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
+        const r = await ctx.client().enqueue(job);
+        ctx.print(r, (r) => details([["id", r.id], ["topic", r.topic], ["due", when(r.dueAt)], ["deduplicated", r.deduplicated ? "yes (an earlier job with this key)" : "no"]]));
+      }),
+    );
+
+  program
+    .command("get")
+    .description("a job's state, payload and attempt history")
+    .argument("<id>", "the job's id")
+    .action(
+      action(io, async (ctx, id: string) => {
+        const job = await ctx.client().get(id);
+        if (!job) throw new Error(`no job ${id} (unknown, or finished longer ago than the retention window)`);
+        ctx.print(job, renderJob);
+      }),
+    );
+
+  program
+    .command("cancel")
+    .description("cancel scheduled jobs (not those in flight)")
+    .argument("<id...>", "job ids")
+    .action(
+      action(io, async (ctx, ids: string[]) => {
+        const dl = ctx.client();
+        for (const id of ids) await dl.cancel(id);
+        ctx.print({ cancelled: ids }, (r) => r.cancelled.map((id) => `cancelled ${id}`).join("\n"));
+      }),
+    );
+
+  program
+    .command("jobs")
+    .description("a topic's scheduled jobs (due order), jobs in flight or dead letters (newest first)")
+    .argument("<topic>", "the topic")
+    .addOption(new Option("--state <state>", "which jobs").choices(["scheduled", "inflight", "dead"]).default("scheduled"))
+    .option("--from <instant>", "earliest due time / lease deadline / failed time: ISO 8601 or epoch ms", instantArg)
+    .option("--to <instant>", "latest due time / lease deadline / failed time", instantArg)
+    .option("--limit <n>", "jobs to show", wholeNumber(1, 100_000), 100)
+    .option("--payload", "include payloads")
+    .action(
+      action(io, async (ctx, topic: string, o: { state: "scheduled" | "inflight" | "dead"; from?: string | number; to?: string | number; limit: number; payload?: boolean }) => {
+        const jobs: ListedJob[] = [];
+        const page = Math.min(o.limit, 1_000);
+        for await (const job of ctx.client().jobs(topic, { state: o.state, limit: page, payload: o.payload === true, ...(o.from !== undefined ? { from: o.from } : {}), ...(o.to !== undefined ? { to: o.to } : {}) })) {
+          jobs.push(job);
+          if (jobs.length >= o.limit) break;
+        }
+        ctx.print({ jobs }, (r) =>
+          table(
+            r.jobs,
+            [
+              { header: "ID", value: (j) => j.id },
+              { header: "STATE", value: (j) => j.state },
+              { header: o.state === "dead" ? "FAILED" : o.state === "inflight" ? "LEASE UNTIL" : "DUE", value: (j) => j.failedAt ?? j.leaseExpiresAt ?? j.dueAt },
+              { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
+              { header: "LAST ERROR", value: (j) => j.lastError },
+              ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
+            ],
+            `(no ${o.state} jobs in ${topic})`,
+          ),
+        );
+      }),
+    );
+}
+
+function renderJob(job: Job): string {
+  const head = details([
+    ["id", job.id],
+    ["topic", job.topic],
+    ["state", job.state],
+    ["due", when(job.dueAt)],
+    ["attempts", `${job.attempts} of ${job.maxAttempts}`],
+    ["last error", job.lastError],
+    ["created", job.createdAt],
+    ...(job.leaseExpiresAt ? ([["lease until", job.leaseExpiresAt]] as Array<[string, unknown]>) : []),
+    ...(job.finishedAt ? ([["finished", job.finishedAt]] as Array<[string, unknown]>) : []),
+    ...(job.scheduleId ? ([["schedule", `${job.scheduleId} (occurrence ${job.scheduledFor})`]] as Array<[string, unknown]>) : []),
+    ["payload", job.payload],
+  ]);
+  if (job.history.length === 0) return head;
+  return `${head}\n\n${historyTable(job.history)}`;
+}
+
+/** A job's or dead letter's attempts, oldest first. */
+export function historyTable(history: Attempt[]): string {
+  return table(history, [
+    { header: "ATTEMPT", value: (a) => a.attempt, align: "right" },
+    { header: "STARTED", value: (a) => a.startedAt },
+    { header: "TOOK", value: (a) => (a.durationMs === null ? null : duration(a.durationMs)), align: "right" },
+    { header: "OUTCOME", value: (a) => a.outcome },
+    { header: "HTTP", value: (a) => a.httpStatus },
+    { header: "ERROR", value: (a) => a.error },
+  ]);
+}

@@ -1,0 +1,120 @@
+/** `delayline topics list | show | set | pause | resume | delete`. */
+import { Option, type Command } from "commander";
+import type { Topic, TopicSettingsPatch } from "../../client/index.js";
+import { action, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
+import { details, duration, table } from "../table.js";
+
+/** Settings `topics set --clear` can reset to their defaults. */
+const CLEARABLE = ["ratePerSec", "burst", "concurrency", "maxAttempts", "backoff", "url", "mode", "timeoutMs", "signingSecret", "webhookSecret"] as const;
+
+export function topicCommands(program: Command, io: Io): void {
+  const topics = program.command("topics").description("topics: their settings, backlog and counters");
+
+  topics
+    .command("list", { isDefault: true })
+    .description("every registered topic")
+    .action(
+      action(io, async (ctx) => {
+        const list = await ctx.client().topics();
+        ctx.print({ topics: list }, (r) =>
+          table(
+            r.topics,
+            [
+              { header: "TOPIC", value: (t) => t.topic },
+              { header: "MODE", value: (t) => t.settings.mode },
+              { header: "PAUSED", value: (t) => (t.settings.paused ? "yes" : "no") },
+              { header: "SCHEDULED", value: (t) => t.scheduled, align: "right" },
+              { header: "READY", value: (t) => t.ready, align: "right" },
+              { header: "INFLIGHT", value: (t) => t.inflight, align: "right" },
+              { header: "DEAD", value: (t) => t.dead, align: "right" },
+              { header: "URL", value: (t) => t.settings.url },
+            ],
+            "(no topics)",
+          ),
+        );
+      }),
+    );
+
+  topics
+    .command("show")
+    .description("a topic's settings and stats")
+    .argument("<topic>")
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topic(topic), renderTopic)));
+
+  topics
+    .command("set")
+    .description("change a topic's settings (creates the topic)")
+    .argument("<topic>")
+    .option("--url <url>", "where its jobs are delivered")
+    .addOption(new Option("--mode <mode>", "push (delivered by the tick) or pull (claimed by consumers)").choices(["push", "pull"]))
+    .option("--rate-per-sec <n>", "most deliveries a second", positiveNumber)
+    .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, 100_000))
+    .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, 10_000))
+    .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(1, 100))
+    .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(100, 600_000))
+    .option("--signing-secret <secret>", "signs deliveries (write-only)")
+    .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
+    .option("--clear <setting...>", `reset settings to their defaults: ${CLEARABLE.join(", ")}`)
+    .action(
+      action(io, async (ctx, topic: string, o: Record<string, unknown>) => {
+        const patch: Record<string, unknown> = {};
+        for (const key of ["url", "mode", "ratePerSec", "burst", "concurrency", "maxAttempts", "timeoutMs", "signingSecret", "webhookSecret"]) {
+          if (o[key] !== undefined) patch[key] = o[key];
+        }
+        for (const key of (o.clear as string[] | undefined) ?? []) {
+          if (!(CLEARABLE as readonly string[]).includes(key)) throw new UsageError(`--clear ${key}: not a setting (${CLEARABLE.join(", ")})`);
+          patch[key] = null;
+        }
+        if (Object.keys(patch).length === 0) throw new UsageError("nothing to set: give a setting option or --clear");
+        ctx.print(await ctx.client().configureTopic(topic, patch as TopicSettingsPatch), renderTopic);
+      }),
+    );
+
+  topics
+    .command("pause")
+    .description("stop dispatching and claiming the topic's jobs")
+    .argument("<topic>")
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().pause(topic), renderTopic)));
+
+  topics
+    .command("resume")
+    .description("resume a paused topic")
+    .argument("<topic>")
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().resume(topic), renderTopic)));
+
+  topics
+    .command("delete")
+    .description("delete an empty topic with its settings and metrics")
+    .argument("<topic>")
+    .option("--purge", "also drop its scheduled jobs and dead letters")
+    .action(
+      action(io, async (ctx, topic: string, o: { purge?: boolean }) => {
+        const r = await ctx.client().deleteTopic(topic, { purge: o.purge === true });
+        ctx.print(r, (r) => `deleted ${r.topic} (purged ${r.purged.scheduled} scheduled, ${r.purged.dead} dead letters)`);
+      }),
+    );
+}
+
+function renderTopic(t: Topic): string {
+  const s = t.settings;
+  const backoff = s.backoff.type === "fixed" ? `fixed ${duration(s.backoff.delay)}` : s.backoff.type === "exponential" ? `exponential from ${duration(s.backoff.delay)} ×${s.backoff.factor} to ${duration(s.backoff.maxDelay)}${s.backoff.jitter ? ", jitter" : ""}` : `schedule ${s.backoff.delays.map(duration).join(", ")}`;
+  return details([
+    ["topic", t.topic],
+    ["mode", s.mode],
+    ["paused", s.paused ? "yes" : "no"],
+    ["url", s.url],
+    ["rate", s.ratePerSec === undefined ? "unlimited" : `${s.ratePerSec}/s${s.burst !== undefined ? `, burst ${s.burst}` : ""}`],
+    ["concurrency", s.concurrency ?? "unlimited"],
+    ["max attempts", s.maxAttempts],
+    ["backoff", backoff],
+    ["timeout", duration(s.timeoutMs)],
+    ["signing secret", s.hasSigningSecret ? "set" : "none"],
+    ["webhook secret", s.hasWebhookSecret ? "set" : "none"],
+    ["scheduled", t.scheduled],
+    ["ready", t.ready],
+    ["inflight", t.inflight],
+    ["dead", t.dead],
+    ["oldest ready due", t.oldestReadyDueAt],
+    ["counters", `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead`],
+  ]);
+}
