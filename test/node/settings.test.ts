@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { waitForHealthy } from "../../dev/worker-process.js";
-import { SETTING_NAMES, validateSettings, type Env } from "../../src/env.js";
+import { settings, SETTING_NAMES, validateSettings, type Env } from "../../src/env.js";
 
 const required: Env = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1", UPSTASH_REDIS_REST_TOKEN: "rest-token", DELAYLINE_TOKEN: "api-token-123" };
 const problemsWith = (name: string, value: string) => validateSettings({ ...required, [name]: value }).filter((p) => p.setting === name);
@@ -96,4 +96,27 @@ describe("waitForHealthy", () => {
       server.closeAllConnections();
     }
   });
+});
+
+describe("wrangler configs", () => {
+  /** A wrangler.toml's [vars], as name → value. */
+  const varsOf = (path: string) => {
+    const toml = readFileSync(join(import.meta.dirname, "../..", path), "utf8");
+    const section = /^\[vars\]\n([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(toml)?.[1] ?? "";
+    return Object.fromEntries([...section.matchAll(/^([A-Z_]+)\s*=\s*"([^"]*)"/gm)].map((m) => [m[1]!, m[2]!]));
+  };
+
+  it("the parser reads a [vars] section (a control)", () => {
+    expect(/^\[vars\]\n([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec('[vars]\nTICK_CHUNK = "7"\n\n[x]\n')?.[1]).toBe('TICK_CHUNK = "7"\n\n');
+  });
+
+  for (const path of ["wrangler.toml", "bench/worker/wrangler.toml", "wrangler.example.toml"]) {
+    it(`${path} sets only settings that differ from their defaults, so a changed default reaches the deployment`, () => {
+      const base = JSON.stringify(settings(required));
+      for (const [name, value] of Object.entries(varsOf(path))) {
+        expect(SETTING_NAMES, `${name} is not a setting`).toContain(name);
+        expect(JSON.stringify(settings({ ...required, [name]: value })), `${name} = "${value}" is its default`).not.toBe(base);
+      }
+    });
+  }
 });
