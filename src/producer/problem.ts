@@ -3,7 +3,7 @@ import type { ZodError } from "zod";
 /**
  * RFC 9457 problem details: every error delayline's HTTP edge returns.
  */
-export interface Problem {
+export interface ProblemDocument {
   type: string;
   title: string;
   status: number;
@@ -29,9 +29,9 @@ const TITLES: Record<number, string> = {
 export function problem(
   status: number,
   detail: string,
-  extra: { type?: string; errors?: Problem["errors"]; headers?: Record<string, string> } = {},
+  extra: { type?: string; errors?: ProblemDocument["errors"]; headers?: Record<string, string> } = {},
 ): Response {
-  const body: Problem = {
+  const body: ProblemDocument = {
     type: extra.type ?? "about:blank",
     title: TITLES[status] ?? "Error",
     status,
@@ -51,7 +51,7 @@ export class ApiProblem extends Error {
     detail: string,
     readonly headers: Record<string, string> = {},
     /** Rules the request broke, with their JSON paths (a 422 the schema could not see). */
-    readonly errors?: Problem["errors"],
+    readonly errors?: ProblemDocument["errors"],
   ) {
     super(detail);
     this.name = "ApiProblem";
@@ -59,7 +59,7 @@ export class ApiProblem extends Error {
 }
 
 /** A 422 for rules that need more than the schema (e.g. the deployment's settings), shaped like {@link validationProblem}'s. */
-export function invalid(where: string, errors: NonNullable<Problem["errors"]>): ApiProblem {
+export function invalid(where: string, errors: NonNullable<ProblemDocument["errors"]>): ApiProblem {
   return new ApiProblem(422, `the ${where} does not match the schema`, {}, errors);
 }
 

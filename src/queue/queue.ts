@@ -133,7 +133,7 @@ export type Outcome = (
   httpStatus?: number;
 };
 
-export interface JobView {
+export interface JobSnapshot {
   id: string;
   topic: string;
   state: JobState;
@@ -278,7 +278,7 @@ const vectorText = z.string().transform((text, ctx) => {
   return parsed.data ?? [];
 });
 
-const scheduleOf = (r: JobRecord): Pick<JobView, "scheduleId" | "scheduledFor"> =>
+const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 /** How many attempts a job's history keeps, the latest (HISTORY_LIMIT in lua/lib/records.lua). */
 export const ATTEMPT_HISTORY_LIMIT = 25;
@@ -536,7 +536,7 @@ export class Queue {
    * Fails one claimed job by id (pull consumers): retried by its policy (or
    * at `retryAfterMs`), or dead when permanent or out of attempts.
    */
-  async fail(
+  async nack(
     id: string,
     attempt: number,
     failure: { error: string; retryAfterMs?: number; permanent?: boolean },
@@ -663,7 +663,7 @@ export class Queue {
   }
 
   /** Everything known about a job, or null when it is unknown or its retention ran out. */
-  async get(id: string): Promise<JobView | null> {
+  async get(id: string): Promise<JobSnapshot | null> {
     const topic = topicOfJobId(id);
     if (!topic) return null;
     const t = this.keys.topic(topic);
@@ -680,7 +680,7 @@ export class Queue {
     if (record) {
       const job = parseRecord(record);
       const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null, d: undefined, h: undefined };
-      const view: JobView = {
+      const view: JobSnapshot = {
         id,
         topic,
         state: lease ? "inflight" : "scheduled",
@@ -798,7 +798,7 @@ export class Queue {
    * that arrive, are replayed, deleted or trimmed meanwhile never make a page
    * repeat or skip one that stays.
    */
-  async listDead(
+  async deadLetters(
     topic: string,
     options: {
       /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */

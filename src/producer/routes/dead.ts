@@ -43,7 +43,7 @@ export const dead = router()
       const { limit, cursor, failedFrom, failedTo } = c.req.valid("query");
       if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo) throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
       const after = positionOf(cursor, topic, "query");
-      const page = await c.get("queue").listDead(topic, { limit, ...defined({ after, failedFrom, failedTo }) });
+      const page = await c.get("queue").deadLetters(topic, { limit, ...defined({ after, failedFrom, failedTo }) });
       return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
     },
   )

@@ -209,7 +209,7 @@ export const jobs = router()
     async (c) => {
       const { id } = c.req.valid("param");
       const { attempt, ...failure } = c.req.valid("json");
-      const r = await c.get("queue").fail(id, attempt, failure);
+      const r = await c.get("queue").nack(id, attempt, failure);
       if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased`);
       return c.json({ id, state: r === "retry" ? ("scheduled" as const) : ("dead" as const) }, 200);
     },

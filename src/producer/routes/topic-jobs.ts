@@ -24,7 +24,7 @@ export const topicJobs = router()
       const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
       if (state === "dead") {
-        const letters = await c.get("queue").listDead(topic, {
+        const letters = await c.get("queue").deadLetters(topic, {
           limit,
           ...(from === undefined ? {} : { failedFrom: from }),
           ...(to === undefined ? {} : { failedTo: to }),

@@ -117,7 +117,7 @@ describe("claim and settle", () => {
     expect(j2!.attempt).toBe(2);
     await queue.settle("r", [{ id, attempt: 2, kind: "dead", error: "HTTP 404" }]);
     expect(await queue.get(id)).toMatchObject({ state: "dead", attempts: 2, lastError: "HTTP 404" });
-    const dead = await queue.listDead("r");
+    const dead = await queue.deadLetters("r");
     expect(dead.entries).toEqual([
       {
         id,
@@ -169,7 +169,7 @@ describe("claim and settle", () => {
     const r = await queue.claim("l", { max: 1, leaseMs: 100 });
     expect(r.reaped).toEqual({ retried: 0, dead: 1 });
     expect(await queue.get(id)).toMatchObject({ state: "dead", attempts: 1, lastError: expect.stringMatching(/lease expired/) });
-    expect((await queue.listDead("l")).entries.map((e) => e.id)).toEqual([id]);
+    expect((await queue.deadLetters("l")).entries.map((e) => e.id)).toEqual([id]);
   });
 
   it("paused topics claim nothing; concurrency caps jobs in flight", async () => {
@@ -228,21 +228,21 @@ describe("dead letters", () => {
     const ids = (await queue.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "d", payload: i, maxAttempts: 1 })))).map((r) => r.id);
     const claimed = await queue.claim("d", { max: 5, leaseMs: 1_000 });
     await queue.settle("d", claimed.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: `boom ${j.record.payload}` })));
-    const page = await queue.listDead("d", { limit: 2 });
+    const page = await queue.deadLetters("d", { limit: 2 });
     expect(page.entries.map((e) => e.id)).toEqual([ids[4], ids[3]]);
     expect(page.next).toEqual({ score: T0, id: ids[3] });
-    const rest = await queue.listDead("d", { limit: 2, after: page.next! });
+    const rest = await queue.deadLetters("d", { limit: 2, after: page.next! });
     expect(rest.entries.map((e) => e.id)).toEqual([ids[2]]);
     expect(rest.next).toBeNull();
 
     expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({ replayed: 1, notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] });
-    expect((await queue.listDead("d")).entries.map((e) => e.id)).toEqual([ids[4], ids[2]]);
+    expect((await queue.deadLetters("d")).entries.map((e) => e.id)).toEqual([ids[4], ids[2]]);
     const back = await queue.claim("d", { max: 5, leaseMs: 1_000 });
     expect(back.jobs.map((j) => [j.id, j.attempt])).toEqual([[ids[3], 1]]);
 
     clock.now = T0 + 10;
     expect(await queue.replayDeadMatching("d", { dueAt: T0 + 5_000 })).toBe(2);
-    expect((await queue.listDead("d")).entries).toEqual([]);
+    expect((await queue.deadLetters("d")).entries).toEqual([]);
     expect(await queue.get(ids[2]!)).toMatchObject({ state: "scheduled", attempts: 0, dueAt: T0 + 5_000 });
     // Equal due times keep the original order (ids sort in enqueue order).
     clock.now = T0 + 5_000;

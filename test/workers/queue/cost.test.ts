@@ -104,7 +104,7 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   report.deadLetterCommands = dead.commands / 1_000;
   expect((await queue.topicStats("fail")).counters).toMatchObject({ retried: 1_000, dead: 1_000 });
   // What was metered wrote each job's attempt history (it rides on the writes the scripts make anyway).
-  const [letter] = (await queue.listDead("fail", { limit: 1 })).entries;
+  const [letter] = (await queue.deadLetters("fail", { limit: 1 })).entries;
   expect(letter!.history.map((h) => [h.outcome, h.error])).toEqual([
     ["retry", "HTTP 503"],
     ["dead", "HTTP 500"],

@@ -14,7 +14,7 @@ async function allDead(queue: Queue, topic: string, options: { failedFrom?: numb
   const ids: string[] = [];
   let after: ListPosition | undefined;
   for (;;) {
-    const page = await queue.listDead(topic, { limit: 1_000, ...options, ...(after ? { after } : {}) });
+    const page = await queue.deadLetters(topic, { limit: 1_000, ...options, ...(after ? { after } : {}) });
     ids.push(...page.entries.map((e) => e.id));
     if (!page.next) return ids;
     after = page.next;
@@ -33,7 +33,7 @@ describe("dead letters", () => {
     }
     const newestFirst = await allDead(queue, "p");
     expect(newestFirst).toHaveLength(30);
-    const first = await queue.listDead("p", { limit: 10 });
+    const first = await queue.deadLetters("p", { limit: 10 });
     expect(first.entries.map((e) => e.id)).toEqual(newestFirst.slice(0, 10));
     // Meanwhile: new letters (newer than every page), the cursor's own letter deleted, one ahead replayed.
     clock.now = T0 + 100;
@@ -42,7 +42,7 @@ describe("dead letters", () => {
     expect(await queue.deleteDead("p", newestFirst[9]!)).toBe(true);
     expect(await queue.deleteDead("p", newestFirst[9]!)).toBe(false);
     expect((await queue.replayDead("p", { ids: [newestFirst[12]!] })).replayed).toBe(1);
-    const second = await queue.listDead("p", { limit: 10, after: first.next! });
+    const second = await queue.deadLetters("p", { limit: 10, after: first.next! });
     expect(second.entries.map((e) => e.id)).toEqual([...newestFirst.slice(10, 12), ...newestFirst.slice(13, 21)]);
 
     const window = await allDead(queue, "p", { failedFrom: T0 + 2, failedTo: T0 + 4 });
@@ -76,7 +76,7 @@ describe("dead letters", () => {
     const letters = ids.map((id, i) => `{"id":"${id}","attempts":3,"lastError":"HTTP 502","failedAt":${T0 - 1_000 + i},"job":{"payload":{"n":${i}},"createdAt":${T0 - 5_000}}}`);
     await redis.lpush(t.deadLegacy, ...letters);
     expect((await queue.topicStats("old")).dead).toBe(3);
-    expect((await queue.listDead("old")).entries.map((e) => [e.id, e.failedAt, e.history])).toEqual([
+    expect((await queue.deadLetters("old")).entries.map((e) => [e.id, e.failedAt, e.history])).toEqual([
       [ids[2], T0 - 998, []],
       [ids[1], T0 - 999, []],
       [ids[0], T0 - 1_000, []],

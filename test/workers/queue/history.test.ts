@@ -62,7 +62,7 @@ describe("attempt history", () => {
     const { id } = await queue.enqueue({ topic: "p", payload: 1, backoff: noDelay });
     await queue.claim("p", { max: 1, leaseMs: 60_000 });
     clock.now = T0 + 2_500;
-    expect(await queue.fail(id, 1, { error: "no" })).toBe("retry");
+    expect(await queue.nack(id, 1, { error: "no" })).toBe("retry");
     clock.now = T0 + 3_000;
     await queue.claim("p", { max: 1, leaseMs: 60_000 });
     clock.now = T0 + 3_200;
@@ -90,7 +90,7 @@ describe("attempt history", () => {
         expect(live!.history.map((h) => h.attempt)).toEqual(Array.from({ length: ATTEMPT_HISTORY_LIMIT }, (_, i) => i + 2));
       }
     }
-    const { entries } = await queue.listDead("many");
+    const { entries } = await queue.deadLetters("many");
     const kept = Array.from({ length: ATTEMPT_HISTORY_LIMIT }, (_, i) => attempts - ATTEMPT_HISTORY_LIMIT + 1 + i);
     expect(entries[0]!.history.map((h) => h.attempt)).toEqual(kept);
     expect(entries[0]!.history.map((h) => h.error)).toEqual(kept.map((a) => `failure ${a}`));

@@ -146,13 +146,13 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       }
       case "replay": {
         const topic = TOPICS[op.topic]!;
-        const dead = (await queue.listDead(topic, { limit: 1_000 })).entries;
+        const dead = (await queue.deadLetters(topic, { limit: 1_000 })).entries;
         const n = op.all ? await queue.replayDeadMatching(topic) : (await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
         counts.replayed += n;
         break;
       }
       case "purge": {
-        for (const e of (await queue.listDead("b", { limit: 1_000 })).entries) purged.add(e.id);
+        for (const e of (await queue.deadLetters("b", { limit: 1_000 })).entries) purged.add(e.id);
         await queue.purgeDead("b");
         break;
       }

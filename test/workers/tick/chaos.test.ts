@@ -62,7 +62,7 @@ describe("handler failure rates: retries and dead letters exactly as the ids say
     const stats = await d.queue.topicStats(topic);
     expect(stats).toMatchObject({ scheduled: 0, inflight: 0, dead: expected.dead });
     expect(stats.counters).toEqual({ dispatched: want.length, succeeded: expected.succeeded, retried: expected.retried, dead: expected.dead });
-    const dead = await d.queue.listDead(topic, { limit: 1_000 });
+    const dead = await d.queue.deadLetters(topic, { limit: 1_000 });
     expect(dead.entries.map((e) => e.id).sort()).toEqual([...deadIds].sort());
     for (const { id } of jobs) {
       const job = await d.queue.get(id);

@@ -99,7 +99,7 @@ describe("the loop", () => {
     expect(await d.queue.get(busy!.id)).toMatchObject({ state: "dead", attempts: 3, lastError: "upstream busy" });
     expect(await d.queue.get(bad!.id)).toMatchObject({ state: "dead", attempts: 1, lastError: "bad input" });
     expect(report.outcomes).toEqual({ ack: 0, retry: 2, dead: 2, stale: 0 });
-    const dead = await d.queue.listDead(topic);
+    const dead = await d.queue.deadLetters(topic);
     // Newest first: the permanent failure died on attempt 1, the busy one later, on attempt 3.
     expect(dead.entries.map((e) => [e.id, e.attempts])).toEqual([
       [busy!.id, 3],

@@ -29,7 +29,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { settings as parseSettings, type Env, type Settings } from "../../../src/env.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import { TickLock } from "../../../src/queue/lock.js";
-import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobView, type Outcome } from "../../../src/queue/queue.js";
+import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
 import { MAX_HANDOVERS } from "../../../src/tick/chunk.js";
@@ -131,7 +131,7 @@ export interface ModelHarness {
   claimPull(topic: string, max: number, leaseMs: number): Promise<ClaimResult>;
   ackPull(id: string, attempt: number): Promise<"acked" | "stale">;
   nackPull(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"retry" | "dead" | "stale">;
-  get(id: string): Promise<JobView | null>;
+  get(id: string): Promise<JobSnapshot | null>;
   /** Stops recording (before the clock is run out at the end). */
   stopRecording(): void;
   /** Undoes the patches and deletes the run's keys. */
@@ -207,7 +207,7 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
     },
     claimPull: (topic, max, leaseMs) => asRunner("pull", () => queue.claim(topic, { max, leaseMs, mode: "pull" })),
     ackPull: (id, attempt) => asRunner("pull", () => queue.ack(id, attempt)),
-    nackPull: (id, attempt, failure) => asRunner("pull", () => queue.fail(id, attempt, failure)),
+    nackPull: (id, attempt, failure) => asRunner("pull", () => queue.nack(id, attempt, failure)),
     get: (id) => queue.get(id),
 
     stopRecording() {

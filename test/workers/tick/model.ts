@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { defineHandler, PermanentError, removeHandler, RetryableError } from "../../../src/handlers/registry.js";
 import { normalizeBackoff, type Backoff, type BackoffInput } from "../../../src/queue/policy/backoff.js";
-import type { JobView } from "../../../src/queue/queue.js";
+import type { JobSnapshot } from "../../../src/queue/queue.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
 import { createModelHarness, currentRunner, RESUME_TAKES_EFFECT_WITHIN_MS, type ModelHarness, type Trace } from "./model-harness.js";
 import { seededRandom, SimClock } from "./sim-clock.js";
@@ -190,7 +190,7 @@ export interface JobModel {
   attempts: AttemptRecord[];
   /** Pull jobs a push handler got. */
   pushed: AttemptRecord[];
-  final?: JobView | null;
+  final?: JobSnapshot | null;
 }
 export interface Violation {
   kind: string;
