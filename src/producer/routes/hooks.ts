@@ -85,6 +85,7 @@ export const hooks = router().openapi(
   createRoute({
     method: "post",
     path: "/{topic}",
+    operationId: "ingestWebhook",
     summary: "Ingest a webhook as a job",
     description:
       "The raw request body (any content type) becomes the job's payload: JSON stays JSON, anything else becomes { contentType, text }. " +
