@@ -126,7 +126,7 @@ const SettingsSchema = z.object({
   MAX_TOPICS: int(1, 1_000_000, 10_000),
 }).superRefine((s, ctx) => {
   const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;
-  if (problem) ctx.addIssue({ code: "custom", path: ["SIGNING_SECRET"], message: `must be ${problem} with SIGNING_SCHEME=standard` });
+  if (problem) ctx.addIssue({ code: "custom", path: ["SIGNING_SECRET"], message: `with SIGNING_SCHEME=standard, must be ${problem}` });
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */

@@ -300,7 +300,7 @@ export const TopicSettingsBody = z
     for (const [path, secret] of given) {
       if (b.signatureScheme !== "standard" && !secret.startsWith("whsec_")) continue;
       const problem = whsecProblem(secret);
-      if (problem) ctx.addIssue({ code: "custom", path, message: `must be ${problem}${b.signatureScheme === "standard" ? " (signatureScheme standard)" : ""}` });
+      if (problem) ctx.addIssue({ code: "custom", path, message: `${b.signatureScheme === "standard" ? "with signatureScheme standard, " : ""}must be ${problem}` });
     }
   })
   .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
