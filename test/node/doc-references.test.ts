@@ -21,6 +21,8 @@ const ELSEWHERE = new Set([
 
 const SKIP_DIRS = new Set(["node_modules", ".git", ".wrangler", ".data", "dist", "test-results"]);
 const FILE_LIKE = /\.(ts|mts|mjs|js|lua|json|md|toml|ya?ml|html|css|sh|txt)$/;
+// Root files named without an extension, which the rule above would not take for paths.
+const BARE_FILES = new Set(["LICENSE", "NOTICE", "CHANGELOG", "AUTHORS", "Makefile", "Dockerfile"]);
 
 function walk(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -76,7 +78,7 @@ function named(doc: string): string[] {
     const first = c.split("/")[0]!;
     const rooted = topLevel.has(first) && (c.includes("/") || FILE_LIKE.test(c));
     const fileLike = /^[\w.@<>{},*…-]+(\/[\w.@<>{},*…-]+)*\/?$/.test(c) && FILE_LIKE.test(c.replace(/\{[^}]*\}$/, "x.md"));
-    if (rooted || (fileLike && !ELSEWHERE.has(c))) found.add(c);
+    if (rooted || BARE_FILES.has(c) || (fileLike && !ELSEWHERE.has(c))) found.add(c);
   }
   return [...found].sort();
 }
@@ -120,4 +122,6 @@ it("catches a path that does not exist, in any of the forms", () => {
   expect(exists("docs/ARCHITECTURE.md", "lib/alive.lua")).toBe(false);
   expect(exists("bench/README.md", "results/latest.md")).toBe(true);
   expect(exists("bench/README.md", "bench/worker.ts")).toBe(false);
+  expect(exists("CONTRIBUTING.md", "LICENSE")).toBe(true);
+  expect(exists("CONTRIBUTING.md", "NOTICE")).toBe(false);
 });
