@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SIGNATURE_SCHEMES, whsecProblem, type SignatureScheme } from "./client/signature.js";
 
 /** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */
 export interface Outcomes {
@@ -64,6 +65,7 @@ export interface Env {
   DEFAULT_MAX_ATTEMPTS?: string;
   DEFAULT_TIMEOUT_MS?: string;
   SIGNING_SECRET?: string;
+  SIGNING_SCHEME?: string;
   TICK_CHUNK?: string;
   TICK_CONCURRENCY?: string;
   TICK_SUBREQUEST_BUDGET?: string;
@@ -113,6 +115,7 @@ const SettingsSchema = z.object({
   DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
   DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
   SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
+  SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default("delayline"),
   TICK_CHUNK: int(1, 1_000, 100),
   TICK_CONCURRENCY: int(1, 1_000, 50),
   TICK_SUBREQUEST_BUDGET: int(10, 100_000, 10_000),
@@ -121,6 +124,9 @@ const SettingsSchema = z.object({
   // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
   TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
   MAX_TOPICS: int(1, 1_000_000, 10_000),
+}).superRefine((s, ctx) => {
+  const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;
+  if (problem) ctx.addIssue({ code: "custom", path: ["SIGNING_SECRET"], message: `with SIGNING_SCHEME=standard, must be ${problem}` });
 });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
@@ -158,6 +164,8 @@ export interface Settings {
   defaultTimeoutMs: number;
   /** Signs http deliveries of topics without their own signingSecret. Default: unsigned. */
   signingSecret?: string;
+  /** How topics that set no signatureScheme sign deliveries. Default `delayline`. */
+  signatureScheme: SignatureScheme;
   /** Most jobs one claim takes per topic per round. Default 100. */
   tickChunk: number;
   /** Most handlers running at once in one tick, across topics. Default 50. */
@@ -246,6 +254,7 @@ export function settings(env: Env): Settings {
     tickFanout: d.TICK_FANOUT,
     tickIdlePeekMs: d.TICK_IDLE_PEEK_MS,
     maxTopics: d.MAX_TOPICS,
+    signatureScheme: d.SIGNING_SCHEME,
   };
   if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;
   cache.set(env, result);

@@ -5,7 +5,18 @@
  * non-2xx answer becomes a {@link DelaylineError} subclass carrying the
  * problem document; requests that are safe to repeat are retried.
  */
-export { Receiver, signPayload, verifySignature, type VerifyOptions, type VerifyResult } from "./signature.js";
+export {
+  Receiver,
+  signPayload,
+  signStandard,
+  verifySignature,
+  verifyStandardSignature,
+  type ReceiverOptions,
+  type SignatureScheme,
+  type StandardVerifyOptions,
+  type VerifyOptions,
+  type VerifyResult,
+} from "./signature.js";
 
 import type { z } from "@hono/zod-openapi";
 import type * as scheduleSchemas from "../producer/schedule-schemas.js";

@@ -1,4 +1,4 @@
-import { signPayload } from "../client/signature.js";
+import { signatureHeaders, type SignatureScheme } from "../client/signature.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
 import { forbiddenTarget } from "./ssrf.js";
@@ -7,8 +7,14 @@ import { forbiddenTarget } from "./ssrf.js";
 export interface HttpDelivery {
   /** The topic's URL, used when the job has no target of its own. */
   topicUrl?: string;
-  /** Signs deliveries: the topic's signingSecret, else the deployment's. Unsigned without one. */
-  signingSecret?: string;
+  /**
+   * Sign deliveries, the current secret first (the topic's signingSecret,
+   * else the deployment's), then the topic's previousSigningSecrets.
+   * Unsigned when empty. Default none.
+   */
+  signingSecrets?: readonly string[];
+  /** How deliveries are signed (the topic's signatureScheme, else SIGNING_SCHEME). Default `delayline`. */
+  signatureScheme?: SignatureScheme;
   /** Deliver to loopback and private addresses too (local development). */
   allowPrivate: boolean;
 }
@@ -37,7 +43,7 @@ async function firstKilobyte(res: Response): Promise<string> {
  * delayline's, which always win. Headers is case-insensitive where a plain
  * object is not: {"Content-Type": …, "content-type": …} would go out joined.
  */
-async function deliveryHeaders(job: JobContext, signingSecret: string | undefined, body: string | undefined): Promise<Headers> {
+async function deliveryHeaders(job: JobContext, delivery: HttpDelivery, body: string | undefined): Promise<Headers> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(job.target?.headers ?? {})) {
     if (!isDelaylineHeader(name) && !isConnectionHeader(name)) headers.set(name, value);
@@ -51,7 +57,11 @@ async function deliveryHeaders(job: JobContext, signingSecret: string | undefine
     headers.set("delayline-schedule-id", job.schedule.id);
     headers.set("delayline-scheduled-for", new Date(job.schedule.scheduledFor).toISOString());
   }
-  if (signingSecret) headers.set("delayline-signature", await signPayload(signingSecret, body ?? ""));
+  // Signed at each attempt: the timestamp is the attempt's (a receiver's
+  // replay window), while Standard Webhooks' webhook-id, the job id, stays
+  // the same across retries so a receiver can deduplicate by it.
+  const signed = await signatureHeaders(delivery.signatureScheme ?? "delayline", delivery.signingSecrets ?? [], { id: job.id, body: body ?? "" });
+  for (const [name, value] of Object.entries(signed)) headers.set(name, value);
   return headers;
 }
 
@@ -70,7 +80,7 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Prom
   if (refused) throw new PermanentError(`refused target ${url}: ${refused}`);
   const method = job.target?.method ?? "POST";
   const body = method === "GET" ? undefined : JSON.stringify(job.payload ?? null);
-  const headers = await deliveryHeaders(job, delivery.signingSecret, body);
+  const headers = await deliveryHeaders(job, delivery, body);
   let res: Response;
   try {
     res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: job.signal });

@@ -58,7 +58,13 @@ app.doc31("/openapi.json", {
     title: "delayline",
     version: "0.1.0",
     description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
+    license: { name: "MIT", url: "https://opensource.org/license/mit" },
   },
+  // Relative, so it resolves against wherever the document was fetched: the
+  // /docs page calls the deployment serving it (`npm start`'s included), and a
+  // generator run on a downloaded copy leaves the base URL to its caller
+  // rather than baking in a host.
+  servers: [{ url: "/", description: "The deployment serving this document" }],
   security: [{ bearer: [] }],
 });
 
@@ -118,6 +124,7 @@ app.openapi(
   createRoute({
     method: "get",
     path: "/healthz",
+    operationId: "getHealth",
     summary: "Liveness and Redis reachability (no auth)",
     security: [],
     responses: {

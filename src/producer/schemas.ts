@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
 import { isConnectionHeader } from "../handlers/headers.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
@@ -254,6 +255,8 @@ export const RescheduleBody = z
   .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
   .openapi("Reschedule");
 
+const SigningSecret = z.string().min(16).max(256);
+
 export const TopicSettingsBody = z
   .object({
     ratePerSec: z.number().positive().max(10_000).nullable().optional(),
@@ -265,10 +268,41 @@ export const TopicSettingsBody = z
     mode: z.enum(["push", "pull"]).nullable().optional(),
     paused: z.boolean().nullable().optional(),
     timeoutMs: z.number().int().min(100).max(600_000).nullable().optional(),
-    signingSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
+    signatureScheme: z
+      .enum(SIGNATURE_SCHEMES)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "How deliveries are signed: delayline (Delayline-Signature: t=…,v1=…, Stripe's format) or standard (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature). " +
+          "null: the deployment's SIGNING_SCHEME",
+      }),
+    signingSecret: SigningSecret.nullable().optional().openapi({ description: "Write-only. With signatureScheme standard, a whsec_ secret (base64 of 24–64 bytes)" }),
+    previousSigningSecrets: z
+      .array(SigningSecret)
+      .min(1)
+      .max(3)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
+      }),
     webhookSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
   })
   .strict()
+  .superRefine((b, ctx) => {
+    // A whsec_ secret is checked whatever the scheme, so a mistyped one is refused
+    // before it signs anything; with standard, every secret given must be one.
+    const given: Array<[Array<string | number>, string]> = [];
+    if (typeof b.signingSecret === "string") given.push([["signingSecret"], b.signingSecret]);
+    for (const [i, secret] of (b.previousSigningSecrets ?? []).entries()) given.push([["previousSigningSecrets", i], secret]);
+    for (const [path, secret] of given) {
+      if (b.signatureScheme !== "standard" && !secret.startsWith("whsec_")) continue;
+      const problem = whsecProblem(secret);
+      if (problem) ctx.addIssue({ code: "custom", path, message: `${b.signatureScheme === "standard" ? "with signatureScheme standard, " : ""}must be ${problem}` });
+    }
+  })
   .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
 
 const BackoffOut = z
@@ -296,7 +330,9 @@ export const TopicView = z
       mode: z.enum(["push", "pull"]),
       url: z.string().optional(),
       timeoutMs: z.number(),
+      signatureScheme: z.enum(SIGNATURE_SCHEMES),
       hasSigningSecret: z.boolean(),
+      hasPreviousSigningSecrets: z.boolean(),
       hasWebhookSecret: z.boolean(),
     }),
     scheduled: z.number().int(),

@@ -21,7 +21,7 @@ export function queueFromSettings(s: Settings, { now, oneCallAtATime = false }: 
     ...(now ? { now } : {}),
     redis: oneCallAtATime ? sharedRedis(s) : createRedis(s),
     prefix: s.prefix,
-    defaults: { maxAttempts: s.defaultMaxAttempts, timeoutMs: s.defaultTimeoutMs },
+    defaults: { maxAttempts: s.defaultMaxAttempts, timeoutMs: s.defaultTimeoutMs, signatureScheme: s.signatureScheme },
     retentionMs: s.retentionMs,
     deadLetterCap: s.deadLetterCap,
     idempotencyWindowMs: s.idempotencyWindowMs,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SIGNATURE_SCHEMES, type SignatureScheme } from "../client/signature.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
 
 /** Settings of one topic after defaults are applied. */
@@ -21,8 +22,12 @@ export interface TopicSettings {
   url?: string;
   /** Per-job handler timeout. Default 30,000 ms. */
   timeoutMs: number;
+  /** How deliveries are signed. Default the deployment's SIGNING_SCHEME (`delayline`). */
+  signatureScheme: SignatureScheme;
   /** Whether a signing secret (for deliveries) is set; the secret itself is write-only. */
   hasSigningSecret: boolean;
+  /** Whether secrets being rotated out still sign deliveries too; write-only like the secret. */
+  hasPreviousSigningSecrets: boolean;
   /** Whether a webhook secret (for ingest) is set; the secret itself is write-only. */
   hasWebhookSecret: boolean;
 }
@@ -30,6 +35,8 @@ export interface TopicSettings {
 /** Secrets of a topic, for the code that signs and verifies; never returned by the API. */
 export interface TopicSecrets {
   signingSecret?: string;
+  /** Secrets being rotated out: deliveries carry a signature with each of them after the current one's. */
+  previousSigningSecrets?: string[];
   webhookSecret?: string;
 }
 
@@ -41,9 +48,11 @@ export interface TopicDefaults {
   backoff: Backoff;
   /** Default 30,000 ms. */
   timeoutMs: number;
+  /** Default `delayline`. */
+  signatureScheme: SignatureScheme;
 }
 
-export const DEFAULT_TOPIC_DEFAULTS: TopicDefaults = { maxAttempts: 5, backoff: DEFAULT_BACKOFF, timeoutMs: 30_000 };
+export const DEFAULT_TOPIC_DEFAULTS: TopicDefaults = { maxAttempts: 5, backoff: DEFAULT_BACKOFF, timeoutMs: 30_000, signatureScheme: "delayline" };
 
 /** A change to a topic's settings: a value sets the field, null clears it back to its default. */
 export interface TopicPatch {
@@ -56,7 +65,9 @@ export interface TopicPatch {
   mode?: "push" | "pull" | null;
   url?: string | null;
   timeoutMs?: number | null;
+  signatureScheme?: SignatureScheme | null;
   signingSecret?: string | null;
+  previousSigningSecrets?: string[] | null;
   webhookSecret?: string | null;
 }
 
@@ -71,7 +82,12 @@ const stored = z.object({
   mode: z.enum(["push", "pull"]).optional(),
   url: z.string().optional(),
   timeoutMs: num.optional(),
+  signatureScheme: z.enum(SIGNATURE_SCHEMES).optional(),
   signingSecret: z.string().optional(),
+  previousSigningSecrets: z
+    .string()
+    .transform((s) => z.array(z.string()).parse(JSON.parse(s)))
+    .optional(),
   webhookSecret: z.string().optional(),
 });
 
@@ -84,7 +100,9 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
     paused: c.paused === "true",
     mode: c.mode ?? "push",
     timeoutMs: c.timeoutMs ?? defaults.timeoutMs,
+    signatureScheme: c.signatureScheme ?? defaults.signatureScheme,
     hasSigningSecret: c.signingSecret !== undefined,
+    hasPreviousSigningSecrets: c.previousSigningSecrets !== undefined,
     hasWebhookSecret: c.webhookSecret !== undefined,
   };
   if (c.ratePerSec !== undefined) settings.ratePerSec = c.ratePerSec;
@@ -93,6 +111,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;
+  if (c.previousSigningSecrets !== undefined) secrets.previousSigningSecrets = c.previousSigningSecrets;
   if (c.webhookSecret !== undefined) secrets.webhookSecret = c.webhookSecret;
   return { settings, secrets };
 }

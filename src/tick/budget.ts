@@ -59,7 +59,7 @@ export class SubrequestBudget {
 
   /** A fetch that records each call; handlers get it for their outbound requests. */
   countingFetch(inner: typeof fetch = fetch): typeof fetch {
-    return ((input: RequestInfo | URL, init?: RequestInit) => {
+    return ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
       this.spend();
       return inner(input, init);
     }) as typeof fetch;

@@ -167,7 +167,8 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
               const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets };
               if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
               const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
-              if (secret !== undefined) delivery.signingSecret = secret;
+              delivery.signingSecrets = [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])];
+              delivery.signatureScheme = ctx.settings.signatureScheme;
               return (await deliverHttp(context, delivery)).status;
             });
             return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now(), ...(httpStatus === undefined ? {} : { httpStatus }) }));

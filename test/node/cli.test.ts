@@ -121,6 +121,10 @@ it("manages topics and schedules", { timeout: 60_000 }, async () => {
   expect((await json(["topics", "show", "cli-ops"])).settings.paused).toBe(true);
   expect((await json(["topics", "resume", "cli-ops"])).settings.paused).toBe(false);
   expect((await json(["topics", "list"])).topics.map((t: { topic: string }) => t.topic)).toContain("cli-ops");
+  const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+  const rotating = await json(["topics", "set", "cli-ops", "--signature-scheme", "standard", "--signing-secret", secret, "--previous-signing-secrets", `whsec_${Buffer.alloc(32, 8).toString("base64")}`]);
+  expect(rotating.settings).toMatchObject({ signatureScheme: "standard", hasSigningSecret: true, hasPreviousSigningSecrets: true });
+  expect((await json(["topics", "set", "cli-ops", "--clear", "previousSigningSecrets", "signatureScheme"])).settings).toMatchObject({ hasPreviousSigningSecrets: false, signatureScheme: "delayline" });
 
   const made = await json(["schedules", "create", "cli-digest", "--cron", "0 9 * * 1-5", "--timezone", "Europe/Berlin", "--topic", "cli-ops", "--payload", '{"kind":"digest"}']);
   expect(made).toMatchObject({ id: "cli-digest", cron: "0 9 * * 1-5", timezone: "Europe/Berlin", payload: { kind: "digest" }, paused: false });

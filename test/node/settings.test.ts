@@ -37,6 +37,7 @@ const RULES: Record<string, { says: RegExp; good: string[]; bad: string[] }> = {
   DELAYLINE_PREFIX: { says: /exactly one `\{hash tag\}`/, good: ["dl:{main}", "{x}"], bad: ["dl:main", "dl:{a}{b}", "dl: {main}"] },
   ALLOW_PRIVATE_TARGETS: { says: /`true`\/`false`\/`1`\/`0`/, good: ["true", "false", "1", "0"], bad: ["yes", "TRUE"] },
   SIGNING_SECRET: { says: /≥ 16 characters/, good: ["0123456789abcdef"], bad: ["whsec_test123", "0123456789abcde"] },
+  SIGNING_SCHEME: { says: /`delayline` or `standard`/, good: ["delayline", "standard"], bad: ["stripe", "Standard"] },
 };
 
 describe("README's configuration table", () => {
@@ -62,6 +63,18 @@ describe("README's configuration table", () => {
     expect(rows.get(name)).toMatch(rule.says);
     for (const value of rule.good) expect(problemsWith(name, value), value).toEqual([]);
     for (const value of rule.bad) expect(problemsWith(name, value), value).toHaveLength(1);
+  });
+
+  it("with SIGNING_SCHEME=standard, SIGNING_SECRET must be a whsec_ secret of 24–64 bytes", () => {
+    const whsec = (bytes: number) => `whsec_${Buffer.alloc(bytes, 7).toString("base64")}`;
+    const standard = (secret: string) => validateSettings({ ...required, SIGNING_SCHEME: "standard", SIGNING_SECRET: secret });
+    expect(standard(whsec(24))).toEqual([]);
+    expect(standard(whsec(64))).toEqual([]);
+    for (const bad of ["plain-secret-0123456789", whsec(23), whsec(65), "whsec_!!!!!!!!!!!!!!!!!!!!!!!!"]) {
+      expect(standard(bad).map((p) => p.setting), bad).toEqual(["SIGNING_SECRET"]);
+      expect(JSON.stringify(standard(bad))).not.toContain(bad.slice(6));
+    }
+    expect(validateSettings({ ...required, SIGNING_SECRET: "plain-secret-0123456789" })).toEqual([]);
   });
 
   it("validateSettings names each bad setting with its rule and never shows a secret", () => {

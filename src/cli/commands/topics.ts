@@ -5,7 +5,7 @@ import { action, positiveNumber, UsageError, wholeNumber, type Io } from "../con
 import { details, duration, table } from "../table.js";
 
 /** Settings `topics set --clear` can reset to their defaults. */
-const CLEARABLE = ["ratePerSec", "burst", "concurrency", "maxAttempts", "backoff", "url", "mode", "timeoutMs", "signingSecret", "webhookSecret"] as const;
+const CLEARABLE = ["ratePerSec", "burst", "concurrency", "maxAttempts", "backoff", "url", "mode", "timeoutMs", "signatureScheme", "signingSecret", "previousSigningSecrets", "webhookSecret"] as const;
 
 export function topicCommands(program: Command, io: Io): void {
   const topics = program.command("topics").description("topics: their settings, backlog and counters");
@@ -52,13 +52,15 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, 10_000))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(1, 100))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(100, 600_000))
-    .option("--signing-secret <secret>", "signs deliveries (write-only)")
+    .addOption(new Option("--signature-scheme <scheme>", "how deliveries are signed: delayline (Stripe's format) or standard (Standard Webhooks)").choices(["delayline", "standard"]))
+    .option("--signing-secret <secret>", "signs deliveries (write-only; a whsec_ secret with --signature-scheme standard)")
+    .option("--previous-signing-secrets <secret...>", "while rotating: old secrets deliveries are also signed with (write-only)")
     .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
     .option("--clear <setting...>", `reset settings to their defaults: ${CLEARABLE.join(", ")}`)
     .action(
       action(io, async (ctx, topic: string, o: Record<string, unknown>) => {
         const patch: Record<string, unknown> = {};
-        for (const key of ["url", "mode", "ratePerSec", "burst", "concurrency", "maxAttempts", "timeoutMs", "signingSecret", "webhookSecret"]) {
+        for (const key of ["url", "mode", "ratePerSec", "burst", "concurrency", "maxAttempts", "timeoutMs", "signatureScheme", "signingSecret", "previousSigningSecrets", "webhookSecret"]) {
           if (o[key] !== undefined) patch[key] = o[key];
         }
         for (const key of (o.clear as string[] | undefined) ?? []) {
@@ -108,7 +110,8 @@ function renderTopic(t: Topic): string {
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
     ["timeout", duration(s.timeoutMs)],
-    ["signing secret", s.hasSigningSecret ? "set" : "none"],
+    ["signature scheme", s.signatureScheme],
+    ["signing secret", s.hasSigningSecret ? (s.hasPreviousSigningSecrets ? "set, with previous ones (rotating)" : "set") : "none"],
     ["webhook secret", s.hasWebhookSecret ? "set" : "none"],
     ["scheduled", t.scheduled],
     ["ready", t.ready],

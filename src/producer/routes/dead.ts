@@ -31,6 +31,7 @@ export const dead = router()
     createRoute({
       method: "get",
       path: "/{topic}/dead",
+      operationId: "listDeadLetters",
       summary: "Dead letters, newest first",
       request: { params: TopicParam, query: DeadQuery },
       responses: {
@@ -51,6 +52,7 @@ export const dead = router()
     createRoute({
       method: "post",
       path: "/{topic}/dead/replay",
+      operationId: "replayDeadLetters",
       summary: "Put dead jobs back on the schedule with fresh attempts: given ids, all, or those a filter picks, a bounded batch per call",
       request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
       responses: { 200: { description: "Replayed, the ids that were not dead letters, and where to go on", ...json(ReplayResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
@@ -79,6 +81,7 @@ export const dead = router()
     createRoute({
       method: "delete",
       path: "/{topic}/dead",
+      operationId: "purgeDeadLetters",
       summary: "Drop a topic's dead letters — all, or those a filter picks — a bounded batch per call",
       request: { params: TopicParam, query: PurgeQuery },
       responses: {
@@ -102,6 +105,7 @@ export const dead = router()
     createRoute({
       method: "delete",
       path: "/{topic}/dead/{id}",
+      operationId: "deleteDeadLetter",
       summary: "Drop one dead letter",
       request: { params: LetterParam },
       responses: {

@@ -67,7 +67,8 @@ async function signedIngestKey(c: Context<AppEnv>, topic: string, raw: Uint8Arra
   if (timestamped) {
     const result = await verifySignature({ header: ours, body: raw, secrets: secret, toleranceSec: TOLERANCE_SEC, nowSec });
     if (!result.ok) throw unauthorized(HOW);
-    return `hook:${timestamped.v1}`;
+    // Sorted: the same signatures in another order are the same request.
+    return `hook:${[...timestamped.v1].sort().join(",")}`;
   }
   if (!equalConstantTime(await hmacHex(secret, raw), legacy!)) throw unauthorized(HOW);
   const delivery = ours === undefined ? c.req.header("x-github-delivery") : undefined;
@@ -84,6 +85,7 @@ export const hooks = router().openapi(
   createRoute({
     method: "post",
     path: "/{topic}",
+    operationId: "ingestWebhook",
     summary: "Ingest a webhook as a job",
     description:
       "The raw request body (any content type) becomes the job's payload: JSON stays JSON, anything else becomes { contentType, text }. " +

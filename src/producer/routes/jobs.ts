@@ -62,6 +62,7 @@ export const jobs = router()
     createRoute({
       method: "post",
       path: "/",
+      operationId: "enqueueJob",
       summary: "Enqueue a job",
       request: { body: { ...json(JobBody), required: true }, headers: IdempotencyHeader },
       responses: {
@@ -85,6 +86,7 @@ export const jobs = router()
     createRoute({
       method: "post",
       path: "/batch",
+      operationId: "enqueueJobBatch",
       summary: "Enqueue up to 1,000 jobs, all or nothing",
       request: { body: { ...json(BatchBody), required: true } },
       responses: {
@@ -107,6 +109,7 @@ export const jobs = router()
     createRoute({
       method: "get",
       path: "/{id}",
+      operationId: "getJob",
       summary: "A job's state",
       request: { params: IdParam },
       responses: { 200: { description: "The job", ...json(JobView) }, ...problemResponses([401, 404, 503]) },
@@ -139,6 +142,7 @@ export const jobs = router()
     createRoute({
       method: "delete",
       path: "/{id}",
+      operationId: "cancelJob",
       summary: "Cancel a scheduled job",
       request: { params: IdParam },
       responses: {
@@ -158,6 +162,7 @@ export const jobs = router()
     createRoute({
       method: "patch",
       path: "/{id}",
+      operationId: "rescheduleJob",
       summary: "Reschedule a scheduled job",
       request: { params: IdParam, body: { ...json(RescheduleBody), required: true } },
       responses: {
@@ -180,6 +185,7 @@ export const jobs = router()
     createRoute({
       method: "post",
       path: "/{id}/ack",
+      operationId: "ackJob",
       summary: "Pull consumers: report success of a claimed attempt",
       request: { params: IdParam, body: { ...json(AckBody), required: true } },
       responses: {
@@ -199,6 +205,7 @@ export const jobs = router()
     createRoute({
       method: "post",
       path: "/{id}/nack",
+      operationId: "nackJob",
       summary: "Pull consumers: report failure of a claimed attempt",
       request: { params: IdParam, body: { ...json(NackBody), required: true } },
       responses: {

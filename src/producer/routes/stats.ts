@@ -70,6 +70,7 @@ export const stats = router().openapi(
   createRoute({
     method: "get",
     path: "/",
+    operationId: "getStats",
     summary: "Backlogs, counters, lateness and duration histograms and per-minute series of every topic, and the tick's heartbeat",
     request: {
       query: z.object({
@@ -92,6 +93,7 @@ export const metrics = router().openapi(
   createRoute({
     method: "get",
     path: "/",
+    operationId: "getMetrics",
     summary: "Prometheus metrics (text exposition format 0.0.4)",
     responses: {
       200: { description: "Metrics", content: { [PROMETHEUS_CONTENT_TYPE]: { schema: z.string() } } },

@@ -13,6 +13,7 @@ export const topicJobs = router()
     createRoute({
       method: "get",
       path: "/{topic}/jobs",
+      operationId: "listTopicJobs",
       summary: "A page of a topic's scheduled jobs (due order), jobs in flight (lease-deadline order) or dead letters (newest first)",
       request: { params: TopicParam, query: ListQuery },
       responses: { 200: { description: "A page", ...json(JobPage) }, ...problemResponses([401, 422, 503]) },
@@ -78,6 +79,7 @@ export const topicJobs = router()
     createRoute({
       method: "post",
       path: "/{topic}/jobs/cancel",
+      operationId: "cancelTopicJobs",
       summary: "Cancel scheduled jobs: given ids, a due window, or all, a bounded batch per call",
       request: { params: TopicParam, body: { ...json(BulkCancelBody), required: true } },
       responses: { 200: { description: "Cancelled, and where to go on", ...json(BulkCancelResult) }, ...problemResponses([400, 401, 415, 422, 503]) },

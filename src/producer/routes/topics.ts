@@ -19,6 +19,7 @@ const pauseRoute = (paused: boolean) =>
   createRoute({
     method: "post",
     path: paused ? "/{topic}/pause" : "/{topic}/resume",
+    operationId: paused ? "pauseTopic" : "resumeTopic",
     summary: paused ? "Pause a topic: nothing is dispatched or claimed" : "Resume a paused topic",
     request: { params: TopicParam },
     responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
@@ -29,6 +30,7 @@ export const topics = router()
     createRoute({
       method: "get",
       path: "/",
+      operationId: "listTopics",
       summary: "Every registered topic with its settings and stats",
       responses: { 200: { description: "Topics", ...json(z.object({ topics: z.array(TopicView) })) }, ...problemResponses([401, 503]) },
     }),
@@ -43,6 +45,7 @@ export const topics = router()
     createRoute({
       method: "get",
       path: "/{topic}",
+      operationId: "getTopic",
       summary: "A topic's settings and stats",
       request: { params: TopicParam },
       responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
@@ -53,6 +56,7 @@ export const topics = router()
     createRoute({
       method: "put",
       path: "/{topic}",
+      operationId: "configureTopic",
       summary: "Change a topic's settings (null resets a field; secrets are write-only)",
       request: { params: TopicParam, body: { ...json(TopicSettingsBody), required: true } },
       responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([400, 401, 415, 422, 503]) },
@@ -76,6 +80,7 @@ export const topics = router()
     createRoute({
       method: "delete",
       path: "/{topic}",
+      operationId: "deleteTopic",
       summary: "Delete a topic: 409 unless it is empty (purge=true drops its scheduled jobs and dead letters too)",
       request: {
         params: TopicParam,
@@ -124,6 +129,7 @@ export const topics = router()
     createRoute({
       method: "post",
       path: "/{topic}/claim",
+      operationId: "claimJobs",
       summary: "Pull consumers: lease due jobs of a pull-mode topic",
       request: { params: TopicParam, body: { ...json(ClaimBody), required: false } },
       responses: {

@@ -26,7 +26,9 @@ describe("topics", () => {
       mode: "push",
       url: "https://example.com/hook",
       timeoutMs: 5_000,
+      signatureScheme: "delayline",
       hasSigningSecret: true,
+      hasPreviousSigningSecrets: false,
       hasWebhookSecret: true,
     });
     expect(JSON.stringify(put.body)).not.toMatch(/sss|www/);
