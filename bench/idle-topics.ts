@@ -118,7 +118,9 @@ async function idleMinute(stack: NpmStart, redis: IORedis, topics: number) {
   const t1 = Date.now();
   const requests = (await stack.bridgeRequests()).filter(([at]) => at >= t0 && at <= t1);
   // Redis 7 lists subcommands on their own (config|resetstat).
-  const commands = Object.entries(stats).filter(([name]) => !isOwn(name)).reduce((n, [, s]) => n + s.calls, 0);
+  const commands = Object.entries(stats)
+    .filter(([name]) => !isOwn(name))
+    .reduce((n, [, s]) => n + s.calls, 0);
   const byPath: Record<string, number> = {};
   for (const [, path] of requests) byPath[path] = (byPath[path] ?? 0) + 1;
   const after = { status: await tickStatus(redis), mark: await markSet(redis) };
@@ -140,7 +142,9 @@ async function idleMinute(stack: NpmStart, redis: IORedis, topics: number) {
     tickLinesRaw: lines,
     load: machine().loadavg,
   };
-  log(`${topics} topics: ${commands} commands, ${requests.length} requests (${JSON.stringify(byPath)}), evalsha ${result.evalsha}; tick lines ${JSON.stringify(result.tickLines)}`);
+  log(
+    `${topics} topics: ${commands} commands, ${requests.length} requests (${JSON.stringify(byPath)}), evalsha ${result.evalsha}; tick lines ${JSON.stringify(result.tickLines)}`,
+  );
   return result;
 }
 
@@ -250,7 +254,9 @@ const top = (byCommand: Record<string, { calls: number }>) =>
 const md =
   `# Idle topics through \`npm start\`\n\n` +
   `${out.date}, ${m.cpus} × ${m.model}, Node ${m.node}; ${out.durationS} s in all. Machine load (1 / 5 / 15 min) at the end: ${fmtLoad(m.loadavg)}.\n\n` +
-  `One fresh \`npm start\` (the Worker of wrangler.toml, its own redis-server and bridge) with ${Object.entries(SETTINGS).map(([k, v]) => `\`${k}=${v}\``).join(", ")}; ` +
+  `One fresh \`npm start\` (the Worker of wrangler.toml, its own redis-server and bridge) with ${Object.entries(SETTINGS)
+    .map(([k, v]) => `\`${k}=${v}\``)
+    .join(", ")}; ` +
   `everything else default (\`TICK_POLL_MS=${POLL_MS}\`, \`TICK_IDLE_PEEK_MS\` 20 s).\n\n` +
   `## Idle cost per minute\n\n` +
   `Empty topics created with \`PUT /v1/topics/<name> {"maxAttempts":3}\` (${CONCURRENCY} in flight). Once the tick's sleep mark was set and a minute-aligned ` +
@@ -260,8 +266,14 @@ const md =
   idle
     .map(
       (r) =>
-        `| ${r.topics.toLocaleString("en")} | ${r.commands} | ${r.requests} (${Object.entries(r.requestsByPath).map(([p, n]) => `${p} ${n}`).join(", ")}) | ${r.evalsha} | ` +
-        `${Object.entries(r.tickLines).map(([k, v]) => `${k} ${v}`).join(", ") || "—"} | ${fmtLoad(r.load)} | ${top(r.byCommand)} |`,
+        `| ${r.topics.toLocaleString("en")} | ${r.commands} | ${r.requests} (${Object.entries(r.requestsByPath)
+          .map(([p, n]) => `${p} ${n}`)
+          .join(", ")}) | ${r.evalsha} | ` +
+        `${
+          Object.entries(r.tickLines)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ") || "—"
+        } | ${fmtLoad(r.load)} | ${top(r.byCommand)} |`,
     )
     .join("\n") +
   `\n\nWhen the requests came (seconds into the minute, which starts at :${PHASE_S}; the cron fires at ${60 - PHASE_S} s and the running loop's window ends TICK_OVERLAP_MS (15 s) later):\n\n` +
@@ -273,10 +285,15 @@ const md =
   `first each at once, then each after the tick's sleep mark was set. Lateness = arrival − \`dueAt\`. ` +
   `Target: each within ${LATE_TARGET_MS} ms, none early, each once: **${onTime ? "met" : "missed"}**.\n\n` +
   `| enqueued | delay | sleep mark at enqueue | lateness | deliveries | delivered by |\n|---|---|---|---|---|---|\n` +
-  lateness.map((l) => `| ${l.mode} | ${l.delayS} s | ${l.markAtEnqueue ? "set" : "not set"} | ${l.lateMs === null ? "not delivered" : `${l.lateMs} ms`} | ${l.deliveries} | ${l.deliveredBy} |`).join("\n") +
+  lateness
+    .map(
+      (l) =>
+        `| ${l.mode} | ${l.delayS} s | ${l.markAtEnqueue ? "set" : "not set"} | ${l.lateMs === null ? "not delivered" : `${l.lateMs} ms`} | ${l.deliveries} | ${l.deliveredBy} |`,
+    )
+    .join("\n") +
   `\n`;
 const dir = full ? join(root, "bench/results") : join(root, "bench/results/tmp");
-writeFileSync(join(dir, "idle-topics.json"), JSON.stringify(out, null, 2) + "\n");
+writeFileSync(join(dir, "idle-topics.json"), `${JSON.stringify(out, null, 2)}\n`);
 writeFileSync(join(dir, "idle-topics.md"), md);
 log(`wrote ${join(dir, "idle-topics.{json,md}")}`);
 if (!out.ratio.met || !onTime) process.exitCode = 1;

@@ -57,7 +57,9 @@ const log = (line: string) => console.error(`[bench:lateness] ${line}`);
 
 async function tickStatus(redis: IORedis) {
   const raw = await redis.get(keys.tickStatus);
-  return raw === null ? null : (JSON.parse(raw) as { startedAt: number; updatedAt: number; asleep: boolean; ended: string | null; subrequests: number; budget: number });
+  return raw === null
+    ? null
+    : (JSON.parse(raw) as { startedAt: number; updatedAt: number; asleep: boolean; ended: string | null; subrequests: number; budget: number });
 }
 
 /** What the Worker logged during the run, summed up: rounds, invocations that ended and why, handovers, fan-out, failures. */
@@ -180,7 +182,9 @@ async function runProfile(key: ProfileKey) {
       },
       logFile: stack.logFile.slice(root.length + 1),
     };
-    log(`${key}: delivered ${result.delivered}, missing ${missing}, dup ${duplicates}, early ${early}, p50 ${stats.p50} p95 ${stats.p95} p99 ${stats.p99} max ${stats.max} ms`);
+    log(
+      `${key}: delivered ${result.delivered}, missing ${missing}, dup ${duplicates}, early ${early}, p50 ${stats.p50} p95 ${stats.p95} p99 ${stats.p99} max ${stats.max} ms`,
+    );
     return result;
   } finally {
     redis.disconnect();
@@ -217,7 +221,11 @@ const md =
   results
     .map(
       (r) =>
-        `| ${r.profile}: ${r.name} | ${Object.entries(r.settings).map(([k, v]) => `\`${k}=${v}\``).join(", ") || "defaults"} | ${r.delivered} | ${r.missing} | ${r.duplicates} | ${r.early} | ` +
+        `| ${r.profile}: ${r.name} | ${
+          Object.entries(r.settings)
+            .map(([k, v]) => `\`${k}=${v}\``)
+            .join(", ") || "defaults"
+        } | ${r.delivered} | ${r.missing} | ${r.duplicates} | ${r.early} | ` +
         `${r.latenessMs.p50} ms | ${r.latenessMs.p95} ms | ${r.latenessMs.p99} ms | ${r.latenessMs.max} ms | ` +
         `all once, none early${r.target.p99MaxMs === null ? "" : `, p99 ≤ ${r.target.p99MaxMs} ms`} | **${r.target.met ? "met" : "missed"}** |`,
     )
@@ -227,18 +235,28 @@ const md =
     .map(
       (r) =>
         `| ${r.profile} | ${fmtLoad(r.load.before)} → ${fmtLoad(r.load.after)} | ${r.asleepAtEnqueue} | ${r.enqueueMs} ms | ${r.tick.rounds} | ` +
-        `${r.tick.loopsSeen} | ${Object.entries(r.tick.loopsEnded).map(([k, v]) => `${k} ${v}`).join(", ") || "—"} | ${r.tick.fannedOutChunks} | ${r.tick.jobFailures} |`,
+        `${r.tick.loopsSeen} | ${
+          Object.entries(r.tick.loopsEnded)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ") || "—"
+        } | ${r.tick.fannedOutChunks} | ${r.tick.jobFailures} |`,
     )
     .join("\n") +
   `\n\nLateness by the second the jobs were due in (p50 / max, ms):\n\n| s | ${results.map((r) => r.profile).join(" | ")} |\n|---|${results.map(() => "---").join("|")}|\n` +
-  Array.from({ length: Math.ceil(SPREAD / 1000) }, (_, s) => `| ${s} | ${results.map((r) => `${r.bySecond[s]!.p50} / ${r.bySecond[s]!.max}`).join(" | ")} |`).join("\n") +
+  Array.from(
+    { length: Math.ceil(SPREAD / 1000) },
+    (_, s) => `| ${s} | ${results.map((r) => `${r.bySecond[s]!.p50} / ${r.bySecond[s]!.max}`).join(" | ")} |`,
+  ).join("\n") +
   `\n\nTimeline: per second since the enqueue started, deliveries the receiver saw / REST requests the bridge served ` +
   `(jobs fall due from second ${Math.floor(LEAD / 1000)} to ${Math.ceil((LEAD + SPREAD) / 1000)}):\n\n| s | ${results.map((r) => r.profile).join(" | ")} |\n|---|${results.map(() => "---").join("|")}|\n` +
-  Array.from({ length: Math.max(...results.map((r) => r.timeline.length)) }, (_, s) => `| ${s} | ${results.map((r) => (r.timeline[s] ? `${r.timeline[s]!.delivered} / ${r.timeline[s]!.bridgeRequests}` : "")).join(" | ")} |`).join("\n") +
+  Array.from(
+    { length: Math.max(...results.map((r) => r.timeline.length)) },
+    (_, s) => `| ${s} | ${results.map((r) => (r.timeline[s] ? `${r.timeline[s]!.delivered} / ${r.timeline[s]!.bridgeRequests}` : "")).join(" | ")} |`,
+  ).join("\n") +
   `\n`;
 const dir = full ? join(root, "bench/results") : join(root, "bench/results/tmp");
 // One line per [due, lateness] sample.
-writeFileSync(join(dir, "lateness-http.json"), JSON.stringify(out, null, 2).replace(/\[\s+(-?\d+),\s+(-?\d+)\s+\]/g, "[$1, $2]") + "\n");
+writeFileSync(join(dir, "lateness-http.json"), `${JSON.stringify(out, null, 2).replace(/\[\s+(-?\d+),\s+(-?\d+)\s+\]/g, "[$1, $2]")}\n`);
 writeFileSync(join(dir, "lateness-http.md"), md);
 log(`wrote ${join(dir, "lateness-http.{json,md}")}`);
 if (!out.met) process.exitCode = 1;

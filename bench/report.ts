@@ -101,7 +101,9 @@ export function renderMarkdown(r: Results): string {
   const row = (label: string, s: BySystem | undefined, target = "", met: boolean | undefined = undefined, showRatio = true) => {
     if (!s || Object.keys(s).length === 0) return;
     const rt = showRatio ? times(ratio(s.delayline?.median, s.bullmq?.median)) : "—";
-    rows.push(`| ${label} | ${cell(s.delayline)} | ${cell(s.bullmq)} | ${cell(s.naive)} | ${cell(s.migrate)} | ${rt} | ${target} | ${target ? verdict(met) : ""} |`);
+    rows.push(
+      `| ${label} | ${cell(s.delayline)} | ${cell(s.bullmq)} | ${cell(s.naive)} | ${cell(s.migrate)} | ${rt} | ${target} | ${target ? verdict(met) : ""} |`,
+    );
   };
   const t = targets(r);
   const metOf = (i: number) => t[i]!.met;
@@ -116,7 +118,7 @@ export function renderMarkdown(r: Results): string {
   row("… claim + ack (delayline: REST requests)", m.consumeRequests);
   row("… in the tick, workerd (drain)", m.drainRequests);
   const lt = r.lateness;
-  const lateRow = (label: string, pick: (l: LatenessSummary) => Series) => {
+  const lateRow = (_label: string, pick: (l: LatenessSummary) => Series) => {
     const s: BySystem = {};
     if (lt["delayline@100"]) s.delayline = pick(lt["delayline@100"]);
     for (const k of ["bullmq", "naive", "migrate"] as const) if (lt[k]) s[k] = pick(lt[k]);
@@ -124,9 +126,20 @@ export function renderMarkdown(r: Results): string {
   };
   row("**backlog drain**, jobs/s (no-op handler)", m.drainJobsPerSec, "≥ 1.5×", metOf(1));
   if (Object.keys(lt).length > 0) {
-    row("**lateness p99**, ms (delayline TICK_POLL_MS=100)", lateRow("p99", (l) => l.p99), "≤ 0.5×, 0 early", metOf(2));
-    row("… lateness p50, ms", lateRow("p50", (l) => l.p50));
-    row("… lateness max, ms", lateRow("max", (l) => l.max));
+    row(
+      "**lateness p99**, ms (delayline TICK_POLL_MS=100)",
+      lateRow("p99", (l) => l.p99),
+      "≤ 0.5×, 0 early",
+      metOf(2),
+    );
+    row(
+      "… lateness p50, ms",
+      lateRow("p50", (l) => l.p50),
+    );
+    row(
+      "… lateness max, ms",
+      lateRow("max", (l) => l.max),
+    );
     const early: BySystem = {};
     for (const [k, v] of Object.entries(lt)) {
       const sys = k === "delayline@100" ? "delayline" : k === "delayline@1000" ? undefined : (k as SystemName);
@@ -139,7 +152,10 @@ export function renderMarkdown(r: Results): string {
     }
     for (const k of ["delayline@100", "delayline@1000"]) {
       const l = lt[k];
-      if (l?.requestsPerJob) rows.push(`| … tick cost during the lateness run (${k.slice(10)} ms poll): requests / commands per job | ${cell(l.requestsPerJob)} / ${cell(l.commandsPerJob)} | | | | | | |`);
+      if (l?.requestsPerJob)
+        rows.push(
+          `| … tick cost during the lateness run (${k.slice(10)} ms poll): requests / commands per job | ${cell(l.requestsPerJob)} / ${cell(l.commandsPerJob)} | | | | | | |`,
+        );
     }
   }
   row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs)", m.enqueueSinglePerSec);
@@ -167,7 +183,9 @@ export function renderMarkdown(r: Results): string {
     `Machine: ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, redis-server ${r.machine.redis}, BullMQ ${r.machine.bullmq}, wrangler ${r.machine.wrangler}.`,
     `Medians of ${r.runs} measured runs after a warm-up, range in brackets; ratio = delayline ÷ BullMQ.`,
     ...(r.load.length > 0
-      ? [`Load average (1 min) while it ran: ${Math.min(...r.load.map((l) => l[1])).toFixed(1)}–${Math.max(...r.load.map((l) => l[1])).toFixed(1)} on ${r.machine.cores} cores (the machine is shared).`]
+      ? [
+          `Load average (1 min) while it ran: ${Math.min(...r.load.map((l) => l[1])).toFixed(1)}–${Math.max(...r.load.map((l) => l[1])).toFixed(1)} on ${r.machine.cores} cores (the machine is shared).`,
+        ]
       : []),
     ``,
     `| metric | delayline | BullMQ | naive | migrate | ratio | target | met? |`,

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import type { Queue } from "../src/queue/queue.js";
-import { directQueue, nodeQueue, startStack, type Stack } from "./lib/delayline.js";
+import { directQueue, startStack, type Stack } from "./lib/delayline.js";
 import { sleep, startInfra, type Infra } from "./lib/infra.js";
 import { renderMarkdown, type Results, type Series } from "./report.js";
 import {
@@ -110,7 +110,9 @@ async function repeat<T>(what: string, warm: () => Promise<T>, run: (i: number) 
     for (let attempt = 1; ; attempt++) {
       try {
         out.push(await run(i));
-        log(`${what}: run ${i + 1}/${RUNS} ${JSON.stringify(out[out.length - 1], (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)).slice(0, 300)}`);
+        log(
+          `${what}: run ${i + 1}/${RUNS} ${JSON.stringify(out[out.length - 1], (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)).slice(0, 300)}`,
+        );
         break;
       } catch (err) {
         log(`${what}: run ${i + 1} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
@@ -168,7 +170,11 @@ try {
     for (const system of SYSTEMS) {
       const [wn, wf] = SIZES.cost.warm;
       const [n, f] = SIZES.cost.run;
-      costs[system] = await repeat(`cost ${system}`, () => costRun(infra, system, wn!, wf!, 100), (i) => costRun(infra, system, n!, f!, i));
+      costs[system] = await repeat(
+        `cost ${system}`,
+        () => costRun(infra, system, wn!, wf!, 100),
+        (i) => costRun(infra, system, n!, f!, i),
+      );
     }
   }
 
@@ -188,13 +194,22 @@ try {
       // one's median slice: a second of load from elsewhere then spoils one
       // slice, not the comparison.
       const once = async (order: Queue[], n: number) => {
-        const slices = new Map<Queue, ScaleRun[]>([[small, []], [large, []]]);
+        const slices = new Map<Queue, ScaleRun[]>([
+          [small, []],
+          [large, []],
+        ]);
         for (let k = 0; k < 5; k++) {
           for (const q of k % 2 ? [...order].reverse() : order) slices.get(q)!.push(await scaleRun(infra, q, Math.ceil(n / 5)));
         }
         const median = (runs: ScaleRun[]): ScaleRun => ({
-          jobsPerSec: series(runs.map((r) => r.jobsPerSec), "").median,
-          usecPerJob: series(runs.map((r) => r.usecPerJob), "").median,
+          jobsPerSec: series(
+            runs.map((r) => r.jobsPerSec),
+            "",
+          ).median,
+          usecPerJob: series(
+            runs.map((r) => r.usecPerJob),
+            "",
+          ).median,
         });
         return [median(slices.get(small)!), median(slices.get(large)!)];
       };
@@ -257,19 +272,28 @@ try {
         };
         lateness[config] = await repeat(
           `lateness ${config}`,
-          async () => (await fresh(), latenessRun(infra, system, wn!, ws!, stack)),
-          async () => (await fresh(), latenessRun(infra, system, n!, s!, stack)),
+          async () => {
+            await fresh();
+            return latenessRun(infra, system, wn!, ws!, stack);
+          },
+          async () => {
+            await fresh();
+            return latenessRun(infra, system, n!, s!, stack);
+          },
         );
       }
       if (wanted("enqueue") && config !== "delayline@1000") {
         const [ws1, wb] = SIZES.enqueue.warm;
         const [s1, b] = SIZES.enqueue.run;
-        enqueues[system] = await repeat(`enqueue ${system}`, () => enqueueRun(infra, system, ws1!, wb!, stack), () => enqueueRun(infra, system, s1!, b!, stack));
+        enqueues[system] = await repeat(
+          `enqueue ${system}`,
+          () => enqueueRun(infra, system, ws1!, wb!, stack),
+          () => enqueueRun(infra, system, s1!, b!, stack),
+        );
       }
       await stopStack();
     }
   }
-
 } finally {
   clearInterval(sampleLoad);
   await stopStack();
@@ -319,24 +343,54 @@ const results: Results = {
     Object.entries(lateness).map(([config, runs]) => [
       config,
       {
-        p50: series(runs.map((r) => r.p50), "ms"),
-        p99: series(runs.map((r) => r.p99), "ms"),
-        max: series(runs.map((r) => r.max), "ms"),
+        p50: series(
+          runs.map((r) => r.p50),
+          "ms",
+        ),
+        p99: series(
+          runs.map((r) => r.p99),
+          "ms",
+        ),
+        max: series(
+          runs.map((r) => r.max),
+          "ms",
+        ),
         early: runs.reduce((n, r) => n + r.early, 0),
         missing: runs.reduce((n, r) => n + r.jobs - r.handled, 0),
         duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
         ...(runs[0]?.requestsPerJob !== undefined
-          ? { requestsPerJob: series(runs.map((r) => r.requestsPerJob!), "requests/job"), commandsPerJob: series(runs.map((r) => r.commandsPerJob!), "commands/job") }
+          ? {
+              requestsPerJob: series(
+                runs.map((r) => r.requestsPerJob!),
+                "requests/job",
+              ),
+              commandsPerJob: series(
+                runs.map((r) => r.commandsPerJob!),
+                "commands/job",
+              ),
+            }
           : {}),
       },
     ]),
   ),
   scale: scale
     ? {
-        small: series(scale.small.map((r) => r.jobsPerSec), "jobs/s"),
-        large: series(scale.large.map((r) => r.jobsPerSec), "jobs/s"),
-        smallUsec: series(scale.small.map((r) => r.usecPerJob), "µs/job"),
-        largeUsec: series(scale.large.map((r) => r.usecPerJob), "µs/job"),
+        small: series(
+          scale.small.map((r) => r.jobsPerSec),
+          "jobs/s",
+        ),
+        large: series(
+          scale.large.map((r) => r.jobsPerSec),
+          "jobs/s",
+        ),
+        smallUsec: series(
+          scale.small.map((r) => r.usecPerJob),
+          "µs/job",
+        ),
+        largeUsec: series(
+          scale.large.map((r) => r.usecPerJob),
+          "µs/job",
+        ),
       }
     : undefined,
   idle,
@@ -345,7 +399,7 @@ const results: Results = {
   raw: { costs, drains, lateness, enqueues, scale },
 };
 results.durationS = Math.round((Date.now() - started) / 1000);
-writeFileSync(`${outBase}.json`, JSON.stringify(results, null, 2) + "\n");
+writeFileSync(`${outBase}.json`, `${JSON.stringify(results, null, 2)}\n`);
 const md = renderMarkdown(results);
 writeFileSync(`${outBase}.md`, md);
 console.log(md);

@@ -81,7 +81,10 @@ try {
     };
     return { ...r, met: r.missing === 0 && r.unexpected === 0 && r.duplicates === 0 && r.early === 0 && stats.p99 <= POLL_TARGET_MS };
   });
-  for (const r of results) log(`${r.id}: ${r.delivered}/${r.expected} once, dup ${r.duplicates}, early ${r.early}, p50 ${r.latenessMs.p50} p99 ${r.latenessMs.p99} max ${r.latenessMs.max} ms`);
+  for (const r of results)
+    log(
+      `${r.id}: ${r.delivered}/${r.expected} once, dup ${r.duplicates}, early ${r.early}, p50 ${r.latenessMs.p50} p99 ${r.latenessMs.p99} max ${r.latenessMs.max} ms`,
+    );
   out = {
     benchmark: "schedules through npm start",
     date: startedAt.toISOString(),
@@ -117,7 +120,7 @@ const md =
     .join("\n") +
   "\n";
 const dir = full ? join(root, "bench/results") : join(root, "bench/results/tmp");
-writeFileSync(join(dir, "schedules-http.json"), JSON.stringify(out, null, 2) + "\n");
+writeFileSync(join(dir, "schedules-http.json"), `${JSON.stringify(out, null, 2)}\n`);
 writeFileSync(join(dir, "schedules-http.md"), md);
 log(`wrote ${dir}/schedules-http.{json,md}`);
 if (!out.met) process.exitCode = 1;

@@ -20,7 +20,7 @@ const IN_FLIGHT = 50;
 /** Peers' sleep when a poll finds nothing, for drain and lateness (delayline's TICK_POLL_MS=100 is the comparable setting). */
 export const PEER_POLL_MS = 100;
 
-function peer(infra: Infra, name: "naive" | "migrate", client: IORedis): Peer {
+function peer(_infra: Infra, name: "naive" | "migrate", client: IORedis): Peer {
   return name === "naive" ? new NaiveQueue(client) : new MigrateQueue(client);
 }
 
@@ -109,7 +109,10 @@ export async function costRun(infra: Infra, system: SystemName, n: number, f: nu
       await w.close();
       const failAt = Date.now();
       for (let i = 0; i < f; i += 1_000) {
-        await b.addBulk(Array.from({ length: Math.min(1_000, f - i) }, (_, j) => ({ due: failAt, payload: payload(i + j) })), { attempts: 2, backoffMs: RETRY_AFTER_MS });
+        await b.addBulk(
+          Array.from({ length: Math.min(1_000, f - i) }, (_, j) => ({ due: failAt, payload: payload(i + j) })),
+          { attempts: 2, backoffMs: RETRY_AFTER_MS },
+        );
       }
       await infra.resetStats();
       const started = Date.now();
@@ -257,7 +260,9 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
     const memory = await stored(async () => {
       const batches = Math.ceil(n / 1_000);
       await pool(batches, 4, (b) =>
-        queue.enqueueBatch(Array.from({ length: Math.min(1_000, n - b * 1_000) }, (_, j) => ({ topic: "bench-noop", runAt: t, payload: payload(b * 1_000 + j) }))),
+        queue.enqueueBatch(
+          Array.from({ length: Math.min(1_000, n - b * 1_000) }, (_, j) => ({ topic: "bench-noop", runAt: t, payload: payload(b * 1_000 + j) })),
+        ),
       );
     });
     const start = (await stack.samples()).handled;
@@ -283,7 +288,9 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
     const b = await bull(infra.redis.port);
     try {
       const memory = await stored(async () => {
-        await pool(Math.ceil(n / 1_000), 4, (k) => b.addBulk(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ due: t, payload: payload(k * 1_000 + j) }))));
+        await pool(Math.ceil(n / 1_000), 4, (k) =>
+          b.addBulk(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ due: t, payload: payload(k * 1_000 + j) }))),
+        );
       });
       let doneAt = 0;
       await resetAtDue();
@@ -306,7 +313,9 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
   try {
     const p = peer(infra, system, client);
     const memory = await stored(async () => {
-      await pool(Math.ceil(n / 1_000), 4, (k) => p.addMany(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ due: t, payload: payload(k * 1_000 + j) }))));
+      await pool(Math.ceil(n / 1_000), 4, (k) =>
+        p.addMany(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ due: t, payload: payload(k * 1_000 + j) }))),
+      );
     });
     let done = 0;
     let doneAt = 0;
@@ -399,7 +408,11 @@ export async function latenessRun(infra: Infra, system: SystemName, n: number, s
     if (!stack) throw new Error("the delayline lateness run needs its stack");
     await stack.samples();
     await pool(Math.ceil(n / 1_000), 4, async (k) => {
-      const batch = Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ topic: "bench-lateness", runAt: dueOf(k * 1_000 + j), payload: payload(k * 1_000 + j) }));
+      const batch = Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({
+        topic: "bench-lateness",
+        runAt: dueOf(k * 1_000 + j),
+        payload: payload(k * 1_000 + j),
+      }));
       for (const r of await retried(() => stack.client.enqueueBatch(batch))) expected.add(r.id);
     });
     if (Date.now() > start) console.warn("delayline lateness: storing the jobs took longer than the lead");
@@ -420,7 +433,8 @@ export async function latenessRun(infra: Infra, system: SystemName, n: number, s
         const at = Date.now();
         note(job.id!, b.due.get(job.id!) ?? Number.NaN, at);
       });
-      for (let i = 0; i < n; i += 1_000) await b.addBulk(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ due: dueOf(i + j), payload: payload(i + j) })));
+      for (let i = 0; i < n; i += 1_000)
+        await b.addBulk(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ due: dueOf(i + j), payload: payload(i + j) })));
       // This run's queue object knows only this run's jobs.
       for (const id of b.due.keys()) expected.add(id);
       if (Date.now() > start) console.warn("bullmq lateness: storing the jobs took longer than the lead");
@@ -447,7 +461,8 @@ export async function latenessRun(infra: Infra, system: SystemName, n: number, s
     });
     // The payload's index names a job; the caller flushes Redis before each peer run.
     for (let i = 0; i < n; i++) expected.add(String(i));
-    for (let i = 0; i < n; i += 1_000) await p.addMany(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ due: dueOf(i + j), payload: payload(i + j) })));
+    for (let i = 0; i < n; i += 1_000)
+      await p.addMany(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ due: dueOf(i + j), payload: payload(i + j) })));
     await until(() => seen.size >= n || Date.now() > deadline, spreadMs + 60_000, `${system} lateness jobs`, 100);
     await c.stop();
     return finish();
@@ -485,7 +500,9 @@ export async function enqueueRun(infra: Infra, system: SystemName, single: numbe
     return {
       singlePerSec: await timed(single, () => pool(single, IN_FLIGHT, (i) => dl.enqueue({ topic: "bench-enqueue", runAt, payload: payload(i) }))),
       batchedPerSec: await timed(batched, () =>
-        pool(batches, 4, (k) => dl.enqueueBatch(Array.from({ length: size(k) }, (_, j) => ({ topic: "bench-enqueue", runAt, payload: payload(k * 1_000 + j) })))),
+        pool(batches, 4, (k) =>
+          dl.enqueueBatch(Array.from({ length: size(k) }, (_, j) => ({ topic: "bench-enqueue", runAt, payload: payload(k * 1_000 + j) }))),
+        ),
       ),
     };
   }
@@ -494,7 +511,9 @@ export async function enqueueRun(infra: Infra, system: SystemName, single: numbe
     try {
       return {
         singlePerSec: await timed(single, () => pool(single, IN_FLIGHT, (i) => b.add(due, payload(i)))),
-        batchedPerSec: await timed(batched, () => pool(batches, 4, (k) => b.addBulk(Array.from({ length: size(k) }, (_, j) => ({ due, payload: payload(k * 1_000 + j) }))))),
+        batchedPerSec: await timed(batched, () =>
+          pool(batches, 4, (k) => b.addBulk(Array.from({ length: size(k) }, (_, j) => ({ due, payload: payload(k * 1_000 + j) })))),
+        ),
       };
     } finally {
       await b.close();
@@ -505,7 +524,9 @@ export async function enqueueRun(infra: Infra, system: SystemName, single: numbe
     const p = peer(infra, system, client);
     return {
       singlePerSec: await timed(single, () => pool(single, IN_FLIGHT, (i) => p.add(due, payload(i)))),
-      batchedPerSec: await timed(batched, () => pool(batches, 4, (k) => p.addMany(Array.from({ length: size(k) }, (_, j) => ({ due, payload: payload(k * 1_000 + j) }))))),
+      batchedPerSec: await timed(batched, () =>
+        pool(batches, 4, (k) => p.addMany(Array.from({ length: size(k) }, (_, j) => ({ due, payload: payload(k * 1_000 + j) })))),
+      ),
     };
   } finally {
     client.disconnect();
@@ -518,7 +539,9 @@ export async function enqueueRun(infra: Infra, system: SystemName, single: numbe
 export async function fillFuture(queue: Queue, n: number): Promise<void> {
   const due = Date.now() + 86_400_000;
   await pool(Math.ceil(n / 1_000), 2, (k) =>
-    queue.enqueueBatch(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ topic: "bench-scale", runAt: due, payload: payload(k * 1_000 + j) }))),
+    queue.enqueueBatch(
+      Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ topic: "bench-scale", runAt: due, payload: payload(k * 1_000 + j) })),
+    ),
   );
 }
 
@@ -572,7 +595,10 @@ export async function idleRun(windowMs: number, peerPollMs: number, log: (line: 
     stops.push(() => b.close());
     await b.add(due, payload(0));
     b.work(async () => {});
-    for (const [k, name] of [[2, "naive"], [3, "migrate"]] as const) {
+    for (const [k, name] of [
+      [2, "naive"],
+      [3, "migrate"],
+    ] as const) {
       const client = new IORedis(servers[k]!.url, { maxRetriesPerRequest: null });
       const p = name === "naive" ? new NaiveQueue(client) : new MigrateQueue(client);
       await p.add(due, payload(0));

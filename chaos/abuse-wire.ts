@@ -68,7 +68,14 @@ export async function wireAbuse(url: string, token: string, api: Api): Promise<{
   await check("1,000 headers", exactly(431), "431", req(headers(1_000), job), job);
   await check("one 1 MB header", is4xx, "4xx or closed", req(`X-Big: ${"a".repeat(1_048_576)}\r\n`, job), job);
   await check("a 1 MB token", is4xx, "4xx or closed", req("", job, "application/json", `Bearer ${"t".repeat(1_048_576)}`), job);
-  await check("2,000 headers", is4xx, "4xx or closed", req(headers(2_000), job), job, "miniflare's entry worker cannot pass on more than 2,000 headers and answers 500 itself; the Worker never sees the request");
+  await check(
+    "2,000 headers",
+    is4xx,
+    "4xx or closed",
+    req(headers(2_000), job),
+    job,
+    "miniflare's entry worker cannot pass on more than 2,000 headers and answers 500 itself; the Worker never sees the request",
+  );
   const big = Buffer.alloc(10 * 1024 * 1024, "x");
   await check("a 10 MB body", exactly(413), "413", req("", big), big);
   await check("a 10 MB body without a token", exactly(401), "401", req("", big, "application/json", "Bearer wrong-token-123"), big);
@@ -86,7 +93,12 @@ export async function wireAbuse(url: string, token: string, api: Api): Promise<{
 
 /** Runs the in-process abuse suite and reads how many bad inputs it tried. */
 export function abuseSuite(root: string): { passed: boolean; tests: string; badInputsTried: number } {
-  const run = spawnSync(process.execPath, [join(root, "node_modules/vitest/vitest.mjs"), "run", "test/workers/api/abuse.test.ts"], { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const run = spawnSync(process.execPath, [join(root, "node_modules/vitest/vitest.mjs"), "run", "test/workers/api/abuse.test.ts"], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the terminal's colour codes, which start with ESC.
   const out = `${run.stdout}${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, "");
   const counted = /\{"abuse":\{"badInputsTried":(\d+)/.exec(out);
   const tests = /tests: (\d+ passed, \d+ failed, \d+ skipped)/.exec(out)?.[1] ?? "no summary";

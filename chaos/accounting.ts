@@ -30,7 +30,12 @@ export interface Accounting {
  * gets each job's state and attempts. Eight at a time: wrangler dev's local
  * plumbing reaps its sockets slowly, and thousands of fast reads starve workerd.
  */
-export async function account(api: Api, receiver: ChaosReceiver, acked: Map<string, Acked>, views?: Map<string, { state: string; attempts: number }>): Promise<Accounting> {
+export async function account(
+  api: Api,
+  receiver: ChaosReceiver,
+  acked: Map<string, Acked>,
+  views?: Map<string, { state: string; attempts: number }>,
+): Promise<Accounting> {
   const a: Accounting = { enqueued: acked.size, deliveredOnce: 0, redelivered: 0, extraDeliveries: 0, dead: 0, scheduled: 0, lost: 0, lostIds: [], early: 0 };
   const lost = (id: string) => {
     a.lost++;

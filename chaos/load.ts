@@ -37,8 +37,31 @@ const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autoc
  * autocannon in a process of its own: the bridge and the receiver live in
  * this one, and a load generator sharing their event loop would slow them down.
  */
-function run(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; duration: number; timeout: number; overallRate?: number }): Promise<autocannon.Result> {
-  const args = [autocannonBin, "--json", "--no-progress", "-c", String(options.connections), "-d", String(options.duration), "-t", String(options.timeout), "-m", options.method, "-b", options.body];
+function run(options: {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  connections: number;
+  duration: number;
+  timeout: number;
+  overallRate?: number;
+}): Promise<autocannon.Result> {
+  const args = [
+    autocannonBin,
+    "--json",
+    "--no-progress",
+    "-c",
+    String(options.connections),
+    "-d",
+    String(options.duration),
+    "-t",
+    String(options.timeout),
+    "-m",
+    options.method,
+    "-b",
+    options.body,
+  ];
   for (const [k, v] of Object.entries(options.headers)) args.push("-H", `${k}=${v}`);
   if (options.overallRate !== undefined) args.push("-R", String(options.overallRate));
   args.push(options.url);
@@ -65,16 +88,20 @@ export async function loadProducer(api: Api, token: string, connections: number,
   // autocannon counts statuses but keeps no bodies: a witness beside it keeps what the errors said.
   const witness = { sent: 0, byStatus: {} as Record<string, number>, samples: [] as string[] };
   let loading = true;
-  const watching = Promise.all(Array.from({ length: 20 }, async () => {
-    await new Promise((res) => setTimeout(res, 2_000));
-    while (loading) {
-      witness.sent++;
-      const a = await api.request("POST", "/v1/jobs", { topic, payload: { witness: true }, delay: "1h" }).catch((err: Error) => ({ status: 0, contentType: "", body: err.message }));
-      witness.byStatus[a.status] = (witness.byStatus[a.status] ?? 0) + 1;
-      if (a.status !== 201 && witness.samples.length < 5) witness.samples.push(`${a.status} ${a.contentType}: ${JSON.stringify(a.body).slice(0, 240)}`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }));
+  const watching = Promise.all(
+    Array.from({ length: 20 }, async () => {
+      await new Promise((res) => setTimeout(res, 2_000));
+      while (loading) {
+        witness.sent++;
+        const a = await api
+          .request("POST", "/v1/jobs", { topic, payload: { witness: true }, delay: "1h" })
+          .catch((err: Error) => ({ status: 0, contentType: "", body: err.message }));
+        witness.byStatus[a.status] = (witness.byStatus[a.status] ?? 0) + 1;
+        if (a.status !== 201 && witness.samples.length < 5) witness.samples.push(`${a.status} ${a.contentType}: ${JSON.stringify(a.body).slice(0, 240)}`);
+        await new Promise((res) => setTimeout(res, 250));
+      }
+    }),
+  );
   const r = await run({
     url: `${api.url}/v1/jobs`,
     method: "POST",
@@ -89,7 +116,8 @@ export async function loadProducer(api: Api, token: string, connections: number,
   await watching;
   const after = (await api.topic(topic)).scheduled - (witness.byStatus["201"] ?? 0);
   const statusCodes: Record<string, number> = {};
-  for (const [code, v] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) statusCodes[code] = v.count;
+  for (const [code, v] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}))
+    statusCodes[code] = v.count;
   const requests = r["2xx"] + r.non2xx + r.errors;
   return {
     connections,
@@ -147,7 +175,13 @@ function slope(values: number[]): number {
  * backlog does not grow: its trend is under 5 % of the rate per second, and
  * what is left when the step ends is gone within 5 s.
  */
-export async function maxSustainedRate(api: Api, receiver: ChaosReceiver, rates: number[], stepSec: number, log: (l: string) => void): Promise<{ steps: RateStep[]; maxSustained: number }> {
+export async function maxSustainedRate(
+  api: Api,
+  receiver: ChaosReceiver,
+  rates: number[],
+  stepSec: number,
+  log: (l: string) => void,
+): Promise<{ steps: RateStep[]; maxSustained: number }> {
   const steps: RateStep[] = [];
   let maxSustained = 0;
   for (const rate of rates) {
@@ -189,7 +223,16 @@ export async function maxSustainedRate(api: Api, receiver: ChaosReceiver, rates:
     }
     // Kept up: the backlog did not trend up, and what was left at the end went within a few seconds.
     const keptUp = s < rate * 0.05 && Date.now() - drainStart < 5_000 && failed === 0;
-    const step = { rate, achieved: Math.round(acked / stepSec), non2xx: failed, delivered: Math.round(delivered), backlog, backlogSlope: Math.round(s * 10) / 10, keptUp, drainMs: Date.now() - drainStart };
+    const step = {
+      rate,
+      achieved: Math.round(acked / stepSec),
+      non2xx: failed,
+      delivered: Math.round(delivered),
+      backlog,
+      backlogSlope: Math.round(s * 10) / 10,
+      keptUp,
+      drainMs: Date.now() - drainStart,
+    };
     steps.push(step);
     log(`  ${rate}/s: enqueued ${step.achieved}/s, delivered ${step.delivered}/s, backlog ${backlog.join(" ")}, ${keptUp ? "kept up" : "fell behind"}`);
     if (keptUp) maxSustained = Math.max(maxSustained, step.achieved);

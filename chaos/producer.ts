@@ -39,7 +39,12 @@ export class Api {
       /* not JSON: kept as text */
     }
     const retryAfter = Number(res.headers.get("retry-after") ?? Number.NaN);
-    return { status: res.status, contentType: res.headers.get("content-type") ?? "", body: parsed, retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1_000 : null };
+    return {
+      status: res.status,
+      contentType: res.headers.get("content-type") ?? "",
+      body: parsed,
+      retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1_000 : null,
+    };
   }
 
   async ok(method: string, path: string, body?: unknown): Promise<any> {
@@ -48,7 +53,13 @@ export class Api {
     return r.body;
   }
 
-  topic(name: string): Promise<{ scheduled: number; ready: number; inflight: number; dead: number; counters: { dispatched: number; succeeded: number; retried: number; dead: number } }> {
+  topic(name: string): Promise<{
+    scheduled: number;
+    ready: number;
+    inflight: number;
+    dead: number;
+    counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+  }> {
     return this.ok("GET", `/v1/topics/${name}`);
   }
 
@@ -96,7 +107,11 @@ export class Answers {
     for (let s = from; s < to; s += 1_000) {
       const counts: Record<string, number> = {};
       for (const t of this.timeline) if (t.at >= s && t.at < s + 1_000) counts[t.status] = (counts[t.status] ?? 0) + 1;
-      out.push(Object.entries(counts).map(([k, v]) => `${k}×${v}`).join(" ") || "-");
+      out.push(
+        Object.entries(counts)
+          .map(([k, v]) => `${k}×${v}`)
+          .join(" ") || "-",
+      );
     }
     return out;
   }

@@ -74,7 +74,9 @@ function judgeLoad(l: LoadResult, log: (line: string) => void): JudgedLoad {
   const failures: string[] = [];
   if (l.errorRate !== 0) failures.push(`error rate ${l.errorRate} (${JSON.stringify(l.statusCodes)}, ${l.errors} errors)`);
   if (l.jobsStored < l.ok || l.jobsStored > l.ok + l.connections) failures.push(`${l.ok} enqueues acknowledged but ${l.jobsStored} jobs stored`);
-  log(`${failures.length ? "✘" : "✔"} load: ${l.requests} requests, ${l.requestsPerSec}/s, error rate ${l.errorRate}, p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ${l.jobsStored} jobs stored`);
+  log(
+    `${failures.length ? "✘" : "✔"} load: ${l.requests} requests, ${l.requestsPerSec}/s, error rate ${l.errorRate}, p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ${l.jobsStored} jobs stored`,
+  );
   return { ...l, passed: failures.length === 0, failures };
 }
 
@@ -195,10 +197,16 @@ export function markdown(r: ChaosReport): string {
     "# Chaos: faults, load and abuse with exact accounting",
     "",
     `${r.date}, ${r.mode} run (\`npm run chaos${r.mode === "quick" ? " -- --quick" : ""}\`), ${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}.`,
-    `Stack: redis-server (append-only file, \`appendfsync always\`), the REST bridge, the Worker in \`wrangler dev\` (workerd); settings ${Object.entries(r.settings).map(([k, v]) => `\`${k}=${v}\``).join(", ")}, the rest as in wrangler.toml.`,
+    `Stack: redis-server (append-only file, \`appendfsync always\`), the REST bridge, the Worker in \`wrangler dev\` (workerd); settings ${Object.entries(
+      r.settings,
+    )
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(", ")}, the rest as in wrangler.toml.`,
     "",
     `**${r.passed ? "All passed" : "FAILED"}.** Lost: **${s.lost}** of ${s.jobsAccounted} acknowledged jobs. Faults survived: ${s.faultsSurvived.length} of ${s.faultsSurvived.length + s.faultsFailed.length}.` +
-      (s.load ? ` Load: ${s.load.connections} connections for ${s.load.durationSec} s, ${s.load.requests} requests, error rate ${s.load.errorRate}, p99 ${s.load.p99Ms} ms.` : "") +
+      (s.load
+        ? ` Load: ${s.load.connections} connections for ${s.load.durationSec} s, ${s.load.requests} requests, error rate ${s.load.errorRate}, p99 ${s.load.p99Ms} ms.`
+        : "") +
       (s.maxSustainedRate !== undefined ? ` Highest sustained enqueue rate the tick keeps up with: ${s.maxSustainedRate}/s.` : "") +
       (s.badInputsTried !== undefined ? ` Bad inputs tried: ${s.badInputsTried}.` : ""),
     "",
@@ -228,7 +236,10 @@ export function markdown(r: ChaosReport): string {
       "",
       "| target | requests | per second | 2xx | non-2xx | errors (timeouts) | error rate | p50 | p90 | p99 | max | jobs stored |",
       "|---|---|---|---|---|---|---|---|---|---|---|---|",
-      ...runs.map(([target, l]) => `| ${target} | ${l.requests} | ${l.requestsPerSec} | ${l.ok} | ${l.non2xx} | ${l.errors} (${l.timeouts}) | ${l.errorRate} | ${l.latencyMs.p50} ms | ${l.latencyMs.p90} ms | ${l.latencyMs.p99} ms | ${l.latencyMs.max} ms | ${l.jobsStored} |`),
+      ...runs.map(
+        ([target, l]) =>
+          `| ${target} | ${l.requests} | ${l.requestsPerSec} | ${l.ok} | ${l.non2xx} | ${l.errors} (${l.timeouts}) | ${l.errorRate} | ${l.latencyMs.p50} ms | ${l.latencyMs.p90} ms | ${l.latencyMs.p99} ms | ${l.latencyMs.max} ms | ${l.jobsStored} |`,
+      ),
       "",
       ...runs.flatMap(([target, l]) => [
         `- ${target}: witnesses ${JSON.stringify(l.witness.byStatus)} of ${l.witness.sent}${l.witness.samples.length ? `; non-2xx answers said: ${[...new Set(l.witness.samples)].map((x) => `\`${x}\``).join("; ")}` : ""}. ` +
@@ -247,7 +258,10 @@ export function markdown(r: ChaosReport): string {
       "",
       "| asked /s | enqueued /s | delivered /s | backlog each second | slope /s | kept up | drained in |",
       "|---|---|---|---|---|---|---|",
-      ...r.rate.steps.map((x) => `| ${x.rate} | ${x.achieved} | ${x.delivered} | ${x.backlog.join(" ")} | ${x.backlogSlope} | ${x.keptUp ? "yes" : "no"} | ${Math.round(x.drainMs / 100) / 10} s |`),
+      ...r.rate.steps.map(
+        (x) =>
+          `| ${x.rate} | ${x.achieved} | ${x.delivered} | ${x.backlog.join(" ")} | ${x.backlogSlope} | ${x.keptUp ? "yes" : "no"} | ${Math.round(x.drainMs / 100) / 10} s |`,
+      ),
       "",
       `Highest sustained: **${r.rate.maxSustained} enqueues/s**.`,
       "",
@@ -272,7 +286,9 @@ export function markdown(r: ChaosReport): string {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { quick: { type: "boolean", default: false }, keep: { type: "boolean", default: false }, only: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { quick: { type: "boolean", default: false }, keep: { type: "boolean", default: false }, only: { type: "string" }, out: { type: "string" } },
+  });
   const only = values.only?.split(",").map((x) => x.trim());
   const unknown = only?.filter((o) => !PARTS.includes(o)) ?? [];
   if (unknown.length) throw new Error(`unknown parts ${unknown.join(", ")}; choose from ${PARTS.join(", ")}`);
@@ -280,8 +296,8 @@ async function main() {
   // Only a complete full run replaces the committed report.
   const out = values.out ?? (values.quick || only ? join(root, "bench/results/tmp/chaos") : join(root, "bench/results/chaos"));
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(`${out}.json`, JSON.stringify(report, null, 2) + "\n");
-  writeFileSync(`${out}.md`, markdown(report) + "\n");
+  writeFileSync(`${out}.json`, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(`${out}.md`, `${markdown(report)}\n`);
   console.log(markdown(report));
   console.log(`\n[chaos] report: ${out}.json, ${out}.md`);
   process.exitCode = report.passed ? 0 : 1;

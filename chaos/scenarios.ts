@@ -54,10 +54,12 @@ async function enqueueBatches(api: Api, jobs: Array<Record<string, unknown>>): P
     for (let attempt = 1; ; attempt++) {
       const r = await api.request("POST", "/v1/jobs/batch", { jobs: batch }).catch(() => null);
       if (r?.status === 201) {
-        for (const j of r.body.jobs as Array<{ id: string; dueAt: string | null }>) acked.set(j.id, { id: j.id, dueAt: j.dueAt === null ? Number.NaN : Date.parse(j.dueAt) });
+        for (const j of r.body.jobs as Array<{ id: string; dueAt: string | null }>)
+          acked.set(j.id, { id: j.id, dueAt: j.dueAt === null ? Number.NaN : Date.parse(j.dueAt) });
         break;
       }
-      if ((r && r.status !== 503) || attempt >= 20) throw new Error(`POST /v1/jobs/batch: ${r ? `${r.status} ${JSON.stringify(r.body).slice(0, 200)}` : "no answer"}`);
+      if ((r && r.status !== 503) || attempt >= 20)
+        throw new Error(`POST /v1/jobs/batch: ${r ? `${r.status} ${JSON.stringify(r.body).slice(0, 200)}` : "no answer"}`);
       await sleep(1_000);
     }
   }
@@ -81,7 +83,8 @@ function baseChecks(a: Accounting, expectScheduled: number, settled: boolean, an
   if (answers) {
     const bad = Object.entries(answers.byStatus).filter(([s]) => s !== "200" && s !== "201" && s !== "503" && s !== "network");
     if (bad.length > 0) f.push(`unexpected answers: ${JSON.stringify(Object.fromEntries(bad))}`);
-    if (answers.notProblemJson > 0) f.push(`${answers.notProblemJson} error answers were not application/problem+json, e.g. ${JSON.stringify(answers.notProblemSamples)}`);
+    if (answers.notProblemJson > 0)
+      f.push(`${answers.notProblemJson} error answers were not application/problem+json, e.g. ${JSON.stringify(answers.notProblemSamples)}`);
   }
   return f;
 }
@@ -111,12 +114,19 @@ async function settleProduced(
   return { accounting, failures, fault };
 }
 
-async function timed(name: string, title: string, ctx: Ctx, run: () => Promise<Omit<ScenarioResult, "name" | "title" | "durationMs" | "passed">>): Promise<ScenarioResult> {
+async function timed(
+  name: string,
+  title: string,
+  ctx: Ctx,
+  run: () => Promise<Omit<ScenarioResult, "name" | "title" | "durationMs" | "passed">>,
+): Promise<ScenarioResult> {
   ctx.log(`▶ ${name}: ${title}`);
   const start = Date.now();
   const r = await run();
   const result = { name, title, passed: r.failures.length === 0, durationMs: Date.now() - start, ...r };
-  ctx.log(`${result.passed ? "✔" : "✘"} ${name} in ${Math.round(result.durationMs / 1000)} s: ${JSON.stringify(result.accounting)}${result.failures.length ? ` — ${result.failures.join("; ")}` : ""}`);
+  ctx.log(
+    `${result.passed ? "✔" : "✘"} ${name} in ${Math.round(result.durationMs / 1000)} s: ${JSON.stringify(result.accounting)}${result.failures.length ? ` — ${result.failures.join("; ")}` : ""}`,
+  );
   return result;
 }
 
@@ -130,11 +140,20 @@ export function killWorkerd(ctx: Ctx): Promise<ScenarioResult> {
     const n = ctx.quick ? 600 : 3_000;
     const spread = ctx.quick ? 8_000 : 15_000;
     const start = Date.now() + 2_000;
-    const batch = await enqueueBatches(api, Array.from({ length: n }, (_, i) => ({ topic, payload: { i }, runAt: start + Math.floor((i * spread) / n) })));
+    const batch = await enqueueBatches(
+      api,
+      Array.from({ length: n }, (_, i) => ({ topic, payload: { i }, runAt: start + Math.floor((i * spread) / n) })),
+    );
     const ids = new Set(batch.keys());
     const answers = new Answers();
     // Producers keep going through the fault, retrying with their idempotency keys.
-    const during = produce(api, { ratePerSec: 20, durationMs: 12_000, answers, keyPrefix: `s1-${Date.now()}`, job: (i) => ({ topic, payload: { during: i }, delay: 500 }) });
+    const during = produce(api, {
+      ratePerSec: 20,
+      durationMs: 12_000,
+      answers,
+      keyPrefix: `s1-${Date.now()}`,
+      job: (i) => ({ topic, payload: { during: i }, delay: 500 }),
+    });
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline && [...ids].filter((id) => receiver.okCount(id) > 0).length < n / 4) await sleep(100);
     const deliveredBeforeKill = [...ids].filter((id) => receiver.okCount(id) > 0).length;
@@ -206,7 +225,13 @@ export function stopBridge(ctx: Ctx): Promise<ScenarioResult> {
     const topic = "s3-bridge";
     await api.configureTopic(topic, { url: `${receiver.url}/${topic}`, ...PATIENT });
     const answers = new Answers();
-    const producing = produce(api, { ratePerSec: 50, durationMs: 22_000, answers, keyPrefix: `s3-${Date.now()}`, job: (i) => ({ topic, payload: { i }, delay: (i * 53) % 2_000 }) });
+    const producing = produce(api, {
+      ratePerSec: 50,
+      durationMs: 22_000,
+      answers,
+      keyPrefix: `s3-${Date.now()}`,
+      job: (i) => ({ topic, payload: { i }, delay: (i * 53) % 2_000 }),
+    });
     await sleep(5_000);
     const logBefore = stack.log().length;
     await stack.stopBridge();
@@ -272,7 +297,13 @@ export function overlappingTicks(ctx: Ctx): Promise<ScenarioResult> {
     // The run's own cron is one; three more make four invocations a minute, each running 75 s.
     const extra = [stack.startCron(), stack.startCron(), stack.startCron()];
     const answers = new Answers();
-    const produced = await produce(api, { ratePerSec: 20, durationMs, answers, keyPrefix: `s4-${Date.now()}`, job: (i) => ({ topic, payload: { i }, delay: (i * 71) % 5_000 }) });
+    const produced = await produce(api, {
+      ratePerSec: 20,
+      durationMs,
+      answers,
+      keyPrefix: `s4-${Date.now()}`,
+      job: (i) => ({ topic, payload: { i }, delay: (i * 71) % 5_000 }),
+    });
     const r = await settleProduced(ctx, topic, produced, answers, 120_000);
     if (r.accounting.redelivered > 0) r.failures.push(`${r.accounting.redelivered} jobs delivered more than once without a fault`);
     // The extra triggers stay until the run ends: stopping one aborts its invocation mid-round.
@@ -295,8 +326,17 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
       // Paced (the counts do not depend on it): under wrangler dev every delivery costs four connections
       // from workerd to wrangler's Node process (its inspector proxy forwards each devtools event of a
       // fetch over one of its own), and thousands of attempts at once outgrow the open-file limit.
-      await api.configureTopic(topic, { url: `${receiver.url}/${topic}?fail=${rate}`, maxAttempts, backoff: { type: "fixed", delay: "300ms" }, timeoutMs: 5_000, ratePerSec: 50 });
-      const acked = await enqueueBatches(api, Array.from({ length: n }, (_, i) => ({ topic, payload: { i } })));
+      await api.configureTopic(topic, {
+        url: `${receiver.url}/${topic}?fail=${rate}`,
+        maxAttempts,
+        backoff: { type: "fixed", delay: "300ms" },
+        timeoutMs: 5_000,
+        ratePerSec: 50,
+      });
+      const acked = await enqueueBatches(
+        api,
+        Array.from({ length: n }, (_, i) => ({ topic, payload: { i } })),
+      );
       for (const [k, v] of acked) all.set(k, v);
       perTopic[topic] = acked;
     }
@@ -334,13 +374,28 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
         const e = expectedOf.get(id)!;
         const seen = receiver.byId.get(id) ?? [];
         requests += seen.length;
-        const attemptsSeen = seen.map((d) => d.attempt).sort((x, y) => x - y).join(",");
+        const attemptsSeen = seen
+          .map((d) => d.attempt)
+          .sort((x, y) => x - y)
+          .join(",");
         const attemptsExpected = Array.from({ length: e.attempts }, (_, i) => i + 1).join(",");
         if (job.state !== e.state || job.attempts !== e.attempts || attemptsSeen !== attemptsExpected) mismatched++;
       }
-      const got = { succeeded: t.counters.succeeded, retried: t.counters.retried, dead: t.counters.dead, deadLetters: Math.min(deadList, t.dead), attempts: requests };
+      const got = {
+        succeeded: t.counters.succeeded,
+        retried: t.counters.retried,
+        dead: t.counters.dead,
+        deadLetters: Math.min(deadList, t.dead),
+        attempts: requests,
+      };
       report[`${rate}%`] = { jobs: n, expected, got, jobsNotAsExpected: mismatched };
-      if (got.succeeded !== expected.succeeded || got.retried !== expected.retried || got.dead !== expected.dead || t.dead !== expected.dead || got.attempts !== expected.attempts) {
+      if (
+        got.succeeded !== expected.succeeded ||
+        got.retried !== expected.retried ||
+        got.dead !== expected.dead ||
+        t.dead !== expected.dead ||
+        got.attempts !== expected.attempts
+      ) {
         failures.push(`${rate}%: expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`);
       }
       if (mismatched > 0) failures.push(`${rate}%: ${mismatched} jobs did not end as their ids say`);
@@ -352,56 +407,69 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
 
 /** 6. Time edge cases. */
 export function timeEdges(ctx: Ctx): Promise<ScenarioResult> {
-  return timed("time-edges", `runAt in the past, due exactly now, 365-day delays, ${ctx.quick ? "1,000" : "2,000"} jobs due in the same millisecond over http (10,000 in npm test)`, ctx, async () => {
-    const { api, receiver } = ctx;
-    const topic = "s6-time";
-    await api.configureTopic(topic, { url: `${receiver.url}/${topic}`, ...PATIENT, concurrency: 200 });
-    const failures: string[] = [];
-    const now = Date.now();
-    const day = 86_400_000;
-    const edges: Record<string, Record<string, unknown>> = {
-      "runAt epoch 1000": { runAt: 1_000 },
-      "runAt 1970 ISO": { runAt: "1970-01-01T00:00:01Z" },
-      "runAt an hour ago": { runAt: now - 3_600_000 },
-      "runAt exactly now": { runAt: now },
-      "delay 0": { delay: 0 },
-      "delay 365d": { delay: "365d" },
-      "runAt in 365 days": { runAt: now + 365 * day },
-    };
-    const acked = new Map<string, Acked>();
-    const edgeIds: Record<string, string> = {};
-    for (const [label, when] of Object.entries(edges)) {
-      const body = await api.ok("POST", "/v1/jobs", { topic, payload: { label }, ...when });
-      acked.set(body.id, { id: body.id, dueAt: Date.parse(body.dueAt) });
-      edgeIds[label] = body.id;
-    }
-    const tooFar = await api.request("POST", "/v1/jobs", { topic, delay: "366d" });
-    if (tooFar.status !== 422) failures.push(`delay 366d answered ${tooFar.status}`);
-    // 10,000 at once over http run workerd out of its 20,000 open files under wrangler dev (four
-    // connections to wrangler's Node process per delivery, see failureRates). The full 10,000 run in
-    // test/workers/tick/chaos.test.ts, in workerd with a code handler.
-    const n = ctx.quick ? 1_000 : 2_000;
-    const same = Date.now() + 8_000;
-    const burst = await enqueueBatches(api, Array.from({ length: n }, (_, i) => ({ topic, payload: { i }, runAt: same })));
-    for (const [k, v] of burst) acked.set(k, v);
-    if ([...burst.values()].some((j) => j.dueAt !== same)) failures.push("a job of the burst is not due at the asked millisecond");
-    const settled = await waitSettled(api, { [topic]: 2 }, 180_000);
-    const accounting = await account(api, receiver, acked);
-    failures.push(...baseChecks(accounting, 2, settled.settled));
-    const views: Record<string, unknown> = {};
-    for (const [label, id] of Object.entries(edgeIds)) {
-      const v = (await api.ok("GET", `/v1/jobs/${id}`)) as { state: string; dueAt: string | null };
-      views[label] = { state: v.state, dueInDays: v.dueAt ? Math.round((Date.parse(v.dueAt) - now) / day) : null };
-      const far = label.includes("365");
-      if (far && v.state !== "scheduled") failures.push(`${label} is ${v.state}, not scheduled`);
-      if (!far && v.state !== "succeeded") failures.push(`${label} is ${v.state}, not succeeded`);
-    }
-    const lateness = [...burst.keys()].map((id) => Math.min(...(receiver.byId.get(id) ?? []).map((d) => d.at)) - same).sort((a, b) => a - b);
-    const pct = (p: number) => lateness[Math.min(lateness.length - 1, Math.ceil((p / 100) * lateness.length) - 1)]!;
-    return {
-      accounting,
-      failures,
-      fault: { topicCounters: (await api.topic(topic)).counters, edges: views, sameMillisecond: { jobs: n, deliveredFirstMs: lateness[0], p50Ms: pct(50), p99Ms: pct(99), lastMs: lateness[lateness.length - 1] }, delay366dAnswer: tooFar.status },
-    };
-  });
+  return timed(
+    "time-edges",
+    `runAt in the past, due exactly now, 365-day delays, ${ctx.quick ? "1,000" : "2,000"} jobs due in the same millisecond over http (10,000 in npm test)`,
+    ctx,
+    async () => {
+      const { api, receiver } = ctx;
+      const topic = "s6-time";
+      await api.configureTopic(topic, { url: `${receiver.url}/${topic}`, ...PATIENT, concurrency: 200 });
+      const failures: string[] = [];
+      const now = Date.now();
+      const day = 86_400_000;
+      const edges: Record<string, Record<string, unknown>> = {
+        "runAt epoch 1000": { runAt: 1_000 },
+        "runAt 1970 ISO": { runAt: "1970-01-01T00:00:01Z" },
+        "runAt an hour ago": { runAt: now - 3_600_000 },
+        "runAt exactly now": { runAt: now },
+        "delay 0": { delay: 0 },
+        "delay 365d": { delay: "365d" },
+        "runAt in 365 days": { runAt: now + 365 * day },
+      };
+      const acked = new Map<string, Acked>();
+      const edgeIds: Record<string, string> = {};
+      for (const [label, when] of Object.entries(edges)) {
+        const body = await api.ok("POST", "/v1/jobs", { topic, payload: { label }, ...when });
+        acked.set(body.id, { id: body.id, dueAt: Date.parse(body.dueAt) });
+        edgeIds[label] = body.id;
+      }
+      const tooFar = await api.request("POST", "/v1/jobs", { topic, delay: "366d" });
+      if (tooFar.status !== 422) failures.push(`delay 366d answered ${tooFar.status}`);
+      // 10,000 at once over http run workerd out of its 20,000 open files under wrangler dev (four
+      // connections to wrangler's Node process per delivery, see failureRates). The full 10,000 run in
+      // test/workers/tick/chaos.test.ts, in workerd with a code handler.
+      const n = ctx.quick ? 1_000 : 2_000;
+      const same = Date.now() + 8_000;
+      const burst = await enqueueBatches(
+        api,
+        Array.from({ length: n }, (_, i) => ({ topic, payload: { i }, runAt: same })),
+      );
+      for (const [k, v] of burst) acked.set(k, v);
+      if ([...burst.values()].some((j) => j.dueAt !== same)) failures.push("a job of the burst is not due at the asked millisecond");
+      const settled = await waitSettled(api, { [topic]: 2 }, 180_000);
+      const accounting = await account(api, receiver, acked);
+      failures.push(...baseChecks(accounting, 2, settled.settled));
+      const views: Record<string, unknown> = {};
+      for (const [label, id] of Object.entries(edgeIds)) {
+        const v = (await api.ok("GET", `/v1/jobs/${id}`)) as { state: string; dueAt: string | null };
+        views[label] = { state: v.state, dueInDays: v.dueAt ? Math.round((Date.parse(v.dueAt) - now) / day) : null };
+        const far = label.includes("365");
+        if (far && v.state !== "scheduled") failures.push(`${label} is ${v.state}, not scheduled`);
+        if (!far && v.state !== "succeeded") failures.push(`${label} is ${v.state}, not succeeded`);
+      }
+      const lateness = [...burst.keys()].map((id) => Math.min(...(receiver.byId.get(id) ?? []).map((d) => d.at)) - same).sort((a, b) => a - b);
+      const pct = (p: number) => lateness[Math.min(lateness.length - 1, Math.ceil((p / 100) * lateness.length) - 1)]!;
+      return {
+        accounting,
+        failures,
+        fault: {
+          topicCounters: (await api.topic(topic)).counters,
+          edges: views,
+          sameMillisecond: { jobs: n, deliveredFirstMs: lateness[0], p50Ms: pct(50), p99Ms: pct(99), lastMs: lateness[lateness.length - 1] },
+          delay366dAnswer: tooFar.status,
+        },
+      };
+    },
+  );
 }

@@ -33,7 +33,10 @@ export class JobBrowser {
       byId("jobs").hidden = true;
       this.topic = null;
     });
-    byId<HTMLSelectElement>("jobs-state").addEventListener("change", (e) => void host.act(() => this.open(this.topic!, (e.target as HTMLSelectElement).value as State)));
+    byId<HTMLSelectElement>("jobs-state").addEventListener(
+      "change",
+      (e) => void host.act(() => this.open(this.topic!, (e.target as HTMLSelectElement).value as State)),
+    );
     byId("jobs-more").addEventListener("click", () => void host.act(() => this.load(true)));
     byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancel(this.selected())));
     byId("job-close").addEventListener("click", () => (byId("job").hidden = true));

@@ -21,8 +21,6 @@ const MINUTES = 60;
 const HEARTBEAT_STALE_MS = 2.5 * 60_000;
 const DEAD_PAGE = 50;
 
-type TopicRow = Stats["topics"][number];
-
 // ---- charts ------------------------------------------------------------
 
 interface Chart {
@@ -81,7 +79,8 @@ function showBanner(message: string | null): void {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof DelaylineError) return err.status === 503 ? `Redis is unreachable (503): ${err.problem.detail}` : `${err.status} ${err.problem.title}: ${err.problem.detail}`;
+  if (err instanceof DelaylineError)
+    return err.status === 503 ? `Redis is unreachable (503): ${err.problem.detail}` : `${err.status} ${err.problem.title}: ${err.problem.detail}`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -106,7 +105,15 @@ function renderHeartbeat(s: Stats, now: number): void {
   box.hidden = false;
   const status = s.tick.status;
   const stale = s.tick.lastScheduledAt === null || now - Date.parse(s.tick.lastScheduledAt) > HEARTBEAT_STALE_MS;
-  const state = stale ? "no recent cron" : status === null ? "no loop yet" : status.ended !== null ? `ended (${status.ended})` : status.asleep ? "asleep" : "running";
+  const state = stale
+    ? "no recent cron"
+    : status === null
+      ? "no loop yet"
+      : status.ended !== null
+        ? `ended (${status.ended})`
+        : status.asleep
+          ? "asleep"
+          : "running";
   const dot = el("span", { className: `dot${stale ? " stale" : status?.asleep ? " asleep" : ""}` });
   const item = (label: string, value: string) => el("span", { data: { item: label } }, `${label} `, el("b", { text: value }));
   box.replaceChildren(
@@ -130,16 +137,22 @@ function renderTopics(s: Stats): void {
       const dead = el("button", { text: fmtCount(t.dead), className: `link dead-count${t.dead > 0 ? " some" : ""}`, title: "browse dead letters" });
       dead.addEventListener("click", () => void openDead(t.topic));
       const toggle = el("button", { text: t.paused ? "Resume" : "Pause", className: "quiet", data: { action: t.paused ? "resume" : "pause" } });
-      toggle.addEventListener("click", () =>
-        void act(async () => {
-          toggle.disabled = true;
-          await (t.paused ? client!.resume(t.topic) : client!.pause(t.topic));
-          await refresh();
-        }),
+      toggle.addEventListener(
+        "click",
+        () =>
+          void act(async () => {
+            toggle.disabled = true;
+            await (t.paused ? client!.resume(t.topic) : client!.pause(t.topic));
+            await refresh();
+          }),
       );
       const cell = (text: string, field: string, className = "num") => el("td", { text, className, data: { field } });
       const browse = (state: "scheduled" | "inflight", count: number) => {
-        const button = el("button", { text: fmtCount(count), className: "link", title: `browse ${state === "inflight" ? "jobs in flight" : "scheduled jobs"}` });
+        const button = el("button", {
+          text: fmtCount(count),
+          className: "link",
+          title: `browse ${state === "inflight" ? "jobs in flight" : "scheduled jobs"}`,
+        });
         button.addEventListener("click", () => void act(() => browser.open(t.topic, state)));
         return el("td", { className: "num", data: { field: state } }, button);
       };
@@ -163,7 +176,7 @@ function renderTopics(s: Stats): void {
   const options = ["", ...s.topics.map((t) => t.topic)];
   if ([...picker.options].map((o) => o.value).join("\n") !== options.join("\n")) {
     picker.replaceChildren(...options.map((v) => el("option", { text: v === "" ? "all topics" : v })));
-    [...picker.options].forEach((o, i) => (o.value = options[i]!));
+    for (const [i, o] of [...picker.options].entries()) o.value = options[i]!;
   }
   if (!options.includes(chartTopic)) chartTopic = "";
   picker.value = chartTopic;
@@ -191,7 +204,7 @@ function renderCharts(s: Stats): void {
       add(scheduled, i, p.scheduled);
       add(ready, i, p.ready);
       add(inflight, i, p.inflight);
-      p.latenessBuckets.forEach((c, b) => (buckets[b]! += c));
+      for (const [b, c] of p.latenessBuckets.entries()) buckets[b]! += c;
     }
     const h = { bounds: [...LATENESS_BOUNDS_MS, Infinity], counts: buckets, count: buckets.reduce((a, b) => a + b, 0), sumMs: 0 };
     p50[i] = quantile(h, 0.5);
@@ -221,12 +234,14 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
   const body = byId("dead-list").querySelector("tbody")!;
   const rows = entries.map((e) => {
     const replay = el("button", { text: "Replay", className: "quiet", data: { action: "replay" } });
-    replay.addEventListener("click", () =>
-      void act(async () => {
-        replay.disabled = true;
-        await client!.replay(deadTopic!, { ids: [e.id] });
-        await Promise.all([openDead(deadTopic!), refresh()]);
-      }),
+    replay.addEventListener(
+      "click",
+      () =>
+        void act(async () => {
+          replay.disabled = true;
+          await client!.replay(deadTopic!, { ids: [e.id] });
+          await Promise.all([openDead(deadTopic!), refresh()]);
+        }),
     );
     const payload = JSON.stringify(e.payload) ?? "null";
     return el(
@@ -330,18 +345,22 @@ byId("dead-close").addEventListener("click", () => {
   deadTopic = null;
 });
 byId("dead-more").addEventListener("click", () => void act(() => openDead(deadTopic!, true)));
-byId("dead-replay-all").addEventListener("click", () =>
-  void act(async () => {
-    await client!.replay(deadTopic!, { all: true });
-    await Promise.all([openDead(deadTopic!), refresh()]);
-  }),
+byId("dead-replay-all").addEventListener(
+  "click",
+  () =>
+    void act(async () => {
+      await client!.replay(deadTopic!, { all: true });
+      await Promise.all([openDead(deadTopic!), refresh()]);
+    }),
 );
-byId("dead-purge").addEventListener("click", () =>
-  void act(async () => {
-    if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
-    await client!.purgeDead(deadTopic!);
-    await Promise.all([openDead(deadTopic!), refresh()]);
-  }),
+byId("dead-purge").addEventListener(
+  "click",
+  () =>
+    void act(async () => {
+      if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
+      await client!.purgeDead(deadTopic!);
+      await Promise.all([openDead(deadTopic!), refresh()]);
+    }),
 );
 window.addEventListener("resize", () => {
   for (const c of Object.values(charts ?? {})) c.plot.setSize({ width: Math.max(300, c.box.clientWidth), height: 220 });

@@ -77,11 +77,13 @@ export class ScheduleTable {
   private generation = 0;
 
   constructor(private readonly host: ScheduleHost) {
-    byId("schedules-more").addEventListener("click", () =>
-      void host.act(() => {
-        this.pages++;
-        return this.refresh();
-      }),
+    byId("schedules-more").addEventListener(
+      "click",
+      () =>
+        void host.act(() => {
+          this.pages++;
+          return this.refresh();
+        }),
     );
   }
 
@@ -103,7 +105,9 @@ export class ScheduleTable {
   }
 
   private render(schedules: Schedule[], more: boolean, now: number): void {
-    byId("schedules-list").querySelector("tbody")!.replaceChildren(...schedules.map((s) => this.row(s, now)));
+    byId("schedules-list")
+      .querySelector("tbody")!
+      .replaceChildren(...schedules.map((s) => this.row(s, now)));
     byId("schedules-list").hidden = schedules.length === 0;
     byId("no-schedules").hidden = schedules.length > 0;
     byId("schedules-more").hidden = !more;
@@ -119,7 +123,8 @@ export class ScheduleTable {
 
     // No next run while paused (the API skips its occurrences), or once it ended (endAt or limit reached).
     const next = el("td", { data: { field: "next", at: s.nextRunAt ?? "" }, title: s.nextRunAt ?? "" });
-    if (s.nextRunAt !== null) next.append(inZone(s.nextRunAt, s.timezone), el("div", { className: "muted", text: `in ${fmtMs(Math.max(0, Date.parse(s.nextRunAt) - now))}` }));
+    if (s.nextRunAt !== null)
+      next.append(inZone(s.nextRunAt, s.timezone), el("div", { className: "muted", text: `in ${fmtMs(Math.max(0, Date.parse(s.nextRunAt) - now))}` }));
     else next.append(el("span", { className: "muted", text: s.paused ? "paused" : "ended" }));
 
     const last = el("td", { data: { field: "last", at: s.lastRunAt ?? "" }, title: s.lastRunAt ?? "" });
@@ -139,23 +144,27 @@ export class ScheduleTable {
     }
 
     const toggle = el("button", { text: s.paused ? "Resume" : "Pause", className: "quiet", data: { action: s.paused ? "resume" : "pause" } });
-    toggle.addEventListener("click", () =>
-      void this.host.act(async () => {
-        toggle.disabled = true;
-        const client = this.host.client()!;
-        await (s.paused ? client.schedules.resume(s.id) : client.schedules.pause(s.id));
-        await this.refresh();
-      }),
+    toggle.addEventListener(
+      "click",
+      () =>
+        void this.host.act(async () => {
+          toggle.disabled = true;
+          const client = this.host.client()!;
+          await (s.paused ? client.schedules.resume(s.id) : client.schedules.pause(s.id));
+          await this.refresh();
+        }),
     );
     const remove = el("button", { text: "Delete", className: "danger", data: { action: "delete" } });
-    remove.addEventListener("click", () =>
-      void this.host.act(async () => {
-        // Deleting cannot be undone (the jobs it stored stay); ask first, as Purge does.
-        if (!confirm(`Delete schedule ${s.id}? Its future occurrences will not run. This cannot be undone.`)) return;
-        remove.disabled = true;
-        await this.host.client()!.schedules.delete(s.id);
-        await this.refresh();
-      }),
+    remove.addEventListener(
+      "click",
+      () =>
+        void this.host.act(async () => {
+          // Deleting cannot be undone (the jobs it stored stay); ask first, as Purge does.
+          if (!confirm(`Delete schedule ${s.id}? Its future occurrences will not run. This cannot be undone.`)) return;
+          remove.disabled = true;
+          await this.host.client()!.schedules.delete(s.id);
+          await this.refresh();
+        }),
     );
 
     const state = s.paused ? "paused" : "active";

@@ -38,23 +38,37 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   // Secrets travel in a private env file, not on the command line where `ps` shows them.
   mkdirSync(options.dataDir, { recursive: true });
   const envFile = join(options.dataDir, "worker.env");
-  writeFileSync(envFile, Object.entries(options.vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n") + "\n", { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `${Object.entries(options.vars)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join("\n")}\n`,
+    { mode: 0o600 },
+  );
 
   const require = createRequire(import.meta.url);
   const wranglerBin = join(dirname(require.resolve("wrangler/package.json")), "bin/wrangler.js");
   const child = spawn(
     process.execPath,
     [
-      wranglerBin, "dev",
-      "--config", resolve(root, options.config ?? "wrangler.toml"),
-      "--port", String(options.port),
-      "--ip", "127.0.0.1",
-      "--inspector-port", String(await freePort()),
+      wranglerBin,
+      "dev",
+      "--config",
+      resolve(root, options.config ?? "wrangler.toml"),
+      "--port",
+      String(options.port),
+      "--ip",
+      "127.0.0.1",
+      "--inspector-port",
+      String(await freePort()),
       "--test-scheduled",
       "--show-interactive-dev-session=false",
-      "--persist-to", join(options.dataDir, "wrangler"),
-      "--log-level", options.logLevel ?? (process.env.WRANGLER_LOG_LEVEL || "warn"),
-      "--env-file", envFile,
+      "--persist-to",
+      join(options.dataDir, "wrangler"),
+      "--log-level",
+      options.logLevel ?? (process.env.WRANGLER_LOG_LEVEL || "warn"),
+      "--env-file",
+      envFile,
     ],
     {
       cwd: root,

@@ -1,12 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env } from "./env.js";
-import {
-  defineHandler,
-  type BatchHandler,
-  type BatchHandlerOptions,
-  type HandlerOptions,
-  type JobHandler,
-} from "./handlers/registry.js";
+import { defineHandler, type BatchHandler, type BatchHandlerOptions, type HandlerOptions, type JobHandler } from "./handlers/registry.js";
 import { app, type AppEnv } from "./producer/app.js";
 import { TickChunk } from "./tick/chunk.js";
 import { scheduled } from "./tick/scheduled.js";
@@ -16,10 +10,7 @@ import { scheduled } from "./tick/scheduled.js";
  * for one with options; or `{ batchHandler, batchSize }` for one that takes
  * up to `batchSize` jobs per call and returns a result per job.
  */
-export type HandlerDefinition =
-  | JobHandler
-  | ({ handler: JobHandler } & HandlerOptions)
-  | ({ batchHandler: BatchHandler } & BatchHandlerOptions);
+export type HandlerDefinition = JobHandler | ({ handler: JobHandler } & HandlerOptions) | ({ batchHandler: BatchHandler } & BatchHandlerOptions);
 
 /** Options of {@link delayline}. */
 export interface DelaylineWorkerOptions {

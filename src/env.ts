@@ -93,41 +93,48 @@ const int = (min: number, max: number, fallback: number) =>
       return n;
     });
 
-const SettingsSchema = z.object({
-  UPSTASH_REDIS_REST_URL: z.url({ protocol: /^https?$/, error: "must be the http(s) URL of Upstash or the local bridge" }),
-  UPSTASH_REDIS_REST_TOKEN: z.string({ error: "is required" }).min(1, "is required"),
-  DELAYLINE_TOKEN: z
-    .string({ error: "is required (one or more comma-separated API tokens)" })
-    .transform((v) => v.split(",").map((t) => t.trim()).filter(Boolean))
-    .refine((tokens) => tokens.length > 0 && tokens.every((t) => t.length >= 8), "needs at least one token of 8 or more characters"),
-  DELAYLINE_PREFIX: z
-    .string()
-    .default("dl:{main}")
-    .refine((v) => /^[^\s{}]*\{[^\s{}]+\}[^\s{}]*$/.test(v), "must contain exactly one {hash tag}, e.g. dl:{main}, so every key lives in one slot"),
-  ALLOW_PRIVATE_TARGETS: bool,
-  TICK_POLL_MS: int(50, 60_000, 1_000),
-  REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
-  MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, 256 * 1024),
-  MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, 5 * 1024 * 1024),
-  RETENTION_MS: int(1_000, 30 * 86_400_000, 3_600_000),
-  DEAD_LETTER_CAP: int(1, 1_000_000, 10_000),
-  IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, 86_400_000),
-  DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
-  DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
-  SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
-  SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default("delayline"),
-  TICK_CHUNK: int(1, 1_000, 100),
-  TICK_CONCURRENCY: int(1, 1_000, 50),
-  TICK_SUBREQUEST_BUDGET: int(10, 100_000, 10_000),
-  TICK_OVERLAP_MS: int(0, 600_000, 15_000),
-  TICK_FANOUT: int(0, 30, 4),
-  // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
-  TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
-  MAX_TOPICS: int(1, 1_000_000, 10_000),
-}).superRefine((s, ctx) => {
-  const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;
-  if (problem) ctx.addIssue({ code: "custom", path: ["SIGNING_SECRET"], message: `with SIGNING_SCHEME=standard, must be ${problem}` });
-});
+const SettingsSchema = z
+  .object({
+    UPSTASH_REDIS_REST_URL: z.url({ protocol: /^https?$/, error: "must be the http(s) URL of Upstash or the local bridge" }),
+    UPSTASH_REDIS_REST_TOKEN: z.string({ error: "is required" }).min(1, "is required"),
+    DELAYLINE_TOKEN: z
+      .string({ error: "is required (one or more comma-separated API tokens)" })
+      .transform((v) =>
+        v
+          .split(",")
+          .map((t) => t.trim())
+          .filter(Boolean),
+      )
+      .refine((tokens) => tokens.length > 0 && tokens.every((t) => t.length >= 8), "needs at least one token of 8 or more characters"),
+    DELAYLINE_PREFIX: z
+      .string()
+      .default("dl:{main}")
+      .refine((v) => /^[^\s{}]*\{[^\s{}]+\}[^\s{}]*$/.test(v), "must contain exactly one {hash tag}, e.g. dl:{main}, so every key lives in one slot"),
+    ALLOW_PRIVATE_TARGETS: bool,
+    TICK_POLL_MS: int(50, 60_000, 1_000),
+    REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
+    MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, 256 * 1024),
+    MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, 5 * 1024 * 1024),
+    RETENTION_MS: int(1_000, 30 * 86_400_000, 3_600_000),
+    DEAD_LETTER_CAP: int(1, 1_000_000, 10_000),
+    IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, 86_400_000),
+    DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
+    DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
+    SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
+    SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default("delayline"),
+    TICK_CHUNK: int(1, 1_000, 100),
+    TICK_CONCURRENCY: int(1, 1_000, 50),
+    TICK_SUBREQUEST_BUDGET: int(10, 100_000, 10_000),
+    TICK_OVERLAP_MS: int(0, 600_000, 15_000),
+    TICK_FANOUT: int(0, 30, 4),
+    // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
+    TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
+    MAX_TOPICS: int(1, 1_000_000, 10_000),
+  })
+  .superRefine((s, ctx) => {
+    const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;
+    if (problem) ctx.addIssue({ code: "custom", path: ["SIGNING_SECRET"], message: `with SIGNING_SCHEME=standard, must be ${problem}` });
+  });
 
 /** Every setting's name; `npm start` passes any of them found in its environment to the Worker. */
 export const SETTING_NAMES = Object.keys(SettingsSchema.shape) as Array<keyof Env>;

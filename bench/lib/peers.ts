@@ -187,7 +187,11 @@ export class MigrateQueue implements Peer {
     private readonly reserveMs = 90_000,
   ) {
     this.redis = redis as MigrateCommands;
-    for (const [name, lua] of [["dlMigrate", MIGRATE_LUA], ["dlPop", POP_LUA], ["dlRelease", RELEASE_LUA]] as const) {
+    for (const [name, lua] of [
+      ["dlMigrate", MIGRATE_LUA],
+      ["dlPop", POP_LUA],
+      ["dlRelease", RELEASE_LUA],
+    ] as const) {
       if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: 2, lua });
     }
     this.delayed = `${prefix}:delayed`;

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { encodeReply, parseCommand } from "./encoding.js";
-import { RedisPool, RedisUnavailableError, TransactionDiscardedError } from "./pool.js";
+import { type RedisPool, RedisUnavailableError, TransactionDiscardedError } from "./pool.js";
 
 /** Options of the Upstash-compatible REST app. */
 export interface BridgeAppOptions {

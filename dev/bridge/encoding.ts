@@ -17,12 +17,7 @@ export function encodeReply(reply: Reply, base64: boolean): Json {
   if (Array.isArray(reply)) return reply.map((r) => encodeReply(r, base64));
   // An error nested in an array (a Lua table holding error_reply) has no
   // dedicated JSON shape in the protocol; its text travels as a string.
-  const bytes =
-    reply instanceof Error
-      ? Buffer.from(reply.message, "utf8")
-      : typeof reply === "string"
-        ? Buffer.from(reply, "utf8")
-        : reply;
+  const bytes = reply instanceof Error ? Buffer.from(reply.message, "utf8") : typeof reply === "string" ? Buffer.from(reply, "utf8") : reply;
   return base64 ? bytes.toString("base64") : bytes.toString("utf8");
 }
 
@@ -36,7 +31,7 @@ export function toArgument(value: unknown): Buffer {
 /** Validates one command: a non-empty array whose first element names it. */
 export function parseCommand(value: unknown): { name: string; args: Buffer[] } {
   if (!Array.isArray(value) || value.length === 0) {
-    throw new TypeError("a command is a non-empty JSON array such as [\"GET\", \"key\"]");
+    throw new TypeError('a command is a non-empty JSON array such as ["GET", "key"]');
   }
   const [name, ...rest] = value;
   if (typeof name !== "string" || name.length === 0) throw new TypeError("the command name must be a string");

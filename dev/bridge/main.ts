@@ -29,6 +29,9 @@ console.log(`bridge: Upstash REST on ${bridge.url}`);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
-    bridge.close().then(() => process.exit(0), () => process.exit(1));
+    bridge.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }

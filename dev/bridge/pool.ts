@@ -27,16 +27,40 @@ type Outcome = { result: Reply } | { error: string };
  * state for every other request, or never return.
  */
 const REFUSED = new Set([
-  "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP",
-  "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "MONITOR",
-  "SELECT", "QUIT", "RESET", "AUTH", "HELLO", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH",
-  "WAIT", "SYNC", "PSYNC", "SHUTDOWN", "CLIENT", "DEBUG",
+  "BLPOP",
+  "BRPOP",
+  "BRPOPLPUSH",
+  "BLMOVE",
+  "BLMPOP",
+  "BZPOPMIN",
+  "BZPOPMAX",
+  "BZMPOP",
+  "SUBSCRIBE",
+  "PSUBSCRIBE",
+  "SSUBSCRIBE",
+  "UNSUBSCRIBE",
+  "PUNSUBSCRIBE",
+  "MONITOR",
+  "SELECT",
+  "QUIT",
+  "RESET",
+  "AUTH",
+  "HELLO",
+  "MULTI",
+  "EXEC",
+  "DISCARD",
+  "WATCH",
+  "UNWATCH",
+  "WAIT",
+  "SYNC",
+  "PSYNC",
+  "SHUTDOWN",
+  "CLIENT",
+  "DEBUG",
 ]);
 
 function refusal(name: string): string | undefined {
-  return REFUSED.has(name.toUpperCase())
-    ? `ERR ${name.toUpperCase()} is not supported over the REST bridge`
-    : undefined;
+  return REFUSED.has(name.toUpperCase()) ? `ERR ${name.toUpperCase()} is not supported over the REST bridge` : undefined;
 }
 
 function isConnectionError(err: unknown): boolean {
@@ -238,7 +262,14 @@ export class RedisPool {
     this.idleTx.length = 0;
     for (const w of this.txWaiters.splice(0)) w.reject(new RedisUnavailableError("the bridge is shutting down"));
     await Promise.all(
-      all.map((c) => (c.status === "ready" ? c.quit().then(() => undefined, () => c.disconnect()) : c.disconnect())),
+      all.map((c) =>
+        c.status === "ready"
+          ? c.quit().then(
+              () => undefined,
+              () => c.disconnect(),
+            )
+          : c.disconnect(),
+      ),
     );
   }
 }

@@ -14,7 +14,11 @@ export function buildProgram(io: Io): Command {
     .addOption(new Option("--token <token>", "an API token").env("DELAYLINE_TOKEN"))
     .option("--json", "print JSON instead of tables (errors: the problem document on stderr)")
     .option("--timeout <ms>", "each request attempt's timeout (default 10000)", wholeNumber(0, 600_000))
-    .option("--retries <n>", "retries of a request that is safe to repeat, after a 503, 429, network error or timeout (default 5; 0 for none)", wholeNumber(0, 100))
+    .option(
+      "--retries <n>",
+      "retries of a request that is safe to repeat, after a 503, 429, network error or timeout (default 5; 0 for none)",
+      wholeNumber(0, 100),
+    )
     .showHelpAfterError()
     .configureOutput({ writeOut: (s) => io.stdout(s.replace(/\n$/, "")), writeErr: (s) => io.stderr(s.replace(/\n$/, "")) });
   statusCommand(program, io);

@@ -82,7 +82,12 @@ export function errorFromResponse(res: Response, text: string): DelaylineError {
   const problem: Problem =
     parsed && typeof parsed === "object" && "status" in parsed && "detail" in parsed
       ? (parsed as Problem)
-      : { type: "about:blank", title: res.statusText || `HTTP ${res.status}`, status: res.status, detail: text.slice(0, 200) || res.statusText || `HTTP ${res.status}` };
+      : {
+          type: "about:blank",
+          title: res.statusText || `HTTP ${res.status}`,
+          status: res.status,
+          detail: text.slice(0, 200) || res.statusText || `HTTP ${res.status}`,
+        };
   const s = res.status;
   if (s === 401 || s === 403) return new DelaylineAuthError(s, problem);
   if (s === 404) return new DelaylineNotFoundError(s, problem);

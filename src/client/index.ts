@@ -234,7 +234,13 @@ export class Delayline {
   }
 
   /** One attempt: a fresh Request (a body can be read once), under its own timeout. */
-  private async attempt(method: string, path: string, payload: string | undefined, headers: Record<string, string>, accept?: SendOptions["accept"]): Promise<string> {
+  private async attempt(
+    method: string,
+    path: string,
+    payload: string | undefined,
+    headers: Record<string, string>,
+    accept?: SendOptions["accept"],
+  ): Promise<string> {
     const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined;
     const init: RequestInit = { method, headers };
     if (payload !== undefined) init.body = payload;
@@ -391,7 +397,12 @@ export class Delayline {
     let cancelled = 0;
     let cursor: string | null = null;
     for (;;) {
-      const r: BulkCancelled = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/jobs/cancel`, { ...what, ...(cursor === null ? {} : { cursor }) }, SAFE);
+      const r: BulkCancelled = await this.request(
+        "POST",
+        `/v1/topics/${Delayline.seg(topic)}/jobs/cancel`,
+        { ...what, ...(cursor === null ? {} : { cursor }) },
+        SAFE,
+      );
       cancelled += r.cancelled;
       cursor = r.cursor;
       if (cursor === null) return { cancelled, inflight: r.inflight, ...(r.notScheduled === undefined ? {} : { notScheduled: r.notScheduled }) };
@@ -423,12 +434,20 @@ export class Delayline {
    */
   async replay(
     topic: string,
-    what: ({ ids: string[] } | { all: true } | { failedFrom?: string | number; failedTo?: string | number; error?: string }) & { delay?: Duration; spread?: Duration },
+    what: ({ ids: string[] } | { all: true } | { failedFrom?: string | number; failedTo?: string | number; error?: string }) & {
+      delay?: Duration;
+      spread?: Duration;
+    },
   ): Promise<{ replayed: number; notFound: string[] }> {
     let replayed = 0;
     let cursor: string | null = null;
     for (;;) {
-      const r: Replayed = await this.request("POST", `/v1/topics/${Delayline.seg(topic)}/dead/replay`, { ...what, ...(cursor === null ? {} : { cursor }) }, SAFE);
+      const r: Replayed = await this.request(
+        "POST",
+        `/v1/topics/${Delayline.seg(topic)}/dead/replay`,
+        { ...what, ...(cursor === null ? {} : { cursor }) },
+        SAFE,
+      );
       replayed += r.replayed;
       cursor = r.cursor;
       if (cursor === null) return { replayed, notFound: r.notFound };
@@ -443,7 +462,12 @@ export class Delayline {
       const q = new URLSearchParams();
       for (const [name, value] of Object.entries({ ...filter, cursor })) if (value !== undefined && value !== null) q.set(name, String(value));
       const qs = q.toString();
-      const r: { purged: number; cursor: string | null } = await this.request("DELETE", `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`, undefined, SAFE);
+      const r: { purged: number; cursor: string | null } = await this.request(
+        "DELETE",
+        `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`,
+        undefined,
+        SAFE,
+      );
       purged += r.purged;
       cursor = r.cursor;
       if (cursor === null) return purged;

@@ -268,7 +268,14 @@ export class Receiver {
     const scheme = this.options.scheme ?? (get("webhook-signature") !== undefined ? "standard" : "delayline");
     const result =
       scheme === "standard"
-        ? await verifyStandardSignature({ id: get("webhook-id"), timestamp: get("webhook-timestamp"), signature: get("webhook-signature"), body, secrets: this.secrets, ...this.tolerance })
+        ? await verifyStandardSignature({
+            id: get("webhook-id"),
+            timestamp: get("webhook-timestamp"),
+            signature: get("webhook-signature"),
+            body,
+            secrets: this.secrets,
+            ...this.tolerance,
+          })
         : await verifySignature({ header: get("delayline-signature"), body, secrets: this.secrets, ...this.tolerance });
     return result.ok;
   }

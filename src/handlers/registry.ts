@@ -54,6 +54,7 @@ export class PermanentError extends Error {
 }
 
 /** One job's result from a batch handler: nothing or `true` for success, an Error for failure. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing for a job means success.
 export type BatchResult = void | undefined | true | Error;
 
 export type JobHandler = (job: JobContext) => unknown | Promise<unknown>;
@@ -70,9 +71,7 @@ export interface BatchHandlerOptions extends HandlerOptions {
   batchSize: number;
 }
 
-export type Registered =
-  | { kind: "single"; fn: JobHandler; options: HandlerOptions }
-  | { kind: "batch"; fn: BatchHandler; options: BatchHandlerOptions };
+export type Registered = { kind: "single"; fn: JobHandler; options: HandlerOptions } | { kind: "batch"; fn: BatchHandler; options: BatchHandlerOptions };
 
 const handlers = new Map<string, Registered>();
 

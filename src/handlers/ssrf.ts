@@ -39,7 +39,7 @@ function ipv6Groups(host: string): number[] | null {
   if (v4) {
     const p = ipv4Parts(v4[1]!);
     if (!p) return null;
-    h = h.slice(0, -v4[1]!.length) + `${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
+    h = `${h.slice(0, -v4[1]!.length)}${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
   }
   const [head, tail, extra] = h.split("::");
   if (extra !== undefined) return null;

@@ -43,10 +43,34 @@ export function toPrometheus(report: PipelineReport): string {
   const topics = report.topics.map((t) => t.stats);
   const perTopic = (value: (t: (typeof topics)[number]) => number): Sample[] => topics.map((t) => ({ labels: { topic: t.topic }, value: value(t) }));
 
-  family(lines, "delayline_jobs_scheduled", "gauge", "Jobs on the schedule, due or not (including those waiting for a retry).", perTopic((t) => t.scheduled));
-  family(lines, "delayline_jobs_ready", "gauge", "Scheduled jobs that are due now and not yet claimed.", perTopic((t) => t.ready));
-  family(lines, "delayline_jobs_inflight", "gauge", "Jobs claimed and not yet settled.", perTopic((t) => t.inflight));
-  family(lines, "delayline_dead_letters", "gauge", "Entries in the dead-letter list.", perTopic((t) => t.dead));
+  family(
+    lines,
+    "delayline_jobs_scheduled",
+    "gauge",
+    "Jobs on the schedule, due or not (including those waiting for a retry).",
+    perTopic((t) => t.scheduled),
+  );
+  family(
+    lines,
+    "delayline_jobs_ready",
+    "gauge",
+    "Scheduled jobs that are due now and not yet claimed.",
+    perTopic((t) => t.ready),
+  );
+  family(
+    lines,
+    "delayline_jobs_inflight",
+    "gauge",
+    "Jobs claimed and not yet settled.",
+    perTopic((t) => t.inflight),
+  );
+  family(
+    lines,
+    "delayline_dead_letters",
+    "gauge",
+    "Entries in the dead-letter list.",
+    perTopic((t) => t.dead),
+  );
   family(
     lines,
     "delayline_oldest_ready_age_seconds",
@@ -54,11 +78,41 @@ export function toPrometheus(report: PipelineReport): string {
     "How long the oldest ready job has been due (lag); 0 when none is ready.",
     perTopic((t) => (t.oldestReadyDueAt === null ? 0 : Math.max(0, report.now - t.oldestReadyDueAt) / 1_000)),
   );
-  family(lines, "delayline_topic_paused", "gauge", "1 while the topic is paused.", perTopic((t) => (t.settings.paused ? 1 : 0)));
-  family(lines, "delayline_jobs_dispatched_total", "counter", "Attempts handed to handlers (claimed).", perTopic((t) => t.counters.dispatched));
-  family(lines, "delayline_jobs_succeeded_total", "counter", "Attempts that succeeded.", perTopic((t) => t.counters.succeeded));
-  family(lines, "delayline_jobs_retried_total", "counter", "Attempts that failed and were scheduled again.", perTopic((t) => t.counters.retried));
-  family(lines, "delayline_jobs_dead_total", "counter", "Jobs moved to the dead-letter list.", perTopic((t) => t.counters.dead));
+  family(
+    lines,
+    "delayline_topic_paused",
+    "gauge",
+    "1 while the topic is paused.",
+    perTopic((t) => (t.settings.paused ? 1 : 0)),
+  );
+  family(
+    lines,
+    "delayline_jobs_dispatched_total",
+    "counter",
+    "Attempts handed to handlers (claimed).",
+    perTopic((t) => t.counters.dispatched),
+  );
+  family(
+    lines,
+    "delayline_jobs_succeeded_total",
+    "counter",
+    "Attempts that succeeded.",
+    perTopic((t) => t.counters.succeeded),
+  );
+  family(
+    lines,
+    "delayline_jobs_retried_total",
+    "counter",
+    "Attempts that failed and were scheduled again.",
+    perTopic((t) => t.counters.retried),
+  );
+  family(
+    lines,
+    "delayline_jobs_dead_total",
+    "counter",
+    "Jobs moved to the dead-letter list.",
+    perTopic((t) => t.counters.dead),
+  );
   family(
     lines,
     "delayline_lateness_seconds",
@@ -77,7 +131,11 @@ export function toPrometheus(report: PipelineReport): string {
   const gauge = (name: string, help: string, value: number | null | undefined) => {
     if (value !== null && value !== undefined) family(lines, name, "gauge", help, [{ value }]);
   };
-  gauge("delayline_tick_last_scheduled_timestamp_seconds", "When the latest cron invocation started.", report.lastScheduledAt === null ? null : report.lastScheduledAt / 1_000);
+  gauge(
+    "delayline_tick_last_scheduled_timestamp_seconds",
+    "When the latest cron invocation started.",
+    report.lastScheduledAt === null ? null : report.lastScheduledAt / 1_000,
+  );
   gauge("delayline_tick_status_timestamp_seconds", "When the tick loop last reported its status.", tick ? tick.updatedAt / 1_000 : null);
   gauge("delayline_tick_running", "1 while a tick loop runs (its status has no end).", tick ? (tick.ended === null ? 1 : 0) : null);
   gauge("delayline_tick_asleep", "1 while the tick loop only looks every TICK_IDLE_PEEK_MS.", tick ? (tick.asleep ? 1 : 0) : null);

@@ -14,7 +14,10 @@ const KIND: Record<string, CursorKind> = { s: "scheduled", i: "inflight", d: "de
  * never an offset.
  */
 export function encodeCursor(kind: CursorKind, position: ListPosition): string {
-  return btoa(`${LETTER[kind]}:${Math.round(position.score)}:${position.id}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(`${LETTER[kind]}:${Math.round(position.score)}:${position.id}`)
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /**

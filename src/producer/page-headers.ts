@@ -48,7 +48,12 @@ export function pageHeaders(pathname: string): Record<string, string> {
 
 /** The rules as a `_headers` file for Workers static assets. */
 export function headersFile(): string {
-  return PAGE_HEADER_RULES.map((r) => `${r.path}\n${Object.entries(r.headers).map(([k, v]) => `  ${k}: ${v}`).join("\n")}\n`).join("\n");
+  return PAGE_HEADER_RULES.map(
+    (r) =>
+      `${r.path}\n${Object.entries(r.headers)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join("\n")}\n`,
+  ).join("\n");
 }
 
 /** `response` (an asset) with the headers its path gets; asset responses' headers are immutable, so it is copied. */

@@ -17,7 +17,9 @@ export const ScheduleBody = z
       .max(200)
       .optional()
       .openapi({ description: "5 fields (minute hour day-of-month month day-of-week), or 6 with leading seconds", example: "0 9 * * 1-5" }),
-    every: Duration.refine((ms) => ms >= 1_000, "must be at least 1 s").optional().openapi({ description: 'An interval such as "30s" (at least 1 s)' }),
+    every: Duration.refine((ms) => ms >= 1_000, "must be at least 1 s")
+      .optional()
+      .openapi({ description: 'An interval such as "30s" (at least 1 s)' }),
     timezone: z.string().max(64).default("UTC").openapi({ description: "IANA time zone the cron expression is read in", example: "Europe/Berlin" }),
     startAt: Instant.optional().openapi({ description: "No occurrence before this; for `every`, the first occurrence (default one interval after creation)" }),
     endAt: Instant.optional().openapi({ description: "No occurrence after this (inclusive)" }),
@@ -41,7 +43,8 @@ export const ScheduleBody = z
       const why = cronProblem(b.cron);
       if (why) ctx.addIssue({ code: "custom", path: ["cron"], message: `${JSON.stringify(b.cron)}: ${why}` });
     }
-    if (b.startAt !== undefined && b.endAt !== undefined && b.endAt < b.startAt) ctx.addIssue({ code: "custom", path: ["endAt"], message: "is before startAt" });
+    if (b.startAt !== undefined && b.endAt !== undefined && b.endAt < b.startAt)
+      ctx.addIssue({ code: "custom", path: ["endAt"], message: "is before startAt" });
   })
   .transform((b) => ({ ...b, grace: b.grace ?? DEFAULT_GRACE_MS }))
   .openapi("ScheduleRequest");
@@ -69,7 +72,10 @@ export const ScheduleView = z
     runs: z.number().int().openapi({ description: "Occurrences fired (a collapsed catch-up counts once)" }),
     lastRunAt: z.string().nullable().openapi({ description: "The occurrence the last job was for" }),
     lastJobId: z.string().nullable(),
-    lastJobState: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled"]).nullable().openapi({ description: "null when there is none or it is past retention" }),
+    lastJobState: z
+      .enum(["scheduled", "inflight", "succeeded", "dead", "cancelled"])
+      .nullable()
+      .openapi({ description: "null when there is none or it is past retention" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

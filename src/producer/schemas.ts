@@ -13,10 +13,7 @@ export const TopicName = z
   .regex(/^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -, but not . or ..")
   .openapi({ example: "emails" });
 
-export const JobId = z
-  .string()
-  .max(100)
-  .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
+export const JobId = z.string().max(100).openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
 
 /** A duration: `"90s"`, `"5m"`, `"1h30m"`, `"500ms"`, or milliseconds. Parsed to ms. */
 export const Duration = z
@@ -60,7 +57,10 @@ export const BackoffBody = z
 const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, "an HTTP header name");
 // What every HTTP stack sends as is: anything else (NUL, other controls,
 // non-ASCII) makes fetch refuse the request at every attempt, so the job could never be delivered.
-const HeaderValue = z.string().max(4_096).regex(/^[\t\x20-\x7e]*$/, "visible ASCII, spaces and tabs");
+const HeaderValue = z
+  .string()
+  .max(4_096)
+  .regex(/^[\t\x20-\x7e]*$/, "visible ASCII, spaces and tabs");
 
 /**
  * Strings that become part of a Redis key must be well-formed Unicode: a
@@ -79,7 +79,11 @@ export const TargetBody = z
         const seen = new Set<string>();
         for (const name of Object.keys(h)) {
           if (isConnectionHeader(name)) {
-            ctx.addIssue({ code: "custom", path: [name], message: `${name} belongs to the connection, not the request: hop-by-hop, Proxy-*, Host and Content-Length headers cannot be set` });
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: `${name} belongs to the connection, not the request: hop-by-hop, Proxy-*, Host and Content-Length headers cannot be set`,
+            });
           }
           // Names are case-insensitive on the wire: two spellings would be sent as one joined value.
           if (seen.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: `${name} is given twice (header names ignore case)` });
@@ -99,7 +103,10 @@ export const TargetBody = z
 export const JobBody = z
   .object({
     topic: TopicName,
-    payload: z.unknown().optional().openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
+    payload: z
+      .unknown()
+      .optional()
+      .openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
     delay: Delay.optional(),
     runAt: Instant.optional(),
     maxAttempts: z.number().int().min(1).max(100).optional(),
@@ -122,7 +129,9 @@ export const EnqueueResponse = z
   .object({
     id: JobId,
     topic: TopicName,
-    dueAt: z.string().nullable().openapi({ description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished." }),
+    dueAt: z.string().nullable().openapi({
+      description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished.",
+    }),
     deduplicated: z.boolean(),
   })
   .openapi("Enqueued");
@@ -243,8 +252,15 @@ export const BulkCancelBody = z
 export const BulkCancelResult = z
   .object({
     cancelled: z.number().int(),
-    inflight: z.number().int().openapi({ description: "ids: the given jobs that are in flight (left alone); a window or all: the jobs in flight in the topic (left alone)" }),
-    notScheduled: z.number().int().optional().openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
+    inflight: z
+      .number()
+      .int()
+      .openapi({ description: "ids: the given jobs that are in flight (left alone); a window or all: the jobs in flight in the topic (left alone)" }),
+    notScheduled: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
     cursor: z.string().nullable().openapi({ description: "A window or all: pass it back to go on; null when the window is done. Always null with ids" }),
   })
   .openapi("BulkCancelled");
@@ -264,7 +280,11 @@ export const TopicSettingsBody = z
     concurrency: z.number().int().min(1).max(10_000).nullable().optional(),
     maxAttempts: z.number().int().min(1).max(100).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
-    url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048).nullable().optional(),
+    url: z
+      .url({ protocol: /^https?$/, error: "an http(s) URL" })
+      .max(2_048)
+      .nullable()
+      .optional(),
     mode: z.enum(["push", "pull"]).nullable().optional(),
     paused: z.boolean().nullable().optional(),
     timeoutMs: z.number().int().min(100).max(600_000).nullable().optional(),
@@ -277,17 +297,13 @@ export const TopicSettingsBody = z
           "How deliveries are signed: delayline (Delayline-Signature: t=…,v1=…, Stripe's format) or standard (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature). " +
           "null: the deployment's SIGNING_SCHEME",
       }),
-    signingSecret: SigningSecret.nullable().optional().openapi({ description: "Write-only. With signatureScheme standard, a whsec_ secret (base64 of 24–64 bytes)" }),
-    previousSigningSecrets: z
-      .array(SigningSecret)
-      .min(1)
-      .max(3)
-      .nullable()
+    signingSecret: SigningSecret.nullable()
       .optional()
-      .openapi({
-        description:
-          "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
-      }),
+      .openapi({ description: "Write-only. With signatureScheme standard, a whsec_ secret (base64 of 24–64 bytes)" }),
+    previousSigningSecrets: z.array(SigningSecret).min(1).max(3).nullable().optional().openapi({
+      description:
+        "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
+    }),
     webhookSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
   })
   .strict()
@@ -300,7 +316,8 @@ export const TopicSettingsBody = z
     for (const [path, secret] of given) {
       if (b.signatureScheme !== "standard" && !secret.startsWith("whsec_")) continue;
       const problem = whsecProblem(secret);
-      if (problem) ctx.addIssue({ code: "custom", path, message: `${b.signatureScheme === "standard" ? "with signatureScheme standard, " : ""}must be ${problem}` });
+      if (problem)
+        ctx.addIssue({ code: "custom", path, message: `${b.signatureScheme === "standard" ? "with signatureScheme standard, " : ""}must be ${problem}` });
     }
   })
   .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
@@ -358,23 +375,37 @@ export const ReplayBody = z
     failedTo: Instant.optional(),
     error: ErrorText.optional(),
     delay: Delay.optional(),
-    spread: Delay.optional().openapi({ description: 'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once' }),
+    spread: Delay.optional().openapi({
+      description:
+        'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
+    }),
     cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (all or a filter): goes on from there" }),
   })
   .strict()
-  .refine((b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1, {
-    message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
-    path: ["ids"],
-  })
+  .refine(
+    (b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1,
+    {
+      message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
+      path: ["ids"],
+    },
+  )
   .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with all or a filter, not with ids", path: ["cursor"] })
-  .refine((b) => b.failedFrom === undefined || b.failedTo === undefined || b.failedFrom <= b.failedTo, { message: "must not be before failedFrom", path: ["failedTo"] })
+  .refine((b) => b.failedFrom === undefined || b.failedTo === undefined || b.failedFrom <= b.failedTo, {
+    message: "must not be before failedFrom",
+    path: ["failedTo"],
+  })
   .openapi("Replay");
 
 export const ReplayResult = z
   .object({
     replayed: z.number().int(),
-    notFound: z.array(JobId).openapi({ description: "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter" }),
-    cursor: z.string().nullable().openapi({ description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids" }),
+    notFound: z.array(JobId).openapi({
+      description:
+        "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter",
+    }),
+    cursor: z.string().nullable().openapi({
+      description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids",
+    }),
   })
   .openapi("Replayed");
 
@@ -401,7 +432,10 @@ export const ClaimedView = z
   .object({ id: JobId, attempt: z.number().int(), payload: z.unknown(), dueAt: z.string(), leaseExpiresAt: z.string() })
   .openapi("ClaimedJob");
 
-export const AckBody = z.object({ attempt: z.number().int().min(1) }).strict().openapi("Ack");
+export const AckBody = z
+  .object({ attempt: z.number().int().min(1) })
+  .strict()
+  .openapi("Ack");
 
 export const NackBody = z
   .object({

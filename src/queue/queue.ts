@@ -356,7 +356,10 @@ export class Queue {
     if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
     const now = this.now();
     let seen = registered.get(this.keys.prefix);
-    if (!seen) registered.set(this.keys.prefix, (seen = new Map()));
+    if (!seen) {
+      seen = new Map();
+      registered.set(this.keys.prefix, seen);
+    }
     const isRegistered = (topic: string) => (seen.get(topic) ?? -Infinity) > now - REGISTERED_TTL_MS;
     const keys = [this.keys.jobs, this.keys.topics, this.keys.topicIndex];
     const args: Array<string | number> = [inputs.length, this.idempotencyWindowMs, this.maxTopics];
@@ -433,7 +436,19 @@ export class Queue {
     const raw = await runScript(
       this.redis,
       lua.claim,
-      [t.due, t.lease, this.keys.jobs, this.keys.meta, t.conf, t.bucket, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
+      [
+        t.due,
+        t.lease,
+        this.keys.jobs,
+        this.keys.meta,
+        t.conf,
+        t.bucket,
+        t.metrics,
+        t.deadAt,
+        this.keys.done(now, this.retentionMs),
+        this.keys.topicIndex,
+        t.deadEntries,
+      ],
       [
         now,
         max,
@@ -536,17 +551,10 @@ export class Queue {
    * Fails one claimed job by id (pull consumers): retried by its policy (or
    * at `retryAfterMs`), or dead when permanent or out of attempts.
    */
-  async nack(
-    id: string,
-    attempt: number,
-    failure: { error: string; retryAfterMs?: number; permanent?: boolean },
-  ): Promise<"retry" | "dead" | "stale"> {
+  async nack(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"retry" | "dead" | "stale"> {
     const topic = topicOfJobId(id);
     if (!topic) return "stale";
-    const [recordText, { settings }] = await Promise.all([
-      redisCall(() => this.redis.hget<string>(this.keys.jobs, id)),
-      this.topicSettings(topic),
-    ]);
+    const [recordText, { settings }] = await Promise.all([redisCall(() => this.redis.hget<string>(this.keys.jobs, id)), this.topicSettings(topic)]);
     if (recordText === null) return "stale";
     const record = parseRecord(recordText);
     const now = this.now();
@@ -559,9 +567,7 @@ export class Queue {
       ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
     });
     const outcome: Outcome =
-      decision.kind === "retry"
-        ? { id, attempt, kind: "retry", at: decision.at, error: failure.error }
-        : { id, attempt, kind: "dead", error: failure.error };
+      decision.kind === "retry" ? { id, attempt, kind: "retry", at: decision.at, error: failure.error } : { id, attempt, kind: "dead", error: failure.error };
     const [r] = await this.settle(topic, [outcome], { now, index: "none" });
     return r!.applied ? decision.kind : "stale";
   }
@@ -860,7 +866,12 @@ export class Queue {
     for (let at = 0; at < unique.length; ) {
       const [replayed, handled, ...notFound] = z
         .tuple([intReply, intReply], z.string())
-        .parse(await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "ids"), ...unique.slice(at, at + DEAD_BATCH)]));
+        .parse(
+          await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [
+            ...this.replayArgs(topic, options, "ids"),
+            ...unique.slice(at, at + DEAD_BATCH),
+          ]),
+        );
       total.replayed += replayed;
       total.notFound.push(...notFound);
       at += Math.max(1, handled);
@@ -875,7 +886,10 @@ export class Queue {
    * At most {@link DEAD_BATCH} letters are looked at per call (fewer with
    * large payloads), so no call holds Redis for long.
    */
-  async replayDeadStep(topic: string, options: DeadFilter & { after?: ListPosition; dueAt?: number; spreadMs?: number } = {}): Promise<{ replayed: number; next: ListPosition | null }> {
+  async replayDeadStep(
+    topic: string,
+    options: DeadFilter & { after?: ListPosition; dueAt?: number; spreadMs?: number } = {},
+  ): Promise<{ replayed: number; next: ListPosition | null }> {
     await this.migrateDead(topic);
     const raw = await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "walk"), ...walkArgs(options)]);
     const [replayed, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);

@@ -69,7 +69,10 @@ export function sharedRedis(s: RedisSettings): Redis {
   const key = JSON.stringify([s.redisUrl, s.redisToken, s.redisTimeoutMs]);
   let redis = shared.get(key);
   // Shared by the isolate's requests, so every request gets a timer of its own.
-  if (!redis) shared.set(key, (redis = new Redis(clientConfig(s, false, () => AbortSignal.timeout(s.redisTimeoutMs)))));
+  if (!redis) {
+    redis = new Redis(clientConfig(s, false, () => AbortSignal.timeout(s.redisTimeoutMs)));
+    shared.set(key, redis);
+  }
   return redis;
 }
 

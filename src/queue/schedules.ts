@@ -131,7 +131,9 @@ export class Schedules {
   async list(options: { limit: number; cursor?: string }): Promise<{ schedules: StoredSchedule[]; cursor: string | null }> {
     const limit = Math.min(Math.max(1, Math.floor(options.limit)), 1_000);
     const from: "-" | `(${string}` = options.cursor ? `(${options.cursor}` : "-";
-    const ids = z.array(z.string()).parse(await redisCall(() => this.redis.zrange(this.keys.scheduleIds, from, "+", { byLex: true, offset: 0, count: limit + 1 })));
+    const ids = z
+      .array(z.string())
+      .parse(await redisCall(() => this.redis.zrange(this.keys.scheduleIds, from, "+", { byLex: true, offset: 0, count: limit + 1 })));
     const page = ids.slice(0, limit);
     if (page.length === 0) return { schedules: [], cursor: null };
     // Without automatic deserialization HMGET arrives as an array of values (or null when no field exists).
@@ -182,7 +184,9 @@ export class Schedules {
   /** Schedules whose next occurrence is at or before `now`, earliest first (at most FIRE_BATCH). */
   async due(now: number): Promise<{ schedules: StoredSchedule[]; more: boolean }> {
     const k = this.keys;
-    const reply = z.array(z.union([z.string(), z.number()])).parse(await runScript(this.redis, lua.schedulesDue, [k.schedulesDue, k.scheduleDefs, k.scheduleState], [now, FIRE_BATCH]));
+    const reply = z
+      .array(z.union([z.string(), z.number()]))
+      .parse(await runScript(this.redis, lua.schedulesDue, [k.schedulesDue, k.scheduleDefs, k.scheduleState], [now, FIRE_BATCH]));
     const schedules: StoredSchedule[] = [];
     for (let i = 1; i + 2 < reply.length; i += 3) {
       const def = String(reply[i + 1]);

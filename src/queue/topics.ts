@@ -77,7 +77,10 @@ const stored = z.object({
   burst: num.optional(),
   concurrency: num.optional(),
   maxAttempts: num.optional(),
-  backoff: z.string().transform((s) => JSON.parse(s) as Backoff).optional(),
+  backoff: z
+    .string()
+    .transform((s) => JSON.parse(s) as Backoff)
+    .optional(),
   paused: z.enum(["true", "false"]).optional(),
   mode: z.enum(["push", "pull"]).optional(),
   url: z.string().optional(),

@@ -34,7 +34,11 @@ export function nextOccurrence(d: ScheduleDefinition, state: Pick<ScheduleState,
 const sameTiming = (a: ScheduleDefinition, b: ScheduleDefinition) =>
   a.cron === b.cron && a.every === b.every && a.timezone === b.timezone && a.startAt === b.startAt && a.anchor === b.anchor;
 
-async function withRetries(store: Schedules, id: string, attempt: (old: StoredSchedule | null) => Promise<StoredSchedule | null | false>): Promise<StoredSchedule | null> {
+async function withRetries(
+  store: Schedules,
+  id: string,
+  attempt: (old: StoredSchedule | null) => Promise<StoredSchedule | null | false>,
+): Promise<StoredSchedule | null> {
   for (let i = 0; i < WRITE_TRIES; i++) {
     const done = await attempt(await store.get(id));
     if (done !== false) return done;

@@ -14,7 +14,10 @@ export class SubrequestBudget {
   private cap: number;
   private readonly reservations = new Set<SubrequestBudget>();
 
-  constructor(limit: number, private readonly parent?: SubrequestBudget) {
+  constructor(
+    limit: number,
+    private readonly parent?: SubrequestBudget,
+  ) {
     this.cap = limit;
   }
 

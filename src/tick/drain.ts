@@ -54,7 +54,16 @@ export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   let end = clock.now() + o.horizonMs;
   const total = emptyReport();
   let fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
-  const inFlight = new ChunksInFlight({ queue: o.queue, settings: s, clock, budget, fetch: o.fetch ?? fetch, overall: new Semaphore(s.tickConcurrency), log, ...(fanOut ? { fanOut } : {}) });
+  const inFlight = new ChunksInFlight({
+    queue: o.queue,
+    settings: s,
+    clock,
+    budget,
+    fetch: o.fetch ?? fetch,
+    overall: new Semaphore(s.tickConcurrency),
+    log,
+    ...(fanOut ? { fanOut } : {}),
+  });
   const add = (r: ChunkReport) => {
     total.claimed += r.claimed;
     addOutcomes(total.outcomes, r.outcomes);

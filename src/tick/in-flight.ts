@@ -1,6 +1,6 @@
 import type { Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
-import { Semaphore, SubrequestBudget } from "./budget.js";
+import type { Semaphore, SubrequestBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
 import { startChunk, type ChunkReport, type StartedChunk } from "./run-chunk.js";
 import type { Log } from "./settle.js";

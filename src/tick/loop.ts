@@ -146,7 +146,15 @@ class TickLoop {
 
   async run(): Promise<TickReport> {
     const { clock } = this;
-    const args = { lock: this.o.lock, clock, budget: this.budget, outage: this.outage, windowEnd: this.windowEnd, ttlMs: this.lockTtl, tickPollMs: this.s.tickPollMs };
+    const args = {
+      lock: this.o.lock,
+      clock,
+      budget: this.budget,
+      outage: this.outage,
+      windowEnd: this.windowEnd,
+      ttlMs: this.lockTtl,
+      tickPollMs: this.s.tickPollMs,
+    };
     if (!(await acquireLock(args))) return this.finish("not-acquired");
     this.lastExtend = clock.now();
     try {
@@ -350,7 +358,12 @@ class TickLoop {
           this.log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
           this.memory.fanOutFailed(e.topic);
         } else if (e.error instanceof RedisUnavailableError) {
-          this.log({ level: "error", msg: "Redis unreachable while a chunk ran; its jobs come back after their lease", topic: e.topic, error: e.error.message });
+          this.log({
+            level: "error",
+            msg: "Redis unreachable while a chunk ran; its jobs come back after their lease",
+            topic: e.topic,
+            error: e.error.message,
+          });
         } else this.failure ??= { error: e.error };
         // Its jobs are still due (or leased, and come back after the lease): look again soon.
         this.pollAt = Math.min(this.pollAt, clock.now() + s.tickPollMs);

@@ -23,7 +23,7 @@ function prefix() {
 describe("strings", () => {
   it("round-trips unicode, numeric-looking, OK-valued and large strings", async () => {
     prefix();
-    const unicode = "zażółć 🦊 \u0000 tab\t \"quotes\" \\";
+    const unicode = 'zażółć 🦊 \u0000 tab\t "quotes" \\';
     await redis.set(k("u"), unicode);
     expect(await redis.get(k("u"))).toBe(unicode);
 
@@ -37,7 +37,7 @@ describe("strings", () => {
     await redis.set(k("ok"), "OK");
     expect(await raw.get(k("ok"))).toBe("OK");
 
-    const large = "x".repeat(3 * 1024 * 1024) + "🦊";
+    const large = `${"x".repeat(3 * 1024 * 1024)}🦊`;
     expect(await raw.set(k("large"), large)).toBe("OK");
     expect(await raw.get(k("large"))).toBe(large);
     expect(await redis.strlen(k("large"))).toBe(3 * 1024 * 1024 + 4);
@@ -88,9 +88,7 @@ describe("hashes, lists, sets", () => {
 describe("sorted sets", () => {
   it("ZADD, ZRANGE BYSCORE LIMIT, ZPOPMIN, ZREM, ZSCORE", async () => {
     prefix();
-    expect(
-      await redis.zadd(k("z"), { score: 3, member: "c" }, { score: 1, member: "a" }, { score: 2, member: "b" }, { score: 1.5, member: "ab" }),
-    ).toBe(4);
+    expect(await redis.zadd(k("z"), { score: 3, member: "c" }, { score: 1, member: "a" }, { score: 2, member: "b" }, { score: 1.5, member: "ab" })).toBe(4);
     expect(await redis.zrange(k("z"), 1, 2, { byScore: true, offset: 0, count: 2 })).toEqual(["a", "ab"]);
     expect(await redis.zrange(k("z"), "-inf", "+inf", { byScore: true, withScores: true })).toEqual(["a", 1, "ab", 1.5, "b", 2, "c", 3]);
     expect(await redis.zscore(k("z"), "ab")).toBe(1.5);
@@ -152,11 +150,7 @@ describe("scripts", () => {
 
   it("Lua replies nesting arrays, nil, integers and status strings", async () => {
     const raw = new Redis({ url: inject("bridgeUrl"), token: inject("bridgeToken"), automaticDeserialization: false });
-    const result = await raw.eval(
-      "return {1, 'two', {redis.status_reply('OK'), false, {3, 'deep'}}, redis.status_reply('QUEUED'), -7}",
-      [],
-      [],
-    );
+    const result = await raw.eval("return {1, 'two', {redis.status_reply('OK'), false, {3, 'deep'}}, redis.status_reply('QUEUED'), -7}", [], []);
     expect(result).toEqual([1, "two", ["OK", null, [3, "deep"]], "QUEUED", -7]);
   });
 
@@ -169,12 +163,7 @@ describe("pipelines and transactions", () => {
   it("a failing command in the middle of a pipeline fails only itself", async () => {
     prefix();
     await redis.set(k("str"), "text");
-    const results = await redis
-      .pipeline()
-      .set(k("a"), "1")
-      .incr(k("str"))
-      .get(k("a"))
-      .exec({ keepErrors: true });
+    const results = await redis.pipeline().set(k("a"), "1").incr(k("str")).get(k("a")).exec({ keepErrors: true });
     expect(results[0]).toEqual({ result: "OK", error: undefined });
     expect(results[1]!.error).toMatch(/not an integer/);
     expect(results[2]!.result).toBe(1);

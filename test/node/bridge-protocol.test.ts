@@ -75,8 +75,8 @@ describe("single commands", () => {
     expect((await post("/", ["GET", k])).body.result).toBe("42.5");
     await post("/", ["SET", k, true]);
     expect((await post("/", ["GET", k])).body.result).toBe("true");
-    await post("/", ["ZADD", k + "z", 1_764_000_000_123, "m"]);
-    expect((await post("/", ["ZSCORE", k + "z", "m"])).body.result).toBe("1764000000123");
+    await post("/", ["ZADD", `${k}z`, 1_764_000_000_123, "m"]);
+    expect((await post("/", ["ZSCORE", `${k}z`, "m"])).body.result).toBe("1764000000123");
   });
 
   it("answers a Redis error with 400 and its text, errors never base64", async () => {
@@ -115,9 +115,19 @@ describe("single commands", () => {
 describe("/pipeline", () => {
   it("runs in order and answers 200 with one {result} or {error} per command", async () => {
     const k = key("pipe");
-    const res = await post("/pipeline", [["SET", k, "1"], ["LPUSH", k, "x"], ["INCR", k], ["BLPOP", k, 0], ["GET", k]], {
-      "upstash-encoding": "base64",
-    });
+    const res = await post(
+      "/pipeline",
+      [
+        ["SET", k, "1"],
+        ["LPUSH", k, "x"],
+        ["INCR", k],
+        ["BLPOP", k, 0],
+        ["GET", k],
+      ],
+      {
+        "upstash-encoding": "base64",
+      },
+    );
     expect(res.status).toBe(200);
     expect(res.body[0]).toEqual({ result: b64("OK") });
     expect(res.body[1].error).toMatch(/WRONGTYPE/);
@@ -130,7 +140,11 @@ describe("/pipeline", () => {
 describe("/multi-exec", () => {
   it("answers per-command results, runtime errors included", async () => {
     const k = key("tx");
-    const res = await post("/multi-exec", [["SET", k, "a"], ["INCR", k], ["GET", k]]);
+    const res = await post("/multi-exec", [
+      ["SET", k, "a"],
+      ["INCR", k],
+      ["GET", k],
+    ]);
     expect(res.status).toBe(200);
     expect(res.body[0]).toEqual({ result: "OK" });
     expect(res.body[1].error).toMatch(/not an integer/);
@@ -139,7 +153,10 @@ describe("/multi-exec", () => {
 
   it("answers non-2xx {error} when Redis discards the transaction, and changes nothing", async () => {
     const k = key("discard");
-    const res = await post("/multi-exec", [["SET", k, "a"], ["SET", k]]);
+    const res = await post("/multi-exec", [
+      ["SET", k, "a"],
+      ["SET", k],
+    ]);
     expect(res.status).toBe(400);
     expect(res.body.error).toMatch(/EXECABORT/);
     expect((await post("/", ["EXISTS", k])).body.result).toBe(0);
@@ -159,12 +176,11 @@ describe("outages", () => {
     const port = await freePort();
     const bridge = await startBridge({ redisUrl: `redis://127.0.0.1:${port}`, token: "t0ken-outage" });
     try {
-      const call = () =>
-        fetch(bridge.url, { method: "POST", headers: { authorization: "Bearer t0ken-outage" }, body: JSON.stringify(["PING"]) });
+      const call = () => fetch(bridge.url, { method: "POST", headers: { authorization: "Bearer t0ken-outage" }, body: JSON.stringify(["PING"]) });
       const down = await call();
       expect(down.status).toBe(503);
       expect(((await down.json()) as { error: string }).error).toMatch(/unreachable/);
-      const pipe = await fetch(bridge.url + "/pipeline", {
+      const pipe = await fetch(`${bridge.url}/pipeline`, {
         method: "POST",
         headers: { authorization: "Bearer t0ken-outage" },
         body: JSON.stringify([["PING"]]),

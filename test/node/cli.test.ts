@@ -122,11 +122,36 @@ it("manages topics and schedules", { timeout: 60_000 }, async () => {
   expect((await json(["topics", "resume", "cli-ops"])).settings.paused).toBe(false);
   expect((await json(["topics", "list"])).topics.map((t: { topic: string }) => t.topic)).toContain("cli-ops");
   const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
-  const rotating = await json(["topics", "set", "cli-ops", "--signature-scheme", "standard", "--signing-secret", secret, "--previous-signing-secrets", `whsec_${Buffer.alloc(32, 8).toString("base64")}`]);
+  const rotating = await json([
+    "topics",
+    "set",
+    "cli-ops",
+    "--signature-scheme",
+    "standard",
+    "--signing-secret",
+    secret,
+    "--previous-signing-secrets",
+    `whsec_${Buffer.alloc(32, 8).toString("base64")}`,
+  ]);
   expect(rotating.settings).toMatchObject({ signatureScheme: "standard", hasSigningSecret: true, hasPreviousSigningSecrets: true });
-  expect((await json(["topics", "set", "cli-ops", "--clear", "previousSigningSecrets", "signatureScheme"])).settings).toMatchObject({ hasPreviousSigningSecrets: false, signatureScheme: "delayline" });
+  expect((await json(["topics", "set", "cli-ops", "--clear", "previousSigningSecrets", "signatureScheme"])).settings).toMatchObject({
+    hasPreviousSigningSecrets: false,
+    signatureScheme: "delayline",
+  });
 
-  const made = await json(["schedules", "create", "cli-digest", "--cron", "0 9 * * 1-5", "--timezone", "Europe/Berlin", "--topic", "cli-ops", "--payload", '{"kind":"digest"}']);
+  const made = await json([
+    "schedules",
+    "create",
+    "cli-digest",
+    "--cron",
+    "0 9 * * 1-5",
+    "--timezone",
+    "Europe/Berlin",
+    "--topic",
+    "cli-ops",
+    "--payload",
+    '{"kind":"digest"}',
+  ]);
   expect(made).toMatchObject({ id: "cli-digest", cron: "0 9 * * 1-5", timezone: "Europe/Berlin", payload: { kind: "digest" }, paused: false });
   expect(made.nextRuns[0]).toMatch(/T09:00:00\+0[12]:00$/);
   expect((await json(["schedules", "list"])).schedules.map((s: { id: string }) => s.id)).toEqual(["cli-digest"]);
@@ -141,7 +166,10 @@ it("manages topics and schedules", { timeout: 60_000 }, async () => {
 });
 
 it("a wrong token exits 1 with the 401 problem's detail on stderr (and the problem document with --json)", { timeout: 60_000 }, async () => {
-  const expected = (await (await fetch(`${stack.url}/v1/topics`, { headers: { authorization: "Bearer wrong-token-000" } })).json()) as { status: number; detail: string };
+  const expected = (await (await fetch(`${stack.url}/v1/topics`, { headers: { authorization: "Bearer wrong-token-000" } })).json()) as {
+    status: number;
+    detail: string;
+  };
   expect(expected.status).toBe(401);
 
   const r = await cli(["topics", "list"], { DELAYLINE_TOKEN: "wrong-token-000" });

@@ -118,7 +118,10 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
 
     // Replay one dead job from the dead-letter browser: it is delivered again (the receiver accepts it now).
     await failRow.locator('[data-field="dead"] button').click();
-    await page.locator("#dead-list tbody tr").nth(DEAD - 1).waitFor();
+    await page
+      .locator("#dead-list tbody tr")
+      .nth(DEAD - 1)
+      .waitFor();
     await page.locator("#dead-list tbody tr").first().locator('[data-action="replay"]').click();
     await expect.poll(() => page.locator("#dead-list tbody tr").count(), { timeout: 10_000 }).toBe(DEAD - 1);
     await failRow.locator('[data-field="dead"]', { hasText: String(DEAD - 1) }).waitFor({ timeout: 10_000 });
@@ -131,7 +134,9 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
   }
 });
 
-it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection; the job view shows a dead job's attempts; the search opens a job by id", { timeout: 90_000 }, async () => {
+it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection; the job view shows a dead job's attempts; the search opens a job by id", {
+  timeout: 90_000,
+}, async () => {
   const scheduled = (await dl.listJobs("dash-ok")).jobs.map((j) => j.id);
   expect(scheduled).toHaveLength(5);
   const [dead] = (await dl.deadLetters("dash-fail")).entries;
@@ -197,8 +202,15 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
   }
 });
 
-it("the schedules table shows a cron schedule in its time zone with cronstrue's description and an interval one with its last job; pause, resume and delete work from it", { timeout: 90_000 }, async () => {
-  const weekday = await dl.schedules.upsert("dash-weekday", { cron: "0 9 * * 1-5", timezone: "Europe/Berlin", topic: "dash-sched", target: { url: `${target}/ok` } });
+it("the schedules table shows a cron schedule in its time zone with cronstrue's description and an interval one with its last job; pause, resume and delete work from it", {
+  timeout: 90_000,
+}, async () => {
+  const weekday = await dl.schedules.upsert("dash-weekday", {
+    cron: "0 9 * * 1-5",
+    timezone: "Europe/Berlin",
+    topic: "dash-sched",
+    target: { url: `${target}/ok` },
+  });
   expect(weekday.nextRunAt).not.toBeNull();
   const browser = await launchChromium();
   try {
@@ -305,7 +317,10 @@ it("static assets, answered before the Worker runs, carry the pages' security he
 
 it("/metrics from the live stack passes promtool's check", async () => {
   const promtool = "/usr/bin/promtool";
-  if (!existsSync(promtool)) throw new Error(`${promtool} is missing: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); .ci/run does this itself`);
+  if (!existsSync(promtool))
+    throw new Error(
+      `${promtool} is missing: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); .ci/run does this itself`,
+    );
   const text = await dl.metrics();
   const check = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
   expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);

@@ -54,7 +54,7 @@ function pattern(named: string): string {
       const end = named.indexOf(">", i);
       out += "[^/]+";
       i = end < 0 ? named.length : end;
-    } else out += escape(ch);
+    } else out += escapeRegExp(ch);
   }
   return out;
 }
@@ -65,7 +65,7 @@ function expand(named: string): string[] {
   if (!m) return [named];
   return m[1]!.split(",").flatMap((alt) => expand(named.slice(0, m.index) + alt + named.slice(m.index + m[0].length)));
 }
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 /** The repository paths a doc names: backticked or linked, with `NAME=` prefixes and trailing punctuation dropped. */
 function named(doc: string): string[] {
@@ -74,7 +74,11 @@ function named(doc: string): string[] {
   const found = new Set<string>();
   for (let c of raw) {
     if (/^[a-z]+:/i.test(c) || c.startsWith("#") || c.startsWith("/")) continue; // URLs, anchors, routes
-    c = c.replace(/^[A-Z_]+=/, "").replace(/#.*$/, "").replace(/^\.\//, "").replace(/[.,:;]+$/, "");
+    c = c
+      .replace(/^[A-Z_]+=/, "")
+      .replace(/#.*$/, "")
+      .replace(/^\.\//, "")
+      .replace(/[.,:;]+$/, "");
     const first = c.split("/")[0]!;
     const rooted = topLevel.has(first) && (c.includes("/") || FILE_LIKE.test(c));
     const fileLike = /^[\w.@<>{},*…-]+(\/[\w.@<>{},*…-]+)*\/?$/.test(c) && FILE_LIKE.test(c.replace(/\{[^}]*\}$/, "x.md"));
@@ -97,7 +101,7 @@ function existsOne(doc: string, name: string): boolean {
   if (isIgnored(name)) return true;
   const body = pattern(name.replace(/\/$/, ""));
   const within = dirname(doc) === "." ? [""] : ["", `${dirname(doc)}/`];
-  const tests = within.map((d) => new RegExp(`^${escape(d)}${body}/?$`));
+  const tests = within.map((d) => new RegExp(`^${escapeRegExp(d)}${body}/?$`));
   if (!topLevel.has(name.split("/")[0]!)) tests.push(new RegExp(`(?:^|/)${body}/?$`));
   return tests.some((re) => paths.some((p) => re.test(p)));
 }

@@ -65,7 +65,10 @@ it("src/ has no import cycles", () => {
 it("the check finds a cycle when there is one, and not one through import type (a control)", () => {
   const dir = mkdtempSync(join(tmpdir(), "delayline-imports-"));
   try {
-    const write = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
+    const write = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
     const a = write("a.ts", 'import { b } from "./b.js";\nexport const a = () => b;\n');
     const b = write("b.ts", 'import { a } from "./a.js";\nexport const b = () => a;\n');
     const c = write("c.ts", 'import type { D } from "./d.js";\nimport { type E } from "./e.js";\nexport type C = D | E;\n');

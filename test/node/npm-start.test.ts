@@ -41,9 +41,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
   let stack: Array<{ pid: number; args: string }> = [];
   child.stdout!.on("data", (c: Buffer) => (output += c));
   child.stderr!.on("data", (c: Buffer) => (output += c));
-  const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
-    child.once("exit", (code, signal) => r({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
 
   try {
     const started = Date.now();
@@ -107,11 +105,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
   // Bounded wait: children get a moment to finish exiting after npm does.
   let left: string[] = [];
   for (let i = 0; i < 40; i++) {
-    left = [
-      ...groupMembers(child.pid!),
-      ...processesUsing(dataDir),
-      ...stack.filter((p) => isAlive(p.pid)).map((p) => `${p.pid} ${p.args}`),
-    ];
+    left = [...groupMembers(child.pid!), ...processesUsing(dataDir), ...stack.filter((p) => isAlive(p.pid)).map((p) => `${p.pid} ${p.args}`)];
     if (left.length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -32,7 +32,7 @@ function run(command: string, args: string[], cwd: string, env: Record<string, s
   return r.stdout;
 }
 
-let stacks: LocalStack[] = [];
+const stacks: LocalStack[] = [];
 let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
 
 beforeAll(async () => {
@@ -70,7 +70,9 @@ it("installs with JavaScript and type declarations only: no TypeScript sources, 
   expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining([".", "./client"]));
   const files = (readdirSync(installed, { recursive: true }) as string[]).filter((f) => !f.startsWith("node_modules"));
   expect(files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
-  expect(files).toEqual(expect.arrayContaining(["dist/index.js", "dist/client/index.js", "dist/client/index.d.ts", "public/dashboard/index.html", "wrangler.example.toml"]));
+  expect(files).toEqual(
+    expect.arrayContaining(["dist/index.js", "dist/client/index.js", "dist/client/index.d.ts", "public/dashboard/index.html", "wrangler.example.toml"]),
+  );
 });
 
 it("delayline/client works from a plain node ESM script against npm start", { timeout: 180_000 }, async () => {
@@ -87,7 +89,10 @@ const after = await dl.get(id);
 console.log(JSON.stringify({ id, state: got?.state, payload: got?.payload, after: after?.state }));
 `,
   );
-  const out = JSON.parse(run(process.execPath, ["round-trip.mjs"], project, { DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token }).trim()) as Record<string, unknown>;
+  const out = JSON.parse(run(process.execPath, ["round-trip.mjs"], project, { DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token }).trim()) as Record<
+    string,
+    unknown
+  >;
   expect(out).toEqual({ id: expect.any(String), state: "scheduled", payload: { hello: "node" }, after: "cancelled" });
 
   // The package's bin, as `npx delayline` runs it.
@@ -126,7 +131,15 @@ export const TickChunk = dl.TickChunk;
   writeFileSync(
     join(project, "tsconfig.json"),
     JSON.stringify({
-      compilerOptions: { target: "ES2022", module: "ESNext", moduleResolution: "Bundler", strict: true, noEmit: true, skipLibCheck: true, types: ["@cloudflare/workers-types"] },
+      compilerOptions: {
+        target: "ES2022",
+        module: "ESNext",
+        moduleResolution: "Bundler",
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ["@cloudflare/workers-types"],
+      },
       include: ["src/**/*.ts"],
     }),
   );

@@ -71,7 +71,10 @@ describe("README's configuration table", () => {
     expect(standard(whsec(24))).toEqual([]);
     expect(standard(whsec(64))).toEqual([]);
     for (const bad of ["plain-secret-0123456789", whsec(23), whsec(65), "whsec_!!!!!!!!!!!!!!!!!!!!!!!!"]) {
-      expect(standard(bad).map((p) => p.setting), bad).toEqual(["SIGNING_SECRET"]);
+      expect(
+        standard(bad).map((p) => p.setting),
+        bad,
+      ).toEqual(["SIGNING_SECRET"]);
       expect(JSON.stringify(standard(bad))).not.toContain(bad.slice(6));
     }
     expect(validateSettings({ ...required, SIGNING_SECRET: "plain-secret-0123456789" })).toEqual([]);
@@ -91,7 +94,7 @@ describe("README's configuration table", () => {
 
 describe("waitForHealthy", () => {
   it("gives up at once, with the Worker's words, when the Worker refuses its settings", async () => {
-    const detail = "invalid delayline settings: TICK_CHUNK must be a whole number from 1 to 1000, got \"0\"";
+    const detail = 'invalid delayline settings: TICK_CHUNK must be a whole number from 1 to 1000, got "0"';
     let asked = 0;
     const server = createServer((_req, res) => {
       asked++;

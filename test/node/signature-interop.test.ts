@@ -39,7 +39,11 @@ function deployment(overrides: Partial<Env> = {}) {
     ...overrides,
   };
   const api = async (method: string, path: string, body: unknown) => {
-    const res = await app.request(path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) }, env);
+    const res = await app.request(
+      path,
+      { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) },
+      env,
+    );
     expect(res.status, await res.clone().text()).toBeLessThan(300);
     return (await res.json()) as Record<string, unknown>;
   };

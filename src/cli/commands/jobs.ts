@@ -27,7 +27,14 @@ export function jobCommands(program: Command, io: Io): void {
         if (o.target !== undefined) job.target = { url: o.target as string };
         if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
         const r = await ctx.client().enqueue(job);
-        ctx.print(r, (r) => details([["id", r.id], ["topic", r.topic], ["due", when(r.dueAt)], ["deduplicated", r.deduplicated ? "yes (an earlier job with this key)" : "no"]]));
+        ctx.print(r, (r) =>
+          details([
+            ["id", r.id],
+            ["topic", r.topic],
+            ["due", when(r.dueAt)],
+            ["deduplicated", r.deduplicated ? "yes (an earlier job with this key)" : "no"],
+          ]),
+        );
       }),
     );
 
@@ -65,28 +72,44 @@ export function jobCommands(program: Command, io: Io): void {
     .option("--limit <n>", "jobs to show", wholeNumber(1, 100_000), 100)
     .option("--payload", "include payloads")
     .action(
-      action(io, async (ctx, topic: string, o: { state: "scheduled" | "inflight" | "dead"; from?: string | number; to?: string | number; limit: number; payload?: boolean }) => {
-        const jobs: ListedJob[] = [];
-        const page = Math.min(o.limit, 1_000);
-        for await (const job of ctx.client().jobs(topic, { state: o.state, limit: page, payload: o.payload === true, ...(o.from !== undefined ? { from: o.from } : {}), ...(o.to !== undefined ? { to: o.to } : {}) })) {
-          jobs.push(job);
-          if (jobs.length >= o.limit) break;
-        }
-        ctx.print({ jobs }, (r) =>
-          table(
-            r.jobs,
-            [
-              { header: "ID", value: (j) => j.id },
-              { header: "STATE", value: (j) => j.state },
-              { header: o.state === "dead" ? "FAILED" : o.state === "inflight" ? "LEASE UNTIL" : "DUE", value: (j) => j.failedAt ?? j.leaseExpiresAt ?? j.dueAt },
-              { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
-              { header: "LAST ERROR", value: (j) => j.lastError },
-              ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
-            ],
-            `(no ${o.state} jobs in ${topic})`,
-          ),
-        );
-      }),
+      action(
+        io,
+        async (
+          ctx,
+          topic: string,
+          o: { state: "scheduled" | "inflight" | "dead"; from?: string | number; to?: string | number; limit: number; payload?: boolean },
+        ) => {
+          const jobs: ListedJob[] = [];
+          const page = Math.min(o.limit, 1_000);
+          for await (const job of ctx.client().jobs(topic, {
+            state: o.state,
+            limit: page,
+            payload: o.payload === true,
+            ...(o.from !== undefined ? { from: o.from } : {}),
+            ...(o.to !== undefined ? { to: o.to } : {}),
+          })) {
+            jobs.push(job);
+            if (jobs.length >= o.limit) break;
+          }
+          ctx.print({ jobs }, (r) =>
+            table(
+              r.jobs,
+              [
+                { header: "ID", value: (j) => j.id },
+                { header: "STATE", value: (j) => j.state },
+                {
+                  header: o.state === "dead" ? "FAILED" : o.state === "inflight" ? "LEASE UNTIL" : "DUE",
+                  value: (j) => j.failedAt ?? j.leaseExpiresAt ?? j.dueAt,
+                },
+                { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
+                { header: "LAST ERROR", value: (j) => j.lastError },
+                ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
+              ],
+              `(no ${o.state} jobs in ${topic})`,
+            ),
+          );
+        },
+      ),
     );
 }
 

@@ -65,7 +65,8 @@ export function scheduleCommands(program: Command, io: Io): void {
       action(io, async (ctx, id: string, o: Record<string, unknown>) => {
         if ((o.cron === undefined) === (o.every === undefined)) throw new UsageError("give exactly one of --cron or --every");
         const body: Record<string, unknown> = { topic: o.topic };
-        for (const key of ["cron", "every", "timezone", "payload", "startAt", "endAt", "limit", "grace", "maxAttempts"]) if (o[key] !== undefined) body[key] = o[key];
+        for (const key of ["cron", "every", "timezone", "payload", "startAt", "endAt", "limit", "grace", "maxAttempts"])
+          if (o[key] !== undefined) body[key] = o[key];
         if (o.target !== undefined) body.target = { url: o.target };
         ctx.print(await ctx.client().schedules.upsert(id, body as ScheduleRequest), renderSchedule);
       }),

@@ -28,7 +28,10 @@ function render(health: Health, stats: Stats | null): string {
     ["last tick", health.lastTickAt === null ? "never" : `${new Date(health.lastTickAt).toISOString()} (${duration(health.tickAgeMs ?? 0)} ago)`],
     ...(tick
       ? ([
-          ["tick", `${tick.ended ? `ended (${tick.ended})` : tick.asleep ? "asleep" : "running"}, ${tick.rounds} rounds, ${tick.claimed} claimed, ${tick.subrequests}/${tick.budget} subrequests`],
+          [
+            "tick",
+            `${tick.ended ? `ended (${tick.ended})` : tick.asleep ? "asleep" : "running"}, ${tick.rounds} rounds, ${tick.claimed} claimed, ${tick.subrequests}/${tick.budget} subrequests`,
+          ],
           ["tick updated", when(tick.updatedAt)],
         ] as Array<[string, unknown]>)
       : []),

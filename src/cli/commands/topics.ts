@@ -5,7 +5,20 @@ import { action, positiveNumber, UsageError, wholeNumber, type Io } from "../con
 import { details, duration, table } from "../table.js";
 
 /** Settings `topics set --clear` can reset to their defaults. */
-const CLEARABLE = ["ratePerSec", "burst", "concurrency", "maxAttempts", "backoff", "url", "mode", "timeoutMs", "signatureScheme", "signingSecret", "previousSigningSecrets", "webhookSecret"] as const;
+const CLEARABLE = [
+  "ratePerSec",
+  "burst",
+  "concurrency",
+  "maxAttempts",
+  "backoff",
+  "url",
+  "mode",
+  "timeoutMs",
+  "signatureScheme",
+  "signingSecret",
+  "previousSigningSecrets",
+  "webhookSecret",
+] as const;
 
 export function topicCommands(program: Command, io: Io): void {
   const topics = program.command("topics").description("topics: their settings, backlog and counters");
@@ -52,7 +65,12 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, 10_000))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(1, 100))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(100, 600_000))
-    .addOption(new Option("--signature-scheme <scheme>", "how deliveries are signed: delayline (Stripe's format) or standard (Standard Webhooks)").choices(["delayline", "standard"]))
+    .addOption(
+      new Option("--signature-scheme <scheme>", "how deliveries are signed: delayline (Stripe's format) or standard (Standard Webhooks)").choices([
+        "delayline",
+        "standard",
+      ]),
+    )
     .option("--signing-secret <secret>", "signs deliveries (write-only; a whsec_ secret with --signature-scheme standard)")
     .option("--previous-signing-secrets <secret...>", "while rotating: old secrets deliveries are also signed with (write-only)")
     .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
@@ -60,7 +78,19 @@ export function topicCommands(program: Command, io: Io): void {
     .action(
       action(io, async (ctx, topic: string, o: Record<string, unknown>) => {
         const patch: Record<string, unknown> = {};
-        for (const key of ["url", "mode", "ratePerSec", "burst", "concurrency", "maxAttempts", "timeoutMs", "signatureScheme", "signingSecret", "previousSigningSecrets", "webhookSecret"]) {
+        for (const key of [
+          "url",
+          "mode",
+          "ratePerSec",
+          "burst",
+          "concurrency",
+          "maxAttempts",
+          "timeoutMs",
+          "signatureScheme",
+          "signingSecret",
+          "previousSigningSecrets",
+          "webhookSecret",
+        ]) {
           if (o[key] !== undefined) patch[key] = o[key];
         }
         for (const key of (o.clear as string[] | undefined) ?? []) {
@@ -99,7 +129,12 @@ export function topicCommands(program: Command, io: Io): void {
 
 function renderTopic(t: Topic): string {
   const s = t.settings;
-  const backoff = s.backoff.type === "fixed" ? `fixed ${duration(s.backoff.delay)}` : s.backoff.type === "exponential" ? `exponential from ${duration(s.backoff.delay)} ×${s.backoff.factor} to ${duration(s.backoff.maxDelay)}${s.backoff.jitter ? ", jitter" : ""}` : `schedule ${s.backoff.delays.map(duration).join(", ")}`;
+  const backoff =
+    s.backoff.type === "fixed"
+      ? `fixed ${duration(s.backoff.delay)}`
+      : s.backoff.type === "exponential"
+        ? `exponential from ${duration(s.backoff.delay)} ×${s.backoff.factor} to ${duration(s.backoff.maxDelay)}${s.backoff.jitter ? ", jitter" : ""}`
+        : `schedule ${s.backoff.delays.map(duration).join(", ")}`;
   return details([
     ["topic", t.topic],
     ["mode", s.mode],

@@ -23,7 +23,8 @@ export function deadView(e: DeadEntry) {
   return { id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload, history: historyView(e.history) };
 }
 
-const defined = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+const defined = <T extends object>(o: T) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 
 /** A topic's dead letters: paged, replayed, purged, deleted one by one. */
 export const dead = router()
@@ -42,7 +43,8 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const { limit, cursor, failedFrom, failedTo } = c.req.valid("query");
-      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo) throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
+      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo)
+        throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
       const after = positionOf(cursor, topic, "query");
       const page = await c.get("queue").deadLetters(topic, { limit, ...defined({ after, failedFrom, failedTo }) });
       return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
@@ -55,7 +57,10 @@ export const dead = router()
       operationId: "replayDeadLetters",
       summary: "Put dead jobs back on the schedule with fresh attempts: given ids, all, or those a filter picks, a bounded batch per call",
       request: { params: TopicParam, body: { ...json(ReplayBody), required: true } },
-      responses: { 200: { description: "Replayed, the ids that were not dead letters, and where to go on", ...json(ReplayResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
+      responses: {
+        200: { description: "Replayed, the ids that were not dead letters, and where to go on", ...json(ReplayResult) },
+        ...problemResponses([400, 401, 415, 422, 503]),
+      },
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
@@ -95,7 +100,8 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const { failedFrom, failedTo, error, cursor } = c.req.valid("query");
-      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo) throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
+      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo)
+        throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
       const after = positionOf(cursor, topic, "query");
       const r = await c.get("queue").purgeDeadStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
       return c.json({ purged: r.purged, cursor: r.next ? encodeCursor("dead", r.next) : null }, 200);

@@ -6,22 +6,16 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
-import {
-  AckBody,
-  historyView,
-  BatchBody,
-  EnqueueResponse,
-  iso,
-  JobBody,
-  JobId,
-  JobView,
-  NackBody,
-  RescheduleBody,
-} from "../schemas.js";
+import { AckBody, historyView, BatchBody, EnqueueResponse, iso, JobBody, JobId, JobView, NackBody, RescheduleBody } from "../schemas.js";
 
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 const IdempotencyHeader = z.object({
-  "idempotency-key": z.string().min(1).max(200).optional().openapi({ param: { name: "idempotency-key", in: "header" } }),
+  "idempotency-key": z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .openapi({ param: { name: "idempotency-key", in: "header" } }),
 });
 
 /**
@@ -101,8 +95,14 @@ export const jobs = router()
         inputs.push(toInput(b, c.get("settings"), i));
       }
       const results = await c.get("queue").enqueueBatch(inputs);
-      await wakeSoonJobs(c, results.filter((r) => !r.deduplicated));
-      return c.json({ jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated })) }, 201);
+      await wakeSoonJobs(
+        c,
+        results.filter((r) => !r.deduplicated),
+      );
+      return c.json(
+        { jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated })) },
+        201,
+      );
     },
   )
   .openapi(
@@ -197,7 +197,11 @@ export const jobs = router()
       const { id } = c.req.valid("param");
       const { attempt } = c.req.valid("json");
       const r = await c.get("queue").ack(id, attempt);
-      if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased (the lease expired and the job was re-delivered, or it was settled already)`);
+      if (r === "stale")
+        throw new ApiProblem(
+          409,
+          `attempt ${attempt} of ${id} is not the one leased (the lease expired and the job was re-delivered, or it was settled already)`,
+        );
       return c.json({ id, state: "succeeded" as const }, 200);
     },
   )

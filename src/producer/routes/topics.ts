@@ -104,10 +104,16 @@ export const topics = router()
       const purge = c.req.valid("query").purge === "true";
       const r = await c.get("queue").deleteTopic(topic, { purge });
       if (r.result === "inflight") {
-        throw new ApiProblem(409, `topic ${topic} has ${r.inflight} job(s) in flight; delete it once they have settled (pause it first to stop new deliveries)`);
+        throw new ApiProblem(
+          409,
+          `topic ${topic} has ${r.inflight} job(s) in flight; delete it once they have settled (pause it first to stop new deliveries)`,
+        );
       }
       if (r.result === "not-empty") {
-        throw new ApiProblem(409, `topic ${topic} holds ${r.scheduled} scheduled job(s) and ${r.dead} dead letter(s); delete with ?purge=true to drop them too`);
+        throw new ApiProblem(
+          409,
+          `topic ${topic} holds ${r.scheduled} scheduled job(s) and ${r.dead} dead letter(s); delete with ?purge=true to drop them too`,
+        );
       }
       forgetWebhookSecret(c.get("settings"), topic);
       return c.json({ topic, deleted: true as const, purged: r.purged }, 200);

@@ -125,7 +125,14 @@ const JOB_ID = "t.01ARZ3NDEKTSV4RRFFQ69G5FAV";
 async function tickUntilIdle(env: Env, topics: string[]): Promise<void> {
   const s = settings(env);
   for (let i = 0; i < 30; i++) {
-    await runTick({ queue: queueFromSettings(s), lock: new TickLock(createRedis(s), s.prefix), settings: s, scheduledTime: Date.now(), windowMs: 500, log: () => {} });
+    await runTick({
+      queue: queueFromSettings(s),
+      lock: new TickLock(createRedis(s), s.prefix),
+      settings: s,
+      scheduledTime: Date.now(),
+      windowMs: 500,
+      log: () => {},
+    });
     const stats = await Promise.all(topics.map(async (t) => (await call(env, `/v1/topics/${t}`)).body as { ready: number; inflight: number }));
     if (stats.every((x) => x.ready + x.inflight === 0)) return;
   }
@@ -170,8 +177,18 @@ describe("tokens", () => {
       }));
       // The token in the query string is no token.
       // Headers past 32 KiB are refused before the token is even looked at.
-      attacks.push({ label: `${route.method} ${route.path}: a 1 MB token`, path: route.path, options: { method: route.method, ...body, token: "a".repeat(1_000_000) }, status: 431 });
-      attacks.push({ label: `${route.method} ${route.path}?access_token`, path: `${route.path}?access_token=${TOKEN}&token=${TOKEN}`, options: { method: route.method, token: null, ...body }, status: 401 });
+      attacks.push({
+        label: `${route.method} ${route.path}: a 1 MB token`,
+        path: route.path,
+        options: { method: route.method, ...body, token: "a".repeat(1_000_000) },
+        status: 431,
+      });
+      attacks.push({
+        label: `${route.method} ${route.path}?access_token`,
+        path: `${route.path}?access_token=${TOKEN}&token=${TOKEN}`,
+        options: { method: route.method, token: null, ...body },
+        status: 401,
+      });
       await refuses(prod(), attacks);
     }
   });
@@ -208,7 +225,12 @@ describe("bodies", () => {
       { label: `${method} ${path} 10 MB streamed`, path, options: { method, raw: stream(10 * 1024 * 1024), headers: json }, status: 413 },
     ]);
     // A signed webhook is still measured before its signature is checked.
-    attacks.push({ label: "signed hook 10 MB", path: "/v1/hooks/t", options: { raw: tenMb, token: null, headers: { ...json, "x-delayline-signature": `sha256=${"0".repeat(64)}` } }, status: 413 });
+    attacks.push({
+      label: "signed hook 10 MB",
+      path: "/v1/hooks/t",
+      options: { raw: tenMb, token: null, headers: { ...json, "x-delayline-signature": `sha256=${"0".repeat(64)}` } },
+      status: 413,
+    });
     // Without a token, the body is never read: 401 first.
     attacks.push({ label: "10 MB without a token", path: "/v1/jobs", options: { raw: tenMb, token: null, headers: json }, status: 401 });
     await refuses(prod(), attacks);
@@ -221,7 +243,12 @@ describe("bodies", () => {
       { label: "batch", path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "t" }, { topic: "t", payload: big }] } }, status: 413 },
       { label: "hook", path: "/v1/hooks/t", options: { raw: big, headers: { "content-type": "text/plain" } }, status: 413 },
       // 1,000 jobs of 6 KB: each payload fits, the body does not.
-      { label: "batch body", path: "/v1/jobs/batch", options: { body: { jobs: Array.from({ length: 1_000 }, () => ({ topic: "t", payload: "z".repeat(6_000) })) } }, status: 413 },
+      {
+        label: "batch body",
+        path: "/v1/jobs/batch",
+        options: { body: { jobs: Array.from({ length: 1_000 }, () => ({ topic: "t", payload: "z".repeat(6_000) })) } },
+        status: 413,
+      },
     ]);
   });
 
@@ -231,8 +258,19 @@ describe("bodies", () => {
     const deepObjects = nest(100_000);
     const deepPayload = `{"topic":"t","payload":${nest(70)}}`;
     const attacks: Attack[] = [];
-    for (const [method, path] of [["POST", "/v1/jobs"], ["POST", "/v1/jobs/batch"], ["PUT", "/v1/topics/t"], ["PATCH", `/v1/jobs/${JOB_ID}`], ["POST", `/v1/jobs/${JOB_ID}/nack`], ["POST", "/v1/hooks/t"]] as const) {
-      for (const [label, raw] of [["100,000 arrays", deepArrays], ["100,000 objects", deepObjects], ["a payload 70 deep", deepPayload]] as const) {
+    for (const [method, path] of [
+      ["POST", "/v1/jobs"],
+      ["POST", "/v1/jobs/batch"],
+      ["PUT", "/v1/topics/t"],
+      ["PATCH", `/v1/jobs/${JOB_ID}`],
+      ["POST", `/v1/jobs/${JOB_ID}/nack`],
+      ["POST", "/v1/hooks/t"],
+    ] as const) {
+      for (const [label, raw] of [
+        ["100,000 arrays", deepArrays],
+        ["100,000 objects", deepObjects],
+        ["a payload 70 deep", deepPayload],
+      ] as const) {
         attacks.push({ label: `${method} ${path} ${label}`, path, options: { method, raw, headers: json }, status: 400 });
       }
     }
@@ -269,7 +307,12 @@ describe("bodies", () => {
       ["POST", "/v1/hooks/t", "text/plain"],
     ] as const) {
       for (const [label, bytes] of sequences) {
-        attacks.push({ label: `${method} ${path} (${type}) ${label}`, path, options: { method, raw: bodyWith(bytes), headers: { "content-type": type } }, status: 400 });
+        attacks.push({
+          label: `${method} ${path} (${type}) ${label}`,
+          path,
+          options: { method, raw: bodyWith(bytes), headers: { "content-type": type } },
+          status: 400,
+        });
       }
     }
     await refuses(prod(), attacks);
@@ -278,24 +321,73 @@ describe("bodies", () => {
   it("headers past 32 KiB are 431 on every path; oversized and hostile ones below it are refused by what they are", async () => {
     const many = Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`x-h${i}`, "v".repeat(50)]));
     await refuses(prod(), [
-      { label: "1 MB Idempotency-Key", path: "/v1/jobs", options: { body: { topic: "t" }, headers: { "idempotency-key": "k".repeat(1_000_000) } }, status: 431 },
-      { label: "64 KB Content-Type", path: "/v1/jobs", options: { raw: '{"topic":"t"}', headers: { "content-type": `application/${"x".repeat(65_536)}` } }, status: 431 },
-      { label: "1 MB signature", path: "/v1/hooks/t", options: { raw: "{}", token: null, headers: { ...json, "x-delayline-signature": `sha256=${"f".repeat(1_000_000)}` } }, status: 431 },
+      {
+        label: "1 MB Idempotency-Key",
+        path: "/v1/jobs",
+        options: { body: { topic: "t" }, headers: { "idempotency-key": "k".repeat(1_000_000) } },
+        status: 431,
+      },
+      {
+        label: "64 KB Content-Type",
+        path: "/v1/jobs",
+        options: { raw: '{"topic":"t"}', headers: { "content-type": `application/${"x".repeat(65_536)}` } },
+        status: 431,
+      },
+      {
+        label: "1 MB signature",
+        path: "/v1/hooks/t",
+        options: { raw: "{}", token: null, headers: { ...json, "x-delayline-signature": `sha256=${"f".repeat(1_000_000)}` } },
+        status: 431,
+      },
       { label: "1,000 headers on a valid job", path: "/v1/jobs", options: { body: { topic: "t" }, headers: many }, status: 431 },
       { label: "40 KB cookie on /healthz", path: "/healthz", options: { token: null, headers: { cookie: "c=".padEnd(40_000, "x") } }, status: 431 },
       { label: "40 KB header on /openapi.json", path: "/openapi.json", options: { token: null, headers: { "x-big": "x".repeat(40_000) } }, status: 431 },
       { label: "20 KB Idempotency-Key", path: "/v1/jobs", options: { body: { topic: "t" }, headers: { "idempotency-key": "k".repeat(20_000) } }, status: 422 },
-      { label: "20 KB Content-Type", path: "/v1/jobs", options: { raw: '{"topic":"t"}', headers: { "content-type": `application/${"x".repeat(20_000)}` } }, status: 415 },
+      {
+        label: "20 KB Content-Type",
+        path: "/v1/jobs",
+        options: { raw: '{"topic":"t"}', headers: { "content-type": `application/${"x".repeat(20_000)}` } },
+        status: 415,
+      },
       { label: "no Content-Type", path: "/v1/jobs", options: { raw: new TextEncoder().encode('{"topic":"t"}') }, status: 415 },
-      { label: "20 KB signature", path: "/v1/hooks/t", options: { raw: "{}", token: null, headers: { ...json, "x-delayline-signature": `sha256=${"f".repeat(20_000)}` } }, status: 401 },
+      {
+        label: "20 KB signature",
+        path: "/v1/hooks/t",
+        options: { raw: "{}", token: null, headers: { ...json, "x-delayline-signature": `sha256=${"f".repeat(20_000)}` } },
+        status: 401,
+      },
     ]);
   });
 });
 
 describe("topic names", () => {
   const hostile = [
-    "", " ", "a b", "a:b", "{main}", "dl:{main}:jobs", "t:x:due", "*", "a/b", "../x", ".", "..", "x".repeat(65),
-    "émails", "a\nb", "a\u0000b", "a\rb", "💥", "t?x", "t#x", "a,b", "$(id)", "';--", "\u202etxt", "a%00b", "redis.call('FLUSHALL')",
+    "",
+    " ",
+    "a b",
+    "a:b",
+    "{main}",
+    "dl:{main}:jobs",
+    "t:x:due",
+    "*",
+    "a/b",
+    "../x",
+    ".",
+    "..",
+    "x".repeat(65),
+    "émails",
+    "a\nb",
+    "a\u0000b",
+    "a\rb",
+    "💥",
+    "t?x",
+    "t#x",
+    "a,b",
+    "$(id)",
+    "';--",
+    "\u202etxt",
+    "a%00b",
+    "redis.call('FLUSHALL')",
   ];
 
   it("are 422 in a body, naming the field", async () => {
@@ -303,7 +395,13 @@ describe("topic names", () => {
       prod(),
       hostile.flatMap((topic) => [
         { label: `job ${JSON.stringify(topic)}`, path: "/v1/jobs", options: { body: { topic } }, status: 422, errorPath: "topic" },
-        { label: `batch ${JSON.stringify(topic)}`, path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "ok" }, { topic }] } }, status: 422, errorPath: "jobs[1].topic" },
+        {
+          label: `batch ${JSON.stringify(topic)}`,
+          path: "/v1/jobs/batch",
+          options: { body: { jobs: [{ topic: "ok" }, { topic }] } },
+          status: 422,
+          errorPath: "jobs[1].topic",
+        },
       ]),
     );
   });
@@ -336,7 +434,7 @@ const LUA = [
   "loadstring('redis.call(\"FLUSHALL\")')()",
   "cjson.decode('{')",
   '"}],"job":{"id":"x"},"x":[{"',
-  "\\u0000\\\"}\\n--",
+  '\\u0000\\"}\\n--',
   "KEYS[1] ARGV[1] %s%s%n",
 ];
 
@@ -368,7 +466,13 @@ describe("Lua-looking strings", () => {
         { label: `topic mode ${lua}`, path: "/v1/topics/t", options: { method: "PUT", body: { mode: lua } }, status: 422, errorPath: "mode" },
         { label: `topic url ${lua}`, path: "/v1/topics/t", options: { method: "PUT", body: { url: lua } }, status: 422, errorPath: "url" },
         { label: `topic rate ${lua}`, path: "/v1/topics/t", options: { method: "PUT", body: { ratePerSec: lua } }, status: 422, errorPath: "ratePerSec" },
-        { label: `topic backoff ${lua}`, path: "/v1/topics/t", options: { method: "PUT", body: { backoff: { type: "fixed", delay: lua } } }, status: 422, errorPath: "backoff.delay" },
+        {
+          label: `topic backoff ${lua}`,
+          path: "/v1/topics/t",
+          options: { method: "PUT", body: { backoff: { type: "fixed", delay: lua } } },
+          status: 422,
+          errorPath: "backoff.delay",
+        },
         { label: `hook ?delay ${lua}`, path: `/v1/hooks/t?delay=${encodeURIComponent(lua)}`, options: { raw: "{}", headers: json }, status: 422 },
         { label: `dead ?limit ${lua}`, path: `/v1/topics/t/dead?limit=${encodeURIComponent(lua)}`, options: {}, status: 422 },
         { label: `dead ?cursor ${lua}`, path: `/v1/topics/t/dead?cursor=${encodeURIComponent(lua)}`, options: {}, status: 422 },
@@ -387,12 +491,20 @@ describe("Lua-looking strings", () => {
     const tag = `lua-${crypto.randomUUID().slice(0, 8)}`;
     const topic = "redis.call";
     const secret = `${LUA[0]}${LUA[1]}`;
-    expect((await call(env, `/v1/topics/${topic}`, { method: "PUT", body: { signingSecret: secret, webhookSecret: `${LUA[2]}-webhook`, maxAttempts: 1 } })).status).toBe(200);
+    expect(
+      (await call(env, `/v1/topics/${topic}`, { method: "PUT", body: { signingSecret: secret, webhookSecret: `${LUA[2]}-webhook`, maxAttempts: 1 } })).status,
+    ).toBe(200);
     const ids: string[] = [];
     for (const [i, lua] of LUA.entries()) {
       const payload = { [lua]: lua, list: [lua, { nested: lua }], n: i };
-      const target = { url: `${receiver}/${tag}/${i}/${encodeURIComponent(lua)}?q=${encodeURIComponent(lua)}`, headers: { "x-lua": lua.replace(/[^\x20-\x7e]/g, "") } };
-      const r = await call(env, "/v1/jobs", { body: { topic, payload, idempotencyKey: lua, target }, headers: { "idempotency-key": "ignored: the body's key wins" } });
+      const target = {
+        url: `${receiver}/${tag}/${i}/${encodeURIComponent(lua)}?q=${encodeURIComponent(lua)}`,
+        headers: { "x-lua": lua.replace(/[^\x20-\x7e]/g, "") },
+      };
+      const r = await call(env, "/v1/jobs", {
+        body: { topic, payload, idempotencyKey: lua, target },
+        headers: { "idempotency-key": "ignored: the body's key wins" },
+      });
       expect(r.status, lua).toBe(201);
       ids.push(r.body.id);
       // The same Lua-looking key is one job; every other key is its own.
@@ -409,12 +521,20 @@ describe("Lua-looking strings", () => {
     // The Lua-looking webhook secret authorises exactly what it signed.
     const signedBody = JSON.stringify({ from: LUA[3] });
     const mac = await hmacHex(`${LUA[2]}-webhook`, signedBody);
-    const signed = await call(env, `/v1/hooks/${topic}?delay=1h`, { raw: signedBody, token: null, headers: { ...json, "x-delayline-signature": `sha256=${mac}` } });
+    const signed = await call(env, `/v1/hooks/${topic}?delay=1h`, {
+      raw: signedBody,
+      token: null,
+      headers: { ...json, "x-delayline-signature": `sha256=${mac}` },
+    });
     expect(signed.status).toBe(202);
 
     // Deliver the jobs: each arrives with its payload, path, query and header exactly as sent.
     await tickUntilIdle(env, [topic]);
-    const got = (await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()) as Array<{ path: string; headers: Record<string, string>; body: string }>;
+    const got = (await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()) as Array<{
+      path: string;
+      headers: Record<string, string>;
+      body: string;
+    }>;
     expect(got).toHaveLength(LUA.length);
     for (const [i, lua] of LUA.entries()) {
       const d = got.find((x) => x.headers["delayline-job-id"] === ids[i])!;
@@ -451,7 +571,13 @@ describe("Lua-looking strings", () => {
     await refuses(prod(), [
       { label: "lone high surrogate", path: "/v1/jobs", options: { body: { topic: "t", idempotencyKey: "\ud800" } }, status: 422, errorPath: "idempotencyKey" },
       { label: "lone low surrogate", path: "/v1/jobs", options: { body: { topic: "t", idempotencyKey: "k\udc00" } }, status: 422, errorPath: "idempotencyKey" },
-      { label: "reversed pair", path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "t", idempotencyKey: "\udc00\ud800" }] } }, status: 422, errorPath: "jobs[0].idempotencyKey" },
+      {
+        label: "reversed pair",
+        path: "/v1/jobs/batch",
+        options: { body: { jobs: [{ topic: "t", idempotencyKey: "\udc00\ud800" }] } },
+        status: 422,
+        errorPath: "jobs[0].idempotencyKey",
+      },
     ]);
     const env = prod();
     const a = await call(env, "/v1/jobs", { body: { topic: "t", idempotencyKey: "emoji 💥" } });
@@ -466,7 +592,13 @@ describe("Lua-looking strings", () => {
       prod(),
       [8_640_000_000_000_001, 8.7e15, Number.MAX_SAFE_INTEGER].flatMap((runAt) => [
         { label: `runAt ${runAt}`, path: "/v1/jobs", options: { body: { topic: "t", runAt } }, status: 422, errorPath: "runAt" },
-        { label: `batch runAt ${runAt}`, path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "t", runAt }] } }, status: 422, errorPath: "jobs[0].runAt" },
+        {
+          label: `batch runAt ${runAt}`,
+          path: "/v1/jobs/batch",
+          options: { body: { jobs: [{ topic: "t", runAt }] } },
+          status: 422,
+          errorPath: "jobs[0].runAt",
+        },
         { label: `PATCH runAt ${runAt}`, path: `/v1/jobs/${job.id}`, options: { method: "PATCH", body: { runAt } }, status: 422, errorPath: "runAt" },
       ]),
     );
@@ -487,11 +619,31 @@ describe("Lua-looking strings", () => {
   });
 
   it("hop-by-hop, Proxy-*, Host and Content-Length headers are 422 in any case, in a job and in a batch; so is a name given twice", async () => {
-    const names = ["Connection", "connection", "KEEP-ALIVE", "Upgrade", "TE", "Trailer", "Transfer-Encoding", "transfer-encoding", "Proxy-Authorization", "proxy-connection", "Host", "HOST", "Content-Length"];
+    const names = [
+      "Connection",
+      "connection",
+      "KEEP-ALIVE",
+      "Upgrade",
+      "TE",
+      "Trailer",
+      "Transfer-Encoding",
+      "transfer-encoding",
+      "Proxy-Authorization",
+      "proxy-connection",
+      "Host",
+      "HOST",
+      "Content-Length",
+    ];
     const target = (headers: Record<string, string>) => ({ url: "https://example.com/", headers });
     await refuses(prod(), [
       ...names.flatMap((name): Attack[] => [
-        { label: `job header ${name}`, path: "/v1/jobs", options: { body: { topic: "t", target: target({ [name]: "x" }) } }, status: 422, errorPath: `target.headers.${name}` },
+        {
+          label: `job header ${name}`,
+          path: "/v1/jobs",
+          options: { body: { topic: "t", target: target({ [name]: "x" }) } },
+          status: 422,
+          errorPath: `target.headers.${name}`,
+        },
         {
           label: `batch header ${name}`,
           path: "/v1/jobs/batch",
@@ -500,7 +652,13 @@ describe("Lua-looking strings", () => {
           errorPath: `jobs[1].target.headers.${name}`,
         },
       ]),
-      { label: "X-Token twice", path: "/v1/jobs", options: { body: { topic: "t", target: target({ "X-Token": "a", "x-token": "b" }) } }, status: 422, errorPath: "target.headers.x-token" },
+      {
+        label: "X-Token twice",
+        path: "/v1/jobs",
+        options: { body: { topic: "t", target: target({ "X-Token": "a", "x-token": "b" }) } },
+        status: 422,
+        errorPath: "target.headers.x-token",
+      },
     ]);
   });
 });
@@ -558,7 +716,13 @@ describe("SSRF targets", () => {
   it("are 422 at the edge, for a job's target and a topic's url, in every spelling", async () => {
     const attacks: Attack[] = SSRF.flatMap((url) => [
       { label: `job ${url}`, path: "/v1/jobs", options: { body: { topic: "t", target: { url } } }, status: 422, errorPath: "target.url" },
-      { label: `batch ${url}`, path: "/v1/jobs/batch", options: { body: { jobs: [{ topic: "t" }, { topic: "t", target: { url } }] } }, status: 422, errorPath: "jobs[1].target.url" },
+      {
+        label: `batch ${url}`,
+        path: "/v1/jobs/batch",
+        options: { body: { jobs: [{ topic: "t" }, { topic: "t", target: { url } }] } },
+        status: 422,
+        errorPath: "jobs[1].target.url",
+      },
       { label: `topic ${url}`, path: "/v1/topics/t", options: { method: "PUT", body: { url } }, status: 422, errorPath: "url" },
     ]);
     await refuses(prod(), attacks);
@@ -568,7 +732,13 @@ describe("SSRF targets", () => {
 
   it("credentials and other protocols are refused even where private targets are allowed", async () => {
     await refuses(isolatedEnv({ ...onAbuseRedis, ALLOW_PRIVATE_TARGETS: "true" }), [
-      { label: "credentials", path: "/v1/jobs", options: { body: { topic: "t", target: { url: "http://a:b@127.0.0.1/" } } }, status: 422, errorPath: "target.url" },
+      {
+        label: "credentials",
+        path: "/v1/jobs",
+        options: { body: { topic: "t", target: { url: "http://a:b@127.0.0.1/" } } },
+        status: 422,
+        errorPath: "target.url",
+      },
       { label: "file", path: "/v1/jobs", options: { body: { topic: "t", target: { url: "file:///etc/passwd" } } }, status: 422, errorPath: "target.url" },
       { label: "gopher", path: "/v1/topics/t", options: { method: "PUT", body: { url: "gopher://127.0.0.1:6379/_FLUSHALL" } }, status: 422, errorPath: "url" },
     ]);
@@ -601,7 +771,11 @@ describe("SSRF targets", () => {
     await tickUntilIdle(dev, ["redir"]);
     for (const id of ids) {
       // Permanent on the first attempt: a redirect is not retried either.
-      expect((await call(dev, `/v1/jobs/${id}`)).body).toMatchObject({ state: "dead", attempts: 1, lastError: expect.stringMatching(/^HTTP 30\d.*redirects are not followed/) });
+      expect((await call(dev, `/v1/jobs/${id}`)).body).toMatchObject({
+        state: "dead",
+        attempts: 1,
+        lastError: expect.stringMatching(/^HTTP 30\d.*redirects are not followed/),
+      });
     }
     const got = (await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()) as Array<{ path: string }>;
     expect(got.map((d) => d.path).sort()).toEqual(ids.map(() => `/${tag}/redirect`));
@@ -613,7 +787,16 @@ describe("SSRF targets", () => {
       calls.push({ url: String(input), redirect: init?.redirect });
       return new Response(null, { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data/" } });
     }) as typeof fetch;
-    const job = { id: "t.x", topic: "t", attempt: 1, dueAt: 0, payload: {}, target: { url: "https://hooks.example.com/in" }, signal: new AbortController().signal, fetch: fakeFetch };
+    const job = {
+      id: "t.x",
+      topic: "t",
+      attempt: 1,
+      dueAt: 0,
+      payload: {},
+      target: { url: "https://hooks.example.com/in" },
+      signal: new AbortController().signal,
+      fetch: fakeFetch,
+    };
     await expect(deliverHttp(job, { allowPrivate: false })).rejects.toBeInstanceOf(PermanentError);
     expect(calls).toEqual([{ url: "https://hooks.example.com/in", redirect: "manual" }]);
   });
@@ -655,12 +838,25 @@ describe("webhook signatures", () => {
       sig("x-hub-signature-256", `sha256=${await hmacHex("wrong-secret-0123456789", body)}`),
       sig("x-hub-signature", `sha1=${good.slice(0, 40)}`),
       // The right signature, the wrong body or the wrong topic.
-      { ...sig("x-delayline-signature", `sha256=${good}`), label: "tampered body", options: { raw: body.replace("7", "8"), token: null, headers: { ...json, "x-delayline-signature": `sha256=${good}` } } },
+      {
+        ...sig("x-delayline-signature", `sha256=${good}`),
+        label: "tampered body",
+        options: { raw: body.replace("7", "8"), token: null, headers: { ...json, "x-delayline-signature": `sha256=${good}` } },
+      },
       { ...sig("x-delayline-signature", `sha256=${good}`), label: "another topic's secret", path: "/v1/hooks/other" },
       { ...sig("x-delayline-signature", `sha256=${good}`), label: "a topic without a secret", path: "/v1/hooks/nosecret" },
-      { ...sig("x-delayline-signature", `sha256=${good}`), label: "signature in the query", path: `/v1/hooks/gh?signature=sha256=${good}`, options: { raw: body, token: null, headers: json } },
+      {
+        ...sig("x-delayline-signature", `sha256=${good}`),
+        label: "signature in the query",
+        path: `/v1/hooks/gh?signature=sha256=${good}`,
+        options: { raw: body, token: null, headers: json },
+      },
       // A wrong token does not fall through to a forged signature.
-      { ...sig("x-delayline-signature", `sha256=${"1".repeat(64)}`), label: "wrong token and forged signature", options: { raw: body, token: "wrong-token-0123456789", headers: { ...json, "x-delayline-signature": `sha256=${"1".repeat(64)}` } } },
+      {
+        ...sig("x-delayline-signature", `sha256=${"1".repeat(64)}`),
+        label: "wrong token and forged signature",
+        options: { raw: body, token: "wrong-token-0123456789", headers: { ...json, "x-delayline-signature": `sha256=${"1".repeat(64)}` } },
+      },
     ];
     await refuses(env, attacks, { reads: true });
 
@@ -717,7 +913,11 @@ describe("webhook signatures", () => {
     const forged = (i: number, format: "sha256" | "timestamped") => ({
       raw: body,
       token: null,
-      headers: { ...json, "x-delayline-signature": format === "sha256" ? `sha256=${i.toString(16).padStart(64, "0")}` : `t=${Math.floor(Date.now() / 1000)},v1=${i.toString(16).padStart(64, "0")}` },
+      headers: {
+        ...json,
+        "x-delayline-signature":
+          format === "sha256" ? `sha256=${i.toString(16).padStart(64, "0")}` : `t=${Math.floor(Date.now() / 1000)},v1=${i.toString(16).padStart(64, "0")}`,
+      },
     });
     const before = await commandsRun();
     for (let i = 0; i < 50; i++) {
@@ -732,7 +932,11 @@ describe("webhook signatures", () => {
 
     // A secret changed through this isolate applies at once: the remembered one is dropped.
     await call(env, "/v1/topics/flood", { method: "PUT", body: { webhookSecret: "rotated-secret-9876543210" } });
-    const signed = await call(env, "/v1/hooks/flood", { raw: body, token: null, headers: { ...json, "x-delayline-signature": `sha256=${await hmacHex("rotated-secret-9876543210", body)}` } });
+    const signed = await call(env, "/v1/hooks/flood", {
+      raw: body,
+      token: null,
+      headers: { ...json, "x-delayline-signature": `sha256=${await hmacHex("rotated-secret-9876543210", body)}` },
+    });
     expect(signed.status).toBe(202);
   });
 });

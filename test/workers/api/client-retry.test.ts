@@ -188,7 +188,16 @@ describe("client errors", () => {
   it("are classes per case, each a DelaylineError with the problem document", async () => {
     const { plain } = harness([]);
     const cases: Array<[() => Promise<unknown>, new (...a: never[]) => DelaylineError, number]> = [
-      [() => new Delayline({ baseUrl: "http://delayline.test", token: "wrong-token-000", fetch: (r) => worker.fetch(r, isolatedEnv(), createExecutionContext()) }).topics(), DelaylineAuthError, 401],
+      [
+        () =>
+          new Delayline({
+            baseUrl: "http://delayline.test",
+            token: "wrong-token-000",
+            fetch: (r) => worker.fetch(r, isolatedEnv(), createExecutionContext()),
+          }).topics(),
+        DelaylineAuthError,
+        401,
+      ],
       [() => plain.cancel("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV"), DelaylineNotFoundError, 404],
       [() => plain.enqueue({ topic: "bad topic" }), DelaylineValidationError, 422],
       [() => plain.enqueueBatch([]), DelaylineValidationError, 422],

@@ -12,7 +12,13 @@ function client(token = TOKEN) {
 describe("Delayline client", () => {
   it("manages schedules: upsert, get, list and iterate, pause, resume, delete", async () => {
     const dl = client();
-    const made = await dl.schedules.upsert("digest", { cron: "0 9 * * 1-5", timezone: "Europe/Berlin", topic: "mail", payload: { kind: "digest" }, startAt: "2027-01-01T00:00:00Z" });
+    const made = await dl.schedules.upsert("digest", {
+      cron: "0 9 * * 1-5",
+      timezone: "Europe/Berlin",
+      topic: "mail",
+      payload: { kind: "digest" },
+      startAt: "2027-01-01T00:00:00Z",
+    });
     expect(made.nextRuns[1]).toBe("2027-01-04T09:00:00+01:00");
     for (const id of ["a", "b", "c"]) await dl.schedules.upsert(id, { every: "1h", topic: "t" });
     const ids: string[] = [];
@@ -57,7 +63,10 @@ describe("Delayline client", () => {
     const job = await dl.enqueue({ topic: "mail", payload: { to: "ada" }, delay: "1h", idempotencyKey: "k1" });
     expect(job).toMatchObject({ topic: "mail", deduplicated: false });
     expect((await dl.enqueue({ topic: "mail", idempotencyKey: "k1" })).id).toBe(job.id);
-    const batch = await dl.enqueueBatch([{ topic: "mail", payload: 1 }, { topic: "mail", payload: 2, delay: 5_000 }]);
+    const batch = await dl.enqueueBatch([
+      { topic: "mail", payload: 1 },
+      { topic: "mail", payload: 2, delay: 5_000 },
+    ]);
     expect(batch).toHaveLength(2);
     expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { to: "ada" } });
     expect(await dl.reschedule(job.id, { runAt: "2099-01-01T00:00:00Z" })).toEqual({ id: job.id, dueAt: "2099-01-01T00:00:00.000Z" });
@@ -68,7 +77,10 @@ describe("Delayline client", () => {
     expect((await dl.configureTopic("work", { mode: "pull", maxAttempts: 1 })).settings.mode).toBe("pull");
     expect((await dl.pause("work")).settings.paused).toBe(true);
     expect((await dl.resume("work")).settings.paused).toBe(false);
-    const [w1, w2] = await dl.enqueueBatch([{ topic: "work", payload: "a" }, { topic: "work", payload: "b" }]);
+    const [w1, w2] = await dl.enqueueBatch([
+      { topic: "work", payload: "a" },
+      { topic: "work", payload: "b" },
+    ]);
     const claimed = await dl.claim("work", { max: 5, leaseMs: 30_000 });
     expect(claimed.map((c) => c.id)).toEqual([w1!.id, w2!.id]);
     await dl.ack(w1!.id, 1);
@@ -97,11 +109,15 @@ describe("Delayline client", () => {
   });
 
   it("throws typed errors carrying the problem document", async () => {
-    const err = await client().enqueue({ topic: "bad topic" }).catch((e: unknown) => e);
+    const err = await client()
+      .enqueue({ topic: "bad topic" })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DelaylineError);
     expect((err as DelaylineError).status).toBe(422);
     expect((err as DelaylineError).problem.errors![0]!.path).toBe("topic");
-    const unauthorized = await client("wrong-token-000").topics().catch((e: unknown) => e);
+    const unauthorized = await client("wrong-token-000")
+      .topics()
+      .catch((e: unknown) => e);
     expect((unauthorized as DelaylineError).status).toBe(401);
   });
 });
@@ -121,7 +137,7 @@ describe("delivery signatures", () => {
   it("refuse tampered bodies, wrong secrets, stale timestamps and malformed headers", async () => {
     const header = await signPayload("s3cret", body, 1_800_000_000);
     const now = 1_800_000_000;
-    expect(await verifySignature({ header, body: body + " ", secrets: "s3cret", nowSec: now })).toEqual({ ok: false, reason: "mismatch" });
+    expect(await verifySignature({ header, body: `${body} `, secrets: "s3cret", nowSec: now })).toEqual({ ok: false, reason: "mismatch" });
     expect(await verifySignature({ header, body, secrets: "other", nowSec: now })).toEqual({ ok: false, reason: "mismatch" });
     expect(await verifySignature({ header, body, secrets: "s3cret", nowSec: now + 301 })).toEqual({ ok: false, reason: "expired" });
     expect(await verifySignature({ header, body, secrets: "s3cret", nowSec: now + 30, toleranceSec: 10 })).toEqual({ ok: false, reason: "expired" });

@@ -8,9 +8,9 @@ import { call, isolatedEnv, TOKEN } from "./helpers.js";
 /** A pull topic `work` with `n` dead letters; the i-th failed with `error(i)`. Returns their ids in the order they died. */
 async function deadLetters(env: Env, n: number, error: (i: number) => string): Promise<string[]> {
   await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", maxAttempts: 1 } });
-  const ids: string[] = (await call(env, "/v1/jobs/batch", { body: { jobs: Array.from({ length: n }, (_, i) => ({ topic: "work", payload: { i } })) } })).body.jobs.map(
-    (j: { id: string }) => j.id,
-  );
+  const ids: string[] = (
+    await call(env, "/v1/jobs/batch", { body: { jobs: Array.from({ length: n }, (_, i) => ({ topic: "work", payload: { i } })) } })
+  ).body.jobs.map((j: { id: string }) => j.id);
   const claimed = (await call(env, "/v1/topics/work/claim", { body: { max: 100 } })).body.jobs as Array<{ id: string }>;
   expect(claimed).toHaveLength(n);
   for (const [i, id] of ids.entries()) await call(env, `/v1/jobs/${id}/nack`, { body: { attempt: 1, error: error(i) } });
@@ -35,7 +35,14 @@ describe("dead letters over HTTP", () => {
     const ids = await deadLetters(env, 6, (i) => (i % 2 === 0 ? "HTTP 503: busy" : "HTTP 400: bad"));
     const listed = await call(env, "/v1/topics/work/jobs?state=dead&payload=true");
     expect(listed.body.jobs.map((j: { id: string }) => j.id)).toEqual([...ids].reverse());
-    expect(listed.body.jobs[0]).toMatchObject({ state: "dead", dueAt: null, attempts: 1, lastError: "HTTP 400: bad", failedAt: expect.any(String), payload: { i: 5 } });
+    expect(listed.body.jobs[0]).toMatchObject({
+      state: "dead",
+      dueAt: null,
+      attempts: 1,
+      lastError: "HTTP 400: bad",
+      failedAt: expect.any(String),
+      payload: { i: 5 },
+    });
 
     const replay = await call(env, "/v1/topics/work/dead/replay", { body: { error: "503", spread: "10m" } });
     expect(replay.body).toEqual({ replayed: 3, notFound: [], cursor: null });
@@ -80,7 +87,10 @@ describe("dead letters over HTTP", () => {
     for (const [body, field] of replays) {
       const res = await call(offline, "/v1/topics/work/dead/replay", { body });
       expect(res.status, JSON.stringify(body)).toBe(422);
-      expect(res.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(field);
+      expect(
+        res.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(body),
+      ).toContain(field);
     }
     for (const [path, field] of [
       ["/v1/topics/work/dead?failedFrom=yesterday", "failedFrom"],

@@ -29,16 +29,19 @@ const SECURITY = {
 // its ASSETS passthrough. On Cloudflare (and under wrangler dev) static assets
 // answer first, with public/_headers: test/node/dashboard.test.ts checks that path.
 describe("the pages' security headers", () => {
-  it.each(["/docs/", "/docs/index.html", "/docs/init.js", "/docs/swagger-ui.css", "/dashboard/", "/dashboard/app.js"])("%s sends its CSP, framing and sniffing headers", async (path) => {
-    const res = await self.fetch(`http://delayline.test${path}`);
-    expect(res.status).toBe(200);
-    await res.body?.cancel();
-    expect(Object.fromEntries([...res.headers].filter(([k]) => k in SECURITY))).toEqual(SECURITY);
-    const csp = res.headers.get("content-security-policy") ?? "";
-    expect(csp).toBe(pageHeaders(path)["Content-Security-Policy"]);
-    expect(csp).toContain("default-src 'self'");
-    expect(csp).toContain("frame-ancestors 'none'");
-  });
+  it.each(["/docs/", "/docs/index.html", "/docs/init.js", "/docs/swagger-ui.css", "/dashboard/", "/dashboard/app.js"])(
+    "%s sends its CSP, framing and sniffing headers",
+    async (path) => {
+      const res = await self.fetch(`http://delayline.test${path}`);
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+      expect(Object.fromEntries([...res.headers].filter(([k]) => k in SECURITY))).toEqual(SECURITY);
+      const csp = res.headers.get("content-security-policy") ?? "";
+      expect(csp).toBe(pageHeaders(path)["Content-Security-Policy"]);
+      expect(csp).toContain("default-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+    },
+  );
 
   it("/favicon.ico is an image", async () => {
     const res = await self.fetch("http://delayline.test/favicon.ico");

@@ -64,7 +64,10 @@ describe("POST /v1/jobs", () => {
     expect(r.status).toBe(422);
     isProblem(r, 422);
     const paths: string[] = r.body.errors.map((e: { path: string }) => e.path);
-    expect(paths.some((p) => p === path || p.startsWith(`${path}.`)), paths.join(", ")).toBe(true);
+    expect(
+      paths.some((p) => p === path || p.startsWith(`${path}.`)),
+      paths.join(", "),
+    ).toBe(true);
   });
 
   it("400 for malformed JSON, invalid UTF-8 and absurd nesting; 415 for other types; 413 for big bodies and payloads", async () => {
@@ -93,7 +96,14 @@ describe("POST /v1/jobs", () => {
 describe("POST /v1/jobs/batch", () => {
   it("enqueues all in order", async () => {
     const env = isolatedEnv();
-    const r = await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "a", payload: 1 }, { topic: "b", payload: 2, delay: 1000 }] } });
+    const r = await call(env, "/v1/jobs/batch", {
+      body: {
+        jobs: [
+          { topic: "a", payload: 1 },
+          { topic: "b", payload: 2, delay: 1000 },
+        ],
+      },
+    });
     expect(r.status).toBe(201);
     expect(r.body.jobs.map((j: { topic: string }) => j.topic)).toEqual(["a", "b"]);
   });

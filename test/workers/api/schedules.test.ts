@@ -23,7 +23,10 @@ describe("PUT /v1/schedules/:id validation", () => {
       expect(r.status, JSON.stringify(body)).toBe(422);
       expect(r.headers.get("content-type")).toMatch(/^application\/problem\+json/);
       const errors = r.body.errors as Array<{ path: string; message: string }>;
-      expect(errors.some((e) => message.test(e.message) && (path === "" || e.path === path)), JSON.stringify(errors)).toBe(true);
+      expect(
+        errors.some((e) => message.test(e.message) && (path === "" || e.path === path)),
+        JSON.stringify(errors),
+      ).toBe(true);
     }
     expect((await put(env, "bad id!", { topic: "t", every: "1m" })).status).toBe(422);
     expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], cursor: null });
@@ -33,7 +36,13 @@ describe("PUT /v1/schedules/:id validation", () => {
 describe("a schedule's next occurrences", () => {
   it("0 9 * * 1-5 in Europe/Berlin: weekday 08:00Z in winter, 07:00Z in summer, with the offset", async () => {
     const env = isolatedEnv();
-    const winter = await put(env, "digest", { topic: "mail", cron: "0 9 * * 1-5", timezone: "Europe/Berlin", startAt: "2027-01-01T00:00:00Z", payload: { kind: "digest" } });
+    const winter = await put(env, "digest", {
+      topic: "mail",
+      cron: "0 9 * * 1-5",
+      timezone: "Europe/Berlin",
+      startAt: "2027-01-01T00:00:00Z",
+      payload: { kind: "digest" },
+    });
     expect(winter.status).toBe(201);
     expect(winter.body.nextRuns).toEqual([
       "2027-01-01T09:00:00+01:00",
@@ -94,7 +103,13 @@ describe("a schedule's next occurrences", () => {
   it("6 fields with seconds, every, startAt, endAt and limit", async () => {
     const env = isolatedEnv();
     const secs = await put(env, "secs", { topic: "t", cron: "*/5 * * * * *", startAt: "2027-01-01T00:00:01Z" });
-    expect(secs.body.nextRuns).toEqual(["2027-01-01T00:00:05Z", "2027-01-01T00:00:10Z", "2027-01-01T00:00:15Z", "2027-01-01T00:00:20Z", "2027-01-01T00:00:25Z"]);
+    expect(secs.body.nextRuns).toEqual([
+      "2027-01-01T00:00:05Z",
+      "2027-01-01T00:00:10Z",
+      "2027-01-01T00:00:15Z",
+      "2027-01-01T00:00:20Z",
+      "2027-01-01T00:00:25Z",
+    ]);
     const every = await put(env, "every", { topic: "t", every: "90s", startAt: "2027-01-01T00:00:00Z", endAt: "2027-01-01T00:04:00Z" });
     expect(every.body).toMatchObject({ every: 90_000, cron: null, endAt: "2027-01-01T00:04:00Z" });
     expect(every.body.nextRuns).toEqual(["2027-01-01T00:00:00Z", "2027-01-01T00:01:30Z", "2027-01-01T00:03:00Z"]);
@@ -114,7 +129,20 @@ describe("a schedule's life", () => {
     const env = isolatedEnv();
     const created = await put(env, "a", { topic: "t", cron: "0 0 1 1 *", payload: { n: 1 }, maxAttempts: 2, backoff: { type: "fixed", delay: "5s" } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ id: "a", topic: "t", payload: { n: 1 }, maxAttempts: 2, backoff: { type: "fixed", delay: 5_000 }, paused: false, runs: 0, lastRunAt: null, lastJobId: null, lastJobState: null, grace: 60_000, timezone: "UTC" });
+    expect(created.body).toMatchObject({
+      id: "a",
+      topic: "t",
+      payload: { n: 1 },
+      maxAttempts: 2,
+      backoff: { type: "fixed", delay: 5_000 },
+      paused: false,
+      runs: 0,
+      lastRunAt: null,
+      lastJobId: null,
+      lastJobState: null,
+      grace: 60_000,
+      timezone: "UTC",
+    });
     // A replacement with the same timing keeps the next occurrence; a new payload is taken.
     const replaced = await put(env, "a", { topic: "t", cron: "0 0 1 1 *", payload: { n: 2 } });
     expect(replaced.status).toBe(200);

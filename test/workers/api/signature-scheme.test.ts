@@ -17,7 +17,10 @@ describe("signatureScheme and whsec_ secrets", () => {
     const env = noRedis();
     const cases: Array<[unknown, string]> = [
       [{ signatureScheme: "standard", signingSecret: "plain-secret-0123456789" }, "signingSecret"],
-      [{ signatureScheme: "standard", signingSecret: whsec(32), previousSigningSecrets: [whsec(32, 1), "plain-secret-0123456789"] }, "previousSigningSecrets[1]"],
+      [
+        { signatureScheme: "standard", signingSecret: whsec(32), previousSigningSecrets: [whsec(32, 1), "plain-secret-0123456789"] },
+        "previousSigningSecrets[1]",
+      ],
       [{ signatureScheme: "standard", signingSecret: whsec(16) }, "signingSecret"],
       [{ signatureScheme: "standard", signingSecret: whsec(65) }, "signingSecret"],
       [{ signingSecret: "whsec_not*base64*at*all" }, "signingSecret"],
@@ -39,7 +42,10 @@ describe("signatureScheme and whsec_ secrets", () => {
     const env = isolatedEnv();
     const current = whsec(32, 9);
     const previous = whsec(24, 8);
-    const put = await call(env, "/v1/topics/sw", { method: "PUT", body: { signatureScheme: "standard", signingSecret: current, previousSigningSecrets: [previous] } });
+    const put = await call(env, "/v1/topics/sw", {
+      method: "PUT",
+      body: { signatureScheme: "standard", signingSecret: current, previousSigningSecrets: [previous] },
+    });
     expect(put.status).toBe(200);
     expect(put.body.settings).toMatchObject({ signatureScheme: "standard", hasSigningSecret: true, hasPreviousSigningSecrets: true });
     expect(JSON.stringify(put.body)).not.toContain(current.slice(6, 20));
@@ -60,7 +66,14 @@ describe("the client's signature functions", () => {
   it("verifyStandardSignature says why it refuses: missing, malformed, expired, mismatch", async () => {
     const secret = whsec(32, 3);
     const h = await signatureHeaders("standard", [secret], { id: "t.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", body: "{}", timestampSec: 1_800_000_000 });
-    const base = { id: h["webhook-id"], timestamp: h["webhook-timestamp"], signature: h["webhook-signature"], body: "{}", secrets: secret, nowSec: 1_800_000_100 };
+    const base = {
+      id: h["webhook-id"],
+      timestamp: h["webhook-timestamp"],
+      signature: h["webhook-signature"],
+      body: "{}",
+      secrets: secret,
+      nowSec: 1_800_000_100,
+    };
     expect(await verifyStandardSignature(base)).toEqual({ ok: true });
     expect(await verifyStandardSignature({ ...base, body: new TextEncoder().encode("{}") as Uint8Array<ArrayBuffer> })).toEqual({ ok: true });
     expect(await verifyStandardSignature({ ...base, signature: undefined })).toEqual({ ok: false, reason: "missing" });
@@ -87,7 +100,8 @@ describe("the client's signature functions", () => {
     const body = '{"event":"paid"}';
     const t = Math.floor(Date.now() / 1000);
     const [ours, other] = [await hmacHex(secret, `${t}.${body}`), await hmacHex("someone-else-0123456789", `${t}.${body}`)];
-    const send = (signature: string) => call(env, "/v1/hooks/multi", { raw: body, token: null, headers: { "content-type": "application/json", "x-delayline-signature": signature } });
+    const send = (signature: string) =>
+      call(env, "/v1/hooks/multi", { raw: body, token: null, headers: { "content-type": "application/json", "x-delayline-signature": signature } });
     const first = await send(`t=${t},v1=${other},v1=${ours}`);
     expect(first.status).toBe(202);
     expect((await send(`t=${t},v1=${ours},v1=${other}`)).body).toEqual({ id: first.body.id, deduplicated: true });

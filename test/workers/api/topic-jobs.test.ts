@@ -38,7 +38,9 @@ describe("GET /v1/topics/:topic/jobs", () => {
     const claimed = (await call(env, "/v1/topics/work/claim", { body: { max: 1, leaseMs: 60_000 } })).body.jobs[0];
     const res = await call(env, "/v1/topics/work/jobs?state=inflight");
     expect(res.body).toEqual({
-      jobs: [{ id, state: "inflight", dueAt: claimed.dueAt, attempts: 1, lastError: null, createdAt: expect.any(String), leaseExpiresAt: claimed.leaseExpiresAt }],
+      jobs: [
+        { id, state: "inflight", dueAt: claimed.dueAt, attempts: 1, lastError: null, createdAt: expect.any(String), leaseExpiresAt: claimed.leaseExpiresAt },
+      ],
       nextCursor: null,
     });
     expect((await call(env, "/v1/topics/work/jobs")).body.jobs).toEqual([]);
@@ -46,7 +48,9 @@ describe("GET /v1/topics/:topic/jobs", () => {
 
   it("refuses bad input with 422 before reaching Redis", async () => {
     const env = isolatedEnv();
-    const ids: string[] = (await call(env, "/v1/jobs/batch", { body: { jobs: [1, 2, 3].map(() => ({ topic: "a", delay: "1h" })) } })).body.jobs.map((j: { id: string }) => j.id);
+    const ids: string[] = (await call(env, "/v1/jobs/batch", { body: { jobs: [1, 2, 3].map(() => ({ topic: "a", delay: "1h" })) } })).body.jobs.map(
+      (j: { id: string }) => j.id,
+    );
     await call(env, "/v1/jobs", { body: { topic: "b", delay: "1h" } });
     const scheduledCursor = (await call(env, "/v1/topics/a/jobs?limit=1")).body.nextCursor as string;
     expect(scheduledCursor).toEqual(expect.any(String));
@@ -69,7 +73,10 @@ describe("GET /v1/topics/:topic/jobs", () => {
       const res = await call(offline, path);
       expect(res.status, path).toBe(422);
       expect(res.headers.get("content-type")).toBe("application/problem+json");
-      expect(res.body.errors.map((e: { path: string }) => e.path), path).toContain(field);
+      expect(
+        res.body.errors.map((e: { path: string }) => e.path),
+        path,
+      ).toContain(field);
     }
     expect((await call(offline, "/v1/topics/a/jobs")).status).toBe(503);
   });
@@ -136,7 +143,10 @@ describe("POST /v1/topics/:topic/jobs/cancel", () => {
     for (const [body, field] of cases) {
       const res = await call(offline, "/v1/topics/t/jobs/cancel", { body });
       expect(res.status, JSON.stringify(body)).toBe(422);
-      expect(res.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(field);
+      expect(
+        res.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(body),
+      ).toContain(field);
     }
     expect((await call(offline, "/v1/topics/t/jobs/cancel", { body: { all: true } })).status).toBe(503);
   });

@@ -26,7 +26,9 @@ describe("DELETE /v1/topics/:topic", () => {
   it("purges thousands of scheduled jobs in bounded calls", async () => {
     const env = isolatedEnv();
     for (let i = 0; i < 3; i++) {
-      const batch = await call(env, "/v1/jobs/batch", { body: { jobs: Array.from({ length: 1_000 }, (_, j) => ({ topic: "many", payload: j, delay: "1h" })) } });
+      const batch = await call(env, "/v1/jobs/batch", {
+        body: { jobs: Array.from({ length: 1_000 }, (_, j) => ({ topic: "many", payload: j, delay: "1h" })) },
+      });
       expect(batch.status).toBe(201);
     }
     const purged = await call(env, "/v1/topics/many?purge=true", { method: "DELETE" });
@@ -61,7 +63,14 @@ describe("MAX_TOPICS", () => {
     expect(over.status).toBe(422);
     expect(over.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect(over.body.detail).toMatch(/2 topics exist and the limit is 2 \(MAX_TOPICS\)/);
-    const batch = await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "a", payload: 1 }, { topic: "d", payload: 2 }] } });
+    const batch = await call(env, "/v1/jobs/batch", {
+      body: {
+        jobs: [
+          { topic: "a", payload: 1 },
+          { topic: "d", payload: 2 },
+        ],
+      },
+    });
     expect(batch.status).toBe(422);
     expect((await call(env, "/v1/topics/a")).body.scheduled).toBe(1);
     expect((await call(env, "/v1/topics/e", { method: "PUT", body: { maxAttempts: 2 } })).status).toBe(422);

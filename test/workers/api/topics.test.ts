@@ -13,7 +13,17 @@ describe("topics", () => {
     const env = isolatedEnv();
     const put = await call(env, "/v1/topics/mail", {
       method: "PUT",
-      body: { ratePerSec: 20, burst: 5, concurrency: 10, maxAttempts: 3, backoff: { type: "schedule", delays: ["5s", "30s", "60s"] }, url: "https://example.com/hook", timeoutMs: 5_000, signingSecret: "s".repeat(32), webhookSecret: "w".repeat(32) },
+      body: {
+        ratePerSec: 20,
+        burst: 5,
+        concurrency: 10,
+        maxAttempts: 3,
+        backoff: { type: "schedule", delays: ["5s", "30s", "60s"] },
+        url: "https://example.com/hook",
+        timeoutMs: 5_000,
+        signingSecret: "s".repeat(32),
+        webhookSecret: "w".repeat(32),
+      },
     });
     expect(put.status).toBe(200);
     expect(put.body.settings).toEqual({
@@ -52,9 +62,9 @@ describe("pull consumers and dead letters", () => {
     const env = isolatedEnv();
     expect((await call(env, "/v1/topics/work/claim", { body: {} })).status).toBe(409);
     await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", backoff: { type: "fixed", delay: 0 } } });
-    const ids = (await call(env, "/v1/jobs/batch", { body: { jobs: [1, 2, 3].map((n) => ({ topic: "work", payload: { n }, maxAttempts: 2 })) } })).body.jobs.map(
-      (j: { id: string }) => j.id,
-    );
+    const ids = (
+      await call(env, "/v1/jobs/batch", { body: { jobs: [1, 2, 3].map((n) => ({ topic: "work", payload: { n }, maxAttempts: 2 })) } })
+    ).body.jobs.map((j: { id: string }) => j.id);
     const claim = await call(env, "/v1/topics/work/claim", { body: { max: 10, leaseMs: 60_000 } });
     expect(claim.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual(ids.map((id: string) => [id, 1]));
     expect(claim.body.jobs[0]).toMatchObject({ payload: { n: 1 }, dueAt: expect.any(String), leaseExpiresAt: expect.any(String) });
@@ -75,7 +85,9 @@ describe("pull consumers and dead letters", () => {
     expect((await call(env, `/v1/jobs/${ids[1]}`)).body).toMatchObject({ state: "dead", attempts: 2, lastError: "still busy" });
 
     const dead = await call(env, "/v1/topics/work/dead?limit=1");
-    expect(dead.body.entries).toEqual([{ id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 }, history: expect.any(Array) }]);
+    expect(dead.body.entries).toEqual([
+      { id: ids[1], attempts: 2, lastError: "still busy", failedAt: expect.any(String), payload: { n: 2 }, history: expect.any(Array) },
+    ]);
     // The repeated ack of attempt 1 (a 409) is no attempt of its own.
     expect(dead.body.entries[0].history.map((h: { attempt: number; outcome: string; error?: string }) => [h.attempt, h.outcome, h.error])).toEqual([
       [1, "retry", "busy"],
@@ -98,7 +110,9 @@ describe("POST /v1/topics/:topic/dead/replay", () => {
   it("answers which ids were not among the dead letters: unknown, not dead, another topic's, already replayed; each once", async () => {
     const env = isolatedEnv();
     await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", maxAttempts: 1 } });
-    const [dead, scheduled] = (await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "work" }, { topic: "work", delay: "1h" }] } })).body.jobs.map((j: { id: string }) => j.id);
+    const [dead, scheduled] = (await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "work" }, { topic: "work", delay: "1h" }] } })).body.jobs.map(
+      (j: { id: string }) => j.id,
+    );
     const [claimed] = (await call(env, "/v1/topics/work/claim", { body: { max: 1 } })).body.jobs;
     expect(claimed.id).toBe(dead);
     await call(env, `/v1/jobs/${dead}/nack`, { body: { attempt: 1, error: "boom" } });
@@ -144,7 +158,11 @@ describe("POST /v1/hooks/:topic", () => {
       expect(r.headers.get("content-type")).toBe("application/problem+json");
     }
     // A signature for another body does not carry over.
-    const tampered = await call(env, "/v1/hooks/gh", { raw: body.replace("awesome", "evil"), token: null, headers: { ...headers, "x-delayline-signature": sig } });
+    const tampered = await call(env, "/v1/hooks/gh", {
+      raw: body.replace("awesome", "evil"),
+      token: null,
+      headers: { ...headers, "x-delayline-signature": sig },
+    });
     expect(tampered.status).toBe(401);
     // Topics without a webhook secret accept only the token.
     expect((await call(env, "/v1/hooks/other", { raw: body, token: null, headers: { ...headers, "x-delayline-signature": sig } })).status).toBe(401);

@@ -112,7 +112,7 @@ function parseExposition(text: string): Sample[] {
 }
 
 /** The value of the one sample with this name and these labels. */
-function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   expect(found, `${name}${JSON.stringify(labels)}`).toHaveLength(1);
   return found[0]!.value;
@@ -129,7 +129,7 @@ describe("the scripted scenario", () => {
     expect(r.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
     const samples = parseExposition(r.body as string);
     for (const [topic, want] of Object.entries(EXPECTED)) {
-      const of = (name: string) => valueOf(samples, name, { topic });
+      const of = (name: string) => sampleValue(samples, name, { topic });
       expect(of("delayline_jobs_dispatched_total"), `${topic} dispatched`).toBe(want.dispatched);
       expect(of("delayline_jobs_succeeded_total"), `${topic} succeeded`).toBe(want.succeeded);
       expect(of("delayline_jobs_retried_total"), `${topic} retried`).toBe(want.retried);
@@ -143,11 +143,11 @@ describe("the scripted scenario", () => {
       expect(of("delayline_handler_duration_seconds_count")).toBe(want.dispatched);
     }
     // Lateness on the virtual clock is exact: ok's late job waited 30 s, everything else 0 ms.
-    const bucket = (le: string) => valueOf(samples, "delayline_lateness_seconds_bucket", { topic: ok, le });
+    const bucket = (le: string) => sampleValue(samples, "delayline_lateness_seconds_bucket", { topic: ok, le });
     expect([bucket("0.01"), bucket("10"), bucket("30"), bucket("+Inf")]).toEqual([6, 6, 7, 7]);
-    expect(valueOf(samples, "delayline_lateness_seconds_sum", { topic: ok })).toBe(30);
-    expect(valueOf(samples, "delayline_tick_rounds")).toBe(report.rounds);
-    expect(valueOf(samples, "delayline_tick_running")).toBe(0);
+    expect(sampleValue(samples, "delayline_lateness_seconds_sum", { topic: ok })).toBe(30);
+    expect(sampleValue(samples, "delayline_tick_rounds")).toBe(report.rounds);
+    expect(sampleValue(samples, "delayline_tick_running")).toBe(0);
   });
 
   it("/v1/stats gives the same counters, quantiles and the tick's final status", async () => {
@@ -183,7 +183,12 @@ describe("the scripted scenario", () => {
       expect(series.some((p) => p.backlog !== null)).toBe(true);
     }
     const pull = await d.queue.topicSeries(pulled, { minutes: 3, now: clock.now() });
-    expect(pull.map((p) => p.backlog).filter((b) => b !== null).at(-1)).toEqual({ scheduled: 2, ready: 1, inflight: 0 });
+    expect(
+      pull
+        .map((p) => p.backlog)
+        .filter((b) => b !== null)
+        .at(-1),
+    ).toEqual({ scheduled: 2, ready: 1, inflight: 0 });
   });
 
   it("logs one JSON line per round that did work and per failed attempt, never a payload", () => {

@@ -33,6 +33,7 @@ describe("enqueue", () => {
 
   it("keeps payloads exactly, numbers and unicode included", async () => {
     const { queue } = testQueue();
+    // biome-ignore lint/suspicious/noApproximativeNumericConstant: the literal digits must survive the round trip, not Math.PI.
     const payload = { big: 9007199254740991, tiny: 5e-324, pi: 3.141592653589793, s: "zażółć 🦊 \u0000", nested: [null, true, { a: [] }] };
     const { id } = await queue.enqueue({ topic: "exact", payload });
     const [job] = (await queue.claim("exact", { max: 1, leaseMs: 60_000 })).jobs;
@@ -55,9 +56,7 @@ describe("enqueue", () => {
 describe("idempotency", () => {
   it("20 concurrent enqueues with the same key make exactly one job", async () => {
     const { queue } = testQueue();
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => queue.enqueue({ topic: "pay", payload: { i }, idempotencyKey: "order-42" })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => queue.enqueue({ topic: "pay", payload: { i }, idempotencyKey: "order-42" })));
     const ids = new Set(results.map((r) => r.id));
     expect(ids.size).toBe(1);
     expect(results.filter((r) => !r.deduplicated)).toHaveLength(1);
@@ -227,7 +226,10 @@ describe("dead letters", () => {
     const { queue } = testQueue({ clock, deadLetterCap: 3 });
     const ids = (await queue.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "d", payload: i, maxAttempts: 1 })))).map((r) => r.id);
     const claimed = await queue.claim("d", { max: 5, leaseMs: 1_000 });
-    await queue.settle("d", claimed.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: `boom ${j.record.payload}` })));
+    await queue.settle(
+      "d",
+      claimed.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: `boom ${j.record.payload}` })),
+    );
     const page = await queue.deadLetters("d", { limit: 2 });
     expect(page.entries.map((e) => e.id)).toEqual([ids[4], ids[3]]);
     expect(page.next).toEqual({ score: T0, id: ids[3] });
@@ -235,7 +237,10 @@ describe("dead letters", () => {
     expect(rest.entries.map((e) => e.id)).toEqual([ids[2]]);
     expect(rest.next).toBeNull();
 
-    expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({ replayed: 1, notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] });
+    expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({
+      replayed: 1,
+      notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+    });
     expect((await queue.deadLetters("d")).entries.map((e) => e.id)).toEqual([ids[4], ids[2]]);
     const back = await queue.claim("d", { max: 5, leaseMs: 1_000 });
     expect(back.jobs.map((j) => [j.id, j.attempt])).toEqual([[ids[3], 1]]);
@@ -253,7 +258,10 @@ describe("dead letters", () => {
     const { queue } = testQueue();
     await queue.enqueueBatch(Array.from({ length: 4 }, (_, i) => ({ topic: "p", payload: i })));
     const c = await queue.claim("p", { max: 4, leaseMs: 1_000 });
-    await queue.settle("p", c.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: "x" })));
+    await queue.settle(
+      "p",
+      c.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: "x" })),
+    );
     expect(await queue.purgeDead("p")).toBe(4);
     expect(await queue.purgeDead("p")).toBe(0);
     expect((await queue.topicStats("p")).dead).toBe(0);

@@ -44,7 +44,11 @@ async function scriptCalls(sha1: string): Promise<number[]> {
   return (await logged()).filter((e) => e.command[0]!.toUpperCase() === "EVALSHA" && e.command[1] === sha1).map((e) => e.micros);
 }
 
-const summary = (micros: number[]) => ({ calls: micros.length, maxMs: Math.max(...micros) / 1_000, meanMs: micros.reduce((a, b) => a + b, 0) / micros.length / 1_000 });
+const summary = (micros: number[]) => ({
+  calls: micros.length,
+  maxMs: Math.max(...micros) / 1_000,
+  meanMs: micros.reduce((a, b) => a + b, 0) / micros.length / 1_000,
+});
 
 function slowQueue(clock: { now: number }) {
   const redis = createRedis({ redisUrl: inject("slowBridgeUrl"), redisToken: inject("slowBridgeToken"), redisTimeoutMs: 30_000 });
@@ -54,17 +58,27 @@ function slowQueue(clock: { now: number }) {
 describe.sequential("bounded calls", () => {
   it("the SLOWLOG times a script's whole run (a control, so the bounds below can fail)", async () => {
     await timeEveryCall();
-    await slowRedis(["EVAL", "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 30000 return 1", 0]);
+    await slowRedis([
+      "EVAL",
+      "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 30000 return 1",
+      0,
+    ]);
     expect((await logged()).some((e) => e.command[0]!.toUpperCase() === "EVAL" && e.micros > CALL_BOUND_US)).toBe(true);
   });
 
-  it("bulk cancel of the 60,000 of 100,000 scheduled jobs in a due window: exactly those, through cursors, no call over 20 ms", { timeout: 300_000 }, async () => {
+  it("bulk cancel of the 60,000 of 100,000 scheduled jobs in a due window: exactly those, through cursors, no call over 20 ms", {
+    timeout: 300_000,
+  }, async () => {
     const clock = { now: T0 };
     const queue = slowQueue(clock);
     // 100,000 jobs, 10 per due millisecond value: job i is due at T0 + 1,000 + floor(i / 10).
     const ids: string[] = [];
     for (let b = 0; b < 100; b++) {
-      const batch = Array.from({ length: 1_000 }, (_, i) => ({ topic: "many", payload: { n: b * 1_000 + i }, runAt: T0 + 1_000 + Math.floor((b * 1_000 + i) / 10) }));
+      const batch = Array.from({ length: 1_000 }, (_, i) => ({
+        topic: "many",
+        payload: { n: b * 1_000 + i },
+        runAt: T0 + 1_000 + Math.floor((b * 1_000 + i) / 10),
+      }));
       ids.push(...(await queue.enqueueBatch(batch)).map((r) => r.id));
     }
     // The window holds jobs 20,000 … 79,999.
@@ -108,7 +122,9 @@ describe.sequential("bounded calls", () => {
     expect(await queue.get(ids[79_999]!)).toMatchObject({ state: "cancelled" });
   });
 
-  it("replay and purge of 10,000 dead letters, filtered by failed time and error text, spread: through cursors, no call over 20 ms", { timeout: 300_000 }, async () => {
+  it("replay and purge of 10,000 dead letters, filtered by failed time and error text, spread: through cursors, no call over 20 ms", {
+    timeout: 300_000,
+  }, async () => {
     const clock = { now: T0 };
     const queue = slowQueue(clock);
     // 10,000 letters failed at T0 + 1 s … T0 + 10 s (1,000 a second), every other one with "HTTP 503".
@@ -127,7 +143,14 @@ describe.sequential("bounded calls", () => {
     let steps = 0;
     let after: ListPosition | undefined;
     for (;;) {
-      const r = await queue.replayDeadStep("d", { failedFrom: T0 + 3_000, failedTo: T0 + 6_000, errorContains: "HTTP 503", dueAt: T0 + 60_000, spreadMs: 600_000, ...(after ? { after } : {}) });
+      const r = await queue.replayDeadStep("d", {
+        failedFrom: T0 + 3_000,
+        failedTo: T0 + 6_000,
+        errorContains: "HTTP 503",
+        dueAt: T0 + 60_000,
+        spreadMs: 600_000,
+        ...(after ? { after } : {}),
+      });
       replayed += r.replayed;
       steps++;
       if (!r.next) break;

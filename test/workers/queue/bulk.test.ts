@@ -59,7 +59,12 @@ describe("bulk cancel", () => {
     const unknown = "i.01ARZ3NDEKTSV4RRFFQ69G5FAV";
     const r = await queue.cancelIds("i", [retried!.id, plain!.id, flying!.id, finished.id, unknown, plain!.id]);
     expect(r).toEqual({ cancelled: 2, inflight: 1, notScheduled: 2 });
-    expect(await queue.get(retried!.id)).toMatchObject({ state: "cancelled", attempts: 1, lastError: "later", history: [expect.objectContaining({ outcome: "retry", error: "later" })] });
+    expect(await queue.get(retried!.id)).toMatchObject({
+      state: "cancelled",
+      attempts: 1,
+      lastError: "later",
+      history: [expect.objectContaining({ outcome: "retry", error: "later" })],
+    });
     expect((await queue.get(plain!.id))!.state).toBe("cancelled");
     expect((await queue.get(flying!.id))!.state).toBe("inflight");
   });

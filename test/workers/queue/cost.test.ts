@@ -66,7 +66,10 @@ it(`${N} jobs through enqueue → claim → ack in chunks of ${CHUNK}: ≤ 4 Red
     for (;;) {
       const { jobs } = await queue.claim("bill", { max: CHUNK, leaseMs: 60_000 });
       if (jobs.length === 0) return done;
-      await queue.settle("bill", jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
+      await queue.settle(
+        "bill",
+        jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+      );
       done += jobs.length;
     }
   });
@@ -90,7 +93,11 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
       if (jobs.length === 0) return n;
       await queue.settle(
         "fail",
-        jobs.map((j) => (kind === "retry" ? { id: j.id, attempt: j.attempt, kind, at: Date.now(), error: "HTTP 503" } : { id: j.id, attempt: j.attempt, kind, error: "HTTP 500" })),
+        jobs.map((j) =>
+          kind === "retry"
+            ? { id: j.id, attempt: j.attempt, kind, at: Date.now(), error: "HTTP 503" }
+            : { id: j.id, attempt: j.attempt, kind, error: "HTTP 500" },
+        ),
       );
       n += jobs.length;
       if (kind === "retry" && n >= 1_000) return n;
@@ -154,7 +161,10 @@ it("an idle minute of the tick, polling and asleep, with 1, 100 and 10,000 empty
 it("an idle minute with 5 topics holding jobs due in an hour: the per-minute backlog samples are the only cost per topic", { timeout: 120_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
   const clock = new VirtualClock(1_900_000_000_000);
-  const d = tickDeployment({ UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" }, clock);
+  const d = tickDeployment(
+    { UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" },
+    clock,
+  );
   for (let t = 0; t < 5; t++) await d.queue.enqueue({ topic: `later${t}`, payload: 1, runAt: clock.now() + 3_600_000 });
   await d.tick({ scheduledTime: clock.now(), windowMs: 2_000 });
   const minute = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 60_000 }));
@@ -177,10 +187,24 @@ it("schedules: commands per fire (with its job) and an idle minute with 0 and 10
     const clock = new VirtualClock(T);
     const d = tickDeployment(meterEnv, clock);
     const warm = tickDeployment(meterEnv, clock);
-    await upsertSchedule(warm.queue.schedules, "warm", { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: 0 } }, T);
+    await upsertSchedule(
+      warm.queue.schedules,
+      "warm",
+      { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: 0 } },
+      T,
+    );
     // Loads the scripts (a first EVALSHA answers NOSCRIPT), so what is metered is what a fire costs from then on.
     expect((await fireDueSchedules(warm.queue.schedules, T + 1_000)).jobs).toHaveLength(1);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => upsertSchedule(d.queue.schedules, `s${i}`, { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: i } }, T)));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        upsertSchedule(
+          d.queue.schedules,
+          `s${i}`,
+          { every: 60_000, timezone: "UTC", grace: 60_000, startAt: T + 1_000, job: { topic: "fired", payload: i } },
+          T,
+        ),
+      ),
+    );
     const fire = await meter(() => fireDueSchedules(d.queue.schedules, T + 1_000));
     expect(fire.result.jobs).toHaveLength(100);
     report.schedule_fireStep_commandsPerFire = fire.commands / 100;
@@ -215,7 +239,12 @@ it("schedules: commands per fire (with its job) and an idle minute with 0 and 10
     for (let i = 0; i < count; i += 250) {
       await Promise.all(
         Array.from({ length: Math.min(250, count - i) }, (_, k) =>
-          upsertSchedule(d.queue.schedules, `yearly${i + k}`, { cron: "0 0 1 1 *", timezone: "UTC", grace: 60_000, job: { topic: "new-year", payload: null } }, T),
+          upsertSchedule(
+            d.queue.schedules,
+            `yearly${i + k}`,
+            { cron: "0 0 1 1 *", timezone: "UTC", grace: 60_000, job: { topic: "new-year", payload: null } },
+            T,
+          ),
         ),
       );
     }

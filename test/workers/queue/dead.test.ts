@@ -73,7 +73,9 @@ describe("dead letters", () => {
     const t = queue.keys.topic("old");
     const ids = ["old.01ARZ3NDEKTSV4RRFFQ69G5FA1", "old.01ARZ3NDEKTSV4RRFFQ69G5FA2", "old.01ARZ3NDEKTSV4RRFFQ69G5FA3"];
     // As earlier versions wrote them: no history, LPUSHed newest first.
-    const letters = ids.map((id, i) => `{"id":"${id}","attempts":3,"lastError":"HTTP 502","failedAt":${T0 - 1_000 + i},"job":{"payload":{"n":${i}},"createdAt":${T0 - 5_000}}}`);
+    const letters = ids.map(
+      (id, i) => `{"id":"${id}","attempts":3,"lastError":"HTTP 502","failedAt":${T0 - 1_000 + i},"job":{"payload":{"n":${i}},"createdAt":${T0 - 5_000}}}`,
+    );
     await redis.lpush(t.deadLegacy, ...letters);
     expect((await queue.topicStats("old")).dead).toBe(3);
     expect((await queue.deadLetters("old")).entries.map((e) => [e.id, e.failedAt, e.history])).toEqual([

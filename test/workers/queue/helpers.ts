@@ -32,7 +32,10 @@ export async function killAll(queue: Queue, topic: string, error: (payload: unkn
   for (;;) {
     const { jobs } = await queue.claim(topic, { max: 1_000, leaseMs: 60_000 });
     if (jobs.length === 0) return n;
-    await queue.settle(topic, jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "dead" as const, error: error(j.record.payload) })));
+    await queue.settle(
+      topic,
+      jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "dead" as const, error: error(j.record.payload) })),
+    );
     n += jobs.length;
   }
 }

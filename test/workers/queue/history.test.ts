@@ -25,7 +25,9 @@ describe("attempt history", () => {
     expect(second.jobs[0]!.attempt).toBe(2);
 
     clock.now = T0 + 6_000;
-    const late = await queue.settle("h", [{ id, attempt: 1, kind: "ack", startedAt: T0 + 10, observed: { latenessMs: 10, durationMs: 5_990 }, httpStatus: 200 }]);
+    const late = await queue.settle("h", [
+      { id, attempt: 1, kind: "ack", startedAt: T0 + 10, observed: { latenessMs: 10, durationMs: 5_990 }, httpStatus: 200 },
+    ]);
     expect(late[0]!.applied).toBe(false);
     clock.now = T0 + 7_000;
     await queue.settle("h", [{ id, attempt: 2, kind: "ack", startedAt: T0 + 5_100, observed: { latenessMs: 0, durationMs: 1_900 } }]);
@@ -82,7 +84,10 @@ describe("attempt history", () => {
       clock.now += 1_000;
       const [job] = (await queue.claim("many", { max: 1, leaseMs: 60_000 })).jobs;
       expect(job!.attempt).toBe(a);
-      const outcome = a < attempts ? { id, attempt: a, kind: "retry" as const, at: clock.now, error: `failure ${a}` } : { id, attempt: a, kind: "dead" as const, error: `failure ${a}` };
+      const outcome =
+        a < attempts
+          ? { id, attempt: a, kind: "retry" as const, at: clock.now, error: `failure ${a}` }
+          : { id, attempt: a, kind: "dead" as const, error: `failure ${a}` };
       await queue.settle("many", [outcome]);
       if (a === ATTEMPT_HISTORY_LIMIT + 1) {
         const live = await queue.get(id);
@@ -103,9 +108,9 @@ describe("attempt history", () => {
     const { id } = await queue.enqueue({ topic: "long", payload: 1, maxAttempts: 1 });
     await queue.claim("long", { max: 1, leaseMs: 60_000 });
     // "é" is two bytes of UTF-8 and "x" one: a cut at byte 1,024 would fall inside a character.
-    await queue.settle("long", [{ id, attempt: 1, kind: "dead", error: "x" + "é".repeat(2_000) }]);
+    await queue.settle("long", [{ id, attempt: 1, kind: "dead", error: `x${"é".repeat(2_000)}` }]);
     const [attempt] = (await queue.get(id))!.history;
-    expect(attempt!.error).toBe("x" + "é".repeat(511));
+    expect(attempt!.error).toBe(`x${"é".repeat(511)}`);
     expect(new TextEncoder().encode(attempt!.error).length).toBe(1_023);
   });
 

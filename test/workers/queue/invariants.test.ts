@@ -22,9 +22,30 @@ type Op =
   | { op: "tick"; ms: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant("enqueue" as const), topic: fc.nat(1), n: fc.integer({ min: 1, max: 4 }), delay: fc.nat(3_000), maxAttempts: fc.integer({ min: 1, max: 3 }), idem: fc.integer({ min: -3, max: 5 }) }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant("claim" as const), topic: fc.nat(1), max: fc.integer({ min: 0, max: 8 }), lease: fc.integer({ min: 200, max: 3_000 }) }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant("settle" as const), pick: fc.nat(), count: fc.integer({ min: 1, max: 5 }), kind: fc.nat(2), stale: fc.boolean() }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("enqueue" as const),
+      topic: fc.nat(1),
+      n: fc.integer({ min: 1, max: 4 }),
+      delay: fc.nat(3_000),
+      maxAttempts: fc.integer({ min: 1, max: 3 }),
+      idem: fc.integer({ min: -3, max: 5 }),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("claim" as const),
+      topic: fc.nat(1),
+      max: fc.integer({ min: 0, max: 8 }),
+      lease: fc.integer({ min: 200, max: 3_000 }),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({ op: fc.constant("settle" as const), pick: fc.nat(), count: fc.integer({ min: 1, max: 5 }), kind: fc.nat(2), stale: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("cancel" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("reschedule" as const), pick: fc.nat(), delay: fc.nat(2_000) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("replay" as const), topic: fc.nat(1), all: fc.boolean(), pick: fc.nat() }) },
@@ -66,9 +87,9 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
     const s = await snapshot();
     const places = new Map<string, string[]>();
     const put = (id: string, where: string) => places.set(id, [...(places.get(id) ?? []), where]);
-    s.due.forEach((id) => put(id, "due"));
-    s.lease.forEach((id) => put(id, "lease"));
-    s.dead.forEach((id) => put(id, "dead"));
+    for (const id of s.due) put(id, "due");
+    for (const id of s.lease) put(id, "lease");
+    for (const id of s.dead) put(id, "dead");
     const where = `step ${step} ${JSON.stringify(op)} (seed ${seed})`;
     for (const { id } of known) {
       const p = places.get(id) ?? [];
@@ -98,7 +119,11 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
             ...(op.idem >= 0 ? { idempotencyKey: `k${op.idem}` } : {}),
           })),
         );
-        for (const r of res) if (!r.deduplicated) (known.push({ id: r.id, topic }), counts.enqueued++);
+        for (const r of res) {
+          if (r.deduplicated) continue;
+          known.push({ id: r.id, topic });
+          counts.enqueued++;
+        }
         break;
       }
       case "claim": {
@@ -136,7 +161,10 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       }
       case "cancel": {
         const job = pick(known, op.pick);
-        if (job && (await queue.cancel(job.id)) === "cancelled") (finished.add(job.id), counts.cancelled++);
+        if (job && (await queue.cancel(job.id)) === "cancelled") {
+          finished.add(job.id);
+          counts.cancelled++;
+        }
         break;
       }
       case "reschedule": {
@@ -147,7 +175,9 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
       case "replay": {
         const topic = TOPICS[op.topic]!;
         const dead = (await queue.deadLetters(topic, { limit: 1_000 })).entries;
-        const n = op.all ? await queue.replayDeadMatching(topic) : (await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
+        const n = op.all
+          ? await queue.replayDeadMatching(topic)
+          : (await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
         counts.replayed += n;
         break;
       }

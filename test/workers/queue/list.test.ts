@@ -91,10 +91,12 @@ describe("listing jobs", () => {
     await queue.claim("f", { max: 2, leaseMs: 10_000 });
     const { jobs, next } = await queue.listJobs("f", { state: "inflight", limit: 10 });
     expect(next).toBeNull();
-    expect(jobs).toEqual([
-      { id: b.id, topic: "f", state: "inflight", dueAt: T0, attempts: 1, lastError: null, createdAt: T0, leaseExpiresAt: T0 + 10_100 },
-      { id: a.id, topic: "f", state: "inflight", dueAt: T0 + 100, attempts: 2, lastError: "busy", createdAt: T0, leaseExpiresAt: T0 + 10_100 },
-    ].sort((x, y) => (x.id < y.id ? -1 : 1)));
+    expect(jobs).toEqual(
+      [
+        { id: b.id, topic: "f", state: "inflight", dueAt: T0, attempts: 1, lastError: null, createdAt: T0, leaseExpiresAt: T0 + 10_100 },
+        { id: a.id, topic: "f", state: "inflight", dueAt: T0 + 100, attempts: 2, lastError: "busy", createdAt: T0, leaseExpiresAt: T0 + 10_100 },
+      ].sort((x, y) => (x.id < y.id ? -1 : 1)),
+    );
     expect((await queue.listJobs("f", { state: "scheduled" })).jobs).toEqual([]);
   });
 
@@ -109,65 +111,66 @@ describe("listing jobs", () => {
     expect((await listAll(queue, "b", { state: "scheduled", limit: 1_000 })).map((p) => p.length)).toEqual([8]);
   });
 
-  it(
-    "paging 25,000 scheduled jobs 1,000 at a time while another queue enqueues and the tick claims on the same topic returns each job that stays scheduled exactly once",
-    { timeout: 180_000 },
-    async () => {
-      const clock = new VirtualClock(T0);
-      const d = tickDeployment({}, clock);
-      const topic = uniqueTopic("page");
-      const delivered = recorder(topic, clock);
-      // 25,000 jobs over 50 s of due times, five per millisecond value (ties).
-      const initial: string[] = [];
-      for (let b = 0; b < 25; b++) {
-        const batch = Array.from({ length: 1_000 }, (_, i) => ({ topic, payload: b * 1_000 + i, runAt: T0 + 1_000 + Math.floor((b * 1_000 + i) / 5) * 10 }));
-        initial.push(...(await d.queue.enqueueBatch(batch)).map((r) => r.id));
-      }
-      // The other producer: a queue of its own on the same keys.
-      const producer = queueFromSettings(d.settings, { now: () => clock.now() });
-      const added: string[] = [];
-      let seed = 7;
-      const random = () => (seed = (seed * 48_271) % 2_147_483_647) / 2_147_483_647;
+  it("paging 25,000 scheduled jobs 1,000 at a time while another queue enqueues and the tick claims on the same topic returns each job that stays scheduled exactly once", {
+    timeout: 180_000,
+  }, async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({}, clock);
+    const topic = uniqueTopic("page");
+    const delivered = recorder(topic, clock);
+    // 25,000 jobs over 50 s of due times, five per millisecond value (ties).
+    const initial: string[] = [];
+    for (let b = 0; b < 25; b++) {
+      const batch = Array.from({ length: 1_000 }, (_, i) => ({ topic, payload: b * 1_000 + i, runAt: T0 + 1_000 + Math.floor((b * 1_000 + i) / 5) * 10 }));
+      initial.push(...(await d.queue.enqueueBatch(batch)).map((r) => r.id));
+    }
+    // The other producer: a queue of its own on the same keys.
+    const producer = queueFromSettings(d.settings, { now: () => clock.now() });
+    const added: string[] = [];
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 48_271) % 2_147_483_647;
+      return seed / 2_147_483_647;
+    };
 
-      const listed: ListedJob[] = [];
-      let after: ListPosition | undefined;
-      let step = 0;
-      for (;;) {
-        step++;
-        const enqueue = async () => {
-          const batch = Array.from({ length: 200 }, () => ({ topic, payload: "late", runAt: T0 + 1_000 + Math.floor(random() * 5_000) * 10 }));
-          added.push(...(await producer.enqueueBatch(batch)).map((r) => r.id));
-        };
-        // The tick runs ahead of the pages for the first ten steps (3 s of due jobs a step, the pages cover 2 s), then stops.
-        const claim = async () => {
-          if (step > 10) return;
-          clock.t += 3_000;
-          for (;;) {
-            const report = await d.runner(clock.now()).fanOut(topic, 100);
-            if (!report.more) return;
-          }
-        };
-        const [page] = await Promise.all([d.queue.listJobs(topic, { state: "scheduled", limit: 1_000, ...(after ? { after } : {}) }), enqueue(), claim()]);
-        listed.push(...page.jobs);
-        if (!page.next) break;
-        after = page.next;
-      }
+    const listed: ListedJob[] = [];
+    let after: ListPosition | undefined;
+    let step = 0;
+    for (;;) {
+      step++;
+      const enqueue = async () => {
+        const batch = Array.from({ length: 200 }, () => ({ topic, payload: "late", runAt: T0 + 1_000 + Math.floor(random() * 5_000) * 10 }));
+        added.push(...(await producer.enqueueBatch(batch)).map((r) => r.id));
+      };
+      // The tick runs ahead of the pages for the first ten steps (3 s of due jobs a step, the pages cover 2 s), then stops.
+      const claim = async () => {
+        if (step > 10) return;
+        clock.t += 3_000;
+        for (;;) {
+          const report = await d.runner(clock.now()).fanOut(topic, 100);
+          if (!report.more) return;
+        }
+      };
+      const [page] = await Promise.all([d.queue.listJobs(topic, { state: "scheduled", limit: 1_000, ...(after ? { after } : {}) }), enqueue(), claim()]);
+      listed.push(...page.jobs);
+      if (!page.next) break;
+      after = page.next;
+    }
 
-      const counts = new Map<string, number>();
-      for (const j of listed) counts.set(j.id, (counts.get(j.id) ?? 0) + 1);
-      expect([...counts.values()].every((n) => n === 1)).toBe(true);
-      expectInSetOrder(listed, (j) => j.dueAt!);
+    const counts = new Map<string, number>();
+    for (const j of listed) counts.set(j.id, (counts.get(j.id) ?? 0) + 1);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expectInSetOrder(listed, (j) => j.dueAt!);
 
-      const stillScheduled = new Set((await listAll(d.queue, topic, { state: "scheduled", limit: 1_000 })).flat().map((j) => j.id));
-      const survivors = initial.filter((id) => stillScheduled.has(id));
-      expect(survivors.filter((id) => counts.get(id) !== 1)).toEqual([]);
-      // The paging did run among claims and enqueues: many initial jobs were delivered, many stayed, some new ones were listed and some not.
-      expect(delivered.length).toBeGreaterThan(5_000);
-      expect(survivors.length).toBeGreaterThan(5_000);
-      const addedListed = added.filter((id) => counts.has(id)).length;
-      expect(addedListed).toBeGreaterThan(0);
-      expect(addedListed).toBeLessThan(added.length);
-      expect(step).toBeGreaterThanOrEqual(20);
-    },
-  );
+    const stillScheduled = new Set((await listAll(d.queue, topic, { state: "scheduled", limit: 1_000 })).flat().map((j) => j.id));
+    const survivors = initial.filter((id) => stillScheduled.has(id));
+    expect(survivors.filter((id) => counts.get(id) !== 1)).toEqual([]);
+    // The paging did run among claims and enqueues: many initial jobs were delivered, many stayed, some new ones were listed and some not.
+    expect(delivered.length).toBeGreaterThan(5_000);
+    expect(survivors.length).toBeGreaterThan(5_000);
+    const addedListed = added.filter((id) => counts.has(id)).length;
+    expect(addedListed).toBeGreaterThan(0);
+    expect(addedListed).toBeLessThan(added.length);
+    expect(step).toBeGreaterThanOrEqual(20);
+  });
 });

@@ -74,7 +74,9 @@ describe("handler failure rates: retries and dead letters exactly as the ids say
 });
 
 describe("time edges", () => {
-  it("a past runAt is due now, due-now runs now, 365 days stay scheduled, and 10,000 jobs due in one millisecond each run once, in enqueue order, none early", { timeout: 120_000 }, async () => {
+  it("a past runAt is due now, due-now runs now, 365 days stay scheduled, and 10,000 jobs due in one millisecond each run once, in enqueue order, none early", {
+    timeout: 120_000,
+  }, async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "30000", TICK_CHUNK: "1000" }, clock);
     const topic = uniqueTopic("time");
@@ -107,13 +109,23 @@ describe("time edges", () => {
     }
     const report = await d.tick({ scheduledTime: T0 - 20_000, clock, windowMs: 75_000 });
 
-    expect(seen.slice(0, 3).map((s) => s.id).sort()).toEqual([past!.id, epoch!.id, now!.id].sort());
+    expect(
+      seen
+        .slice(0, 3)
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual([past!.id, epoch!.id, now!.id].sort());
     const burstSeen = seen.slice(3);
     expect(burstSeen.map((s) => s.id)).toEqual(burst);
     for (const s of seen) expect(s.at).toBeGreaterThanOrEqual(s.dueAt);
     expect(burstSeen.every((s) => s.dueAt === same)).toBe(true);
     expect(report.outcomes).toEqual({ ack: 10_003, retry: 0, dead: 0, stale: 0 });
     for (const j of [far!, farAt!]) expect(await d.queue.get(j.id)).toMatchObject({ state: "scheduled", dueAt: T0 + 365 * day });
-    expect(await d.queue.topicStats(topic)).toMatchObject({ scheduled: 2, inflight: 0, dead: 0, counters: { dispatched: 10_003, succeeded: 10_003, retried: 0, dead: 0 } });
+    expect(await d.queue.topicStats(topic)).toMatchObject({
+      scheduled: 2,
+      inflight: 0,
+      dead: 0,
+      counters: { dispatched: 10_003, succeeded: 10_003, retried: 0, dead: 0 },
+    });
   });
 });

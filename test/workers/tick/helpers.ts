@@ -49,7 +49,11 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
    * goes on with the window when a loop's budget runs out. `invocations`
    * counts both.
    */
-  const runner = { invocations: 0, fanOut: undefined as unknown as NonNullable<TickOptions["fanOut"]>, handOver: (_end: number) => Promise.resolve({}) as Promise<unknown> };
+  const runner = {
+    invocations: 0,
+    fanOut: undefined as unknown as NonNullable<TickOptions["fanOut"]>,
+    handOver: (_end: number) => Promise.resolve({}) as Promise<unknown>,
+  };
   runner.fanOut = (topic, max) => {
     runner.invocations++;
     return runChunk({ queue, settings: s, topic, max, log: () => {}, ...(clock ? { clock } : {}) });

@@ -63,7 +63,16 @@ describe("the http handler's headers", () => {
     const [got] = await deliveries(`/${topic}/ok`);
     expect(got).toBeDefined();
     const counts = nameCounts(got!.rawHeaders);
-    for (const name of ["content-type", "delayline-signature", "delayline-job-id", "delayline-topic", "delayline-attempt", "user-agent", "x-custom", "authorization"]) {
+    for (const name of [
+      "content-type",
+      "delayline-signature",
+      "delayline-job-id",
+      "delayline-topic",
+      "delayline-attempt",
+      "user-agent",
+      "x-custom",
+      "authorization",
+    ]) {
       expect(counts[name], name).toBe(1);
     }
     const h = got!.headers;

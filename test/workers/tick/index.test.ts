@@ -16,9 +16,8 @@ const T0 = 1_900_000_020_000; // 20 s past a minute boundary
 const restores: Array<() => void> = [];
 afterEach(() => {
   removeRecorders();
-  restores.splice(0).forEach((r) => r());
+  for (const r of restores.splice(0)) r();
 });
-
 
 describe("the topic index", () => {
   for (const profile of [
@@ -106,7 +105,7 @@ describe("limits", () => {
     // min(rate, what concurrency 1 allows with an instant handler) = 2/s: burst 2, then a job per 500 ms.
     expect(seen.length).toBeGreaterThanOrEqual(20);
     expect(seen.length).toBeLessThanOrEqual(2 * 10 + 2);
-    seen.forEach((s, i) => expect(i + 1).toBeLessThanOrEqual(((s.at - T0) * 2) / 1000 + 2));
+    for (const [i, s] of seen.entries()) expect(i + 1).toBeLessThanOrEqual(((s.at - T0) * 2) / 1000 + 2);
   });
 });
 
@@ -159,7 +158,9 @@ describe("a producer's drain", () => {
     expect(await d.queue.get(id)).toMatchObject({ state: "succeeded", attempts: 2 });
   });
 
-  it("carries 1,000 jobs due over 20 s on the free-plan profile: fanned out, handed over, each once, never early, within TICK_POLL_MS + 100 ms", { timeout: 120_000 }, async () => {
+  it("carries 1,000 jobs due over 20 s on the free-plan profile: fanned out, handed over, each once, never early, within TICK_POLL_MS + 100 ms", {
+    timeout: 120_000,
+  }, async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10" }, clock);
     const topic = uniqueTopic("drain-steady");

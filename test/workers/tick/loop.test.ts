@@ -11,9 +11,8 @@ const restores: Array<() => void> = [];
 afterEach(() => {
   registered.splice(0).forEach(removeHandler);
   removeRecorders();
-  restores.splice(0).forEach((r) => r());
+  for (const r of restores.splice(0)) r();
 });
-
 
 describe("the loop", () => {
   it("runs every job of its window once, never early, within TICK_POLL_MS of its due time", async () => {
@@ -73,7 +72,13 @@ describe("the loop", () => {
     const seen = recorder(topic, clock, (job) => {
       if (job.attempt < 3) throw new Error(`attempt ${job.attempt} failed`);
     });
-    const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0, maxAttempts: 5, backoff: normalizeBackoff({ type: "schedule", delays: ["5s", "30s"] }) });
+    const { id } = await d.queue.enqueue({
+      topic,
+      payload: 1,
+      runAt: T0,
+      maxAttempts: 5,
+      backoff: normalizeBackoff({ type: "schedule", delays: ["5s", "30s"] }),
+    });
     await d.tick({ scheduledTime: T0 - 20_000, clock, windowMs: 75_000 });
     expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(5_000);
@@ -131,7 +136,9 @@ describe("the loop", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("crash");
     const seen = recorder(topic, clock);
-    const jobs = await d.queue.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic, payload: i, runAt: T0, backoff: normalizeBackoff({ type: "fixed", delay: 0 }) })));
+    const jobs = await d.queue.enqueueBatch(
+      Array.from({ length: 5 }, (_, i) => ({ topic, payload: i, runAt: T0, backoff: normalizeBackoff({ type: "fixed", delay: 0 }) })),
+    );
     // A loop claimed them and was killed before settling.
     await d.queue.claim(topic, { max: 5, leaseMs: 31_000, now: T0 });
     const report = await d.tick({ scheduledTime: T0 - 20_000, clock, windowMs: 75_000 });
@@ -151,7 +158,7 @@ describe("the loop", () => {
     const limit = 20 * 10 + 5;
     expect(seen.length).toBeLessThanOrEqual(limit);
     expect(seen.length).toBeGreaterThanOrEqual(Math.floor(0.98 * limit));
-    seen.forEach((s, i) => expect(i + 1).toBeLessThanOrEqual(((s.at - T0) * 20) / 1000 + 5));
+    for (const [i, s] of seen.entries()) expect(i + 1).toBeLessThanOrEqual(((s.at - T0) * 20) / 1000 + 5);
   });
 
   it("a hot topic does not delay a quiet one by more than one round", async () => {
@@ -185,10 +192,20 @@ describe("the loop", () => {
     // takes 10 ms, so the next job falls due while the round runs.
     const fanOut = async (t: string, max: number) => {
       const claim = await d.queue.claim(t, { max, leaseMs: 60_000 });
-      await d.queue.settle(t, claim.jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })));
+      await d.queue.settle(
+        t,
+        claim.jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+      );
       await clock.sleep(10);
       const n = claim.jobs.length;
-      return { claimed: n, outcomes: { ack: n, retry: 0, dead: 0, stale: 0 }, subrequests: 2, more: n === max, nextDueAt: claim.nextDueAt, nextLookAt: n === max ? clock.now() : claim.nextLookAt };
+      return {
+        claimed: n,
+        outcomes: { ack: n, retry: 0, dead: 0, stale: 0 },
+        subrequests: 2,
+        more: n === max,
+        nextDueAt: claim.nextDueAt,
+        nextLookAt: n === max ? clock.now() : claim.nextLookAt,
+      };
     };
     const report = await d.tick({ scheduledTime: T0, clock, windowMs: 3_000, fanOut });
     expect(report.fannedOut).toBeGreaterThan(0);
@@ -205,7 +222,10 @@ describe("the loop", () => {
     const seen = [...recorder(paused, clock), ...recorder(pull, clock)];
     await d.queue.configureTopic(paused, { paused: true });
     await d.queue.configureTopic(pull, { mode: "pull" });
-    await d.queue.enqueueBatch([{ topic: paused, payload: 1, runAt: T0 }, { topic: pull, payload: 2, runAt: T0 }]);
+    await d.queue.enqueueBatch([
+      { topic: paused, payload: 1, runAt: T0 },
+      { topic: pull, payload: 2, runAt: T0 },
+    ]);
     const report = await d.tick({ scheduledTime: T0, clock, windowMs: 2_000 });
     expect(report.claimed).toBe(0);
     expect(seen).toEqual([]);
@@ -260,7 +280,11 @@ describe("the http handler", () => {
     ]);
     await d.tick({ scheduledTime: T0 - 20_000, clock, windowMs: 75_000 });
     expect((await d.queue.get(ok!.id))!.state).toBe("succeeded");
-    expect(await d.queue.get(gone!.id)).toMatchObject({ state: "dead", attempts: 1, lastError: expect.stringMatching(/^HTTP 404: status 404 from the receiver/) });
+    expect(await d.queue.get(gone!.id)).toMatchObject({
+      state: "dead",
+      attempts: 1,
+      lastError: expect.stringMatching(/^HTTP 404: status 404 from the receiver/),
+    });
     expect(await d.queue.get(busy!.id)).toMatchObject({ state: "dead", attempts: 2, lastError: expect.stringMatching(/^HTTP 503/) });
     expect(await d.queue.get(moved!.id)).toMatchObject({ state: "dead", attempts: 1, lastError: expect.stringMatching(/redirects are not followed/) });
 
@@ -298,7 +322,7 @@ describe("the http handler", () => {
       made++;
       return real(...args);
     }) as typeof fetch;
-    let report;
+    let report: Awaited<ReturnType<typeof d.tick>>;
     try {
       report = await d.tick({ scheduledTime: T0, clock, windowMs: 60_000 });
     } finally {

@@ -234,7 +234,8 @@ function wiringOf(ctx: { s: Settings; clock: SimClock; trace: Trace; log: (line:
   let drains = 0;
 
   /** TickChunk.run. */
-  const runChunk = (topic: string, max: number): Promise<ChunkReport> => runChunkOf({ queue: queueFromSettings(s, { now }), settings: s, topic, max, clock, log });
+  const runChunk = (topic: string, max: number): Promise<ChunkReport> =>
+    runChunkOf({ queue: queueFromSettings(s, { now }), settings: s, topic, max, clock, log });
 
   /** TickChunk.drain, with its fan-out and successors. */
   const runDrain = (topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> =>
@@ -260,7 +261,16 @@ function wiringOf(ctx: { s: Settings; clock: SimClock; trace: Trace; log: (line:
       waitUntil: (work) => void clock.spawn(`waitUntil#${drains + 1}`, () => work.catch(() => undefined)),
       drain: (topic, horizonMs) => {
         const id = `drain#${++drains}`;
-        const event: DrainEvent = { id, topic, producer, requestedAt: clock.now(), dueAt: clock.now(), until: clock.now() + horizonMs, claimed: 0, startedAt: clock.now() };
+        const event: DrainEvent = {
+          id,
+          topic,
+          producer,
+          requestedAt: clock.now(),
+          dueAt: clock.now(),
+          until: clock.now() + horizonMs,
+          claimed: 0,
+          startedAt: clock.now(),
+        };
         if (ctx.isRecording()) trace.drains.push(event);
         return asRunner(id, async () => {
           try {

@@ -310,7 +310,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   let ended = "";
   let endAt = BASE;
 
-  for (const b of sc.batches) for (const spec of b.jobs) jobs.push({ j: jobs.length, spec, topic: topics[spec.topic]!, mode: sc.topics[spec.topic]!.mode, attempts: [], pushed: [] });
+  for (const b of sc.batches)
+    for (const spec of b.jobs) jobs.push({ j: jobs.length, spec, topic: topics[spec.topic]!, mode: sc.topics[spec.topic]!.mode, attempts: [], pushed: [] });
   const byId = new Map<string, JobModel>();
 
   try {
@@ -363,7 +364,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     // Producers.
     let next = 0;
     for (const [bi, b] of sc.batches.entries()) {
-      const models = jobs.slice(next, (next += b.jobs.length));
+      const models = jobs.slice(next, next + b.jobs.length);
+      next += b.jobs.length;
       void clock.spawn(`batch ${bi}`, async () => {
         await clock.sleep(BASE + b.at - clock.now());
         const inputs = models.map((m) => ({
@@ -458,9 +460,16 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   }
 
   for (const sp of clock.spins) {
-    if (sp.at < BASE + 365 * 86_400_000) violations.push({ kind: "spin", at: sp.at, facts: { spin: true }, message: `a task woke more than ${SimClock.SPIN_LIMIT} times in a row at ${rel(sp.at)} without time passing (sleeping 0 ms again and again); ${sp.refused} wake-ups refused` });
+    if (sp.at < BASE + 365 * 86_400_000)
+      violations.push({
+        kind: "spin",
+        at: sp.at,
+        facts: { spin: true },
+        message: `a task woke more than ${SimClock.SPIN_LIMIT} times in a row at ${rel(sp.at)} without time passing (sleeping 0 ms again and again); ${sp.refused} wake-ups refused`,
+      });
   }
-  for (const e of clock.errors) violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
+  for (const e of clock.errors)
+    violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
   violations.push(...check(sc, harness, jobs, topics, pauses));
   const stats: RunStats = {
     pushJobs: jobs.filter((j) => j.mode === "push").length,
@@ -590,7 +599,13 @@ export function blockedIntervals(
   return { all: merge([...uncovered, ...paused, ...full, ...tokens]), uncovered, paused, full, tokens };
 }
 
-function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: string[], pauses: Array<{ topic: string; paused: boolean; at: number }>): Violation[] {
+function check(
+  sc: Scenario,
+  harness: ModelHarness,
+  jobs: JobModel[],
+  topics: string[],
+  pauses: Array<{ topic: string; paused: boolean; at: number }>,
+): Violation[] {
   const v: Violation[] = [];
   const trace = harness.trace;
   const bound = sc.pollMs + LATENESS_SLACK_MS;
@@ -630,17 +645,34 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
 
   for (const inv of trace.invocations) {
     if (inv.report && inv.report.ended !== "window" && inv.report.ended !== "not-acquired") {
-      v.push({ kind: `tick-${inv.report.ended}`, at: inv.endedAt, message: `${inv.id} ended "${inv.report.ended}" at ${inv.endedAt === undefined ? "?" : rel(inv.endedAt)} (its budget is ample; a lost lock here means its real-time TTL ran out or a bug)` });
+      v.push({
+        kind: `tick-${inv.report.ended}`,
+        at: inv.endedAt,
+        message: `${inv.id} ended "${inv.report.ended}" at ${inv.endedAt === undefined ? "?" : rel(inv.endedAt)} (its budget is ample; a lost lock here means its real-time TTL ran out or a bug)`,
+      });
     }
   }
   for (const c of trace.claims) {
-    if (c.reaped.retried + c.reaped.dead > 0) v.push({ kind: "lease-expired", topic: c.topic, at: c.at, message: `${c.runner}'s claim of ${c.topic} reaped expired leases (${JSON.stringify(c.reaped)})` });
+    if (c.reaped.retried + c.reaped.dead > 0)
+      v.push({
+        kind: "lease-expired",
+        topic: c.topic,
+        at: c.at,
+        message: `${c.runner}'s claim of ${c.topic} reaped expired leases (${JSON.stringify(c.reaped)})`,
+      });
   }
   for (const s of trace.settles) {
-    for (const o of s.outcomes) if (!o.applied) v.push({ kind: "stale-settle", topic: s.topic, at: s.at, message: `${s.runner} settled ${o.id}#${o.attempt} (${o.kind}) stale` });
+    for (const o of s.outcomes)
+      if (!o.applied) v.push({ kind: "stale-settle", topic: s.topic, at: s.at, message: `${s.runner} settled ${o.id}#${o.attempt} (${o.kind}) stale` });
   }
   for (const l of trace.logs) {
-    if (l.line.level === "error") v.push({ kind: "error", at: l.at, ...(JSON.stringify(l.line).includes("SpinError") ? { facts: { spin: true } } : {}), message: `${l.runner} logged an error: ${JSON.stringify(l.line)}` });
+    if (l.line.level === "error")
+      v.push({
+        kind: "error",
+        at: l.at,
+        ...(JSON.stringify(l.line).includes("SpinError") ? { facts: { spin: true } } : {}),
+        message: `${l.runner} logged an error: ${JSON.stringify(l.line)}`,
+      });
   }
 
   for (const m of jobs) {
@@ -650,7 +682,16 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
       v.push({ kind: "lost", job: m.j, message: `${label} was never enqueued` });
       continue;
     }
-    for (const p of m.pushed) v.push({ kind: "pull-pushed", job: m.j, topic: m.topic, attempt: p.attempt, at: p.start, facts: { runner: p.runner, pullPushed: true }, message: `${label}: pull job pushed to a handler by ${p.runner} (attempt ${p.attempt} at ${rel(p.start)})` });
+    for (const p of m.pushed)
+      v.push({
+        kind: "pull-pushed",
+        job: m.j,
+        topic: m.topic,
+        attempt: p.attempt,
+        at: p.start,
+        facts: { runner: p.runner, pullPushed: true },
+        message: `${label}: pull job pushed to a handler by ${p.runner} (attempt ${p.attempt} at ${rel(p.start)})`,
+      });
     const maxAttempts = m.spec.maxAttempts ?? ts.maxAttempts;
     const policy = normalized(m.spec.backoff ?? ts.backoff);
     const expected = expectedOutcome(m.spec.plan, maxAttempts);
@@ -658,7 +699,17 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
     // Every attempt exactly once, numbered 1..n.
     const counts = new Map<number, number>();
     for (const a of atts) counts.set(a.attempt, (counts.get(a.attempt) ?? 0) + 1);
-    for (const [k, n] of counts) if (n > 1) v.push({ kind: "duplicate", job: m.j, attempt: k, message: `${label}: attempt ${k} ran ${n} times (${atts.filter((a) => a.attempt === k).map((a) => `${a.runner} at ${rel(a.start)}`).join(", ")})` });
+    for (const [k, n] of counts)
+      if (n > 1)
+        v.push({
+          kind: "duplicate",
+          job: m.j,
+          attempt: k,
+          message: `${label}: attempt ${k} ran ${n} times (${atts
+            .filter((a) => a.attempt === k)
+            .map((a) => `${a.runner} at ${rel(a.start)}`)
+            .join(", ")})`,
+        });
     const numbers = [...counts.keys()].sort((a, b) => a - b);
     if (numbers.some((k, i) => k !== i + 1)) v.push({ kind: "gap", job: m.j, message: `${label}: attempts ${numbers.join(",")} are not 1..n` });
     // The final state.
@@ -666,24 +717,47 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
     if (f === null || f === undefined) v.push({ kind: "lost", job: m.j, message: `${label}: queue.get finds nothing at the end` });
     else if (f.state === "succeeded" || f.state === "dead") {
       if (f.state !== expected.state || f.attempts !== expected.attempts || numbers.length !== expected.attempts) {
-        v.push({ kind: "final-state", job: m.j, ...(m.pushed.length > 0 ? { facts: { pullPushed: true } } : {}), message: `${label}: ended ${f.state} after ${f.attempts} attempts (${numbers.length} seen); its plan says ${expected.state} after ${expected.attempts}` });
+        v.push({
+          kind: "final-state",
+          job: m.j,
+          ...(m.pushed.length > 0 ? { facts: { pullPushed: true } } : {}),
+          message: `${label}: ended ${f.state} after ${f.attempts} attempts (${numbers.length} seen); its plan says ${expected.state} after ${expected.attempts}`,
+        });
       }
     } else {
-      v.push({ kind: "unfinished", job: m.j, at: f.dueAt ?? undefined, message: `${label}: still ${f.state} at the end (due ${f.dueAt === null ? "-" : rel(f.dueAt)}, ${f.attempts} attempts); its plan says ${expected.state} after ${expected.attempts}` });
+      v.push({
+        kind: "unfinished",
+        job: m.j,
+        at: f.dueAt ?? undefined,
+        message: `${label}: still ${f.state} at the end (due ${f.dueAt === null ? "-" : rel(f.dueAt)}, ${f.attempts} attempts); its plan says ${expected.state} after ${expected.attempts}`,
+      });
     }
     // Each attempt's due time, never early, and (push topics) on time.
     for (const [i, a] of atts.entries()) {
       const claim = claimOf.get(`${a.id}#${a.attempt}`);
-      if (a.attempt === 1 && a.dueAt !== m.dueAt) v.push({ kind: "due", job: m.j, attempt: 1, message: `${label}: attempt 1 ran with due ${rel(a.dueAt)}, enqueue said ${rel(m.dueAt!)}` });
+      if (a.attempt === 1 && a.dueAt !== m.dueAt)
+        v.push({ kind: "due", job: m.j, attempt: 1, message: `${label}: attempt 1 ran with due ${rel(a.dueAt)}, enqueue said ${rel(m.dueAt!)}` });
       const prev = atts[i - 1];
       if (a.attempt > 1 && prev && prev.attempt === a.attempt - 1 && prev.end !== undefined) {
         const b = m.spec.plan[prev.attempt - 1] ?? { k: "ok", ms: 0 };
         const [lo, hi] = retryDelay(b, policy, prev.attempt);
         if (a.dueAt < prev.end + lo || a.dueAt > prev.end + hi) {
-          v.push({ kind: "retry-time", job: m.j, attempt: a.attempt, message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)}, but attempt ${prev.attempt} ended at ${rel(prev.end)} and its retry should be ${lo === hi ? `${lo} ms` : `${lo}–${hi} ms`} later` });
+          v.push({
+            kind: "retry-time",
+            job: m.j,
+            attempt: a.attempt,
+            message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)}, but attempt ${prev.attempt} ended at ${rel(prev.end)} and its retry should be ${lo === hi ? `${lo} ms` : `${lo}–${hi} ms`} later`,
+          });
         }
       }
-      if (a.start < a.dueAt || (claim && claim.at < a.dueAt)) v.push({ kind: "early", job: m.j, attempt: a.attempt, at: a.start, message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, before its due time ${rel(a.dueAt)}` });
+      if (a.start < a.dueAt || (claim && claim.at < a.dueAt))
+        v.push({
+          kind: "early",
+          job: m.j,
+          attempt: a.attempt,
+          at: a.start,
+          message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, before its due time ${rel(a.dueAt)}`,
+        });
       if (m.mode === "push") {
         const free = longestFree(blocked[m.spec.topic]!.all, a.dueAt, a.start);
         if (free.length > bound) {
@@ -703,7 +777,10 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
               a.attempt === 1 &&
               m.enqueuedAt !== undefined &&
               trace.drains.some((d) => d.topic === m.topic && d.requestedAt < m.enqueuedAt! && (d.endedAt ?? Infinity) >= m.enqueuedAt! && d.until >= a.dueAt),
-            drainSpun: trace.drains.some((d) => d.topic === m.topic && d.error?.includes("SpinError") && (d.startedAt ?? Infinity) <= free.at![1] && (d.endedAt ?? Infinity) >= a.dueAt - bound),
+            drainSpun: trace.drains.some(
+              (d) =>
+                d.topic === m.topic && d.error?.includes("SpinError") && (d.startedAt ?? Infinity) <= free.at![1] && (d.endedAt ?? Infinity) >= a.dueAt - bound,
+            ),
           };
           if (prevSettle) facts.retryScheduledBy = prevSettle;
           v.push({
@@ -732,7 +809,12 @@ function check(sc: Scenario, harness: ModelHarness, jobs: JobModel[], topics: st
         for (let b = a; b < starts.length; b++) {
           const n = b - a + 1;
           if (n > burst + (t.rate * (starts[b]! - starts[a]!)) / 1000 + 1e-6) {
-            v.push({ kind: "rate-exceeded", topic, at: starts[a], message: `topic ${i} (${t.rate}/s, burst ${burst}): ${n} starts within ${rel(starts[a]!)}–${rel(starts[b]!)}` });
+            v.push({
+              kind: "rate-exceeded",
+              topic,
+              at: starts[a],
+              message: `topic ${i} (${t.rate}/s, burst ${burst}): ${n} starts within ${rel(starts[a]!)}–${rel(starts[b]!)}`,
+            });
             break outer;
           }
         }
@@ -773,26 +855,37 @@ function explain(r: RunResult, pollMs: number): string {
   lines.push(
     `settings: TICK_POLL_MS ${sc.pollMs}, TICK_IDLE_PEEK_MS ${sc.idlePeekMs}, TICK_CHUNK ${sc.chunk}, TICK_OVERLAP_MS ${sc.overlapMs}; lateness bound ${pollMs + LATENESS_SLACK_MS} ms`,
   );
-  sc.topics.forEach((t, i) => lines.push(`topic ${i} ${r.topics[i]}: ${JSON.stringify(t)}`));
-  lines.push(`invocations: ${r.trace.invocations.map((i) => `${i.id} ${rel(i.startedAt)}–${rel(i.windowEnd)} ${i.report?.ended ?? "?"} (claimed ${i.report?.claimed ?? "?"}, idle sleeps ${i.report?.idleSleeps ?? "?"})`).join("; ")}`);
+  for (const [i, t] of sc.topics.entries()) lines.push(`topic ${i} ${r.topics[i]}: ${JSON.stringify(t)}`);
+  lines.push(
+    `invocations: ${r.trace.invocations.map((i) => `${i.id} ${rel(i.startedAt)}–${rel(i.windowEnd)} ${i.report?.ended ?? "?"} (claimed ${i.report?.claimed ?? "?"}, idle sleeps ${i.report?.idleSleeps ?? "?"})`).join("; ")}`,
+  );
   lines.push(`sleep mark: ${r.trace.marks.map((m) => `${rel(m.at)} ${m.change === "clear" ? "clear" : "set"} (${m.runner})`).join(", ") || "never set"}`);
   if (r.pauses.length > 0) lines.push(`pauses: ${r.pauses.map((p) => `${rel(p.at)} ${p.paused ? "pause" : "resume"} ${p.topic}`).join(", ")}`);
-  if (r.trace.drains.length > 0) lines.push(`drains: ${r.trace.drains.map((d) => `${d.id} ${d.topic} asked ${rel(d.requestedAt)} for ${rel(d.dueAt)} until ${rel(d.until)}, ran ${d.startedAt ? rel(d.startedAt) : "-"}–${d.endedAt ? rel(d.endedAt) : "-"}, claimed ${d.claimed}`).join("; ")}`);
+  if (r.trace.drains.length > 0)
+    lines.push(
+      `drains: ${r.trace.drains.map((d) => `${d.id} ${d.topic} asked ${rel(d.requestedAt)} for ${rel(d.dueAt)} until ${rel(d.until)}, ran ${d.startedAt ? rel(d.startedAt) : "-"}–${d.endedAt ? rel(d.endedAt) : "-"}, claimed ${d.claimed}`).join("; ")}`,
+    );
   lines.push(`violations (${r.violations.length}):`);
   for (const x of r.violations.slice(0, 20)) lines.push(`  [${x.kind}] ${x.message}`);
   if (r.violations.length > 20) lines.push(`  … ${r.violations.length - 20} more`);
   const involved = [...new Set(r.violations.flatMap((x) => (x.job === undefined ? [] : [x.job])))].slice(0, 5);
   for (const j of involved) {
     const m = r.jobs[j]!;
-    lines.push(`job ${j} timeline (${m.id}, topic ${m.spec.topic}, plan ${JSON.stringify(m.spec.plan)}${m.spec.maxAttempts ? `, maxAttempts ${m.spec.maxAttempts}` : ""}${m.spec.backoff ? `, backoff ${JSON.stringify(m.spec.backoff)}` : ""}):`);
+    lines.push(
+      `job ${j} timeline (${m.id}, topic ${m.spec.topic}, plan ${JSON.stringify(m.spec.plan)}${m.spec.maxAttempts ? `, maxAttempts ${m.spec.maxAttempts}` : ""}${m.spec.backoff ? `, backoff ${JSON.stringify(m.spec.backoff)}` : ""}):`,
+    );
     const ev: Array<[number, string]> = [];
     if (m.enqueuedAt !== undefined) ev.push([m.enqueuedAt, `enqueued, due ${m.dueAt === undefined ? "?" : rel(m.dueAt)}`]);
-    for (const c of r.trace.claims) for (const x of c.jobs) if (x.id === m.id) ev.push([c.at, `claimed attempt ${x.attempt} (due ${rel(x.dueAt)}) by ${c.runner}`]);
+    for (const c of r.trace.claims)
+      for (const x of c.jobs) if (x.id === m.id) ev.push([c.at, `claimed attempt ${x.attempt} (due ${rel(x.dueAt)}) by ${c.runner}`]);
     for (const a of [...m.attempts, ...m.pushed]) {
       ev.push([a.start, `attempt ${a.attempt} started by ${a.runner}`]);
       if (a.end !== undefined) ev.push([a.end, `attempt ${a.attempt} ended`]);
     }
-    for (const s of r.trace.settles) for (const o of s.outcomes) if (o.id === m.id) ev.push([s.at, `settled attempt ${o.attempt} ${o.kind}${o.retryAt ? ` → ${rel(o.retryAt)}` : ""}${o.applied ? "" : " (stale)"} by ${s.runner}`]);
+    for (const s of r.trace.settles)
+      for (const o of s.outcomes)
+        if (o.id === m.id)
+          ev.push([s.at, `settled attempt ${o.attempt} ${o.kind}${o.retryAt ? ` → ${rel(o.retryAt)}` : ""}${o.applied ? "" : " (stale)"} by ${s.runner}`]);
     ev.sort((a, b) => a[0] - b[0]);
     for (const [t, what] of ev) lines.push(`  ${rel(t)} ${what}`);
     lines.push(`  final: ${m.final ? `${m.final.state}, ${m.final.attempts} attempts` : String(m.final)}`);
@@ -819,32 +912,38 @@ export const KNOWN_BUGS: KnownBug[] = [
   },
   {
     id: "drain-retry-waits",
-    title: "a retry scheduled by a drain waits for the sleeping tick's next look (the drain's next due time comes from its claim, before the settle added the retry)",
+    title:
+      "a retry scheduled by a drain waits for the sleeping tick's next look (the drain's next due time comes from its claim, before the settle added the retry)",
     matches: (v) => v.kind === "late" && (v.facts?.retryScheduledBy ?? "").startsWith("drain#") && v.facts?.tickAsleepAtDue === true,
   },
   {
     id: "drain-misses-enqueue",
-    title: "a job enqueued while its topic's drain runs a chunk is left to the sleeping tick: the producer counts on the running drain, which then ends (or sleeps) by the next due time it read before the enqueue",
+    title:
+      "a job enqueued while its topic's drain runs a chunk is left to the sleeping tick: the producer counts on the running drain, which then ends (or sleeps) by the next due time it read before the enqueue",
     matches: (v) => v.kind === "late" && v.facts?.enqueuedDuringDrain === true && v.facts?.tickAsleepAtDue === true && v.facts?.drainSpun !== true,
   },
   {
     id: "paused-topic-sleeps",
-    title: "due jobs of a paused topic let the tick fall asleep (a peek gives each topic's earliest due time only, already past, so the topic is left out of wakeAt): after the resume its jobs — and later ones of the topic — wait up to TICK_IDLE_PEEK_MS for the tick's next look",
+    title:
+      "due jobs of a paused topic let the tick fall asleep (a peek gives each topic's earliest due time only, already past, so the topic is left out of wakeAt): after the resume its jobs — and later ones of the topic — wait up to TICK_IDLE_PEEK_MS for the tick's next look",
     matches: (v) => v.kind === "late" && v.facts?.tickAsleepAtFreeStart === true && v.facts?.fellAsleepWhilePaused === true,
   },
   {
     id: "concurrency-throughput",
-    title: "a concurrency-limited topic is served one claim per TICK_POLL_MS: after a claim held back by concurrency the loop sleeps a whole poll (rateLimitedForMs is 0), e.g. ratePerSec 2, burst 2, concurrency 1 delivers 1 job/s",
+    title:
+      "a concurrency-limited topic is served one claim per TICK_POLL_MS: after a claim held back by concurrency the loop sleeps a whole poll (rateLimitedForMs is 0), e.g. ratePerSec 2, burst 2, concurrency 1 delivers 1 job/s",
     matches: (v) => v.kind === "late" && v.facts?.throttledByConcurrency === true && v.facts?.headOfLine !== true,
   },
   {
     id: "drain-spins",
-    title: "a drain spins (0 ms sleeps, 3 requests each) while its topic has due jobs it may not claim (paused, rate-limited, at its concurrency) until its subrequest budget is gone",
+    title:
+      "a drain spins (0 ms sleeps, 3 requests each) while its topic has due jobs it may not claim (paused, rate-limited, at its concurrency) until its subrequest budget is gone",
     matches: (v) => v.facts?.spin === true || (v.kind === "late" && v.facts?.drainSpun === true),
   },
   {
     id: "head-of-line",
-    title: "a slow handler holds back every other due job of the runner: the loop claims again only after a round's slowest handler settled, a drain only after its chunk did",
+    title:
+      "a slow handler holds back every other due job of the runner: the loop claims again only after a round's slowest handler settled, a drain only after its chunk did",
     matches: (v) => v.kind === "late" && v.facts?.headOfLine === true,
   },
 ];

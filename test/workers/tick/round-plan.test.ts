@@ -45,11 +45,21 @@ describe("planRound", () => {
   it("gives a topic whose fanned-out chunk is still out no second one: served here if the pace allows, else it waits", () => {
     const out = { here: false, fanned: true };
     expect(planRound([topic("e", { backlog: true, running: out })], 0, limits()).local).toEqual([{ topic: "e", max: 50 }]);
-    expect(planRound([topic("f", { lastTaken: 10, running: out })], 0, limits({ budgetLeft: 100 }))).toEqual({ local: [], remote: [], waiting: ["f"], unserved: 0, slotBound: false });
+    expect(planRound([topic("f", { lastTaken: 10, running: out })], 0, limits({ budgetLeft: 100 }))).toEqual({
+      local: [],
+      remote: [],
+      waiting: ["f"],
+      unserved: 0,
+      slotBound: false,
+    });
   });
 
   it("says when a topic waits only for TICK_CONCURRENCY's slots that topics before it were given", () => {
-    expect(planRound([topic("a"), topic("b")], 0, limits({ freeSlots: 10 }))).toMatchObject({ local: [{ topic: "a", max: 10 }], waiting: ["b"], slotBound: true });
+    expect(planRound([topic("a"), topic("b")], 0, limits({ freeSlots: 10 }))).toMatchObject({
+      local: [{ topic: "a", max: 10 }],
+      waiting: ["b"],
+      slotBound: true,
+    });
     expect(planRound([topic("a"), topic("b", { room: 0 })], 0, limits({ freeSlots: 10 })).slotBound).toBe(false);
   });
 
@@ -61,7 +71,16 @@ describe("planRound", () => {
   it("shares a tight budget evenly from the rotation's start, and counts who it could not reach", () => {
     const due = [topic("a"), topic("b"), topic("c")];
     const tight = limits({ fanning: false, budgetLeft: 9, freeSlots: 50 });
-    expect(planRound(due, 1, tight)).toEqual({ local: [{ topic: "b", max: 1 }, { topic: "c", max: 1 }], remote: [], waiting: [], unserved: 1, slotBound: false });
+    expect(planRound(due, 1, tight)).toEqual({
+      local: [
+        { topic: "b", max: 1 },
+        { topic: "c", max: 1 },
+      ],
+      remote: [],
+      waiting: [],
+      unserved: 1,
+      slotBound: false,
+    });
     expect(planRound(due, 2, tight).local.map((l) => l.topic)).toEqual(["c", "a"]);
   });
 });

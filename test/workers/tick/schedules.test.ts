@@ -11,7 +11,13 @@ import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } 
 const M0 = 1_900_000_020_000 - 20_000; // a minute boundary
 afterEach(removeRecorders);
 
-const every = (ms: number, topic: string, extra: Partial<ScheduleInput> = {}): ScheduleInput => ({ every: ms, timezone: "UTC", grace: 60_000, job: { topic, payload: "tick" }, ...extra });
+const every = (ms: number, topic: string, extra: Partial<ScheduleInput> = {}): ScheduleInput => ({
+  every: ms,
+  timezone: "UTC",
+  grace: 60_000,
+  job: { topic, payload: "tick" },
+  ...extra,
+});
 
 /** Records what each delivery says about its schedule. */
 function scheduleRecorder(topic: string, clock: VirtualClock) {
@@ -149,7 +155,12 @@ describe("schedules fired by the tick", () => {
       requests.push(new Request(input, init));
       return new Response("ok");
     }) as typeof fetch;
-    await upsertSchedule(d.queue.schedules, "hooks", { ...every(10_000, topic, { startAt: M0 + 10_000, limit: 1 }), job: { topic, payload: { a: 1 }, target: { url: "https://hooks.example.com/in" } } }, clock.now());
+    await upsertSchedule(
+      d.queue.schedules,
+      "hooks",
+      { ...every(10_000, topic, { startAt: M0 + 10_000, limit: 1 }), job: { topic, payload: { a: 1 }, target: { url: "https://hooks.example.com/in" } } },
+      clock.now(),
+    );
     await d.tick({ scheduledTime: M0, windowMs: 30_000, fetch: recording });
     expect(requests).toHaveLength(1);
     expect(requests[0]!.headers.get("delayline-schedule-id")).toBe("hooks");

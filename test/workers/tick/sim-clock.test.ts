@@ -7,7 +7,9 @@ import { seededRandom, SimClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_000_000;
 const restores: Array<() => void> = [];
-afterEach(() => restores.splice(0).forEach((r) => r()));
+afterEach(() => {
+  for (const r of restores.splice(0)) r();
+});
 
 it("concurrent tasks wake in virtual-time order, ties in the order they slept", async () => {
   const clock = new SimClock(T0);
