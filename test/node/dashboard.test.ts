@@ -68,6 +68,15 @@ async function watchedPage(browser: Awaited<ReturnType<typeof launchChromium>>, 
   return { page, problems };
 }
 
+/** A watched page of the dashboard, signed in with the stack's token. */
+async function signedInPage(browser: Awaited<ReturnType<typeof launchChromium>>, height: number) {
+  const watched = await watchedPage(browser, height);
+  await watched.page.goto(`${stack.url}/dashboard`);
+  await watched.page.locator("#token").fill(stack.token);
+  await watched.page.locator("#login button[type=submit]").click();
+  return watched;
+}
+
 afterAll(async () => {
   await stack?.stop();
   await new Promise((r) => receiver?.close(() => r(undefined)));
@@ -143,10 +152,7 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
   expect(dead).toBeDefined();
   const browser = await launchChromium();
   try {
-    const { page, problems } = await watchedPage(browser, 1200);
-    await page.goto(`${stack.url}/dashboard`);
-    await page.locator("#token").fill(stack.token);
-    await page.locator("#login button[type=submit]").click();
+    const { page, problems } = await signedInPage(browser, 1200);
     const okRow = page.locator('#topics tr[data-topic="dash-ok"]');
 
     // The scheduled count opens the browser: the five jobs due in an hour, in due order.
@@ -214,10 +220,7 @@ it("the schedules table shows a cron schedule in its time zone with cronstrue's 
   expect(weekday.nextRunAt).not.toBeNull();
   const browser = await launchChromium();
   try {
-    const { page, problems } = await watchedPage(browser, 1200);
-    await page.goto(`${stack.url}/dashboard`);
-    await page.locator("#token").fill(stack.token);
-    await page.locator("#login button[type=submit]").click();
+    const { page, problems } = await signedInPage(browser, 1200);
 
     // The cron schedule: its expression, cronstrue's reading, its zone, and the next run in that zone (09:00 Berlin, not the browser's UTC).
     const weekdayRow = page.locator('#schedules-list tr[data-schedule="dash-weekday"]');

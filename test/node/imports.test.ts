@@ -16,7 +16,7 @@ function runtimeImports(file: string): string[] {
   const out: string[] = [];
   const visit = (node: ts.Node) => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly === true && node.importClause !== undefined : node.isTypeOnly;
+      const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly === true : node.isTypeOnly;
       // import { type A, type B } from … is erased too.
       const allTypes =
         ts.isImportDeclaration(node) &&
