@@ -54,7 +54,7 @@ export interface RoundPlan {
 }
 
 /** What a chunk of `t` run here costs: a claim, a settle and a delivery per job. */
-export const localPrice = (t: Pick<DueTopic, "lastTaken">, tickChunk: number) => 2 + Math.min(tickChunk, t.lastTaken ?? 1);
+const localPrice = (t: Pick<DueTopic, "lastTaken">, tickChunk: number) => 2 + Math.min(tickChunk, t.lastTaken ?? 1);
 
 /**
  * Plans a round over `due`, taken in order from `start` (a rotation, so a
