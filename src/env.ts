@@ -67,6 +67,7 @@ export interface Env {
   SIGNING_SECRET?: string;
   SIGNING_SCHEME?: string;
   TICK_CHUNK?: string;
+  TICK_LEAD_MS?: string;
   TICK_CONCURRENCY?: string;
   TICK_SUBREQUEST_BUDGET?: string;
   TICK_OVERLAP_MS?: string;
@@ -80,18 +81,19 @@ const bool = z
   .default("false")
   .transform((v) => v === "true" || v === "1");
 
-const int = (min: number, max: number, fallback: number) =>
-  z
-    .string()
-    .default(String(fallback))
-    .transform((v, ctx) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < min || n > max) {
-        ctx.addIssue({ code: "custom", message: `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}` });
-        return z.NEVER;
-      }
-      return n;
-    });
+const wholeNumber = (min: number, max: number) => (v: string, ctx: z.RefinementCtx) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    ctx.addIssue({ code: "custom", message: `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  }
+  return n;
+};
+
+const int = (min: number, max: number, fallback: number) => z.string().default(String(fallback)).transform(wholeNumber(min, max));
+
+/** A whole number whose default depends on other settings (undefined when unset). */
+const intOrDerived = (min: number, max: number) => z.string().optional().transform((v, ctx) => (v === undefined ? undefined : wholeNumber(min, max)(v, ctx)));
 
 const SettingsSchema = z
   .object({
@@ -123,6 +125,8 @@ const SettingsSchema = z
     SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
     SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default("delayline"),
     TICK_CHUNK: int(1, 1_000, 100),
+    // Unset: TICK_POLL_MS, at most 1,000 (see Settings.tickLeadMs).
+    TICK_LEAD_MS: intOrDerived(0, 60_000),
     TICK_CONCURRENCY: int(1, 1_000, 50),
     TICK_SUBREQUEST_BUDGET: int(10, 100_000, 10_000),
     TICK_OVERLAP_MS: int(0, 600_000, 15_000),
@@ -175,6 +179,14 @@ export interface Settings {
   signatureScheme: SignatureScheme;
   /** Most jobs one claim takes per topic per round. Default 100. */
   tickChunk: number;
+  /**
+   * The tick claims jobs of topics without a rate or concurrency limit up to
+   * this long before they are due and starts each at its due time, so a
+   * steady trickle is carried by a few claims and starts on time. Such a job
+   * is in flight from its claim: it can no longer be cancelled or
+   * rescheduled. Default TICK_POLL_MS, at most 1,000 ms; 0 claims only due jobs.
+   */
+  tickLeadMs: number;
   /** Most handlers running at once in one tick, across topics. Default 50. */
   tickConcurrency: number;
   /**
@@ -255,6 +267,7 @@ export function settings(env: Env): Settings {
     defaultMaxAttempts: d.DEFAULT_MAX_ATTEMPTS,
     defaultTimeoutMs: d.DEFAULT_TIMEOUT_MS,
     tickChunk: d.TICK_CHUNK,
+    tickLeadMs: d.TICK_LEAD_MS ?? Math.min(d.TICK_POLL_MS, 1_000),
     tickConcurrency: d.TICK_CONCURRENCY,
     tickSubrequestBudget: d.TICK_SUBREQUEST_BUDGET,
     tickOverlapMs: d.TICK_OVERLAP_MS,

@@ -427,6 +427,12 @@ export class Queue {
       now?: number;
       /** Default "push" (the tick). */
       mode?: ClaimMode;
+      /**
+       * Push claims of a topic with neither a rate limit nor a concurrency
+       * limit also take jobs due up to this long from `now`, each leased from
+       * its due time; the caller starts each at its `dueAt`. Default 0.
+       */
+      leadMs?: number;
     },
   ): Promise<ClaimResult> {
     const max = Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH);
@@ -463,6 +469,7 @@ export class Queue {
         mode,
         this.defaults.timeoutMs,
         LEASE_MARGIN_MS,
+        Math.max(0, Math.floor(options.leadMs ?? 0)),
       ],
     );
     const reply = z.array(z.union([z.string(), z.number(), z.array(z.string())])).parse(raw);
@@ -470,12 +477,14 @@ export class Queue {
     const conf = z.array(z.string()).parse(reply[8]);
     const jobs: ClaimedJob[] = [];
     for (let i = 9; i < reply.length; i += 4) {
+      const dueAt = numericReply.parse(reply[i + 2]);
       jobs.push({
         id: String(reply[i]),
         topic,
         attempt: intReply.parse(reply[i + 1]),
-        dueAt: numericReply.parse(reply[i + 2]),
-        leaseExpiresAt: deadline!,
+        dueAt,
+        // A job taken ahead is leased from its due time.
+        leaseExpiresAt: deadline! + Math.max(0, dueAt - now),
         record: parseRecord(String(reply[i + 3])),
       });
     }

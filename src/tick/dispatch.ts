@@ -17,6 +17,8 @@ export interface DispatchContext {
   /** Shared by all topics of the tick. */
   overall: Semaphore;
   now: () => number;
+  /** Resolves at `at` (epoch ms): a job claimed ahead of its due time starts then. Default: jobs start at once. */
+  until?: (at: number) => Promise<void>;
   /** Told each outcome as soon as its handler ends (before the whole chunk has). */
   onOutcome?: (outcome: Outcome) => void;
 }
@@ -117,14 +119,19 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
   const registered = handlerFor(topic);
   const local = new Semaphore(handlerSlots(topic, ctx.settings));
   const timeoutOf = (job: ClaimedJob) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
+  const whenDue = async (job: ClaimedJob) => {
+    if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
+  };
 
   if (registered?.kind === "batch") {
     const outcomes: Outcome[] = [];
     const groups: ClaimedJob[][] = [];
     for (let i = 0; i < jobs.length; i += registered.options.batchSize) groups.push(jobs.slice(i, i + registered.options.batchSize));
     await Promise.all(
-      groups.map((group) =>
-        local.run(() =>
+      groups.map(async (group) => {
+        // A batch starts when its last job is due (claims for batch handlers take only due jobs).
+        await whenDue(group.reduce((a, b) => (b.dueAt > a.dueAt ? b : a)));
+        return local.run(() =>
           ctx.overall.run(async () => {
             let results: Array<BatchResult | Error>;
             const startedAt = ctx.now();
@@ -147,15 +154,17 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
               ctx.onOutcome?.(o);
             }
           }),
-        ),
-      ),
+        );
+      }),
     );
     return outcomes;
   }
 
   return Promise.all(
-    jobs.map((job) =>
-      local.run(() =>
+    jobs.map(async (job) => {
+      // Not before it is due: a job claimed ahead takes a slot only at its time.
+      await whenDue(job);
+      return local.run(() =>
         ctx.overall.run(async () => {
           const startedAt = ctx.now();
           try {
@@ -177,7 +186,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
             return told(outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() }));
           }
         }),
-      ),
-    ),
+      );
+    }),
   );
 }

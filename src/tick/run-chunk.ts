@@ -1,6 +1,7 @@
 import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
 import type { Outcome, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
+import { handlerFor } from "../handlers/registry.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
@@ -77,7 +78,9 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
     return { claimed: 0, more: false, nextLookAt: report.nextLookAt, slots: 1, done: Promise.resolve(report) };
   }
   budget.spend();
-  const claim = await o.queue.claim(o.topic, { max: take, now: clock.now() });
+  // A batch handler takes its jobs together, so none may wait for a later one of its batch.
+  const leadMs = handlerFor(o.topic)?.kind === "batch" ? 0 : s.tickLeadMs;
+  const claim = await o.queue.claim(o.topic, { max: take, now: clock.now(), leadMs });
   report.claimed = claim.jobs.length;
   report.more = claim.jobs.length === take;
   report.nextDueAt = claim.nextDueAt;
@@ -135,6 +138,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
         fetch: budget.countingFetch(o.fetch ?? fetch),
         overall: o.overall ?? new Semaphore(s.tickConcurrency),
         now: () => clock.now(),
+        until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
         onOutcome,
         ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
       });

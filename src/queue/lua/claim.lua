@@ -14,7 +14,9 @@
   first (ties in enqueue order), moves them to the lease set with a deadline
   and bumps their attempt, noting when it was claimed (the start of a pull
   consumer's attempt, whose settle does not say). Paused topics reap but take
-  nothing. A push claim
+  nothing. A push claim of a topic with neither a rate limit nor a
+  concurrency limit also takes jobs due within the lead (ARGV[14]) — the
+  tick starts each at its due time — each leased from its due time. A push claim
   finally writes the topic's exact score in the topic index (lib/index.lua):
   when the tick can next make progress on it, or removes it when never.
 
@@ -43,12 +45,13 @@
   ARGV[11] the caller: "push" (the tick) or "pull" (a pull consumer)
   ARGV[12] deployment default timeoutMs
   ARGV[13] lease margin over the timeout, ms
+  ARGV[14] lead, ms: a push claim of a topic without limits also takes jobs due up to this long from now ("" or 0: only due ones)
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
              what held jobs back: 0 nothing (or max), 1 concurrency, 2 rate, 3 paused, 4 the topic's mode,
              push claims: the score written to the topic index (-1: removed); pull claims: -1,
-             the lease deadline given, ms,
+             the lease deadline of a job due now, ms (a job taken ahead is leased that much past its due time),
              the conf hash (flat field/value array) for push claims, else an empty array,
              then per job taken: id, attempt, due ms, record JSON }
 ]]
@@ -74,6 +77,7 @@ for i = 1, #confFlat, 2 do conf[confFlat[i]] = confFlat[i + 1] end
 local push = caller == "push"
 local leaseMs = tonumber(ARGV[3]) or ((tonumber(conf.timeoutMs) or tonumber(ARGV[12])) + tonumber(ARGV[13]))
 local deadline = now + leaseMs
+local lead = push and tonumber(ARGV[14]) or 0
 
 -- 0. A topic of the other mode gives nothing; the tick forgets a pull topic.
 if (conf.mode or "push") ~= caller then
@@ -166,10 +170,13 @@ if take > 0 and rate and rate > 0 then
   if math.floor(tokens) < take then take, heldBy = math.floor(tokens), 2 end
 end
 
--- 3. Take due jobs.
+-- 3. Take due jobs, and without limits those due within the lead: a limit
+-- counts jobs as they are taken, so it could not hold for jobs started later.
+local horizon = now
+if lead > 0 and not paused and not concurrency and not rate then horizon = now + lead end
 local out = { -1, retried, died, paused and 1 or 0, 0, 0, -1, deadline, push and confFlat or {} }
 if take > 0 then
-  local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", now, "WITHSCORES", "LIMIT", 0, take)
+  local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", horizon, "WITHSCORES", "LIMIT", 0, take)
   if #due > 0 then
     local ids, dues = {}, {}
     for i = 1, #due, 2 do
@@ -185,8 +192,10 @@ if take > 0 then
       if records[i] then
         local meta = metas[i] and cjson.decode(metas[i]) or { a = 0 }
         local attempt = meta.a + 1
-        meta.a, meta.d, meta.s = attempt, tonumber(dues[i]), now
-        leaseArgs[#leaseArgs + 1] = deadline
+        -- A job taken ahead starts at its due time: its attempt and its lease count from then.
+        local start = math.max(now, tonumber(dues[i]))
+        meta.a, meta.d, meta.s = attempt, tonumber(dues[i]), start
+        leaseArgs[#leaseArgs + 1] = start + leaseMs
         leaseArgs[#leaseArgs + 1] = id
         metaArgs[#metaArgs + 1] = id
         metaArgs[#metaArgs + 1] = cjson.encode(meta)
@@ -217,6 +226,8 @@ local nextDue = earliestScore(dueKey)
 if nextDue then out[1] = nextDue end
 local ready = nextDue ~= nil and nextDue <= now
 if ready then out[6] = heldBy end
+-- Within the horizon: a claim now could take it.
+local takeable = nextDue ~= nil and nextDue <= horizon
 
 -- 4. The tick's next look at this topic (push claims only).
 if push then
@@ -225,8 +236,12 @@ if push then
     if look == nil or t < look then look = t end
   end
   if nextDue and not paused then
-    if not ready then
-      sooner(nextDue)
+    if not takeable then
+      -- The lead before it: when a claim takes it ahead (none does for a topic with limits).
+      sooner(nextDue - (horizon - now))
+    elseif not ready then
+      -- Takeable ahead, yet not taken: more was within the horizon than this claim took.
+      sooner(now)
     elseif heldBy == 2 then
       sooner(now + tokenInMs)
     elseif heldBy ~= 1 then
