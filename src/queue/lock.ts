@@ -14,6 +14,7 @@ import { runScript } from "./scripts.js";
 export class TickLock {
   private readonly key: string;
   private readonly statusKey: string;
+  private readonly asleepKey: string;
   /** The lock's value while held: a random token and when the holder's window ends. Set by acquire. */
   token = "";
 
@@ -24,24 +25,28 @@ export class TickLock {
     const keys = new Keys(prefix);
     this.key = keys.tickLock;
     this.statusKey = keys.tickStatus;
+    this.asleepKey = keys.tickAsleep;
   }
 
   /**
    * Takes the lock for a loop whose window ends at `windowEnd`; when another
    * loop holds it, says how long until that lock expires and when the
-   * holder's window ends, so a waiter can sleep until then instead of asking again and again.
+   * holder's window ends, and whether it sleeps, so a waiter can pace its asks.
    */
-  async acquire(ttlMs: number, windowEnd: number): Promise<{ acquired: true } | { acquired: false; heldForMs: number; holderWindowEnd: number | null }> {
+  async acquire(
+    ttlMs: number,
+    windowEnd: number,
+  ): Promise<{ acquired: true } | { acquired: false; heldForMs: number; holderWindowEnd: number | null; holderAsleep: boolean }> {
     const value = `${crypto.randomUUID()}|${windowEnd}`;
-    const [ok, ttl, holder] = z
+    const [ok, ttl, holder, asleep] = z
       .tuple([z.number()], z.union([z.number(), z.string()]))
-      .parse(await runScript(this.redis, lua.lockAcquire, [this.key], [value, ttlMs]));
+      .parse(await runScript(this.redis, lua.lockAcquire, [this.key, this.asleepKey], [value, ttlMs]));
     if (ok === 1) {
       this.token = value;
       return { acquired: true };
     }
     const end = Number(String(holder ?? "").split("|")[1]);
-    return { acquired: false, heldForMs: Math.max(0, Number(ttl ?? 0)), holderWindowEnd: Number.isFinite(end) ? end : null };
+    return { acquired: false, heldForMs: Math.max(0, Number(ttl ?? 0)), holderWindowEnd: Number.isFinite(end) ? end : null, holderAsleep: asleep === 1 };
   }
 
   /** Frees the lock if it is still ours, recording the loop's final status with it. */

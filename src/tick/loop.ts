@@ -182,7 +182,6 @@ class TickLoop {
     // (The loop's own check narrowed this field; letGo may have set it since.)
     const failed = this.failure as { error: unknown } | undefined;
     if (failed) throw failed.error;
-    await this.handOverIfOutOfBudget();
     return this.finish(this.ended);
   }
 
@@ -398,13 +397,16 @@ class TickLoop {
   private async letGo(): Promise<void> {
     this.budget.spend();
     await this.o.lock.release(this.status(this.ended, false)).catch(() => false);
+    // Out of budget, the successor starts at once, beside this loop's last chunks.
+    const successor = this.handOverIfOutOfBudget();
     await this.inFlight.allEnded();
     this.foldEnded();
+    await successor;
   }
 
   /** Out of budget with window left: the successor takes the lock this loop just released and goes on with the window. */
   private async handOverIfOutOfBudget(): Promise<void> {
-    if (this.ended !== "budget" || !this.o.handOver || this.windowEnd - this.clock.now() <= this.s.tickPollMs) return;
+    if (this.ended !== "budget" || this.failure || !this.o.handOver || this.windowEnd - this.clock.now() <= this.s.tickPollMs) return;
     try {
       this.report.handedOver = true;
       await this.o.handOver(this.windowEnd);

@@ -2,12 +2,14 @@
   lock-acquire: takes the tick lock when it is free.
 
   KEYS[1]  lock key        STRING "<owner token>|<epoch ms the holder's window ends>", expires
+  KEYS[2]  sleep mark      STRING, set while the holder sleeps (idle)
 
   ARGV[1]  lock value: owner token and window end
   ARGV[2]  time to live, ms
 
-  Returns  { 1 } when taken; { 0, ms until the holder's lock expires, the holder's lock value } when held
+  Returns  { 1 } when taken; { 0, ms until the holder's lock expires, the holder's lock value,
+           1 when the holder sleeps else 0 } when held
 ]]
 local rcall = redis.call
 if rcall("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return { 1 } end
-return { 0, rcall("PTTL", KEYS[1]), rcall("GET", KEYS[1]) or "" }
+return { 0, rcall("PTTL", KEYS[1]), rcall("GET", KEYS[1]) or "", rcall("EXISTS", KEYS[2]) }

@@ -65,6 +65,44 @@ describe("the loop", () => {
     expect(seen.map((s) => s.id)).toEqual([job.id]);
   });
 
+  it("a waiting invocation takes over within a poll when the holder lets go before its window ends", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("early-release");
+    const seen = recorder(topic, clock);
+    // A holder whose window lasts a minute more lets go after 2 s (its lock lost, Redis gone, a bug).
+    const { TickLock } = await import("../../../src/queue/lock.js");
+    const { createRedis } = await import("../../../src/queue/redis.js");
+    const holder = new TickLock(createRedis(d.settings), d.settings.prefix);
+    expect((await holder.acquire(30_000, T0 + 60_000)).acquired).toBe(true);
+    const job = await d.queue.enqueue({ topic, payload: 1, runAt: T0 + 2_500 });
+    const waiter = d.tick({ scheduledTime: T0, windowMs: 10_000 });
+    await clock.sleep(2_000);
+    await holder.release();
+    const report = await waiter;
+    expect(report.ended).toBe("window");
+    expect(seen.map((x) => x.id)).toEqual([job.id]);
+    expect(seen[0]!.at - seen[0]!.dueAt).toBeLessThanOrEqual(1_000 + 100);
+  });
+
+  it("a loop out of budget hands over at once, not after its last chunk's slow handler", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "12", TICK_IDLE_PEEK_MS: "0" }, clock);
+    const slow = uniqueTopic("slow");
+    const quick = uniqueTopic("quick");
+    recorder(slow, clock, () => clock.sleep(8_000));
+    const seen = recorder(quick, clock);
+    await d.queue.enqueue({ topic: slow, payload: 1, runAt: T0 });
+    const job = await d.queue.enqueue({ topic: quick, payload: 2, runAt: T0 + 3_000 });
+    const runner = d.runner(T0);
+    const report = await d.tick({ scheduledTime: T0, windowMs: 20_000, fanOut: runner.fanOut, handOver: runner.handOver });
+    expect(report.ended).toBe("budget");
+    expect(report.handedOver).toBe(true);
+    expect(seen.map((x) => x.id)).toEqual([job.id]);
+    // The slow handler ends at +8 s; the successor was polling long before.
+    expect(seen[0]!.at - seen[0]!.dueAt).toBeLessThanOrEqual(100 + 100);
+  });
+
   it("follows the retry schedule, then succeeds", async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
