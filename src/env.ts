@@ -93,7 +93,11 @@ const wholeNumber = (min: number, max: number) => (v: string, ctx: z.RefinementC
 const int = (min: number, max: number, fallback: number) => z.string().default(String(fallback)).transform(wholeNumber(min, max));
 
 /** A whole number whose default depends on other settings (undefined when unset). */
-const intOrDerived = (min: number, max: number) => z.string().optional().transform((v, ctx) => (v === undefined ? undefined : wholeNumber(min, max)(v, ctx)));
+const intOrDerived = (min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => (v === undefined ? undefined : wholeNumber(min, max)(v, ctx)));
 
 const SettingsSchema = z
   .object({
