@@ -104,6 +104,38 @@ describe("claim and settle", () => {
     expect(second.nextDueAt).toBeNull();
   });
 
+  it("a push claim with a lead takes jobs due within it, each leased from its due time, only on topics without limits", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    const soon = await queue.enqueue({ topic: "ahead", payload: 1, runAt: T0 + 400 });
+    const later = await queue.enqueue({ topic: "ahead", payload: 2, runAt: T0 + 1_500 });
+    const c = await queue.claim("ahead", { max: 10, leadMs: 1_000 });
+    expect(c.jobs.map((j) => [j.id, j.dueAt, j.leaseExpiresAt])).toEqual([[soon.id, T0 + 400, T0 + 400 + 30_000 + 30_000]]);
+    // The tick looks again when `later` comes within the lead.
+    expect(c.nextLookAt).toBe(T0 + 500);
+    // In flight from its claim: it can no longer be cancelled or rescheduled.
+    expect(await queue.cancel(soon.id)).toBe("inflight");
+    expect(await queue.reschedule(soon.id, T0 + 5_000)).toBe("inflight");
+    expect(await queue.get(soon.id)).toMatchObject({ state: "inflight", dueAt: T0 + 400, leaseExpiresAt: T0 + 60_400 });
+    expect(await queue.cancel(later.id)).toBe("cancelled");
+
+    // A rate or a concurrency limit counts jobs as they are claimed: such topics take only due jobs.
+    for (const [topic, patch] of [["rated", { ratePerSec: 5 }], ["capped", { concurrency: 2 }]] as const) {
+      await queue.configureTopic(topic, patch);
+      const j = await queue.enqueue({ topic, payload: 3, runAt: T0 + 400 });
+      const none = await queue.claim(topic, { max: 10, leadMs: 1_000 });
+      expect(none.jobs).toEqual([]);
+      expect(none.nextLookAt).toBe(T0 + 400);
+      clock.now = T0 + 400;
+      expect((await queue.claim(topic, { max: 10, leadMs: 1_000 })).jobs.map((x) => x.id)).toEqual([j.id]);
+      clock.now = T0;
+    }
+    // A pull consumer never claims ahead.
+    await queue.configureTopic("pulled", { mode: "pull" });
+    await queue.enqueue({ topic: "pulled", payload: 4, runAt: T0 + 400 });
+    expect((await queue.claim("pulled", { max: 10, leadMs: 1_000, mode: "pull" })).jobs).toEqual([]);
+  });
+
   it("retry puts the job back with its error; dead records it and keeps the record", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
