@@ -120,7 +120,10 @@ describe("claim and settle", () => {
     expect(await queue.cancel(later.id)).toBe("cancelled");
 
     // A rate or a concurrency limit counts jobs as they are claimed: such topics take only due jobs.
-    for (const [topic, patch] of [["rated", { ratePerSec: 5 }], ["capped", { concurrency: 2 }]] as const) {
+    for (const [topic, patch] of [
+      ["rated", { ratePerSec: 5 }],
+      ["capped", { concurrency: 2 }],
+    ] as const) {
       await queue.configureTopic(topic, patch);
       const j = await queue.enqueue({ topic, payload: 3, runAt: T0 + 400 });
       const none = await queue.claim(topic, { max: 10, leadMs: 1_000 });
