@@ -4,6 +4,7 @@ import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import { TopicLimitError } from "./errors.js";
+import { Health } from "./health.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
@@ -312,6 +313,8 @@ export class Queue {
   readonly keys: Keys;
   /** The deployment's recurring schedules. */
   readonly schedules: Schedules;
+  /** Whether Redis answers, and the tick's heartbeat. */
+  readonly health: Health;
   private readonly redis: Redis;
   private readonly defaults: TopicDefaults;
   private readonly retentionMs: number;
@@ -332,6 +335,7 @@ export class Queue {
     this.maxTopics = options.maxTopics ?? 10_000;
     this.now = options.now ?? Date.now;
     this.schedules = new Schedules(this.redis, this.keys, this.maxTopics);
+    this.health = new Health(this.redis, this.keys);
   }
 
   private doneKeys(now: number): { current: string; previous: string } {
