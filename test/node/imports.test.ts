@@ -63,13 +63,22 @@ it("src/ has no import cycles", () => {
   expect(importCycles(sources)).toEqual([]);
 });
 
-it("the check finds a cycle when there is one, and not one through import type (a control)", () => {
+/** Runs `check` on files it writes into a temporary folder (`write` makes the folders a path needs and returns the path), then removes the folder. */
+function withFiles(check: (write: (name: string, text: string) => string, dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), "delayline-imports-"));
   try {
-    const write = (name: string, text: string) => {
+    check((name, text) => {
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), text);
       return join(dir, name);
-    };
+    }, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+it("the check finds a cycle when there is one, and not one through import type (a control)", () => {
+  withFiles((write) => {
     const a = write("a.ts", 'import { b } from "./b.js";\nexport const a = () => b;\n');
     const b = write("b.ts", 'import { a } from "./a.js";\nexport const b = () => a;\n');
     const c = write("c.ts", 'import type { D } from "./d.js";\nimport { type E } from "./e.js";\nexport type C = D | E;\n');
@@ -77,9 +86,7 @@ it("the check finds a cycle when there is one, and not one through import type (
     const e = write("e.ts", 'import { type C } from "./c.js";\nexport type E = C;\n');
     expect(importCycles([a, b]).length).toBe(1);
     expect(importCycles([c, d, e])).toEqual([]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 /** One import of a module: what it names (a default or namespace import names "*"), type-only imports included. */
@@ -158,15 +165,8 @@ it("no file outside src/queue holds a Redis client: none imports @upstash/redis,
 });
 
 it("the Redis check finds each way a client gets out, and lets the error class through (a control)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "delayline-redis-"));
-  try {
+  withFiles((write, dir) => {
     const queueDir = join(dir, "src/queue");
-    mkdirSync(queueDir, { recursive: true });
-    mkdirSync(join(dir, "src/tick"), { recursive: true });
-    const write = (name: string, text: string) => {
-      writeFileSync(join(dir, name), text);
-      return join(dir, name);
-    };
     write("src/queue/redis.ts", "export class RedisUnavailableError extends Error {}\nexport const createRedis = () => 1;\n");
     const inside = write("src/queue/queue.ts", 'import { Redis } from "@upstash/redis/cloudflare";\nimport { createRedis } from "./redis.js";\n');
     const fine = write("src/tick/fine.ts", 'import { RedisUnavailableError } from "../queue/redis.js";\nimport { Queue } from "../queue/queue.js";\n');
@@ -181,7 +181,5 @@ it("the Redis check finds each way a client gets out, and lets the error class t
     ];
     expect(redisLeaks([inside, fine], queueDir)).toEqual([]);
     for (const f of leaking) expect(redisLeaks([f], queueDir), relative(dir, f)).toHaveLength(1);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
