@@ -1,8 +1,45 @@
+import { randomUUID } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 /** The API token the Worker accepts in tests. */
 export const TEST_API_TOKEN = "test-api-token-0123456789";
+
+/**
+ * Tests whose Worker reaches itself through TICK_RUNNER: the invocations it
+ * starts (fanned-out chunks, a producer's drains) read the deployment's own
+ * bindings, so the file runs in a project of its own whose deployment prefix
+ * is its own too (DELAYLINE_PREFIX, fresh each run) and not the default.
+ */
+const SELF_INVOKING = ["test/workers/tick/self-invocations.test.ts"];
+
+/** A workerd project: the Worker as wrangler.toml deploys it, on the test stack, with `bindings` added. */
+function workersProject(name: string, files: { include: string[]; exclude?: string[] }, bindings: Record<string, string> = {}) {
+  return {
+    plugins: [
+      cloudflareTest(({ inject }) => ({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          bindings: {
+            UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
+            UPSTASH_REDIS_REST_TOKEN: inject("bridgeToken"),
+            DELAYLINE_TOKEN: TEST_API_TOKEN,
+            ALLOW_PRIVATE_TARGETS: "true",
+            ...bindings,
+          },
+        },
+      })),
+    ],
+    test: {
+      name,
+      include: files.include,
+      exclude: [...configDefaults.exclude, ...(files.exclude ?? [])],
+      globalSetup: ["test/global-setup.ts"],
+      testTimeout: 30_000,
+      hookTimeout: 30_000,
+    },
+  };
+}
 
 export default defineConfig({
   test: {
@@ -18,34 +55,19 @@ export default defineConfig({
           hookTimeout: 30_000,
         },
       },
-      {
-        plugins: [
-          cloudflareTest(({ inject }) => ({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              bindings: {
-                UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
-                UPSTASH_REDIS_REST_TOKEN: inject("bridgeToken"),
-                DELAYLINE_TOKEN: TEST_API_TOKEN,
-                ALLOW_PRIVATE_TARGETS: "true",
-                // The model-based tick test (test/workers/tick/model.test.ts): runs, replay, strictness.
-                MODEL_RUNS: process.env.MODEL_RUNS ?? "",
-                MODEL_SEED: process.env.MODEL_SEED ?? "",
-                MODEL_PATH: process.env.MODEL_PATH ?? "",
-                MODEL_STRICT: process.env.MODEL_STRICT ?? "",
-                MODEL_HUNT: process.env.MODEL_HUNT ?? "",
-              },
-            },
-          })),
-        ],
-        test: {
-          name: "workers",
-          include: ["test/workers/**/*.test.ts"],
-          globalSetup: ["test/global-setup.ts"],
-          testTimeout: 30_000,
-          hookTimeout: 30_000,
+      workersProject(
+        "workers",
+        { include: ["test/workers/**/*.test.ts"], exclude: SELF_INVOKING },
+        {
+          // The model-based tick test (test/workers/tick/model.test.ts): runs, replay, strictness.
+          MODEL_RUNS: process.env.MODEL_RUNS ?? "",
+          MODEL_SEED: process.env.MODEL_SEED ?? "",
+          MODEL_PATH: process.env.MODEL_PATH ?? "",
+          MODEL_STRICT: process.env.MODEL_STRICT ?? "",
+          MODEL_HUNT: process.env.MODEL_HUNT ?? "",
         },
-      },
+      ),
+      workersProject("workers-self", { include: SELF_INVOKING }, { DELAYLINE_PREFIX: `t${randomUUID().slice(0, 8)}:{self}` }),
     ],
   },
 });

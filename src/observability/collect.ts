@@ -1,5 +1,3 @@
-import type { Redis } from "@upstash/redis/cloudflare";
-import { lastTickAt } from "../queue/health.js";
 import type { Queue, SeriesPoint, TickStatus, TopicStats } from "../queue/queue.js";
 
 /** One topic as the stats endpoints show it. */
@@ -23,9 +21,9 @@ export interface PipelineReport {
  * plus the tick's heartbeat and status. Two commands per topic and three in
  * all, sent together (the Upstash client pipelines them into one request or few).
  */
-export async function collectReport(queue: Queue, redis: Redis, prefix: string, options: { minutes: number; now?: number }): Promise<PipelineReport> {
+export async function collectReport(queue: Queue, options: { minutes: number; now?: number }): Promise<PipelineReport> {
   const now = options.now ?? Date.now();
-  const [names, lastScheduledAt, tick] = await Promise.all([queue.listTopics(), lastTickAt(redis, prefix), queue.tickStatus()]);
+  const [names, lastScheduledAt, tick] = await Promise.all([queue.listTopics(), queue.health.lastTickAt(), queue.tickStatus()]);
   const topics = await Promise.all(
     names.map(async (name) => {
       const [stats, series] = await Promise.all([

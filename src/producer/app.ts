@@ -4,8 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
-import { lastTickAt, redisIsUp } from "../queue/health.js";
-import { RedisUnavailableError, sharedRedis } from "../queue/redis.js";
+import { RedisUnavailableError } from "../queue/redis.js";
 import { TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
@@ -133,10 +132,10 @@ app.openapi(
     },
   }),
   async (c) => {
-    const s = c.get("settings");
-    const redis = sharedRedis(s);
-    if (!(await redisIsUp(redis))) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
-    const last = await lastTickAt(redis, s.prefix).catch(() => null);
+    // Two calls one after another: the isolate's shared client.
+    const { health } = queueFromSettings(c.get("settings"), { oneCallAtATime: true });
+    if (!(await health.isUp())) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
+    const last = await health.lastTickAt().catch(() => null);
     return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);
   },
 );

@@ -1,6 +1,11 @@
 import type { Settings } from "../env.js";
+import { TickLock } from "./lock.js";
 import { Queue } from "./queue.js";
 import { createRedis, sharedRedis } from "./redis.js";
+
+// The deployment's Redis clients are made here and in nothing outside
+// src/queue: callers get the operations (a Queue, its health, the tick's
+// lock), never a client (test/node/imports.test.ts holds this).
 
 /** How {@link queueFromSettings} builds the queue. */
 export interface QueueFromSettingsOptions {
@@ -27,4 +32,13 @@ export function queueFromSettings(s: Settings, { now, oneCallAtATime = false }: 
     idempotencyWindowMs: s.idempotencyWindowMs,
     maxTopics: s.maxTopics,
   });
+}
+
+/**
+ * The deployment's tick lock, on a client of its own: the loop spends a
+ * subrequest on every ask, and the queue's auto-pipelining client could fold
+ * an ask into one request with the queue's calls of the same moment.
+ */
+export function tickLockFromSettings(s: Settings): TickLock {
+  return new TickLock(createRedis(s), s.prefix);
 }

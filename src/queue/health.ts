@@ -1,23 +1,31 @@
 import type { Redis } from "@upstash/redis/cloudflare";
-import { keys } from "./keys.js";
+import type { Keys } from "./keys.js";
 import { redisCall } from "./redis.js";
 
-/** True when Redis answers PING; false on an outage. */
-export async function redisIsUp(redis: Redis): Promise<boolean> {
-  try {
-    return (await redisCall(() => redis.ping())) === "PONG";
-  } catch {
-    return false;
+/** What /healthz reports: whether Redis answers, and when the tick last started (its heartbeat). */
+export class Health {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  /** True when Redis answers PING; false on an outage. */
+  async isUp(): Promise<boolean> {
+    try {
+      return (await redisCall(() => this.redis.ping())) === "PONG";
+    } catch {
+      return false;
+    }
   }
-}
 
-/** Records that a scheduled() invocation started now; `healthz` reports its age. */
-export async function recordTickHeartbeat(redis: Redis, prefix: string, nowMs: number): Promise<void> {
-  await redisCall(() => redis.set(keys(prefix).tickLast, String(nowMs)));
-}
+  /** Records that a scheduled() invocation started at `nowMs`; `healthz` reports its age. */
+  async recordTickHeartbeat(nowMs: number): Promise<void> {
+    await redisCall(() => this.redis.set(this.keys.tickLast, String(nowMs)));
+  }
 
-/** When the latest scheduled() invocation started, or null if none has. */
-export async function lastTickAt(redis: Redis, prefix: string): Promise<number | null> {
-  const raw = await redisCall(() => redis.get<string>(keys(prefix).tickLast));
-  return raw === null ? null : Number(raw);
+  /** When the latest scheduled() invocation started, or null if none has. */
+  async lastTickAt(): Promise<number | null> {
+    const raw = await redisCall(() => this.redis.get<string>(this.keys.tickLast));
+    return raw === null ? null : Number(raw);
+  }
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import type { TickStatus } from "./queue.js";
+import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
 
 /**
@@ -52,6 +53,6 @@ export class TickLock {
   /** Frees the lock if it is still ours, recording the loop's final status with it. */
   async release(finalStatus?: TickStatus): Promise<boolean> {
     const status = finalStatus ? JSON.stringify(finalStatus) : "";
-    return z.number().parse(await runScript(this.redis, lua.lockRelease, [this.key, this.statusKey], [this.token, status])) === 1;
+    return replies.lockRelease.parse(await runScript(this.redis, lua.lockRelease, [this.key, this.statusKey], [this.token, status]));
   }
 }

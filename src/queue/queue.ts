@@ -4,10 +4,13 @@ import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
 import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import { TopicLimitError } from "./errors.js";
+import { Code } from "./codes.js";
+import { Health } from "./health.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
 import { redisCall } from "./redis.js";
+import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
 import {
   decodeTopicConf,
@@ -20,13 +23,12 @@ import {
 } from "./topics.js";
 import {
   deadEntrySchema,
-  doneSchema,
   flatHash,
   intReply,
-  metaSchema,
   nullableString,
   numericReply,
   parseRecord,
+  vectorText,
   type AttemptRecord,
   type DeadEntry,
   type JobRecord,
@@ -272,12 +274,6 @@ export interface TickStatus {
   ended: string | null;
 }
 
-const vectorText = z.string().transform((text, ctx) => {
-  const parsed = z.array(z.number()).safeParse(JSON.parse(text));
-  if (!parsed.success) ctx.addIssue({ code: "custom", message: "not a metrics vector" });
-  return parsed.data ?? [];
-});
-
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 /** How many attempts a job's history keeps, the latest (HISTORY_LIMIT in lua/lib/records.lua). */
@@ -312,6 +308,8 @@ export class Queue {
   readonly keys: Keys;
   /** The deployment's recurring schedules. */
   readonly schedules: Schedules;
+  /** Whether Redis answers, and the tick's heartbeat. */
+  readonly health: Health;
   private readonly redis: Redis;
   private readonly defaults: TopicDefaults;
   private readonly retentionMs: number;
@@ -332,6 +330,7 @@ export class Queue {
     this.maxTopics = options.maxTopics ?? 10_000;
     this.now = options.now ?? Date.now;
     this.schedules = new Schedules(this.redis, this.keys, this.maxTopics);
+    this.health = new Health(this.redis, this.keys);
   }
 
   private doneKeys(now: number): { current: string; previous: string } {
@@ -405,13 +404,10 @@ export class Queue {
       );
       return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
     }
-    const reply = z.array(z.union([z.string(), z.number()])).parse(await runScript(this.redis, lua.enqueue, keys, args));
-    if (reply[0] === -1) throw new TopicLimitError(intReply.parse(reply[1]), intReply.parse(reply[2]));
+    const reply = replies.enqueue.parse(await runScript(this.redis, lua.enqueue, keys, args));
+    if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
     for (const t of newTopics) seen.set(t, now);
-    return planned.map((p, i) => {
-      const due = numericReply.parse(reply[3 * i + 2]);
-      return { id: String(reply[3 * i]), topic: p.topic, dueAt: due < 0 ? null : due, deduplicated: reply[3 * i + 1] === 1 };
-    });
+    return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
   }
 
   /**
@@ -587,7 +583,7 @@ export class Queue {
     if (!topic) return "not-found";
     const t = this.keys.topic(topic);
     const now = this.now();
-    const code = intReply.parse(
+    return replies.cancel.parse(
       await runScript(
         this.redis,
         lua.cancel,
@@ -595,7 +591,6 @@ export class Queue {
         [id, now, this.doneTtlMs],
       ),
     );
-    return code === 1 ? "cancelled" : code === -1 ? "inflight" : "not-found";
   }
 
   /**
@@ -634,10 +629,7 @@ export class Queue {
         BULK_CALL_BYTES,
       ],
     );
-    const [cancelled, more, score, id, inflight] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string(), intReply]).parse(raw);
-    // A call that stops early has cancelled at least one job: its position is where the next one goes on.
-    const next = more === 1 ? { score: numericReply.parse(score), id } : null;
-    return { cancelled, inflight, next };
+    return replies.cancelJobs.window.parse(raw);
   }
 
   /**
@@ -658,11 +650,11 @@ export class Queue {
         [t.due, t.lease, this.keys.jobs, this.keys.meta, this.keys.done(now, this.retentionMs)],
         [now, this.doneTtlMs, "ids", "-inf", "+inf", "", "", BULK_CANCEL_BATCH, BULK_CALL_BYTES, ...batch],
       );
-      const [cancelled, handled, inflight, missing] = z.tuple([intReply, intReply, intReply, intReply]).parse(raw);
-      total.cancelled += cancelled;
-      total.inflight += inflight;
-      total.notScheduled += missing;
-      at += Math.max(1, handled);
+      const r = replies.cancelJobs.ids.parse(raw);
+      total.cancelled += r.cancelled;
+      total.inflight += r.inflight;
+      total.notScheduled += r.notScheduled;
+      at += Math.max(1, r.handled);
     }
     return total;
   }
@@ -673,8 +665,7 @@ export class Queue {
     if (!topic) return "not-found";
     const t = this.keys.topic(topic);
     const due = Math.max(this.now(), Math.round(dueAt));
-    const code = intReply.parse(await runScript(this.redis, lua.reschedule, [t.due, t.lease, this.keys.topicIndex], [id, due, topic]));
-    return code === 1 ? "rescheduled" : code === -1 ? "inflight" : "not-found";
+    return replies.reschedule.parse(await runScript(this.redis, lua.reschedule, [t.due, t.lease, this.keys.topicIndex], [id, due, topic]));
   }
 
   /** Everything known about a job, or null when it is unknown or its retention ran out. */
@@ -690,16 +681,15 @@ export class Queue {
       [t.due, t.lease, this.keys.jobs, this.keys.meta, done.current, done.previous, t.conf, t.deadEntries],
       [id],
     );
-    const [record, meta, due, lease, finished, topicMaxAttempts, letter] = z.array(nullableString).length(7).parse(raw);
-    const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? (topicMaxAttempts ? Number(topicMaxAttempts) : this.defaults.maxAttempts);
-    if (record) {
-      const job = parseRecord(record);
-      const m = meta ? metaSchema.parse(JSON.parse(meta)) : { a: 0, e: null, d: undefined, h: undefined };
+    const { record: job, meta, due, lease, done: d, topicMaxAttempts, letter: e } = replies.get.parse(raw);
+    const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? this.defaults.maxAttempts;
+    if (job) {
+      const m = meta ?? { a: 0, e: null, d: undefined, h: undefined };
       const view: JobSnapshot = {
         id,
         topic,
-        state: lease ? "inflight" : "scheduled",
-        dueAt: lease ? (m.d ?? null) : due ? Number(due) : null,
+        state: lease !== null ? "inflight" : "scheduled",
+        dueAt: lease !== null ? (m.d ?? null) : due,
         attempts: m.a,
         maxAttempts: maxAttemptsOf(job),
         lastError: m.e ?? null,
@@ -708,12 +698,11 @@ export class Queue {
         ...scheduleOf(job),
         history: m.h ?? [],
       };
-      if (lease) view.leaseExpiresAt = Number(lease);
+      if (lease !== null) view.leaseExpiresAt = lease;
       return view;
     }
-    if (!finished && letter) {
+    if (!d && e) {
       // Past the retention window, a dead job is still known by its dead letter.
-      const e = deadEntrySchema.parse(JSON.parse(letter));
       return {
         id,
         topic,
@@ -728,8 +717,7 @@ export class Queue {
         history: e.history,
       };
     }
-    if (!finished) return null;
-    const d = doneSchema.parse(JSON.parse(finished));
+    if (!d) return null;
     if (now - d.finishedAt > this.retentionMs) return null;
     return {
       id,
@@ -773,13 +761,9 @@ export class Queue {
         LIST_PAGE_BYTES,
       ],
     );
-    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
+    const page = replies.listJobs.parse(raw);
     const jobs: ListedJob[] = [];
-    for (let i = 0; i + 3 < rows.length; i += 4) {
-      const id = String(rows[i]);
-      const score = numericReply.parse(rows[i + 1]);
-      const meta = typeof rows[i + 2] === "string" ? metaSchema.parse(JSON.parse(rows[i + 2] as string)) : null;
-      const record = typeof rows[i + 3] === "string" ? parseRecord(rows[i + 3] as string) : null;
+    for (const { id, score, meta, record } of page.jobs) {
       const inflight = options.state === "inflight";
       const job: ListedJob = {
         id,
@@ -795,15 +779,14 @@ export class Queue {
       if (record) Object.assign(job, scheduleOf(record));
       jobs.push(job);
     }
-    const last = jobs.at(-1);
-    const lastScore = rows.length >= 4 ? numericReply.parse(rows[rows.length - 3]) : 0;
-    return { jobs, next: more === 1 && last ? { score: lastScore, id: last.id } : null };
+    const last = page.jobs.at(-1);
+    return { jobs, next: page.more && last ? { score: last.score, id: last.id } : null };
   }
 
   /** Moves a topic's dead letters of earlier versions (a list) to where they are kept now, a bounded batch per call. */
   private async migrateDead(topic: string): Promise<void> {
     const t = this.keys.topic(topic);
-    while (intReply.parse(await runScript(this.redis, lua.migrateDead, [t.deadLegacy, t.deadAt, t.deadEntries], [DEAD_BATCH])) > 0);
+    while (replies.migrateDead.parse(await runScript(this.redis, lua.migrateDead, [t.deadLegacy, t.deadAt, t.deadEntries], [DEAD_BATCH])) > 0);
   }
 
   /**
@@ -842,14 +825,12 @@ export class Queue {
         LIST_PAGE_BYTES,
       ],
     );
-    const [more, ...rows] = z.tuple([intReply], z.union([z.string(), z.number(), z.null()])).parse(raw);
-    const entries: DeadEntry[] = [];
-    let last: ListPosition | null = null;
-    for (let i = 0; i + 2 < rows.length; i += 3) {
-      last = { score: numericReply.parse(rows[i + 1]), id: String(rows[i]) };
-      if (typeof rows[i + 2] === "string") entries.push(deadEntrySchema.parse(JSON.parse(rows[i + 2] as string)));
-    }
-    return { entries, next: more === 1 ? last : null };
+    const page = replies.listDead.parse(raw);
+    const last = page.letters.at(-1);
+    return {
+      entries: page.letters.flatMap((l) => (l.entry ? [l.entry] : [])),
+      next: page.more && last ? { score: last.score, id: last.id } : null,
+    };
   }
 
   /** One dead letter by id, or null when the topic holds none for it. */
@@ -873,17 +854,12 @@ export class Queue {
     const unique = [...new Set(options.ids)];
     const total = { replayed: 0, notFound: [] as string[] };
     for (let at = 0; at < unique.length; ) {
-      const [replayed, handled, ...notFound] = z
-        .tuple([intReply, intReply], z.string())
-        .parse(
-          await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [
-            ...this.replayArgs(topic, options, "ids"),
-            ...unique.slice(at, at + DEAD_BATCH),
-          ]),
-        );
-      total.replayed += replayed;
-      total.notFound.push(...notFound);
-      at += Math.max(1, handled);
+      const r = replies.replayDead.ids.parse(
+        await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "ids"), ...unique.slice(at, at + DEAD_BATCH)]),
+      );
+      total.replayed += r.replayed;
+      total.notFound.push(...r.notFound);
+      at += Math.max(1, r.handled);
     }
     return total;
   }
@@ -901,8 +877,8 @@ export class Queue {
   ): Promise<{ replayed: number; next: ListPosition | null }> {
     await this.migrateDead(topic);
     const raw = await runScript(this.redis, lua.replayDead, this.replayKeys(topic), [...this.replayArgs(topic, options, "walk"), ...walkArgs(options)]);
-    const [replayed, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
-    return { replayed, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+    const { count, next } = replies.replayDead.walk.parse(raw);
+    return { replayed: count, next };
   }
 
   private replayKeys(topic: string): string[] {
@@ -920,8 +896,8 @@ export class Queue {
     await this.migrateDead(topic);
     const t = this.keys.topic(topic);
     const raw = await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [DEAD_BATCH, BULK_CALL_BYTES, "walk", ...walkArgs(options)]);
-    const [purged, more, score, id] = z.tuple([intReply, intReply, z.union([z.string(), z.number()]), z.string()]).parse(raw);
-    return { purged, next: more === 1 ? { score: numericReply.parse(score), id } : null };
+    const { count, next } = replies.purgeDead.walk.parse(raw);
+    return { purged: count, next };
   }
 
   /** Replays every dead letter a filter picks (all without one), step after bounded step; returns how many. */
@@ -952,15 +928,14 @@ export class Queue {
   async deleteDead(topic: string, id: string): Promise<boolean> {
     await this.migrateDead(topic);
     const t = this.keys.topic(topic);
-    const [purged] = z.tuple([intReply]).parse(await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id]));
-    return purged === 1;
+    return replies.purgeDead.ids.parse(await runScript(this.redis, lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id])) === 1;
   }
 
   /** Changes a topic's settings (null clears a field back to its default) and registers it. */
   async configureTopic(topic: string, patch: TopicPatch): Promise<void> {
     const t = this.keys.topic(topic);
     const { set, clear } = encodeTopicPatch(patch);
-    const code = intReply.parse(
+    const result = replies.configureTopic.parse(
       await runScript(
         this.redis,
         lua.configureTopic,
@@ -968,7 +943,7 @@ export class Queue {
         [topic, this.maxTopics, set.length, ...set.flat(), ...clear],
       ),
     );
-    if (code === -1) throw new TopicLimitError(await this.topicCount(), this.maxTopics);
+    if (result === "topic-limit") throw new TopicLimitError(await this.topicCount(), this.maxTopics);
   }
 
   /** How many topics the registry holds. */
@@ -1007,18 +982,14 @@ export class Queue {
     ];
     const purged = { scheduled: 0, dead: 0 };
     for (;;) {
-      const [code, dropped, droppedDead, scheduled, inflight, dead] = z
-        .array(intReply)
-        .length(6)
-        .parse(await runScript(this.redis, lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH]));
-      purged.scheduled += dropped!;
-      purged.dead += droppedDead!;
-      if (code === 1) {
+      const r = replies.deleteTopic.parse(await runScript(this.redis, lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH]));
+      purged.scheduled += r.dropped;
+      purged.dead += r.droppedDead;
+      if (r.result === "deleted") {
         registered.get(this.keys.prefix)?.delete(topic);
         return { result: "deleted", purged };
       }
-      if (code === -1) return { result: "inflight", scheduled: scheduled!, inflight: inflight!, dead: dead! };
-      if (code === -2) return { result: "not-empty", scheduled: scheduled!, inflight: inflight!, dead: dead! };
+      if (r.result !== "purging") return { result: r.result, scheduled: r.scheduled, inflight: r.inflight, dead: r.dead };
     }
   }
 
@@ -1034,9 +1005,7 @@ export class Queue {
     const t = this.keys.topic(topic);
     const now = this.now();
     const raw = await runScript(this.redis, lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.deadLegacy], [now]);
-    const [scheduled, ready, inflight, dead, conf, [dispatched, total], oldest] = z
-      .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
-      .parse(raw);
+    const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest } = replies.topicStats.parse(raw);
     const metrics = snapshotOf(total);
     return {
       topic,
@@ -1171,7 +1140,13 @@ export class Queue {
   }
 }
 
-const HELD_BY: Record<number, HeldBy> = { 1: "concurrency", 2: "rate", 3: "paused", 4: "mode" };
+/** claim.lua's Code.HeldBy, as ClaimResult says it. */
+const HELD_BY: Record<number, HeldBy> = {
+  [Code.HeldBy.Concurrency]: "concurrency",
+  [Code.HeldBy.Rate]: "rate",
+  [Code.HeldBy.Paused]: "paused",
+  [Code.HeldBy.Mode]: "mode",
+};
 
 const tickStatusSchema = z.object({
   startedAt: z.number(),

@@ -2,56 +2,13 @@ import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
 import type { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
-import type { Backoff } from "./policy/backoff.js";
 import { redisCall } from "./redis.js";
+import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
 import { TopicLimitError } from "./errors.js";
-import { nullableString, type Target } from "./types.js";
+import { nullableString, parseDefinition, parseState, type ScheduleDefinition, type ScheduleState, type StoredSchedule } from "./types.js";
 
-/** The job each occurrence of a schedule stores: the fields of POST /v1/jobs that describe a job. */
-export interface JobTemplate {
-  topic: string;
-  payload: unknown;
-  target?: Target;
-  maxAttempts?: number;
-  backoff?: Backoff;
-  timeoutMs?: number;
-}
-
-/** What a schedule is, as its owner set it (PUT /v1/schedules/:id), normalized. */
-export interface ScheduleDefinition {
-  cron?: string;
-  /** Interval, ms. */
-  every?: number;
-  timezone: string;
-  startAt?: number;
-  endAt?: number;
-  limit?: number;
-  /** Occurrences missed by more than this collapse into one job for the latest of them, ms. */
-  grace: number;
-  /** For `every`: its first occurrence, epoch ms (startAt, else one interval after creation). */
-  anchor: number;
-  job: JobTemplate;
-  createdAt: number;
-  updatedAt: number;
-}
-
-/** Where a schedule stands. Every write but a fire bumps `rev`; a fire moves `next`. */
-export interface ScheduleState {
-  rev: number;
-  /** The next occurrence to fire, epoch ms; null when paused or ended. */
-  next: number | null;
-  runs: number;
-  lastRunAt: number | null;
-  lastJobId: string | null;
-  paused: boolean;
-}
-
-export interface StoredSchedule {
-  id: string;
-  definition: ScheduleDefinition;
-  state: ScheduleState;
-}
+export type { JobTemplate, ScheduleDefinition, ScheduleState, StoredSchedule } from "./types.js";
 
 /** One occurrence to fire (see {@link Schedules.fire}). */
 export interface Firing {
@@ -67,39 +24,6 @@ export interface Firing {
   state: ScheduleState;
   topic: string;
 }
-
-const targetSchema = z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() });
-const definitionSchema = z.object({
-  cron: z.string().optional(),
-  every: z.number().optional(),
-  timezone: z.string(),
-  startAt: z.number().optional(),
-  endAt: z.number().optional(),
-  limit: z.number().optional(),
-  grace: z.number(),
-  anchor: z.number(),
-  job: z.object({
-    topic: z.string(),
-    payload: z.unknown(),
-    target: targetSchema.optional(),
-    maxAttempts: z.number().optional(),
-    backoff: z.custom<Backoff>().optional(),
-    timeoutMs: z.number().optional(),
-  }),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-});
-const stateSchema = z.object({
-  rev: z.number().int(),
-  next: z.number().nullable(),
-  runs: z.number().int(),
-  lastRunAt: z.number().nullable(),
-  lastJobId: z.string().nullable(),
-  paused: z.boolean(),
-});
-
-const parseDefinition = (text: string) => definitionSchema.parse(JSON.parse(text)) as ScheduleDefinition;
-const parseState = (text: string) => stateSchema.parse(JSON.parse(text));
 
 /** Most schedules one fire call takes. */
 export const FIRE_BATCH = 100;
@@ -160,40 +84,30 @@ export class Schedules {
   async write(id: string, readRev: number, definition: ScheduleDefinition | null, state: ScheduleState): Promise<boolean> {
     if (state.rev !== readRev + 1) throw new RangeError("a write moves the revision by one");
     const k = this.keys;
-    const reply = z
-      .array(z.number())
-      .parse(
-        await runScript(
-          this.redis,
-          lua.scheduleWrite,
-          [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex, k.topics],
-          [id, readRev, definition ? JSON.stringify(definition) : "", JSON.stringify(state), state.next ?? "", definition?.job.topic ?? "", this.maxTopics],
-        ),
-      );
-    if (reply[0] === -1) throw new TopicLimitError(reply[1]!, reply[2]!);
-    return reply[0] === 1;
+    const reply = replies.scheduleWrite.parse(
+      await runScript(
+        this.redis,
+        lua.scheduleWrite,
+        [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex, k.topics],
+        [id, readRev, definition ? JSON.stringify(definition) : "", JSON.stringify(state), state.next ?? "", definition?.job.topic ?? "", this.maxTopics],
+      ),
+    );
+    if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
+    return reply.result === "written";
   }
 
   /** Deletes a schedule; false when there was none. Jobs it stored stay. */
   async delete(id: string): Promise<boolean> {
     const k = this.keys;
-    const n = await runScript(this.redis, lua.scheduleDelete, [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex], [id]);
-    return n === 1;
+    return replies.scheduleDelete.parse(
+      await runScript(this.redis, lua.scheduleDelete, [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex], [id]),
+    );
   }
 
   /** Schedules whose next occurrence is at or before `now`, earliest first (at most FIRE_BATCH). */
   async due(now: number): Promise<{ schedules: StoredSchedule[]; more: boolean }> {
     const k = this.keys;
-    const reply = z
-      .array(z.union([z.string(), z.number()]))
-      .parse(await runScript(this.redis, lua.schedulesDue, [k.schedulesDue, k.scheduleDefs, k.scheduleState], [now, FIRE_BATCH]));
-    const schedules: StoredSchedule[] = [];
-    for (let i = 1; i + 2 < reply.length; i += 3) {
-      const def = String(reply[i + 1]);
-      const state = String(reply[i + 2]);
-      if (def && state) schedules.push({ id: String(reply[i]), definition: parseDefinition(def), state: parseState(state) });
-    }
-    return { schedules, more: reply[0] === 1 };
+    return replies.schedulesDue.parse(await runScript(this.redis, lua.schedulesDue, [k.schedulesDue, k.scheduleDefs, k.scheduleState], [now, FIRE_BATCH]));
   }
 
   /** Stores each firing's job and advances its schedule, each only if it is still at what was read. */
@@ -206,8 +120,6 @@ export class Schedules {
       if (f.read.next === null) throw new RangeError(`schedule ${f.id} has no occurrence to fire`);
       args.push(f.id, f.read.rev, f.read.next, f.jobId, f.record, f.occurrence, JSON.stringify(f.state), f.state.next ?? "");
     }
-    const reply = z.array(z.number()).parse(await runScript(this.redis, lua.scheduleFire, keys, args));
-    const next = reply[firings.length]!;
-    return { fired: reply.slice(0, firings.length).map((r) => r === 1), nextAt: next < 0 ? null : next };
+    return replies.scheduleFire.parse(await runScript(this.redis, lua.scheduleFire, keys, args));
   }
 }

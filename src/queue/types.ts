@@ -135,3 +135,89 @@ export const flatHash = z.array(z.string()).transform((flat) => {
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
   return out;
 });
+/** A metrics vector as stored (JSON text of numbers, src/queue/metrics.ts). */
+export const vectorText = z.string().transform((text, ctx) => {
+  const parsed = z.array(z.number()).safeParse(JSON.parse(text));
+  if (!parsed.success) ctx.addIssue({ code: "custom", message: "not a metrics vector" });
+  return parsed.data ?? [];
+});
+
+/** The job each occurrence of a schedule stores: the fields of POST /v1/jobs that describe a job. */
+export interface JobTemplate {
+  topic: string;
+  payload: unknown;
+  target?: Target;
+  maxAttempts?: number;
+  backoff?: Backoff;
+  timeoutMs?: number;
+}
+
+/** What a schedule is, as its owner set it (PUT /v1/schedules/:id), normalized. */
+export interface ScheduleDefinition {
+  cron?: string;
+  /** Interval, ms. */
+  every?: number;
+  timezone: string;
+  startAt?: number;
+  endAt?: number;
+  limit?: number;
+  /** Occurrences missed by more than this collapse into one job for the latest of them, ms. */
+  grace: number;
+  /** For `every`: its first occurrence, epoch ms (startAt, else one interval after creation). */
+  anchor: number;
+  job: JobTemplate;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Where a schedule stands. Every write but a fire bumps `rev`; a fire moves `next`. */
+export interface ScheduleState {
+  rev: number;
+  /** The next occurrence to fire, epoch ms; null when paused or ended. */
+  next: number | null;
+  runs: number;
+  lastRunAt: number | null;
+  lastJobId: string | null;
+  paused: boolean;
+}
+
+export interface StoredSchedule {
+  id: string;
+  definition: ScheduleDefinition;
+  state: ScheduleState;
+}
+
+const targetSchema = z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() });
+const definitionSchema = z.object({
+  cron: z.string().optional(),
+  every: z.number().optional(),
+  timezone: z.string(),
+  startAt: z.number().optional(),
+  endAt: z.number().optional(),
+  limit: z.number().optional(),
+  grace: z.number(),
+  anchor: z.number(),
+  job: z.object({
+    topic: z.string(),
+    payload: z.unknown(),
+    target: targetSchema.optional(),
+    maxAttempts: z.number().optional(),
+    backoff: z.custom<Backoff>().optional(),
+    timeoutMs: z.number().optional(),
+  }),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+const stateSchema = z.object({
+  rev: z.number().int(),
+  next: z.number().nullable(),
+  runs: z.number().int(),
+  lastRunAt: z.number().nullable(),
+  lastJobId: z.string().nullable(),
+  paused: z.boolean(),
+});
+
+/** Parses the JSON text of a stored schedule definition; invalid data is a bug, so it throws. */
+export const parseDefinition = (text: string) => definitionSchema.parse(JSON.parse(text)) as ScheduleDefinition;
+/** Parses the JSON text of a stored schedule state. */
+export const parseState = (text: string): ScheduleState => stateSchema.parse(JSON.parse(text));

@@ -1,8 +1,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { settings, type Env } from "../env.js";
-import { queueFromSettings } from "../queue/from-settings.js";
-import { TickLock } from "../queue/lock.js";
-import { createRedis } from "../queue/redis.js";
+import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
 import { runDrain } from "./drain.js";
 import { runTick } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
@@ -62,7 +60,7 @@ export class TickChunk extends WorkerEntrypoint<Env> {
     const runner = this.env.TICK_RUNNER;
     const report = await runTick({
       queue: queueFromSettings(s),
-      lock: new TickLock(createRedis(s), s.prefix),
+      lock: tickLockFromSettings(s),
       settings: s,
       scheduledTime,
       windowMs: windowEnd - scheduledTime,

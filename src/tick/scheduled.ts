@@ -1,8 +1,5 @@
 import { settings, type Env } from "../env.js";
-import { queueFromSettings } from "../queue/from-settings.js";
-import { recordTickHeartbeat } from "../queue/health.js";
-import { TickLock } from "../queue/lock.js";
-import { createRedis } from "../queue/redis.js";
+import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
 import { runTick } from "./loop.js";
 
 /**
@@ -11,12 +8,12 @@ import { runTick } from "./loop.js";
  */
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
   const s = settings(env);
-  const redis = createRedis(s);
-  await recordTickHeartbeat(redis, s.prefix, controller.scheduledTime);
+  const queue = queueFromSettings(s);
+  await queue.health.recordTickHeartbeat(controller.scheduledTime);
   const runner = env.TICK_RUNNER;
   const report = await runTick({
-    queue: queueFromSettings(s),
-    lock: new TickLock(redis, s.prefix),
+    queue,
+    lock: tickLockFromSettings(s),
     settings: s,
     scheduledTime: controller.scheduledTime,
     ...(runner

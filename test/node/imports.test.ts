@@ -1,8 +1,9 @@
 /**
  * No import cycles in src/ (runtime imports; `import type` is erased and
- * cannot form one), read with TypeScript's own import scanner.
+ * cannot form one), and no Redis client outside src/queue, read with
+ * TypeScript's own import scanner.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
@@ -62,13 +63,22 @@ it("src/ has no import cycles", () => {
   expect(importCycles(sources)).toEqual([]);
 });
 
-it("the check finds a cycle when there is one, and not one through import type (a control)", () => {
+/** Runs `check` on files it writes into a temporary folder (`write` makes the folders a path needs and returns the path), then removes the folder. */
+function withFiles(check: (write: (name: string, text: string) => string, dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), "delayline-imports-"));
   try {
-    const write = (name: string, text: string) => {
+    check((name, text) => {
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), text);
       return join(dir, name);
-    };
+    }, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+it("the check finds a cycle when there is one, and not one through import type (a control)", () => {
+  withFiles((write) => {
     const a = write("a.ts", 'import { b } from "./b.js";\nexport const a = () => b;\n');
     const b = write("b.ts", 'import { a } from "./a.js";\nexport const b = () => a;\n');
     const c = write("c.ts", 'import type { D } from "./d.js";\nimport { type E } from "./e.js";\nexport type C = D | E;\n');
@@ -76,7 +86,100 @@ it("the check finds a cycle when there is one, and not one through import type (
     const e = write("e.ts", 'import { type C } from "./c.js";\nexport type E = C;\n');
     expect(importCycles([a, b]).length).toBe(1);
     expect(importCycles([c, d, e])).toEqual([]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+/** One import of a module: what it names (a default or namespace import names "*"), type-only imports included. */
+interface ImportOf {
+  spec: string;
+  /** The module file for a relative specifier, else the specifier itself. */
+  target: string;
+  names: string[];
+}
+
+/** Every import of one module: declarations, `export … from`, `import()` and `import("…")` types. */
+function importsOf(file: string): ImportOf[] {
+  const out: ImportOf[] = [];
+  const add = (spec: string, names: string[]) =>
+    out.push({ spec, target: spec.startsWith(".") ? resolve(dirname(file), spec.replace(/\.js$/, ".ts")) : spec, names });
+  const visit = (node: ts.Node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const names: string[] = [];
+      if (ts.isImportDeclaration(node)) {
+        const clause = node.importClause;
+        if (clause?.name) names.push("*");
+        const bindings = clause?.namedBindings;
+        if (bindings && ts.isNamespaceImport(bindings)) names.push("*");
+        if (bindings && ts.isNamedImports(bindings)) names.push(...bindings.elements.map((e) => (e.propertyName ?? e.name).text));
+      } else if (node.exportClause && ts.isNamedExports(node.exportClause)) {
+        names.push(...node.exportClause.elements.map((e) => (e.propertyName ?? e.name).text));
+      } else {
+        names.push("*");
+      }
+      add(node.moduleSpecifier.text, names);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
+      add(node.arguments[0].text, ["*"]);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      add(node.argument.literal.text, ["*"]);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS));
+  return out;
+}
+
+/**
+ * Imports that would let a Redis client out of `queueDir`, as "file: import":
+ * the Upstash client itself, anything of `queueDir`'s redis.ts but its error
+ * class, and the script runner and scripts (which take a client).
+ */
+function redisLeaks(files: string[], queueDir: string): string[] {
+  const inQueue = (f: string) => !relative(queueDir, f).startsWith("..");
+  const leaks: string[] = [];
+  for (const file of files.filter((f) => !inQueue(f))) {
+    for (const i of importsOf(file)) {
+      const of = (name: string) => i.target === join(queueDir, name);
+      const leak =
+        i.spec === "@upstash/redis" ||
+        i.spec.startsWith("@upstash/redis/") ||
+        (of("redis.ts") && i.names.some((n) => n !== "RedisUnavailableError")) ||
+        of("scripts.ts") ||
+        of("lua.generated.ts");
+      if (leak) leaks.push(`${relative(join(queueDir, "../.."), file)}: ${i.spec} { ${i.names.join(", ")} }`);
+    }
   }
+  return leaks;
+}
+
+const app = join(import.meta.dirname, "../../app");
+const appSources = (readdirSync(app, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => join(app, f));
+
+it("no file outside src/queue holds a Redis client: none imports @upstash/redis, src/queue/redis.ts's client factories or the script runner", () => {
+  expect(appSources.length).toBeGreaterThan(0);
+  expect(redisLeaks([...sources, ...appSources], join(src, "queue"))).toEqual([]);
+});
+
+it("the Redis check finds each way a client gets out, and lets the error class through (a control)", () => {
+  withFiles((write, dir) => {
+    const queueDir = join(dir, "src/queue");
+    write("src/queue/redis.ts", "export class RedisUnavailableError extends Error {}\nexport const createRedis = () => 1;\n");
+    const inside = write("src/queue/queue.ts", 'import { Redis } from "@upstash/redis/cloudflare";\nimport { createRedis } from "./redis.js";\n');
+    const fine = write("src/tick/fine.ts", 'import { RedisUnavailableError } from "../queue/redis.js";\nimport { Queue } from "../queue/queue.js";\n');
+    const leaking = [
+      write("src/tick/a.ts", 'import type { Redis } from "@upstash/redis/cloudflare";\n'),
+      write("src/tick/b.ts", 'import { createRedis as make } from "../queue/redis.js";\n'),
+      write("src/tick/c.ts", 'import * as r from "../queue/redis.js";\n'),
+      write("src/tick/d.ts", 'export { createRedis } from "../queue/redis.js";\n'),
+      write("src/tick/e.ts", 'const m = await import("@upstash/redis");\n'),
+      write("src/tick/f.ts", 'let r: import("@upstash/redis").Redis;\n'),
+      write("src/tick/g.ts", 'import { runScript } from "../queue/scripts.js";\n'),
+    ];
+    expect(redisLeaks([inside, fine], queueDir)).toEqual([]);
+    for (const f of leaking) expect(redisLeaks([f], queueDir), relative(dir, f)).toHaveLength(1);
+  });
 });

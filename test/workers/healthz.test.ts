@@ -1,6 +1,7 @@
 import { createScheduledController, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../app/worker.js";
+import { freshEnv } from "./fixtures.js";
 import { self, testEnv as env } from "./self.js";
 
 describe("GET /healthz", () => {
@@ -18,7 +19,7 @@ describe("GET /healthz", () => {
   });
 
   it("reports the age of the last scheduled() run", async () => {
-    const prefixed = { ...env, DELAYLINE_PREFIX: `t${crypto.randomUUID()}:{hz}` };
+    const prefixed = freshEnv("hz");
     const ctx = createExecutionContext();
     // Long past: its window is over, so the loop returns at once after the heartbeat.
     const scheduledTime = Date.now() - 120_000;

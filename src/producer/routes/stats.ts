@@ -2,7 +2,6 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { collectReport, type PipelineReport } from "../../observability/collect.js";
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prometheus.js";
 import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
-import { createRedis } from "../../queue/redis.js";
 import { json, problemResponses, router, type AppEnv } from "../context.js";
 import { iso, StatsView } from "../schemas.js";
 import type { Context } from "hono";
@@ -60,10 +59,7 @@ function statsView(r: PipelineReport) {
   };
 }
 
-const report = (c: Context<AppEnv>, minutes: number) => {
-  const s = c.get("settings");
-  return collectReport(c.get("queue"), createRedis(s), s.prefix, { minutes });
-};
+const report = (c: Context<AppEnv>, minutes: number) => collectReport(c.get("queue"), { minutes });
 
 /** GET /v1/stats: the pipeline at a glance, as JSON. */
 export const stats = router().openapi(

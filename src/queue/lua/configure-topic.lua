@@ -21,7 +21,7 @@
   ARGV[4 … 3+2n]  field, value pairs to set
   ARGV[4+2n …]    fields to clear
 
-  Returns  1, or -1 when registering the topic would pass the cap (nothing changed)
+  Returns  1 written, or -1 when registering the topic would pass the cap (nothing changed)
 ]]
 -- @include index
 local rcall = redis.call

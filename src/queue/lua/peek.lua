@@ -28,7 +28,7 @@
   ARGV[9]        with ARGV[8] "1": how many of the index's topics to list
 
   Returns        { lock (1 renewed or not asked, 0 lost: not ours any more),
-                   more (1: k topics were due and more may be),
+                   more (1: k topics were due and more may be, else 0),
                    the earliest score later than now (-1: none known),
                    due topics: array of topic, score, … (earliest first),
                    topics to sample: array (empty unless asked) }

@@ -10,7 +10,7 @@
   ARGV[1]        now, epoch ms
   ARGV[2]        most schedules to return
 
-  Returns        { more (1: ARGV[2] were due and more may be), id, definition, state, … }
+  Returns        { more (1: ARGV[2] were due and more may be, else 0), id, definition, state, … }
 ]]
 local rcall = redis.call
 local limit = tonumber(ARGV[2])

@@ -12,11 +12,8 @@ import { verifySignature } from "../../../src/client/signature.js";
 import { settings, type Env } from "../../../src/env.js";
 import { deliverHttp } from "../../../src/handlers/http.js";
 import { PermanentError } from "../../../src/handlers/registry.js";
-import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import { TickLock } from "../../../src/queue/lock.js";
-import { createRedis } from "../../../src/queue/redis.js";
-import { runTick } from "../../../src/tick/loop.js";
-import { call, isolatedEnv, TOKEN, type CallOptions } from "./helpers.js";
+import { tickOnce } from "../fixtures.js";
+import { call, deliveries, isolatedEnv, TOKEN, type CallOptions } from "./helpers.js";
 
 const bridgeUrl = inject("abuseBridgeUrl");
 const bridgeToken = inject("abuseBridgeToken");
@@ -125,14 +122,7 @@ const JOB_ID = "t.01ARZ3NDEKTSV4RRFFQ69G5FAV";
 async function tickUntilIdle(env: Env, topics: string[]): Promise<void> {
   const s = settings(env);
   for (let i = 0; i < 30; i++) {
-    await runTick({
-      queue: queueFromSettings(s),
-      lock: new TickLock(createRedis(s), s.prefix),
-      settings: s,
-      scheduledTime: Date.now(),
-      windowMs: 500,
-      log: () => {},
-    });
+    await tickOnce(s, { scheduledTime: Date.now(), windowMs: 500 });
     const stats = await Promise.all(topics.map(async (t) => (await call(env, `/v1/topics/${t}`)).body as { ready: number; inflight: number }));
     if (stats.every((x) => x.ready + x.inflight === 0)) return;
   }
@@ -530,11 +520,7 @@ describe("Lua-looking strings", () => {
 
     // Deliver the jobs: each arrives with its payload, path, query and header exactly as sent.
     await tickUntilIdle(env, [topic]);
-    const got = (await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()) as Array<{
-      path: string;
-      headers: Record<string, string>;
-      body: string;
-    }>;
+    const got = await deliveries(`/${tag}/`);
     expect(got).toHaveLength(LUA.length);
     for (const [i, lua] of LUA.entries()) {
       const d = got.find((x) => x.headers["delayline-job-id"] === ids[i])!;
@@ -754,7 +740,7 @@ describe("SSRF targets", () => {
     for (const id of [job.body.id, viaUrl.body.id]) {
       expect((await call(dev, `/v1/jobs/${id}`)).body).toMatchObject({ state: "dead", attempts: 1, lastError: expect.stringMatching(/refused target/) });
     }
-    expect(await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()).toEqual([]);
+    expect(await deliveries(`/${tag}/`)).toEqual([]);
   });
 
   it("redirects are never followed, whatever their status and wherever they point", async () => {
@@ -777,7 +763,7 @@ describe("SSRF targets", () => {
         lastError: expect.stringMatching(/^HTTP 30\d.*redirects are not followed/),
       });
     }
-    const got = (await (await fetch(`${receiver}/__deliveries?prefix=/${tag}/`)).json()) as Array<{ path: string }>;
+    const got = await deliveries(`/${tag}/`);
     expect(got.map((d) => d.path).sort()).toEqual(ids.map(() => `/${tag}/redirect`));
   });
 

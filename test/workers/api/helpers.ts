@@ -1,13 +1,15 @@
 import { createExecutionContext } from "cloudflare:test";
 import worker from "../../../app/worker.js";
 import type { Env } from "../../../src/env.js";
-import { testEnv } from "../self.js";
+import { freshEnv } from "../fixtures.js";
+
+export { deliveries, type Delivery } from "../fixtures.js";
 
 export const TOKEN = "test-api-token-0123456789";
 
 /** An env of its own (fresh key prefix) so each test's keys are separate. */
 export function isolatedEnv(overrides: Partial<Env> = {}): Env {
-  return { ...testEnv, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{api}`, ...overrides };
+  return freshEnv("api", overrides);
 }
 
 export interface CallOptions {

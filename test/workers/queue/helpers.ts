@@ -1,16 +1,14 @@
 import { settings } from "../../../src/env.js";
 import { Queue, type QueueOptions } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
+import { freshPrefix } from "../fixtures.js";
 import { testEnv } from "../self.js";
+
+export { freshPrefix } from "../fixtures.js";
 
 /** The test deployment's Redis client (through the bridge, to the real Redis). */
 export function testRedis() {
   return createRedis(settings(testEnv));
-}
-
-/** A fresh key prefix (with a hash tag) per test. */
-export function freshPrefix(name = "q"): string {
-  return `t${crypto.randomUUID().slice(0, 8)}:{${name}}`;
 }
 
 /** A queue on its own prefix; `clock.now` drives its time when given. */

@@ -1,12 +1,12 @@
 import { settings, type Env } from "../../../src/env.js";
 import { defineHandler, removeHandler, type JobContext } from "../../../src/handlers/registry.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import { TickLock } from "../../../src/queue/lock.js";
-import { createRedis } from "../../../src/queue/redis.js";
-import { runTick, type Clock, type TickOptions } from "../../../src/tick/loop.js";
+import type { Clock, TickOptions } from "../../../src/tick/loop.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
-import { testEnv } from "../self.js";
+import { freshEnv, tickOnce } from "../fixtures.js";
 import { DrivenClock } from "./sim-clock.js";
+
+export { deliveries, type Delivery } from "../fixtures.js";
 
 /** Time that passes only when the loop sleeps: rounds are instant, so tests of timing logic are exact. */
 /**
@@ -36,13 +36,11 @@ export class VirtualClock extends DrivenClock {
 
 /** A deployment of its own (fresh prefix) with the given settings. */
 export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
-  const env: Env = { ...testEnv, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{tick}`, ...overrides };
+  const env = freshEnv("tick", overrides);
   const s = settings(env);
   // The queue reads time from the same clock as the loop, so reads of finished jobs find them.
   const queue = queueFromSettings(s, clock ? { now: () => clock.now() } : {});
-  const redis = createRedis(s);
-  const tick = (options: Partial<TickOptions> & { scheduledTime: number }) =>
-    runTick({ queue, lock: new TickLock(redis, s.prefix), settings: s, log: () => {}, ...(clock ? { clock } : {}), ...options });
+  const tick = (options: Partial<TickOptions> & { scheduledTime: number }) => tickOnce(s, { queue, ...(clock ? { clock } : {}), ...options });
   /**
    * What TICK_RUNNER gives a deployed tick, run here on the same clock: a
    * fanned-out chunk (a subrequest budget of its own) and a successor that

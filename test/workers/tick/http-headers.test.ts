@@ -5,21 +5,10 @@
  */
 import { describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../../src/client/signature.js";
-import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { deliveries, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000;
 const receiver = () => inject("receiverUrl");
-
-interface Delivery {
-  path: string;
-  headers: Record<string, string>;
-  rawHeaders: string[];
-  body: string;
-}
-
-async function deliveries(prefix: string): Promise<Delivery[]> {
-  return (await (await fetch(`${receiver()}/__deliveries?prefix=${encodeURIComponent(prefix)}`)).json()) as Delivery[];
-}
 
 /** How often each header name (lower-cased) arrived. */
 function nameCounts(raw: string[]): Record<string, number> {

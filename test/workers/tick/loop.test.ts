@@ -2,7 +2,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../../src/client/signature.js";
 import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
-import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { deliveries, recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 import { DrivenClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
@@ -295,13 +295,6 @@ describe("the loop", () => {
 
 describe("the http handler", () => {
   const receiver = () => inject("receiverUrl");
-  async function deliveries(prefix: string) {
-    return (await (await fetch(`${receiver()}/__deliveries?prefix=${encodeURIComponent(prefix)}`)).json()) as Array<{
-      path: string;
-      headers: Record<string, string>;
-      body: string;
-    }>;
-  }
 
   it("POSTs the payload signed; 2xx succeeds, 4xx is dead after one attempt, 5xx retries honouring Retry-After", async () => {
     const secret = "topic-signing-secret-0123456789";

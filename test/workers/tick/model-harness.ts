@@ -28,16 +28,16 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { settings as parseSettings, type Env, type Settings } from "../../../src/env.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import { TickLock } from "../../../src/queue/lock.js";
 import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
 import { MAX_HANDOVERS } from "../../../src/tick/chunk.js";
 import { runDrain as runDrainOf } from "../../../src/tick/drain.js";
-import { runTick, type TickReport } from "../../../src/tick/loop.js";
+import type { TickReport } from "../../../src/tick/loop.js";
 import { runChunk as runChunkOf, type ChunkReport } from "../../../src/tick/run-chunk.js";
 import type { LogLine } from "../../../src/tick/settle.js";
 import { wakeForSoonJobs as wake } from "../../../src/tick/wake.js";
+import { freshEnv, tickOnce } from "../fixtures.js";
 import { testEnv } from "../self.js";
 import type { SimClock } from "./sim-clock.js";
 
@@ -141,7 +141,7 @@ export interface ModelHarness {
 /** A deployment of its own (fresh prefix), all on `clock`. `env` overrides settings (strings, as bindings are). */
 export function createModelHarness(options: { env: Partial<Env>; clock: SimClock }): ModelHarness {
   const { clock } = options;
-  const env: Env = { ...testEnv, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{model}`, ...options.env };
+  const env = freshEnv("model", options.env);
   const s = parseSettings(env);
   const now = () => clock.now();
   const queue = queueFromSettings(s, { now });
@@ -169,10 +169,8 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
       const inv: InvocationEvent = { id, scheduledTime, startedAt: clock.now(), windowEnd: scheduledTime + windowMs };
       trace.invocations.push(inv);
       return asRunner(id, async () => {
-        const report = await runTick({
+        const report = await tickOnce(s, {
           queue: queueFromSettings(s, { now }),
-          lock: new TickLock(createRedis(s), s.prefix),
-          settings: s,
           scheduledTime,
           windowMs,
           clock,

@@ -1,21 +1,15 @@
 import { expect, it } from "vitest";
 import { settings } from "../../../src/env.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import { TickLock } from "../../../src/queue/lock.js";
-import { createRedis } from "../../../src/queue/redis.js";
-import { runTick } from "../../../src/tick/loop.js";
-import { testEnv } from "../self.js";
+import { freshEnv, tickOnce } from "../fixtures.js";
 import { VirtualClock } from "./helpers.js";
 
 const UNREACHABLE = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", REDIS_TIMEOUT_MS: "500" };
 
 it("with Redis unreachable at start, the tick keeps trying for its window instead of failing", async () => {
-  const s = settings({ ...testEnv, ...UNREACHABLE, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{out}` });
+  const s = settings(freshEnv("out", UNREACHABLE));
   const lines: Array<Record<string, unknown>> = [];
-  const report = await runTick({
-    queue: queueFromSettings(s),
-    lock: new TickLock(createRedis(s), s.prefix),
-    settings: s,
+  const report = await tickOnce(s, {
     scheduledTime: 1_900_000_000_000,
     clock: new VirtualClock(1_900_000_000_000),
     windowMs: 12_000,
@@ -27,13 +21,12 @@ it("with Redis unreachable at start, the tick keeps trying for its window instea
 });
 
 it("when Redis goes away under a running loop, the loop waits and retries until its window ends", async () => {
-  const good = settings({ ...testEnv, DELAYLINE_PREFIX: `t${crypto.randomUUID().slice(0, 8)}:{out}` });
-  const bad = settings({ ...testEnv, ...UNREACHABLE, DELAYLINE_PREFIX: good.prefix });
+  const good = settings(freshEnv("out"));
+  const bad = settings(freshEnv("out", { ...UNREACHABLE, DELAYLINE_PREFIX: good.prefix }));
   const lines: Array<Record<string, unknown>> = [];
-  const report = await runTick({
+  // The lock still answers; the queue's calls do not.
+  const report = await tickOnce(good, {
     queue: queueFromSettings(bad),
-    lock: new TickLock(createRedis(good), good.prefix),
-    settings: good,
     scheduledTime: 1_900_000_000_000,
     clock: new VirtualClock(1_900_000_000_000),
     windowMs: 20_000,

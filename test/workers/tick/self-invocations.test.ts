@@ -1,16 +1,39 @@
-import { expect, inject, it } from "vitest";
+import type { Env } from "../../../src/env.js";
+import { afterEach, expect, inject, it } from "vitest";
 import { testEnv } from "../self.js";
-import { tickDeployment, uniqueTopic } from "./helpers.js";
+import { deliveries, tickDeployment, uniqueTopic } from "./helpers.js";
 
 /**
  * Fan-out runs chunks in invocations of their own (the TickChunk entrypoint
- * through the TICK_RUNNER service binding), which read the deployment's own
- * settings — so this test uses the deployment's own prefix, and a topic no
- * other test touches.
+ * through the TICK_RUNNER service binding), and a producer's drains run the
+ * same way; those invocations read the deployment's own settings. So these
+ * tests run on the deployment's prefix, which vitest.config.ts makes this
+ * file's own (the "workers-self" project), each on topics no other touches,
+ * and each leaves the prefix without a topic, as it found it: they pass in
+ * any order.
  */
-it("a backlog beyond one invocation's budget is carried by fanned-out invocations", { timeout: 60_000 }, async () => {
+const ownPrefix = testEnv.DELAYLINE_PREFIX;
+
+/** A deployment on the prefix the TickChunk invocations read. */
+const deployment = (overrides: Partial<Env>) => tickDeployment({ DELAYLINE_PREFIX: ownPrefix, ...overrides });
+
+/** Deletes a test's topic with what it still holds. */
+async function remove(d: ReturnType<typeof deployment>, topic: string) {
+  expect(await d.queue.deleteTopic(topic, { purge: true })).toMatchObject({ result: "deleted" });
+}
+
+afterEach(async () => {
+  // The next test finds what this one found: no topic, nothing due, no tick.
+  expect(await deployment({}).queue.listTopics()).toEqual([]);
+});
+
+it("runs on a prefix of its own, which the invocations it starts read too", () => {
+  expect(ownPrefix).toMatch(/^t[0-9a-f]{8}:\{self\}$/);
   expect(testEnv.TICK_RUNNER).toBeDefined();
-  const d = tickDeployment({ DELAYLINE_PREFIX: "dl:{main}", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10", TICK_FANOUT: "3", TICK_POLL_MS: "50" });
+});
+
+it("a backlog beyond one invocation's budget is carried by fanned-out invocations", { timeout: 60_000 }, async () => {
+  const d = deployment({ TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10", TICK_FANOUT: "3", TICK_POLL_MS: "50" });
   const topic = uniqueTopic("fanout");
   await d.queue.configureTopic(topic, { url: `${inject("receiverUrl")}/${topic}/ok` });
   await d.queue.enqueueBatch(Array.from({ length: 300 }, (_, i) => ({ topic, payload: i })));
@@ -19,19 +42,18 @@ it("a backlog beyond one invocation's budget is carried by fanned-out invocation
   // This invocation stayed inside its 45 subrequests; the others carried the rest.
   expect(report.subrequests).toBeLessThanOrEqual(45);
   expect(report.fannedOut).toBeGreaterThan(0);
-  const delivered = (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as unknown[];
+  const delivered = await deliveries(`/${topic}/`);
   // Delivering here costs a subrequest per job: at most ~30 of the 45. Fanned out, a chunk costs one.
   expect(report.claimed).toBeGreaterThan(150);
   expect(delivered.length).toBe(report.claimed);
   expect(report.outcomes.ack).toBe(report.claimed);
-  // The rest stays for no one: the next test shares this prefix.
-  await d.queue.configureTopic(topic, { paused: true });
+  // The rest goes: the next test shares this prefix.
+  await remove(d, topic);
 });
 
 /** A tick on the deployment's prefix, asleep: three idle rounds, the mark, then a second for producers to notice. */
 async function sleepingTick(windowMs: number) {
-  const overrides = { DELAYLINE_PREFIX: "dl:{main}", TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "20000" };
-  const d = tickDeployment(overrides);
+  const d = deployment({ TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "20000" });
   const ticking = d.tick({ scheduledTime: Date.now(), windowMs });
   let asleep = false;
   for (let i = 0; i < 100 && !asleep; i++) {
@@ -63,9 +85,7 @@ async function enqueueThroughWorker(env: object, body: unknown): Promise<{ id: s
   return job;
 }
 
-async function deliveriesTo(topic: string) {
-  return (await (await fetch(`${inject("receiverUrl")}/__deliveries?prefix=/${topic}/`)).json()) as Array<{ at: number; headers: Record<string, string> }>;
-}
+const deliveriesTo = (topic: string) => deliveries(`/${topic}/`);
 
 /**
  * A sleeping tick (nothing due within TICK_IDLE_PEEK_MS) looks only that
@@ -84,6 +104,7 @@ it("while the tick sleeps, the producer starts a job due soon, on time", { timeo
   // The sleeping tick delivered nothing itself: the producer's invocation did.
   expect(report.claimed).toBe(0);
   expect(report.idleSleeps).toBeGreaterThan(0);
+  await remove(d, topic);
 });
 
 it("while the tick sleeps, a pull topic's job due soon is left for its consumers", { timeout: 60_000 }, async () => {
@@ -96,7 +117,9 @@ it("while the tick sleeps, a pull topic's job due soon is left for its consumers
   expect(await deliveriesTo(topic)).toEqual([]);
   const pulled = await d.queue.claim(topic, { max: 10, leaseMs: 60_000, mode: "pull" });
   expect(pulled.jobs.map((j) => j.id)).toEqual([id]);
+  expect(await d.queue.ack(id, pulled.jobs[0]!.attempt)).toBe("acked");
   await ticking;
+  await remove(d, topic);
 });
 
 it("while the tick sleeps, a retry the producer's drain scheduled runs at its retry time, not at the tick's next look", { timeout: 60_000 }, async () => {
@@ -117,4 +140,5 @@ it("while the tick sleeps, a retry the producer's drain scheduled runs at its re
   expect(await d.queue.get(id)).toMatchObject({ state: "dead", attempts: 2 });
   const report = await ticking;
   expect(report.claimed).toBe(0);
+  await remove(d, topic);
 });

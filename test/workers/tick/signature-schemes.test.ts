@@ -7,20 +7,10 @@
 import { Webhook } from "standardwebhooks";
 import { describe, expect, inject, it } from "vitest";
 import { Receiver, verifySignature } from "../../../src/client/signature.js";
-import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { deliveries, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000;
 const receiver = () => inject("receiverUrl");
-
-interface Delivery {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-async function deliveries(prefix: string): Promise<Delivery[]> {
-  return (await (await fetch(`${receiver()}/__deliveries?prefix=${encodeURIComponent(prefix)}`)).json()) as Delivery[];
-}
 
 const whsec = (fill: number) => `whsec_${btoa(String.fromCharCode(...new Uint8Array(32).fill(fill)))}`;
 

@@ -1,0 +1,36 @@
+/**
+ * The numbers the Lua scripts answer with, one map per meaning. A script's
+ * header names the codes it answers in its Returns, in words, and
+ * test/node/lua-codes.test.ts holds each header's numbers to these maps;
+ * src/queue/replies.ts turns them into what the queue returns, once per script.
+ */
+export const Code = {
+  /** cancel.lua, reschedule.lua: what became of a change to one scheduled job. */
+  JobChange: { Changed: 1, NotScheduled: 0, InFlight: -1 },
+  /** delete-topic.lua: the topic is gone, purging goes on (call again), or it holds jobs in flight or, without purging, anything. */
+  TopicDeletion: { Deleted: 1, Purging: 0, InFlight: -1, NotEmpty: -2 },
+  /**
+   * configure-topic.lua, schedule-write.lua, enqueue.lua: written; not
+   * written because what the caller read changed meanwhile (schedule-write's
+   * revision); or not written because registering a topic would pass
+   * MAX_TOPICS (the topics registered and the cap follow).
+   */
+  Write: { Written: 1, Changed: 0, TopicLimit: -1 },
+  /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
+  Fenced: { Applied: 1, Stale: 0 },
+  /** schedule-delete.lua: it was there and is gone, or there was none. */
+  Removed: { Removed: 1, Missing: 0 },
+  /** enqueue.lua: a job whose idempotency key was seen within the window (its first job's id is returned), or a new one. */
+  Repeat: { Repeat: 1, New: 0 },
+  /** lock-acquire.lua, lock-release.lua, peek.lua: the tick lock is (still) the caller's, or another loop's. */
+  Lock: { Ours: 1, NotOurs: 0 },
+  /** Listings and bounded steps (list-jobs, list-dead, cancel-jobs, purge-dead, replay-dead, schedules-due, peek): more may follow, or that was all. */
+  More: { More: 1, Done: 0 },
+  /** Times in replies (claim, peek, schedule-fire, enqueue): none (no job due, none known, removed). */
+  Time: { None: -1 },
+  /** claim.lua: what held ready jobs back (Nothing: none did, or only `max`). */
+  HeldBy: { Nothing: 0, Concurrency: 1, Rate: 2, Paused: 3, Mode: 4 },
+} as const;
+
+/** One of the maps in {@link Code}. */
+export type CodeMap = Readonly<Record<string, number>>;

@@ -1,0 +1,189 @@
+import { z } from "zod";
+import { Code, type CodeMap } from "./codes.js";
+import {
+  deadEntrySchema,
+  doneSchema,
+  flatHash,
+  intReply,
+  metaSchema,
+  nullableString,
+  numericReply,
+  parseDefinition,
+  parseRecord,
+  parseState,
+  vectorText,
+  type StoredSchedule,
+} from "./types.js";
+
+// What each Lua script answers, decoded in one place per script (named as
+// in lua.generated.ts): the shape its header's Returns describes, its codes
+// read through src/queue/codes.ts, and the stored documents it carries parsed
+// by their schemas. A reply of another shape is a bug, so decoding throws.
+//
+// Not here yet: claim, settle and peek (Queue) and lock-acquire (TickLock)
+// still decode their replies in their own bodies.
+
+/**
+ * A code read through its map: member K's value becomes `as[K]`. A number
+ * the map lacks, or that this script never answers (a member left out of
+ * `as`), is an error: the script and its map disagree.
+ */
+function coded<M extends CodeMap, A extends { [K in keyof M]?: unknown }>(map: M, as: A) {
+  type R = Exclude<A[keyof A], undefined>;
+  const byValue = new Map<number, R>();
+  for (const [member, value] of Object.entries(map)) if (member in as) byValue.set(value, as[member as keyof A] as R);
+  return intReply.transform((n, ctx) => {
+    if (byValue.has(n)) return byValue.get(n) as R;
+    ctx.addIssue({ code: "custom", message: `${n} is not one of the codes ${[...byValue.keys()].join(", ")}` });
+    return z.NEVER;
+  });
+}
+
+const more = coded(Code.More, { More: true, Done: false });
+/** A time in epoch ms, or null for Code.Time.None. */
+const time = numericReply.transform((n) => (n === Code.Time.None ? null : n));
+const score = z.union([z.string(), z.number()]);
+const listedValue = z.union([z.string(), z.number(), z.null()]);
+const text = (v: unknown) => (typeof v === "string" ? v : null);
+
+const repeat = coded(Code.Repeat, { Repeat: true, New: false });
+const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
+
+/** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
+const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({
+  count,
+  next: hasMore ? { score: numericReply.parse(at), id } : null,
+}));
+
+/** The rest of `{ Code.Write.TopicLimit, topics registered, the cap }`. */
+const topicLimitOf = (reply: ReadonlyArray<unknown>) => ({ result: "topic-limit", count: intReply.parse(reply[1]), limit: intReply.parse(reply[2]) }) as const;
+
+export const replies = {
+  /** enqueue.lua: per job its id, whether it repeats an idempotency key and its due time; or the topic limit. */
+  enqueue: z.array(z.union([z.string(), z.number()])).transform((reply) => {
+    if (reply[0] === Code.Write.TopicLimit) return topicLimitOf(reply);
+    const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
+    for (let i = 0; i + 2 < reply.length; i += 3) {
+      jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
+    }
+    return { result: "written", jobs } as const;
+  }),
+
+  cancel: coded(Code.JobChange, { Changed: "cancelled", NotScheduled: "not-found", InFlight: "inflight" } as const),
+
+  cancelJobs: {
+    /** "window": a step of the walk, and the topic's jobs in flight. */
+    window: z.tuple([intReply, more, score, z.string(), intReply]).transform(([cancelled, hasMore, at, id, inflight]) => ({
+      cancelled,
+      inflight,
+      // A call that stops early has cancelled at least one job: its position is where the next one goes on.
+      next: hasMore ? { score: numericReply.parse(at), id } : null,
+    })),
+    /** "ids": how many of the given ids were handled, and of those in flight and not scheduled. */
+    ids: z
+      .tuple([intReply, intReply, intReply, intReply])
+      .transform(([cancelled, handled, inflight, notScheduled]) => ({ cancelled, handled, inflight, notScheduled })),
+  },
+
+  reschedule: coded(Code.JobChange, { Changed: "rescheduled", NotScheduled: "not-found", InFlight: "inflight" } as const),
+
+  get: z
+    .tuple([nullableString, nullableString, nullableString, nullableString, nullableString, nullableString, nullableString])
+    .transform(([record, meta, due, lease, done, topicMaxAttempts, letter]) => ({
+      record: record ? parseRecord(record) : null,
+      meta: meta ? metaSchema.parse(JSON.parse(meta)) : null,
+      due: due ? Number(due) : null,
+      lease: lease ? Number(lease) : null,
+      done: done ? doneSchema.parse(JSON.parse(done)) : null,
+      topicMaxAttempts: topicMaxAttempts ? Number(topicMaxAttempts) : null,
+      letter: letter ? deadEntrySchema.parse(JSON.parse(letter)) : null,
+    })),
+
+  listJobs: z.tuple([more], listedValue).transform(([hasMore, ...rows]) => {
+    const jobs = [];
+    for (let i = 0; i + 3 < rows.length; i += 4) {
+      const meta = text(rows[i + 2]);
+      const record = text(rows[i + 3]);
+      jobs.push({
+        id: String(rows[i]),
+        score: numericReply.parse(rows[i + 1]),
+        meta: meta === null ? null : metaSchema.parse(JSON.parse(meta)),
+        record: record === null ? null : parseRecord(record),
+      });
+    }
+    return { more: hasMore, jobs };
+  }),
+
+  /** migrate-dead.lua: the letters the old list still holds. */
+  migrateDead: intReply,
+
+  listDead: z.tuple([more], listedValue).transform(([hasMore, ...rows]) => {
+    const letters = [];
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      const entry = text(rows[i + 2]);
+      letters.push({ id: String(rows[i]), score: numericReply.parse(rows[i + 1]), entry: entry === null ? null : deadEntrySchema.parse(JSON.parse(entry)) });
+    }
+    return { more: hasMore, letters };
+  }),
+
+  replayDead: {
+    ids: z.tuple([intReply, intReply], z.string()).transform(([replayed, handled, ...notFound]) => ({ replayed, handled, notFound })),
+    walk: step,
+  },
+
+  purgeDead: {
+    ids: z.tuple([intReply]).transform(([purged]) => purged),
+    walk: step,
+  },
+
+  configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
+
+  deleteTopic: z
+    .tuple([
+      coded(Code.TopicDeletion, { Deleted: "deleted", Purging: "purging", InFlight: "inflight", NotEmpty: "not-empty" } as const),
+      intReply,
+      intReply,
+      intReply,
+      intReply,
+      intReply,
+    ])
+    .transform(([result, dropped, droppedDead, scheduled, inflight, dead]) => ({ result, dropped, droppedDead, scheduled, inflight, dead })),
+
+  topicStats: z
+    .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
+    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, total], oldest]) => ({
+      scheduled,
+      ready,
+      inflight,
+      dead,
+      conf,
+      dispatched,
+      total,
+      oldest,
+    })),
+
+  lockRelease: coded(Code.Lock, { Ours: true, NotOurs: false }),
+
+  /** schedule-write.lua: written, or not (changed since it was read); or the topic limit. */
+  scheduleWrite: z
+    .tuple([coded(Code.Write, { Written: "written", Changed: "changed", TopicLimit: "topic-limit" } as const)], intReply)
+    .transform((reply) => (reply[0] === "topic-limit" ? topicLimitOf(reply) : { result: reply[0] })),
+
+  scheduleDelete: coded(Code.Removed, { Removed: true, Missing: false }),
+
+  schedulesDue: z.tuple([more], z.string()).transform(([hasMore, ...rows]) => {
+    const schedules: StoredSchedule[] = [];
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      const [id, definition, state] = [rows[i]!, rows[i + 1]!, rows[i + 2]!];
+      // Deleted between the index and the read: left out.
+      if (definition && state) schedules.push({ id, definition: parseDefinition(definition), state: parseState(state) });
+    }
+    return { more: hasMore, schedules };
+  }),
+
+  /** schedule-fire.lua: per firing whether it stored its job, then the earliest due occurrence left. */
+  scheduleFire: z.array(intReply).transform((reply) => ({
+    fired: reply.slice(0, -1).map((r) => fenced.parse(r)),
+    nextAt: time.parse(reply.at(-1)),
+  })),
+};

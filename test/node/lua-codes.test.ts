@@ -1,0 +1,108 @@
+/**
+ * Every code a Lua script's header names is the number src/queue/codes.ts
+ * gives it: each header's Returns, in its own words, is held to the map that
+ * decodes it (src/queue/replies.ts). A script added without saying here what
+ * it answers fails too.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect, it } from "vitest";
+import { Code } from "../../src/queue/codes.js";
+
+const luaDir = join(import.meta.dirname, "../../src/queue/lua");
+
+type MapName = keyof typeof Code;
+
+/**
+ * Where a header names codes: `$Member` stands for the member's number in
+ * `map`, the rest is the header's text (white space folded).
+ */
+const NAMED: Array<{ script: string; map: MapName; says: string }> = [
+  { script: "cancel", map: "JobChange", says: "$Changed cancelled, $NotScheduled not scheduled (unknown or finished), $InFlight in flight" },
+  { script: "reschedule", map: "JobChange", says: "$Changed rescheduled, $NotScheduled not scheduled (unknown or finished), $InFlight in flight" },
+  {
+    script: "delete-topic",
+    map: "TopicDeletion",
+    says: "code: $Deleted deleted, $Purging purging goes on (call again), $InFlight jobs in flight, $NotEmpty not empty",
+  },
+  { script: "configure-topic", map: "Write", says: "$Written written, or $TopicLimit when registering the topic would pass the cap" },
+  { script: "schedule-write", map: "Write", says: "{ $Written } written; { $Changed, current revision }" },
+  { script: "schedule-write", map: "Write", says: "{ $TopicLimit, topics registered, the cap } registering the topic would pass the cap" },
+  { script: "enqueue", map: "Write", says: "{ $TopicLimit, topics registered, the cap } when new topics would pass the cap" },
+  { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $New new)" },
+  { script: "enqueue", map: "Time", says: "for a repeat, the existing job's while it is scheduled, else $None (in flight or finished)" },
+  { script: "settle", map: "Fenced", says: "per outcome: $Applied applied, $Stale stale" },
+  { script: "schedule-fire", map: "Fenced", says: "fired_i $Applied stored, $Stale fenced off" },
+  { script: "schedule-fire", map: "Time", says: "earliest due occurrence left ($None: none)" },
+  { script: "schedule-delete", map: "Removed", says: "$Removed deleted, $Missing there was none" },
+  { script: "lock-acquire", map: "Lock", says: "{ $Ours } when taken; { $NotOurs, ms until the holder's lock expires" },
+  { script: "lock-release", map: "Lock", says: "$Ours released, $NotOurs the lock was not ours" },
+  { script: "peek", map: "Lock", says: "lock ($Ours renewed or not asked, $NotOurs lost: not ours any more)" },
+  { script: "peek", map: "More", says: "more ($More: k topics were due and more may be, else $Done)" },
+  { script: "peek", map: "Time", says: "the earliest score later than now ($None: none known)" },
+  { script: "schedules-due", map: "More", says: "more ($More: ARGV[2] were due and more may be, else $Done)" },
+  { script: "list-jobs", map: "More", says: "$More when more jobs follow the page else $Done" },
+  { script: "list-dead", map: "More", says: "$More when more letters follow the page else $Done" },
+  { script: "cancel-jobs", map: "More", says: '"window": $More when the window may hold more else $Done' },
+  { script: "purge-dead", map: "More", says: "$More when the window may hold more else $Done" },
+  { script: "replay-dead", map: "More", says: "$More when the window may hold more else $Done" },
+  { script: "claim", map: "Time", says: "next due ms ($None: none)" },
+  {
+    script: "claim",
+    map: "HeldBy",
+    says: "what held jobs back: $Nothing nothing (or max), $Concurrency concurrency, $Rate rate, $Paused paused, $Mode the topic's mode",
+  },
+];
+
+/** Scripts that answer counts, records and positions but no code. */
+const NO_CODES = ["get", "migrate-dead", "topic-stats"];
+
+const fold = (text: string) => text.replace(/\s+/g, " ").trim();
+
+/** A script's header: its leading `--[[ … ]]` comment, white space folded. */
+function header(script: string): string {
+  const source = readFileSync(join(luaDir, `${script}.lua`), "utf8");
+  const m = /^--\[\[([\s\S]*?)\]\]/.exec(source);
+  if (!m) throw new Error(`${script}.lua has no --[[ header ]]`);
+  return fold(m[1]!);
+}
+
+/** What is wrong with one entry against a header's text: "" when the header says it with the map's numbers. */
+function mismatch(text: string, map: Readonly<Record<string, number>>, says: string): string {
+  let pattern = "";
+  const parts = fold(says).split(/\$(\w+)/);
+  for (const [i, part] of parts.entries()) {
+    if (i % 2 === 0) pattern += part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    else if (map[part] === undefined) return `the map has no member ${part}`;
+    // The number alone, not the end of -1 or 10.
+    else pattern += `(?<![\\d-])${map[part]}(?!\\d)`;
+  }
+  return new RegExp(pattern).test(text) ? "" : `the header does not say: ${says.replace(/\$(\w+)/g, (_, m: string) => String(map[m]))}`;
+}
+
+it("every code a script header names is the number src/queue/codes.ts gives it", () => {
+  const problems = NAMED.map((n) => ({ ...n, problem: mismatch(header(n.script), Code[n.map], n.says) })).filter((n) => n.problem);
+  expect(problems).toEqual([]);
+});
+
+it("every code of every map is named by some header, and every script is accounted for", () => {
+  const named = new Set(NAMED.flatMap((n) => [...n.says.matchAll(/\$(\w+)/g)].map((m) => `${n.map}.${m[1]}`)));
+  const members = Object.entries(Code).flatMap(([map, codes]) => Object.keys(codes).map((m) => `${map}.${m}`));
+  expect(members.filter((m) => !named.has(m))).toEqual([]);
+  const scripts = readdirSync(luaDir)
+    .filter((f) => f.endsWith(".lua"))
+    .map((f) => f.replace(/\.lua$/, ""));
+  expect(scripts.length).toBeGreaterThan(20);
+  expect(new Set([...NAMED.map((n) => n.script), ...NO_CODES])).toEqual(new Set(scripts));
+});
+
+it("a header whose number differs from the map's fails the check (a control)", () => {
+  const text = header("cancel");
+  const says = NAMED.find((n) => n.script === "cancel")!.says;
+  expect(mismatch(text, Code.JobChange, says)).toBe("");
+  expect(mismatch(text.replace("-1 in flight", "-2 in flight"), Code.JobChange, says)).toMatch(/does not say/);
+  expect(mismatch(text, { ...Code.JobChange, InFlight: -2 }, says)).toMatch(/does not say/);
+  // 1 is not found inside -1 or 11.
+  expect(mismatch("x -1 y", { A: 1 }, "$A y")).toMatch(/does not say/);
+  expect(mismatch("x 11 y", { A: 1 }, "$A y")).toMatch(/does not say/);
+});
