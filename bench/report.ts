@@ -1,5 +1,5 @@
 /** The results of `npm run bench` and their markdown table. */
-import type { SystemName } from "./suites.js";
+import type { FloorSystem, SystemName } from "./suites.js";
 
 /** One measurement over the measured runs. */
 export interface Series {
@@ -36,12 +36,33 @@ export interface Results {
   lateness: Record<string, LatenessSummary>;
   scale?: { small: Series; large: Series; smallUsec: Series; largeUsec: Series };
   idle?: Record<SystemName, number>;
+  /** Single enqueue at the architecture's floor (bench/floor/). */
+  enqueueFloor?: EnqueueFloorSummary;
   /** Runs that failed twice and were left out. */
   failures: string[];
   /** The machine's 1-minute load average every 10 s: [seconds into the run, load]. */
   load: Array<[number, number]>;
   raw: unknown;
 }
+
+/** The single-enqueue row: delayline's Worker and the floor Worker in workerd, and BullMQ, side by side. */
+export interface EnqueueFloorSummary {
+  connections: number;
+  seconds: number;
+  systems: Partial<Record<FloorSystem, FloorStats>>;
+}
+
+/** One system's runs in the single-enqueue row; workerd's CPU for the Workers only. */
+export interface FloorStats {
+  perSec: Series;
+  p50Ms: Series;
+  p99Ms: Series;
+  workerdCpuMs?: Series;
+  load: Series;
+}
+
+/** The enqueue target of issue 18: delayline's single enqueue at ≥ 0.8× the floor's rate. */
+export const ENQUEUE_FLOOR_TARGET = 0.8;
 
 function num(n: number): string {
   if (!Number.isFinite(n)) return "—";
@@ -93,6 +114,38 @@ export function targets(r: Results): Array<{ name: string; value: string; met: b
   const cpu = ratio(dl("successUsec"), bq("successUsec"));
   out.push({ name: "Redis CPU per job ≤ 0.5× BullMQ's", value: times(cpu), met: cpu === undefined ? undefined : cpu <= 0.5 });
   return out;
+}
+
+/** The single-enqueue target, evaluated against the medians. */
+export function enqueueFloorTarget(r: Results): { name: string; value: string; met: boolean | undefined } | undefined {
+  const e = r.enqueueFloor?.systems;
+  if (!e) return undefined;
+  const vsFloor = ratio(e.delayline?.perSec.median, e.floor?.perSec.median);
+  const vsBull = ratio(e.delayline?.perSec.median, e.bullmq?.perSec.median);
+  return {
+    name: `single enqueue at ${r.enqueueFloor!.connections} connections ≥ ${ENQUEUE_FLOOR_TARGET}× the floor's rate`,
+    value: `${num(e.delayline?.perSec.median ?? NaN)} vs ${num(e.floor?.perSec.median ?? NaN)} jobs/s = ${times(vsFloor)} the floor (BullMQ ${num(e.bullmq?.perSec.median ?? NaN)}: ${times(vsBull)})`,
+    met: vsFloor === undefined ? undefined : vsFloor >= ENQUEUE_FLOOR_TARGET,
+  };
+}
+
+/** The single-enqueue row's lines of the main table: the floor has no column, so its numbers go beside delayline's. */
+function enqueueFloorRows(r: Results): string[] {
+  const f = r.enqueueFloor;
+  const e = f?.systems;
+  if (!f || !e) return [];
+  const vs = (pick: (s: FloorStats) => Series | undefined) => {
+    const d = e.delayline ? pick(e.delayline) : undefined;
+    const fl = e.floor ? pick(e.floor) : undefined;
+    return `${cell(d)} vs the floor ${cell(fl)} = ${times(ratio(d?.median, fl?.median))}`;
+  };
+  const bull = (pick: (s: FloorStats) => Series | undefined) => cell(e.bullmq ? pick(e.bullmq) : undefined);
+  const t = enqueueFloorTarget(r);
+  return [
+    `| **single enqueue at ${f.connections} connections: delayline vs the floor vs BullMQ**, jobs/s (Workers in workerd via miniflare, no dev proxy; BullMQ: ${f.connections} \`add\`s in flight) | ${vs((s) => s.perSec)} | ${bull((s) => s.perSec)} | — | — | ${times(ratio(e.delayline?.perSec.median, e.bullmq?.perSec.median))} | ≥ ${ENQUEUE_FLOOR_TARGET}× the floor | ${verdict(t?.met)} |`,
+    `| … workerd CPU per enqueue, ms | ${vs((s) => s.workerdCpuMs)} | — | — | — | | | |`,
+    `| … latency p50 / p99, ms | ${vs((s) => s.p50Ms)} / ${vs((s) => s.p99Ms)} | ${bull((s) => s.p50Ms)} / ${bull((s) => s.p99Ms)} | — | — | | | |`,
+  ];
 }
 
 export function renderMarkdown(r: Results): string {
@@ -158,8 +211,9 @@ export function renderMarkdown(r: Results): string {
         );
     }
   }
-  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs)", m.enqueueSinglePerSec);
+  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs through npm start, wrangler dev's proxy included; 50 in flight)", m.enqueueSinglePerSec);
   row("… batched (1,000 per call), jobs/s (delayline: POST /v1/jobs/batch)", m.enqueueBatchedPerSec);
+  rows.push(...enqueueFloorRows(r));
   row("**Redis memory per scheduled job**, bytes (100-byte payload)", m.bytesPerJob, "≤ 0.5×", metOf(3));
   if (r.scale) {
     const many = r.mode === "quick" ? "100,000" : "1,000,000";
@@ -194,7 +248,7 @@ export function renderMarkdown(r: Results): string {
     ``,
     `## Targets`,
     ``,
-    ...t.map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
+    ...[...t, enqueueFloorTarget(r)].filter((x) => x !== undefined).map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
     ``,
     ...(r.failures.length > 0 ? [`## Runs left out (failed twice)`, ``, ...r.failures.map((f) => `- ${f}`), ``] : []),
     `## Settings`,

@@ -7,14 +7,15 @@
  *
  *   npm run bench                 full run (≤ 10 minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
- *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, idle)
+ *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, enqueue-floor, idle)
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, totalmem } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import type { Queue } from "../src/queue/queue.js";
+import { serveWorker, type ServedWorker } from "./floor/serve.js";
 import { directQueue, startStack, type Stack } from "./lib/delayline.js";
 import { sleep, startInfra, type Infra } from "./lib/infra.js";
 import { renderMarkdown, type Results, type Series } from "./report.js";
@@ -23,6 +24,9 @@ import {
   drainRun,
   enqueueRun,
   fillFuture,
+  FLOOR_CONNECTIONS,
+  FLOOR_SYSTEMS,
+  floorEnqueueRun,
   idleRun,
   latenessRun,
   PEER_POLL_MS,
@@ -31,6 +35,8 @@ import {
   type CostRun,
   type DrainRun,
   type EnqueueRun,
+  type FloorEnqueueRun,
+  type FloorSystem,
   type LatenessRun,
   type ScaleRun,
   type SystemName,
@@ -59,6 +65,7 @@ const SIZES = QUICK
       drain: { warm: 1_000, run: 10_000 },
       lateness: { warm: [100, 1_000], run: [500, 3_000], peers: true },
       enqueue: { warm: [50, 1_000], run: [200, 5_000] },
+      enqueueFloor: { warmS: 1, runS: 3 },
       scale: { small: 10_000, large: 100_000, due: 5_000 },
       idleMs: 15_000,
     }
@@ -68,6 +75,8 @@ const SIZES = QUICK
       // The polling peers' lateness is their poll interval by construction; the full run leaves them out to fit in 10 minutes.
       lateness: { warm: [500, 2_000], run: [10_000, 20_000], peers: false },
       enqueue: { warm: [100, 2_000], run: [500, 10_000] },
+      // Seconds of load per warm-up and measured run, per system.
+      enqueueFloor: { warmS: 2, runS: 10 },
       scale: { small: 10_000, large: 1_000_000, due: 20_000 },
       idleMs: 60_000,
     };
@@ -135,6 +144,7 @@ const lateness: Record<string, LatenessRun[]> = {};
 const enqueues = per<EnqueueRun[]>();
 let scale: { small: ScaleRun[]; large: ScaleRun[] } | undefined;
 let idle: Record<SystemName, number> | undefined;
+const floorEnqueues: Partial<Record<FloorSystem, FloorEnqueueRun[]>> = {};
 
 const infra: Infra = await startInfra();
 let stack: Stack | undefined;
@@ -294,6 +304,54 @@ try {
       await stopStack();
     }
   }
+
+  // 10: single enqueue at 100 connections, delayline vs the floor vs BullMQ.
+  // Both Workers are served the same way (workerd through miniflare, no
+  // wrangler dev proxy) on the bench's bridge, both idle while the other is
+  // measured; the systems alternate within each run, so drift in the
+  // machine's load falls on all three alike.
+  if (wanted("enqueue-floor")) {
+    await infra.flush();
+    const bundles = mkdtempSync(join(tmpdir(), "delayline-bench-floor-"));
+    const served: Partial<Record<"delayline" | "floor", ServedWorker>> = {};
+    try {
+      const bridge = { url: infra.bridge.url, token: infra.bridgeToken };
+      for (const w of ["delayline", "floor"] as const) {
+        log(`enqueue-floor: serving the ${w} Worker directly in workerd`);
+        served[w] = await serveWorker(w, bridge, join(bundles, w));
+      }
+      const workers = served as Record<"delayline" | "floor", ServedWorker>;
+      const { warmS, runS } = SIZES.enqueueFloor;
+      for (const system of FLOOR_SYSTEMS) {
+        log(`enqueue-floor ${system}: warm-up`);
+        await floorEnqueueRun(infra, system, warmS, workers).catch((err: unknown) => log(`enqueue-floor ${system}: warm-up failed: ${String(err)}`));
+      }
+      for (let i = 0; i < RUNS; i++) {
+        // Each run starts with another system.
+        const order = FLOOR_SYSTEMS.map((_, k) => FLOOR_SYSTEMS[(i + k) % FLOOR_SYSTEMS.length]!);
+        for (const system of order) {
+          for (let attempt = 1; ; attempt++) {
+            try {
+              const r = await floorEnqueueRun(infra, system, runS, workers);
+              floorEnqueues[system] = [...(floorEnqueues[system] ?? []), r];
+              log(`enqueue-floor ${system}: run ${i + 1}/${RUNS} ${JSON.stringify(r, (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v))}`);
+              break;
+            } catch (err) {
+              log(`enqueue-floor ${system}: run ${i + 1} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
+              if (attempt === 2) {
+                failures.push(`enqueue-floor ${system} run ${i + 1}: ${String(err).slice(0, 300)}`);
+                break;
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      for (const w of Object.values(served)) await w.stop();
+      rmSync(bundles, { recursive: true, force: true });
+      await infra.flush();
+    }
+  }
 } finally {
   clearInterval(sampleLoad);
   await stopStack();
@@ -304,6 +362,42 @@ try {
 
 const bySystem = <T>(data: PerSystem<T[]>, pick: (t: T) => number, unit: string) =>
   Object.fromEntries(SYSTEMS.filter((s) => data[s]).map((s) => [s, series(data[s]!.map(pick), unit)])) as Partial<Record<SystemName, Series>>;
+
+/** The single-enqueue row: per system, medians and ranges of its runs. */
+function enqueueFloorSummary(): NonNullable<Results["enqueueFloor"]> {
+  const summary: NonNullable<Results["enqueueFloor"]> = { connections: FLOOR_CONNECTIONS, seconds: SIZES.enqueueFloor.runS, systems: {} };
+  for (const system of FLOOR_SYSTEMS) {
+    const runs = floorEnqueues[system];
+    if (!runs || runs.length === 0) continue;
+    summary.systems[system] = {
+      perSec: series(
+        runs.map((r) => r.perSec),
+        "jobs/s",
+      ),
+      p50Ms: series(
+        runs.map((r) => r.p50Ms),
+        "ms",
+      ),
+      p99Ms: series(
+        runs.map((r) => r.p99Ms),
+        "ms",
+      ),
+      ...(runs[0]!.workerdCpuMs !== undefined
+        ? {
+            workerdCpuMs: series(
+              runs.map((r) => r.workerdCpuMs!),
+              "ms/job",
+            ),
+          }
+        : {}),
+      load: series(
+        runs.map((r) => r.load),
+        "",
+      ),
+    };
+  }
+  return summary;
+}
 
 const version = (pkg: string) => (JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
 const results: Results = {
@@ -394,9 +488,10 @@ const results: Results = {
       }
     : undefined,
   idle,
+  enqueueFloor: Object.keys(floorEnqueues).length > 0 ? enqueueFloorSummary() : undefined,
   failures,
   load,
-  raw: { costs, drains, lateness, enqueues, scale },
+  raw: { costs, drains, lateness, enqueues, scale, floorEnqueues },
 };
 results.durationS = Math.round((Date.now() - started) / 1000);
 writeFileSync(`${outBase}.json`, `${JSON.stringify(results, null, 2)}\n`);

@@ -2,10 +2,12 @@
  * The measurements, one function per system and metric. Each run leaves the
  * system's consumers stopped; the caller flushes Redis between systems.
  */
+import { loadavg } from "node:os";
 import IORedis from "ioredis";
 import { startRedis } from "../dev/redis-launcher.js";
 import { normalizeBackoff } from "../src/queue/policy/backoff.js";
 import type { Queue } from "../src/queue/queue.js";
+import { load as loadWorker, processCpuMs, type ServedWorker } from "./floor/serve.js";
 import { bull } from "./lib/bull.js";
 import { nodeQueue, PREFIX, startStack, type Stack } from "./lib/delayline.js";
 import { payload, pool, sleep, until, type Infra, type Usage } from "./lib/infra.js";
@@ -628,4 +630,73 @@ export async function idleRun(windowMs: number, peerPollMs: number, log: (line: 
     for (const m of meters) m.disconnect();
     await Promise.all(servers.map((s) => s.stop()));
   }
+}
+
+// ─── 10: single enqueue at the architecture's floor ─────────────────────────
+
+/** The single-enqueue row's systems: delayline's Worker, the floor Worker (bench/floor/), BullMQ. */
+export type FloorSystem = "delayline" | "floor" | "bullmq";
+export const FLOOR_SYSTEMS: FloorSystem[] = ["delayline", "floor", "bullmq"];
+/** HTTP connections (the Workers) or `add` promises in flight (BullMQ). */
+export const FLOOR_CONNECTIONS = 100;
+
+export interface FloorEnqueueRun {
+  perSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** The Workers: workerd's CPU time per 2xx answer, ms (user + system, from /proc). */
+  workerdCpuMs?: number;
+  /** Non-2xx answers and transport errors (BullMQ: rejected adds). */
+  failed: number;
+  /** The machine's 1-minute load average when the run started. */
+  load: number;
+}
+
+/**
+ * One job per request, due in an hour, for `seconds`: the Workers under
+ * autocannon (`FLOOR_CONNECTIONS` keep-alive connections, `POST /v1/jobs`
+ * with a 100-byte payload), BullMQ with as many `queue.add` promises in
+ * flight on the same redis-server.
+ */
+export async function floorEnqueueRun(
+  infra: Infra,
+  system: FloorSystem,
+  seconds: number,
+  workers: Record<"delayline" | "floor", ServedWorker>,
+): Promise<FloorEnqueueRun> {
+  const load = loadavg()[0]!;
+  if (system === "bullmq") {
+    const b = await bull(infra.redis.port);
+    try {
+      const due = Date.now() + 3_600_000;
+      const latencies: number[] = [];
+      let failed = 0;
+      let i = 0;
+      const started = performance.now();
+      const end = started + seconds * 1_000;
+      await Promise.all(
+        Array.from({ length: FLOOR_CONNECTIONS }, async () => {
+          while (performance.now() < end) {
+            const t = performance.now();
+            await b.add(due, payload(i++)).then(
+              () => latencies.push(performance.now() - t),
+              () => void failed++,
+            );
+          }
+        }),
+      );
+      const s = summarize(latencies);
+      return { perSec: latencies.length / ((performance.now() - started) / 1_000), p50Ms: s.p50, p99Ms: s.p99, failed, load };
+    } finally {
+      await b.close();
+    }
+  }
+  const worker = workers[system];
+  const body = JSON.stringify({ topic: "bench-enqueue", payload: payload(0), delay: "1h" });
+  const cpuBefore = processCpuMs(worker.pid);
+  const r = await loadWorker(`${worker.url}/v1/jobs`, body, FLOOR_CONNECTIONS, seconds);
+  const failed = r.non2xx + r.errors;
+  // A run that answered errors measured something else; repeat() tries it once more.
+  if (failed > r.ok / 1_000) throw new Error(`${system}: ${r.non2xx} non-2xx answers and ${r.errors} errors for ${r.ok} 2xx`);
+  return { perSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, workerdCpuMs: (processCpuMs(worker.pid) - cpuBefore) / r.ok, failed, load };
 }

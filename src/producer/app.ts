@@ -1,11 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context, Next } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { settings, SettingsError } from "../env.js";
+import { settings, SettingsError, type Settings } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
 import { RedisUnavailableError } from "../queue/redis.js";
-import { TopicLimitError } from "../queue/queue.js";
+import { type Queue, TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
@@ -84,7 +84,7 @@ app.use("/v1/*", async (c, next) => {
 
 async function requireToken(c: Context<AppEnv>, next: Next) {
   const token = bearerToken(c.req.header("authorization"));
-  if (token === null || !(await tokenMatches(token, c.get("settings").apiTokens))) {
+  if (token === null || !tokenMatches(token, c.get("settings").apiTokens)) {
     return problem(401, token === null ? "send Authorization: Bearer <token>" : "the token is not valid", {
       headers: { "www-authenticate": 'Bearer realm="delayline"' },
     });
@@ -92,24 +92,49 @@ async function requireToken(c: Context<AppEnv>, next: Next) {
   await next();
 }
 
-app.use("/v1/*", (c, next) =>
-  bodyLimit({
-    maxSize: c.get("settings").maxBodyBytes,
-    onError: () => problem(413, `the body is larger than ${c.get("settings").maxBodyBytes} bytes`),
-  })(c, next),
-);
+// hono's bodyLimit, built once per limit (settings change only by
+// redeploying) rather than once per request as it was.
+const bodyLimits = new Map<number, MiddlewareHandler>();
+const tooLarge = (maxBytes: number) => problem(413, `the body is larger than ${maxBytes} bytes`);
+
+app.use("/v1/*", async (c, next) => {
+  const maxBytes = c.get("settings").maxBodyBytes;
+  // With a Content-Length (and no Transfer-Encoding) hono's bodyLimit only
+  // compares it with the limit, as here; but its first step reads
+  // `request.body`, which makes workerd create the body's stream object.
+  const length = c.req.raw.headers.get("content-length");
+  if (length !== null && !c.req.raw.headers.has("transfer-encoding")) return Number.parseInt(length, 10) > maxBytes ? tooLarge(maxBytes) : next();
+  let limit = bodyLimits.get(maxBytes);
+  if (!limit) {
+    limit = bodyLimit({ maxSize: maxBytes, onError: () => tooLarge(maxBytes) });
+    bodyLimits.set(maxBytes, limit);
+  }
+  return limit(c, next);
+});
 
 app.use("/v1/*", async (c, next) => {
   if (c.req.path.startsWith("/v1/hooks/")) return next();
   return jsonBody(c, next);
 });
 
+// The writes' queue holds nothing of a request (the isolate's shared client
+// and the settings), so it is built once per settings, not per request.
+const writeQueues = new WeakMap<Settings, Queue>();
+
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
   // Reads fan out (a topic list asks for every topic's stats at once), and
   // their calls share one request through a client of their own. Writes make
   // their calls one after another: they use the isolate's shared client.
-  const reads = c.req.method === "GET" || c.req.method === "HEAD";
-  c.set("queue", queueFromSettings(c.get("settings"), { oneCallAtATime: !reads }));
+  const s = c.get("settings");
+  if (c.req.method === "GET" || c.req.method === "HEAD") c.set("queue", queueFromSettings(s));
+  else {
+    let queue = writeQueues.get(s);
+    if (!queue) {
+      queue = queueFromSettings(s, { oneCallAtATime: true });
+      writeQueues.set(s, queue);
+    }
+    c.set("queue", queue);
+  }
   await next();
 };
 app.use("/v1/*", withQueue);

@@ -32,7 +32,9 @@ export async function readUtf8(req: Request): Promise<string | Response> {
  * handed on to the route's validator. Runs after the body-size limit.
  */
 export const jsonBody: MiddlewareHandler = async (c, next) => {
-  if (!["POST", "PUT", "PATCH"].includes(c.req.method) || c.req.raw.body === null) return next();
+  if (!["POST", "PUT", "PATCH"].includes(c.req.method)) return next();
+  // A request without a body reads as "" (no body, below); asking for
+  // `request.body` first would make workerd create a stream object to compare with null.
   const text = await readUtf8(c.req.raw);
   if (text instanceof Response) return text;
   // Hono's validator reads the body through this cache.

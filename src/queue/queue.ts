@@ -9,7 +9,7 @@ import { Health } from "./health.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
-import { redisCall } from "./redis.js";
+import { pipeline, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
 import {
@@ -395,12 +395,11 @@ export class Queue {
       // follows is merely early, which costs one empty claim).
       const t = this.keys.topic(only.topic);
       await redisCall(() =>
-        this.redis
-          .pipeline()
-          .hset(this.keys.jobs, { [only.id]: only.record })
-          .zadd(t.due, { score: only.dueAt, member: only.id })
-          .zadd(this.keys.topicIndex, { lt: true }, { score: only.dueAt, member: only.topic })
-          .exec(),
+        pipeline(this.redis, [
+          ["hset", this.keys.jobs, only.id, only.record],
+          ["zadd", t.due, only.dueAt, only.id],
+          ["zadd", this.keys.topicIndex, "lt", only.dueAt, only.topic],
+        ]),
       );
       return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
     }

@@ -112,7 +112,7 @@ export const hooks = router().openapi(
 
     let idempotencyKey: string | undefined;
     const token = bearerToken(c.req.header("authorization"));
-    if (!(token !== null && (await tokenMatches(token, settings.apiTokens)))) idempotencyKey = await signedIngestKey(c, topic, raw);
+    if (!(token !== null && tokenMatches(token, settings.apiTokens))) idempotencyKey = await signedIngestKey(c, topic, raw);
 
     const type = (c.req.header("content-type") ?? "application/octet-stream").split(";")[0]!.trim().toLowerCase();
     const text = await readUtf8(new Request("http://body", { method: "POST", body: raw }));

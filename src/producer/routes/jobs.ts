@@ -1,11 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import type { EnqueueInput, Queue } from "../../queue/queue.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
-import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, wakeSoonJobs, type AppEnv } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
-import { ApiProblem, invalid } from "../problem.js";
+import { ApiProblem, invalid, validationProblem } from "../problem.js";
 import { AckBody, historyView, BatchBody, EnqueueResponse, iso, JobBody, JobId, JobView, NackBody, RescheduleBody } from "../schemas.js";
 
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
@@ -51,31 +52,49 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   return input;
 }
 
-export const jobs = router()
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/",
-      operationId: "enqueueJob",
-      summary: "Enqueue a job",
-      request: { body: { ...json(JobBody), required: true }, headers: IdempotencyHeader },
-      responses: {
-        201: { description: "Enqueued", ...json(EnqueueResponse) },
-        200: { description: "A repeat of an idempotency key: the existing job", ...json(EnqueueResponse) },
-        ...problemResponses([400, 401, 413, 415, 422, 503]),
-      },
-    }),
-    async (c) => {
-      const body = c.req.valid("json");
-      const header = c.req.valid("header")["idempotency-key"];
-      const input = toInput(body, c.get("settings"));
+const enqueueRoute = createRoute({
+  method: "post",
+  path: "/",
+  operationId: "enqueueJob",
+  summary: "Enqueue a job",
+  request: { body: { ...json(JobBody), required: true }, headers: IdempotencyHeader },
+  responses: {
+    201: { description: "Enqueued", ...json(EnqueueResponse) },
+    200: { description: "A repeat of an idempotency key: the existing job", ...json(EnqueueResponse) },
+    ...problemResponses([400, 401, 413, 415, 422, 503]),
+  },
+});
 
-      if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
-      const r = await c.get("queue").enqueue(input);
-      if (!r.deduplicated) await wakeSoonJobs(c, [r]);
-      return c.json({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
-    },
-  )
+/**
+ * The Idempotency-Key header checked as the route's header validator checks
+ * it — the same schema, the same 422, before the body's checks — reading that
+ * one header: the validator first copies every header of the request into an
+ * object, which on the busiest route is work for nothing.
+ */
+const idempotencyHeader: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const key = c.req.header("idempotency-key");
+  if (key !== undefined) {
+    const checked = IdempotencyHeader.safeParse({ "idempotency-key": key });
+    if (!checked.success) return validationProblem(checked.error, "header");
+  }
+  await next();
+};
+
+export const jobs = router();
+// The document shows the route with its header; the route itself leaves the header to idempotencyHeader.
+jobs.openAPIRegistry.registerPath(enqueueRoute);
+
+jobs
+  .openapi({ ...enqueueRoute, request: { body: enqueueRoute.request.body }, middleware: [idempotencyHeader], hide: true }, async (c) => {
+    const body = c.req.valid("json");
+    const header = c.req.header("idempotency-key");
+    const input = toInput(body, c.get("settings"));
+
+    if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
+    const r = await c.get("queue").enqueue(input);
+    if (!r.deduplicated) await wakeSoonJobs(c, [r]);
+    return c.json({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
+  })
   .openapi(
     createRoute({
       method: "post",
