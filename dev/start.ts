@@ -1,7 +1,7 @@
 /**
  * `npm start`: the whole pipeline on this machine — redis-server, the REST
- * bridge, the Worker in `wrangler dev` (workerd) and a cron driver. Ctrl-C or
- * SIGTERM stops every child; nothing is left running.
+ * bridge, the Worker in workerd (through miniflare, dev/worker-host.ts) and a
+ * cron driver. Ctrl-C or SIGTERM stops every child; nothing is left running.
  *
  * Environment:
  *   PORT                  Worker port (default 8787)
@@ -32,14 +32,14 @@ const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
 let redis: RunningRedis | undefined;
 let bridge: RunningBridge | undefined;
-let wrangler: WorkerProcess | undefined;
+let worker: WorkerProcess | undefined;
 let cron: CronDriver | undefined;
 let stopping: Promise<void> | undefined;
 
 async function stopAll(code: number): Promise<never> {
   stopping ??= (async () => {
     cron?.stop();
-    await wrangler?.stop();
+    await worker?.stop();
     await bridge?.close().catch(() => {});
     await redis?.stop().catch(() => {});
   })();
@@ -125,17 +125,17 @@ async function main() {
     DELAYLINE_TOKEN: apiToken,
   };
 
-  const worker = await startWorkerProcess({ port, vars, dataDir, ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}) });
-  wrangler = worker;
-  worker.child.once("exit", (code, signal) => {
+  const running = await startWorkerProcess({ port, vars, dataDir, ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}) });
+  worker = running;
+  running.child.once("exit", (code, signal) => {
     if (!stopping) {
-      log(`wrangler dev exited (${signal ?? code}); stopping`);
+      log(`the Worker's process exited (${signal ?? code}); stopping`);
       void stopAll(1);
     }
   });
 
-  const workerUrl = worker.url;
-  await waitForHealthy(workerUrl, 60_000, worker.child);
+  const workerUrl = running.url;
+  await waitForHealthy(workerUrl, 60_000, running.child);
   cron = startCronDriver({ workerUrl, log: (l) => log(`cron: ${l}`) });
   log("ready");
   console.log(`
