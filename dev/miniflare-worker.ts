@@ -8,7 +8,10 @@ import { mkdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import type { WorkerOptions } from "miniflare";
-import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
+
+// wrangler is a large module (12 MB of CommonJS): required, not imported, which skips scanning it for
+// named exports (a second of CPU), and only when first needed, so a caller can start the bundle first.
+const wrangler = async () => createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
 
 export interface Bundle {
   /** The entry module, in the bundle's directory. */
@@ -28,9 +31,11 @@ export async function bundleWorker(configPath: string, outDir: string): Promise<
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   const metafile = join(outDir, "meta.json");
-  const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin/wrangler.js");
+  // wrangler's CLI itself (its package's main), with the flags bin/wrangler.js would start a second Node process to add.
+  const cli = createRequire(import.meta.url).resolve("wrangler");
+  const args = ["--no-warnings", "--experimental-vm-modules", cli, "deploy", "--dry-run", "--outdir", outDir, "--metafile", metafile, "--config", configPath];
   const output = await new Promise<string>((res, rej) => {
-    const child = spawn(process.execPath, [wranglerBin, "deploy", "--dry-run", "--outdir", outDir, "--metafile", metafile, "--config", configPath], {
+    const child = spawn(process.execPath, args, {
       cwd: projectRoot,
       stdio: ["ignore", "pipe", "pipe"],
       // No telemetry, and no banner: printing it asks the npm registry for a newer wrangler.
@@ -78,8 +83,8 @@ export default {
 const ASSETS_ONLY = "export default { fetch: () => new Response(null, { status: 404 }) };";
 
 /** The config's Worker name (wrangler.toml's `name`). */
-export function workerName(configPath: string): string {
-  return unstable_readConfig({ config: configPath }, { hideWarnings: true }).name ?? "worker";
+export async function workerName(configPath: string): Promise<string> {
+  return (await wrangler()).unstable_readConfig({ config: configPath }, { hideWarnings: true }).name ?? "worker";
 }
 
 /**
@@ -96,9 +101,9 @@ export function workerName(configPath: string): string {
  * /dashboard/*, /favicon.ico, with the pages' headers), so the pages answer
  * the same.
  */
-export function workerOptions(configPath: string, entry: string, bindings: Record<string, string>): WorkerOptions[] {
-  const name = workerName(configPath);
-  const { assets, ...fromConfig } = unstable_getMiniflareWorkerOptions(configPath).workerOptions;
+export async function workerOptions(configPath: string, entry: string, bindings: Record<string, string>): Promise<WorkerOptions[]> {
+  const name = await workerName(configPath);
+  const { assets, ...fromConfig } = (await wrangler()).unstable_getMiniflareWorkerOptions(configPath).workerOptions;
   const serviceBindings: NonNullable<WorkerOptions["serviceBindings"]> = {};
   for (const [binding, target] of Object.entries(fromConfig.serviceBindings ?? {})) {
     // wrangler names the Worker itself (TICK_RUNNER's target) by leaving the name out; miniflare needs it.

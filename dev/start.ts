@@ -100,6 +100,22 @@ async function main() {
   const port = portFromEnv("PORT", 8787);
   const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
 
+  // The Worker's host starts first and bundles the Worker while Redis and the bridge come up; its bindings follow.
+  let bindingsReady!: (vars: Record<string, string>) => void;
+  const running = await startWorkerProcess({
+    port,
+    vars: new Promise((r) => (bindingsReady = r)),
+    dataDir,
+    ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}),
+  });
+  worker = running;
+  running.child.once("exit", (code, signal) => {
+    if (!stopping) {
+      log(`the Worker's process exited (${signal ?? code}); stopping`);
+      void stopAll(1);
+    }
+  });
+
   if (restUrl && restToken) {
     log(`using Upstash at ${new URL(restUrl).host} (no local Redis or bridge)`);
   } else {
@@ -117,21 +133,12 @@ async function main() {
     log(`REST bridge on ${bridge.url}`);
   }
 
-  const vars: Record<string, string> = {
+  bindingsReady({
     ALLOW_PRIVATE_TARGETS: "true",
     ...fromEnvironment,
     UPSTASH_REDIS_REST_URL: restUrl,
     UPSTASH_REDIS_REST_TOKEN: restToken,
     DELAYLINE_TOKEN: apiToken,
-  };
-
-  const running = await startWorkerProcess({ port, vars, dataDir, ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}) });
-  worker = running;
-  running.child.once("exit", (code, signal) => {
-    if (!stopping) {
-      log(`the Worker's process exited (${signal ?? code}); stopping`);
-      void stopAll(1);
-    }
   });
 
   const workerUrl = running.url;

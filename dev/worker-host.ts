@@ -24,10 +24,11 @@
 import { createHash } from "node:crypto";
 import { watch, type FSWatcher } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { parseArgs } from "node:util";
-import { Log, LogLevel, Miniflare, type MiniflareOptions } from "miniflare";
+import type { Miniflare, MiniflareOptions } from "miniflare";
 import { bundleWorker, workerOptions, type Bundle } from "./miniflare-worker.js";
 
 const { values: args } = parseArgs({
@@ -88,18 +89,24 @@ async function stop(code: number): Promise<never> {
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void stop(0));
 process.once("disconnect", () => void stop(0));
 
-const bindings = await new Promise<Record<string, string>>((res) => {
-  if (!process.send) fail("dev/worker-host.ts is started by dev/worker-process.ts, which sends the bindings over IPC");
-  const timer = setTimeout(() => fail("no bindings arrived over IPC within 30 s"), 30_000);
-  process.once("message", (message: { bindings?: Record<string, string> }) => {
-    clearTimeout(timer);
-    res(message.bindings ?? {});
-  });
+if (!process.send) fail("dev/worker-host.ts is started by dev/worker-process.ts, which sends the bindings over IPC");
+// The bindings may come later (npm start sends them once its bridge runs): the bundle is made meanwhile.
+const receiving = new Promise<Record<string, string>>((res) => {
+  process.once("message", (message: { bindings?: Record<string, string> }) => res(message.bindings ?? {}));
 });
+let generation = 0;
+let builtDir = join(outDir, String(generation));
+const bundling = bundleWorker(configPath, builtDir).catch((err: Error) => fail(err.message));
+// Required, not imported: see miniflare-worker.ts. Both load while the bundle is made and the bindings are on their way.
+const require = createRequire(import.meta.url);
+const { Log, LogLevel, Miniflare: MiniflareClass } = require("miniflare") as typeof import("miniflare");
+require("wrangler");
+const [first, bindings] = await Promise.all([bundling, receiving]);
+let built = first;
 
-function options(bundle: Bundle): MiniflareOptions {
+async function options(bundle: Bundle): Promise<MiniflareOptions> {
   return {
-    workers: workerOptions(configPath, bundle.entry, bindings),
+    workers: await workerOptions(configPath, bundle.entry, bindings),
     host: "127.0.0.1",
     port,
     defaultPersistRoot: resolve(args["persist-to"] ?? join(dirname(configPath), ".wrangler/state"), "v3"),
@@ -119,11 +126,8 @@ const digest = async (file: string) =>
     .update(await readFile(file))
     .digest("hex");
 
-let generation = 0;
-let builtDir = join(outDir, String(generation));
-let built = await bundleWorker(configPath, builtDir).catch((err: Error) => fail(err.message));
 let builtDigest = await digest(built.entry);
-mf = new Miniflare(options(built));
+mf = new MiniflareClass(await options(built));
 await mf.ready.catch((err: Error) => fail(`workerd did not start: ${err.message}`));
 
 if (!args["no-watch"]) watchSources();
@@ -166,7 +170,7 @@ function watchSources(): void {
       }
       process.stdout.write("[delayline] a source file changed: reloading the Worker\n");
       reloading = true;
-      await mf!.setOptions(options(next));
+      await mf!.setOptions(await options(next));
       await rm(builtDir, { recursive: true, force: true });
       builtDir = nextDir;
       built = next;

@@ -8,8 +8,8 @@ const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 /** Options of the Worker run in workerd (dev/worker-host.ts). */
 export interface WorkerProcessOptions {
   port: number;
-  /** The Worker's bindings: every setting, secrets included. */
-  vars: Record<string, string>;
+  /** The Worker's bindings: every setting, secrets included. A promise lets the Worker's bundle be made while they are still being worked out (the bridge starting). */
+  vars: Record<string, string> | Promise<Record<string, string>>;
   /** The Worker's local state and its bundles live here. */
   dataDir: string;
   /** Where the host's and the Worker's output goes. Default inherited. */
@@ -65,7 +65,11 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   });
   // Secrets travel over the IPC channel, not on the command line where `ps` shows them. The
   // channel stays open: when this process is gone, the host sees it close and stops workerd.
-  child.send({ bindings: options.vars });
+  Promise.resolve(options.vars).then(
+    (bindings) => child.connected && child.send({ bindings }),
+    // Whoever computes them reports the failure; the host, without bindings, is stopped with the rest.
+    () => {},
+  );
   child.channel?.unref();
   let stopping: Promise<void> | undefined;
   return {
