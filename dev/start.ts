@@ -1,7 +1,7 @@
 /**
  * `npm start`: the whole pipeline on this machine — redis-server, the REST
- * bridge, the Worker in `wrangler dev` (workerd) and a cron driver. Ctrl-C or
- * SIGTERM stops every child; nothing is left running.
+ * bridge, the Worker in workerd (through miniflare, dev/worker-host.ts) and a
+ * cron driver. Ctrl-C or SIGTERM stops every child; nothing is left running.
  *
  * Environment:
  *   PORT                  Worker port (default 8787)
@@ -32,14 +32,14 @@ const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
 let redis: RunningRedis | undefined;
 let bridge: RunningBridge | undefined;
-let wrangler: WorkerProcess | undefined;
+let worker: WorkerProcess | undefined;
 let cron: CronDriver | undefined;
 let stopping: Promise<void> | undefined;
 
 async function stopAll(code: number): Promise<never> {
   stopping ??= (async () => {
     cron?.stop();
-    await wrangler?.stop();
+    await worker?.stop();
     await bridge?.close().catch(() => {});
     await redis?.stop().catch(() => {});
   })();
@@ -100,6 +100,22 @@ async function main() {
   const port = portFromEnv("PORT", 8787);
   const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
 
+  // The Worker's host starts first and bundles the Worker while Redis and the bridge come up; its bindings follow.
+  let bindingsReady!: (vars: Record<string, string>) => void;
+  const running = await startWorkerProcess({
+    port,
+    vars: new Promise((r) => (bindingsReady = r)),
+    dataDir,
+    ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}),
+  });
+  worker = running;
+  running.child.once("exit", (code, signal) => {
+    if (!stopping) {
+      log(`the Worker's process exited (${signal ?? code}); stopping`);
+      void stopAll(1);
+    }
+  });
+
   if (restUrl && restToken) {
     log(`using Upstash at ${new URL(restUrl).host} (no local Redis or bridge)`);
   } else {
@@ -117,25 +133,16 @@ async function main() {
     log(`REST bridge on ${bridge.url}`);
   }
 
-  const vars: Record<string, string> = {
+  bindingsReady({
     ALLOW_PRIVATE_TARGETS: "true",
     ...fromEnvironment,
     UPSTASH_REDIS_REST_URL: restUrl,
     UPSTASH_REDIS_REST_TOKEN: restToken,
     DELAYLINE_TOKEN: apiToken,
-  };
-
-  const worker = await startWorkerProcess({ port, vars, dataDir, ...(process.env.WRANGLER_CONFIG ? { config: process.env.WRANGLER_CONFIG } : {}) });
-  wrangler = worker;
-  worker.child.once("exit", (code, signal) => {
-    if (!stopping) {
-      log(`wrangler dev exited (${signal ?? code}); stopping`);
-      void stopAll(1);
-    }
   });
 
-  const workerUrl = worker.url;
-  await waitForHealthy(workerUrl, 60_000, worker.child);
+  const workerUrl = running.url;
+  await waitForHealthy(workerUrl, 60_000, running.child);
   cron = startCronDriver({ workerUrl, log: (l) => log(`cron: ${l}`) });
   log("ready");
   console.log(`

@@ -1,84 +1,76 @@
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { freePort } from "./ports.js";
 import { descendantsOf, isAlive, signalTree } from "./process-tree.js";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
-/** Options of the Worker run by `wrangler dev` (workerd). */
+/** Options of the Worker run in workerd (dev/worker-host.ts). */
 export interface WorkerProcessOptions {
   port: number;
-  /** The Worker's bindings: every setting, secrets included. */
-  vars: Record<string, string>;
-  /** wrangler's local state and the private env file live here. */
+  /** The Worker's bindings: every setting, secrets included. A promise lets the Worker's bundle be made while they are still being worked out (the bridge starting). */
+  vars: Record<string, string> | Promise<Record<string, string>>;
+  /** The Worker's local state and its bundles live here. */
   dataDir: string;
-  /** Where wrangler's output goes. Default inherited. */
+  /** Where the host's and the Worker's output goes. Default inherited. */
   stdio?: StdioOptions;
-  /** wrangler's log level. Default `warn` (or WRANGLER_LOG_LEVEL). */
+  /** Which of the Worker's console output is printed, in wrangler's levels: `none`, `error`, `warn`, `info`, `log` (console.log too), `debug`. Default `warn` (or WRANGLER_LOG_LEVEL). */
   logLevel?: string;
   /** The Worker's wrangler config, relative to the repository. Default `wrangler.toml` (the benchmarks run bench/worker/wrangler.toml). */
   config?: string;
+  /** Rebuild and reload the Worker when one of its source files changes. Default true. */
+  watch?: boolean;
 }
 
 export interface WorkerProcess {
   url: string;
+  /** The host process; workerd runs under it. */
   child: ChildProcess;
-  /** wrangler and everything under it (workerd): SIGTERM, then SIGKILL what is left after 5 s. */
+  /** The host and everything under it (workerd): SIGTERM, then SIGKILL what is left after 5 s. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts the Worker in `wrangler dev` with `--test-scheduled`, so
- * `/__scheduled` runs its cron handler. Resolves at once; wait with
- * {@link waitForHealthy}.
+ * Starts the Worker in workerd through miniflare (dev/worker-host.ts, a Node
+ * process of its own, so bundling and the Worker's output never wait on the
+ * bridge in the caller's event loop), with `/__scheduled` running its cron
+ * handler. Resolves at once; wait with {@link waitForHealthy}.
  */
 export async function startWorkerProcess(options: WorkerProcessOptions): Promise<WorkerProcess> {
-  // Secrets travel in a private env file, not on the command line where `ps` shows them.
   mkdirSync(options.dataDir, { recursive: true });
-  const envFile = join(options.dataDir, "worker.env");
-  writeFileSync(
-    envFile,
-    `${Object.entries(options.vars)
-      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-      .join("\n")}\n`,
-    { mode: 0o600 },
+  const args = [
+    "--import",
+    "tsx",
+    join(root, "dev/worker-host.ts"),
+    "--config",
+    resolve(root, options.config ?? "wrangler.toml"),
+    "--port",
+    String(options.port),
+    "--persist-to",
+    join(options.dataDir, "wrangler"),
+    "--out-dir",
+    join(options.dataDir, "bundle"),
+    "--log-level",
+    options.logLevel ?? (process.env.WRANGLER_LOG_LEVEL || "warn"),
+    ...(options.watch === false ? ["--no-watch"] : []),
+  ];
+  const io = options.stdio ?? "inherit";
+  const stdio: Exclude<StdioOptions, string> = Array.isArray(io) ? io : ["ignore", io, io];
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    // Same process group as the caller: a signal to the whole group
+    // (Ctrl-C in a terminal, or a kill of the group) reaches workerd too.
+    stdio: [stdio[0] ?? "ignore", stdio[1] ?? "inherit", stdio[2] ?? "inherit", "ipc"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+  });
+  // Secrets travel over the IPC channel, not on the command line where `ps` shows them. The
+  // channel stays open: when this process is gone, the host sees it close and stops workerd.
+  Promise.resolve(options.vars).then(
+    (bindings) => child.connected && child.send({ bindings }),
+    // Whoever computes them reports the failure; the host, without bindings, is stopped with the rest.
+    () => {},
   );
-
-  const require = createRequire(import.meta.url);
-  const wranglerBin = join(dirname(require.resolve("wrangler/package.json")), "bin/wrangler.js");
-  const child = spawn(
-    process.execPath,
-    [
-      wranglerBin,
-      "dev",
-      "--config",
-      resolve(root, options.config ?? "wrangler.toml"),
-      "--port",
-      String(options.port),
-      "--ip",
-      "127.0.0.1",
-      "--inspector-port",
-      String(await freePort()),
-      "--test-scheduled",
-      "--show-interactive-dev-session=false",
-      "--persist-to",
-      join(options.dataDir, "wrangler"),
-      "--log-level",
-      options.logLevel ?? (process.env.WRANGLER_LOG_LEVEL || "warn"),
-      "--env-file",
-      envFile,
-    ],
-    {
-      cwd: root,
-      // Same process group as the caller: a signal to the whole group
-      // (Ctrl-C in a terminal, or a kill of the group) reaches workerd too.
-      stdio: options.stdio ?? ["ignore", "inherit", "inherit"],
-      // No telemetry, and no fetch of the `Request.cf` sample from the internet.
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-    },
-  );
+  child.channel?.unref();
   let stopping: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${options.port}`,
@@ -89,7 +81,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
 
 async function stopTree(child: ChildProcess): Promise<void> {
   if (child.pid === undefined) return;
-  // Read the tree first: once wrangler exits, its children are no longer found through it.
+  // Read the tree first: once the host exits, its children are no longer found through it.
   const tree = [child.pid, ...descendantsOf(child.pid).map((p) => p.pid)];
   const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once("exit", () => r()));
   signalTree(child.pid, "SIGTERM");
@@ -109,7 +101,8 @@ export async function waitForHealthy(url: string, timeoutMs: number, child?: Chi
   const deadline = Date.now() + timeoutMs;
   let last = "no answer";
   while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) throw new Error(`wrangler dev exited with code ${child.exitCode}`);
+    if (child && (child.exitCode !== null || child.signalCode !== null))
+      throw new Error(`the Worker's process exited (${child.signalCode ?? `code ${child.exitCode}`})`);
     let refused: string | undefined;
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });

@@ -9,6 +9,8 @@ import { descendantsOf, isAlive, signalTree } from "../dev/process-tree.js";
 export interface LocalStack {
   url: string;
   token: string;
+  /** The `npm start` process (every process of the stack descends from it). */
+  pid: number;
   /** Everything the stack printed so far. */
   output(): string;
   stop(): Promise<void>;
@@ -53,7 +55,7 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
     if (child.exitCode !== null) break;
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      if (res.ok) return { url, token, output: () => output, stop };
+      if (res.ok) return { url, token, pid: child.pid!, output: () => output, stop };
     } catch {
       // not up yet
     }

@@ -60,7 +60,7 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     // While running, the stack's processes are in the group: redis-server, workerd.
     const running = groupMembers(child.pid!).join("\n");
     expect(running).toMatch(/redis-server/);
-    expect(processesUsing(dataDir).join("\n")).toMatch(/wrangler/);
+    expect(processesUsing(dataDir).join("\n")).toMatch(/dev\/worker-host\.ts/);
     expect(output).toContain("start-test-token");
     // The typed client, from Node, against the Worker running in workerd.
     const dl = new Delayline({ baseUrl: `http://127.0.0.1:${port}`, token: "start-test-token" });
