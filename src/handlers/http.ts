@@ -1,4 +1,5 @@
 import { signatureHeaders, type SignatureScheme } from "../client/signature.js";
+import { Deadlines } from "./deadlines.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
 import { forbiddenTarget } from "./ssrf.js";
@@ -17,6 +18,8 @@ export interface HttpDelivery {
   signatureScheme?: SignatureScheme;
   /** Deliver to loopback and private addresses too (local development). */
   allowPrivate: boolean;
+  /** Where the wait for a response body is timed: the dispatched chunk's, shared by its deliveries. Default one of its own. */
+  deadlines?: Deadlines;
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
@@ -49,12 +52,12 @@ const ERROR_TEXT_BYTES = 4_096;
  * request's own signal). Returns the first `keep` bytes. Never throws: a
  * body that breaks off keeps what arrived.
  */
-async function readBody(res: Response, stop: AbortController, keep: number): Promise<Uint8Array[]> {
+async function readBody(res: Response, stop: AbortController, keep: number, deadlines: Deadlines): Promise<Uint8Array[]> {
   const kept: Uint8Array[] = [];
   if (!res.body) return kept;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancel = () => {};
   const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), BODY_WAIT_MS);
+    cancel = deadlines.add(BODY_WAIT_MS, () => resolve("late"));
   });
   const length = Number(res.headers.get("content-length") ?? Number.NaN);
   const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
@@ -96,15 +99,15 @@ async function readBody(res: Response, stop: AbortController, keep: number): Pro
   } catch {
     // The body broke off (the connection, or the job's timeout): what arrived is kept.
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    cancel();
     if (!ended) stop.abort(new Error("response body cut off"));
   }
   return kept;
 }
 
 /** The first 1,024 characters of an error response's body ("" without one), from a bounded read. */
-async function firstKilobyte(res: Response, stop: AbortController): Promise<string> {
-  const parts = await readBody(res, stop, ERROR_TEXT_BYTES);
+async function firstKilobyte(res: Response, stop: AbortController, deadlines: Deadlines): Promise<string> {
+  const parts = await readBody(res, stop, ERROR_TEXT_BYTES, deadlines);
   const decoder = new TextDecoder();
   let text = "";
   for (const part of parts) text += decoder.decode(part, { stream: true });
@@ -168,11 +171,12 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Prom
     } catch (err) {
       throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
     }
+    const deadlines = delivery.deadlines ?? new Deadlines();
     if (res.ok) {
-      await readBody(res, stop, 0);
+      await readBody(res, stop, 0, deadlines);
       return { status: res.status };
     }
-    const text = `HTTP ${res.status}${(await firstKilobyte(res, stop)).replace(/^/, ": ").replace(/^: $/, "")}`;
+    const text = `HTTP ${res.status}${(await firstKilobyte(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`;
     if (res.status >= 500 || RETRYABLE.has(res.status)) {
       throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
     }
