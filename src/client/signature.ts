@@ -24,16 +24,44 @@ export type SignatureScheme = "delayline" | "standard";
 
 export const SIGNATURE_SCHEMES = ["delayline", "standard"] as const satisfies readonly SignatureScheme[];
 
-async function hmac(key: Uint8Array<ArrayBuffer>, message: string | Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
-  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const data = typeof message === "string" ? encoder.encode(message) : message;
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, data));
+/**
+ * Imported HMAC keys by scheme and secret. A sender signs every delivery
+ * with the same few secrets, and importing the key cost more than the MAC;
+ * a deployment with many topic secrets is bounded by dropping the oldest.
+ */
+// The type by way of importKey: Node's types name no global CryptoKey.
+type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+const keys = new Map<string, Promise<HmacKey>>();
+const KEY_CACHE_SIZE = 256;
+
+function hmacKey(cacheKey: string, bytes: () => Uint8Array<ArrayBuffer>): Promise<HmacKey> {
+  let key = keys.get(cacheKey);
+  if (!key) {
+    key = crypto.subtle.importKey("raw", bytes(), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    // A failed import is not kept: the next call tries again.
+    key.catch(() => keys.delete(cacheKey));
+    if (keys.size >= KEY_CACHE_SIZE) keys.delete(keys.keys().next().value!);
+    keys.set(cacheKey, key);
+  }
+  return key;
 }
+
+async function hmac(key: Promise<HmacKey>, message: string | Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  const data = typeof message === "string" ? encoder.encode(message) : message;
+  return new Uint8Array(await crypto.subtle.sign("HMAC", await key, data));
+}
+
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
 /** Hex HMAC-SHA256 of `message` (text or raw bytes) with `secret`. */
 export async function hmacHex(secret: string, message: string | Uint8Array<ArrayBuffer>): Promise<string> {
-  const mac = await hmac(utf8(secret), message);
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+  const mac = await hmac(
+    hmacKey(`utf8:${secret}`, () => utf8(secret)),
+    message,
+  );
+  let hex = "";
+  for (const b of mac) hex += HEX[b]!;
+  return hex;
 }
 
 const WHSEC = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
@@ -56,10 +84,12 @@ export function whsecProblem(secret: string): string | null {
  * before the scheme changed) is used as its UTF-8 bytes, which is what
  * standardwebhooks calls `format: "raw"`, rather than leave deliveries unsigned.
  */
-function standardKey(secret: string): Uint8Array<ArrayBuffer> {
-  const m = WHSEC.exec(secret);
-  if (!m) return utf8(secret);
-  return Uint8Array.from(atob(m[1]!), (c) => c.charCodeAt(0));
+function standardKey(secret: string): Promise<HmacKey> {
+  return hmacKey(`standard:${secret}`, () => {
+    const m = WHSEC.exec(secret);
+    if (!m) return utf8(secret);
+    return Uint8Array.from(atob(m[1]!), (c) => c.charCodeAt(0));
+  });
 }
 
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));

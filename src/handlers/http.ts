@@ -1,4 +1,5 @@
 import { signatureHeaders, type SignatureScheme } from "../client/signature.js";
+import { Deadlines } from "./deadlines.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
 import { forbiddenTarget } from "./ssrf.js";
@@ -17,6 +18,8 @@ export interface HttpDelivery {
   signatureScheme?: SignatureScheme;
   /** Deliver to loopback and private addresses too (local development). */
   allowPrivate: boolean;
+  /** Where the wait for a response body is timed: the dispatched chunk's, shared by its deliveries. Default one of its own. */
+  deadlines?: Deadlines;
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
@@ -29,12 +32,86 @@ export function retryAfterMs(header: string | null, now: number): number | undef
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-async function firstKilobyte(res: Response): Promise<string> {
+/**
+ * Most of a response body the handler reads. Reading a body to its end lets
+ * workerd keep the connection for the next delivery (cancelling it closes
+ * the connection, so every delivery paid for a new one); an acknowledgement
+ * fits with room to spare, and a longer body is cut off there, its connection closed.
+ */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** How long the handler waits for a response body once its status has arrived; a slower body is cut off there. */
+export const BODY_WAIT_MS = 1_000;
+
+/** Bytes kept of an error response's body: at least the 1,024 characters its error text holds. */
+const ERROR_TEXT_BYTES = 4_096;
+
+/**
+ * Reads `res`'s body to its end, or until BODY_LIMIT_BYTES or BODY_WAIT_MS,
+ * whichever comes first, and then aborts the rest through `stop` (the
+ * request's own signal). Returns the first `keep` bytes. Never throws: a
+ * body that breaks off keeps what arrived.
+ */
+async function readBody(res: Response, stop: AbortController, keep: number, deadlines: Deadlines): Promise<Uint8Array[]> {
+  const kept: Uint8Array[] = [];
+  if (!res.body) return kept;
+  let cancel = () => {};
+  const late = new Promise<"late">((resolve) => {
+    cancel = deadlines.add(BODY_WAIT_MS, () => resolve("late"));
+  });
+  const length = Number(res.headers.get("content-length") ?? Number.NaN);
+  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
+  let ended = false;
   try {
-    return (await res.text()).slice(0, 1_024);
+    // A body of known, small length as sent (not decompressed on the way,
+    // which could make it any size): read whole, workerd's cheapest read.
+    if (length <= BODY_LIMIT_BYTES && !encoded) {
+      const read = res.arrayBuffer();
+      // A read left behind by the timer rejects when the request is aborted; that is not an error.
+      read.catch(() => {});
+      const r = await Promise.race([read, late]);
+      if (r !== "late") {
+        ended = true;
+        if (keep > 0) kept.push(new Uint8Array(r, 0, Math.min(keep, r.byteLength)));
+      }
+      return kept;
+    }
+    const reader = res.body.getReader();
+    let total = 0;
+    let keptBytes = 0;
+    for (;;) {
+      const read = reader.read();
+      read.catch(() => {});
+      const r = await Promise.race([read, late]);
+      if (r === "late") break;
+      if (r.done) {
+        ended = true;
+        break;
+      }
+      total += r.value.byteLength;
+      if (keptBytes < keep) {
+        const part = r.value.subarray(0, keep - keptBytes);
+        kept.push(part);
+        keptBytes += part.byteLength;
+      }
+      if (total >= BODY_LIMIT_BYTES) break;
+    }
   } catch {
-    return "";
+    // The body broke off (the connection, or the job's timeout): what arrived is kept.
+  } finally {
+    cancel();
+    if (!ended) stop.abort(new Error("response body cut off"));
   }
+  return kept;
+}
+
+/** The first 1,024 characters of an error response's body ("" without one), from a bounded read. */
+async function firstKilobyte(res: Response, stop: AbortController, deadlines: Deadlines): Promise<string> {
+  const parts = await readBody(res, stop, ERROR_TEXT_BYTES, deadlines);
+  const decoder = new TextDecoder();
+  let text = "";
+  for (const part of parts) text += decoder.decode(part, { stream: true });
+  return text.slice(0, 1_024);
 }
 
 /**
@@ -81,20 +158,31 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Prom
   const method = job.target?.method ?? "POST";
   const body = method === "GET" ? undefined : JSON.stringify(job.payload ?? null);
   const headers = await deliveryHeaders(job, delivery, body);
-  let res: Response;
+  // The request's own signal: the job's timeout aborts it, and so does the
+  // handler when it stops reading a response body (which frees the connection).
+  const stop = new AbortController();
+  const onTimeout = () => stop.abort(job.signal.reason);
+  if (job.signal.aborted) onTimeout();
+  else job.signal.addEventListener("abort", onTimeout, { once: true });
   try {
-    res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: job.signal });
-  } catch (err) {
-    throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
+    let res: Response;
+    try {
+      res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: stop.signal });
+    } catch (err) {
+      throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
+    }
+    const deadlines = delivery.deadlines ?? new Deadlines();
+    if (res.ok) {
+      await readBody(res, stop, 0, deadlines);
+      return { status: res.status };
+    }
+    const text = `HTTP ${res.status}${(await firstKilobyte(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`;
+    if (res.status >= 500 || RETRYABLE.has(res.status)) {
+      throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
+    }
+    if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
+    throw new PermanentError(text, res.status);
+  } finally {
+    job.signal.removeEventListener("abort", onTimeout);
   }
-  if (res.ok) {
-    await res.body?.cancel();
-    return { status: res.status };
-  }
-  const text = `HTTP ${res.status}${(await firstKilobyte(res)).replace(/^/, ": ").replace(/^: $/, "")}`;
-  if (res.status >= 500 || RETRYABLE.has(res.status)) {
-    throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
-  }
-  if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
-  throw new PermanentError(text, res.status);
 }

@@ -1,3 +1,4 @@
+import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp } from "../handlers/http.js";
 import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext } from "../handlers/registry.js";
 import { decideAfterFailure } from "../queue/policy/backoff.js";
@@ -29,20 +30,20 @@ function errorText(err: unknown): string {
   return text.slice(0, 1_024);
 }
 
-/** Runs `work` with an AbortSignal that fires after `ms`; a timeout is a retryable failure. */
-async function withTimeout<T>(ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** Runs `work` with an AbortSignal that fires after `ms` (timed by the chunk's `deadlines`); a timeout is a retryable failure. */
+async function withTimeout<T>(deadlines: Deadlines, ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancel = () => {};
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    cancel = deadlines.add(ms, () => {
       controller.abort(new Error(`timed out after ${ms} ms`));
       reject(new RetryableError(`timed out after ${ms} ms`));
-    }, ms);
+    });
   });
   try {
     return await Promise.race([work(controller.signal), timedOut]);
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    cancel();
   }
 }
 
@@ -122,6 +123,8 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
   const whenDue = async (job: ClaimedJob) => {
     if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
   };
+  // One timer for the chunk's timeouts: a timer per job cost as much CPU as a tenth of a delivery.
+  const deadlines = new Deadlines();
 
   if (registered?.kind === "batch") {
     const outcomes: Outcome[] = [];
@@ -137,7 +140,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
             const startedAt = ctx.now();
             try {
               const timeout = Math.max(...group.map(timeoutOf));
-              results = await withTimeout(timeout, async (signal) => {
+              results = await withTimeout(deadlines, timeout, async (signal) => {
                 const r = await registered.fn(group.map((j) => contextOf(j, signal, ctx.fetch)));
                 if (!Array.isArray(r) || r.length !== group.length) {
                   throw new RetryableError(`batch handler returned ${Array.isArray(r) ? r.length : typeof r} results for ${group.length} jobs`);
@@ -168,13 +171,13 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
         ctx.overall.run(async () => {
           const startedAt = ctx.now();
           try {
-            const httpStatus = await withTimeout(timeoutOf(job), async (signal) => {
+            const httpStatus = await withTimeout(deadlines, timeoutOf(job), async (signal) => {
               const context = contextOf(job, signal, ctx.fetch);
               if (registered) {
                 await registered.fn(context);
                 return undefined;
               }
-              const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets };
+              const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets, deadlines };
               if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
               const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
               delivery.signingSecrets = [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])];
