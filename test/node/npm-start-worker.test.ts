@@ -69,7 +69,10 @@ it("/__scheduled runs a scheduled event with the cron and time it is given; the 
 it("prints the Worker's console output and serves its static assets through ASSETS", async () => {
   expect(await text("/static/hello.txt")).toBe("hello from the assets\n");
   expect(await text("/anything")).toBe("v1");
-  expect(stack.output()).toContain('{"level":"info","msg":"own worker request","path":"/anything","version":"v1"}');
+  // The line travels workerd → npm start → this process's pipe after the answer: wait for it rather than race it.
+  const line = '{"level":"info","msg":"own worker request","path":"/anything","version":"v1"}';
+  for (let i = 0; i < 100 && !stack.output().includes(line); i++) await new Promise((r) => setTimeout(r, 100));
+  expect(stack.output()).toContain(line);
 });
 
 it("reloads the Worker when its source changes, and keeps it when an edit does not build", { timeout: 90_000 }, async () => {
