@@ -33,7 +33,7 @@
  * any other to bench/results/tmp/ (git-ignored). {@link runBurstHttp} is the
  * same run, for bench/run.ts.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -43,6 +43,7 @@ import { parseArgs } from "node:util";
 import { Miniflare, type WorkerOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { freePort } from "../dev/ports.js";
+import { descendantsOf } from "../dev/process-tree.js";
 import { bundleWorker, workerName } from "../dev/miniflare-worker.js";
 import { startRedis } from "../dev/redis-launcher.js";
 import { waitForHealthy } from "../dev/worker-process.js";
@@ -82,24 +83,8 @@ interface Stack {
 
 /** The processes under this one (one stack runs at a time), by what they are. */
 function stackProcesses(): Record<"workerd" | "redis" | "node", number[]> {
-  const ps = spawnSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" });
-  const rows = ps.stdout
-    .split("\n")
-    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }));
-  const under = new Set([process.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const r of rows) {
-      if (!under.has(r.ppid) || under.has(r.pid)) continue;
-      under.add(r.pid);
-      grew = true;
-    }
-  }
   const found = { workerd: [] as number[], redis: [] as number[], node: [] as number[] };
-  for (const r of rows) {
-    if (!under.has(r.pid) || r.pid === process.pid) continue;
+  for (const r of descendantsOf(process.pid)) {
     const command = r.args.split(" ")[0]!;
     if (/\bworkerd$/.test(command)) found.workerd.push(r.pid);
     else if (/redis-server/.test(command)) found.redis.push(r.pid);
