@@ -71,9 +71,8 @@ describe("the loop", () => {
     const topic = uniqueTopic("early-release");
     const seen = recorder(topic, clock);
     // A holder whose window lasts a minute more lets go after 2 s (its lock lost, Redis gone, a bug).
-    const { TickLock } = await import("../../../src/queue/lock.js");
-    const { createRedis } = await import("../../../src/queue/redis.js");
-    const holder = new TickLock(createRedis(d.settings), d.settings.prefix);
+    const { tickLockFromSettings } = await import("../../../src/queue/from-settings.js");
+    const holder = tickLockFromSettings(d.settings);
     expect((await holder.acquire(30_000, T0 + 60_000)).acquired).toBe(true);
     const job = await d.queue.enqueue({ topic, payload: 1, runAt: T0 + 2_500 });
     const waiter = d.tick({ scheduledTime: T0, windowMs: 10_000 });
