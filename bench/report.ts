@@ -30,6 +30,8 @@ export interface DeliverySummary {
   jobsPerSec: Series;
   cpuUsPerJob: Series;
   connections: Series;
+  /** Time without an arrival for 20 ms or more, per run (chunk boundaries show here). */
+  pausedMs?: Series;
   /** Summed over the measured runs. */
   duplicates: number;
   /** delayline: the tick's REST requests and Redis commands per delivery. */
@@ -312,7 +314,7 @@ function deliverySection(r: Results): string[] {
     if (!s) return [];
     const runs = s.jobsPerSec.runs.map((v) => Math.round(v).toLocaleString("en-US")).join(", ");
     return [
-      `| ${label[system]} | ${cell(s.jobsPerSec)} | ${runs} | ${times(ratio(s.jobsPerSec.median, floor?.median))} | ${times(ratio(s.jobsPerSec.median, bull?.median))} | ${cell(s.cpuUsPerJob)} | ${s.connections.runs.join(", ")} | ${s.requestsPerJob ? `${cell(s.requestsPerJob)} / ${cell(s.commandsPerJob)}` : "—"} |`,
+      `| ${label[system]} | ${cell(s.jobsPerSec)} | ${runs} | ${times(ratio(s.jobsPerSec.median, floor?.median))} | ${times(ratio(s.jobsPerSec.median, bull?.median))} | ${cell(s.cpuUsPerJob)} | ${s.connections.runs.join(", ")} | ${s.pausedMs ? s.pausedMs.runs.map((v) => Math.round(v)).join(", ") : "—"} | ${s.requestsPerJob ? `${cell(s.requestsPerJob)} / ${cell(s.commandsPerJob)}` : "—"} |`,
     ];
   };
   const t = deliveryTargets(r);
@@ -321,8 +323,8 @@ function deliverySection(r: Results): string[] {
     ``,
     `${r.delivery?.floor?.jobsPerSec.runs.length ?? 0} alternating runs of ${(r.sizes as { delivery?: { run: number } }).delivery?.run?.toLocaleString("en-US") ?? "?"} POSTs of a 100-byte body to a loopback receiver (its own process), at most 50 in flight; rate = deliveries at the receiver from its first to its last. CPU: the delivering process (workerd; BullMQ: the bench's Node process).`,
     ``,
-    `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | REST requests / Redis commands per delivery |`,
-    `|---|---|---|---|---|---|---|---|`,
+    `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | ms without an arrival for ≥ 20 ms, each run | REST requests / Redis commands per delivery |`,
+    `|---|---|---|---|---|---|---|---|---|`,
     ...rowOf("floor"),
     ...rowOf("delayline"),
     ...rowOf("bullmq"),

@@ -583,6 +583,10 @@ const results: Results = {
                 runs.map((r) => r.connections),
                 "connections",
               ),
+              pausedMs: series(
+                runs.map((r) => r.pausedMs),
+                "ms",
+              ),
               duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
               ...(runs[0]?.requestsPerJob !== undefined
                 ? {

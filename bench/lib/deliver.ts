@@ -74,6 +74,9 @@ export interface DeliveryRun {
   cpuUsPerJob: number;
   /** Jobs delivered more than once (delayline, by Delayline-Job-Id). */
   duplicates: number;
+  /** Stretches of at least {@link PAUSE_MS} with no arrival (the tick's chunk boundaries show here): how many, and their sum in ms. */
+  pauses: number;
+  pausedMs: number;
   /** delayline: the tick's REST requests and Redis commands per delivery. */
   requestsPerJob?: number;
   commandsPerJob?: number;
@@ -269,11 +272,20 @@ async function collect(receiver: DeliveryReceiver, label: string, n: number, tim
   return receiver.arrivals(label);
 }
 
+/** A stretch this long without an arrival counts as a pause: some ten times the floor's gap between arrivals. */
+const PAUSE_MS = 20;
+
 function throughputOf(a: RunArrivals, cpu: number): DeliveryRun {
   const first = a.at[0]!;
   const last = a.at[a.at.length - 1]!;
   const ids = a.ids.filter((id) => id !== "");
+  const gaps = a.at
+    .slice(1)
+    .map((at, i) => at - a.at[i]!)
+    .filter((g) => g >= PAUSE_MS);
   return {
+    pauses: gaps.length,
+    pausedMs: gaps.reduce((sum, g) => sum + g, 0),
     jobs: a.count,
     jobsPerSec: ((a.count - 1) * 1_000) / Math.max(1, last - first),
     connections: a.connections,
