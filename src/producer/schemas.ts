@@ -11,10 +11,13 @@ import {
   MAX_BACKOFF_FACTOR,
   MAX_BACKOFF_SCHEDULE_DELAYS,
   MAX_BATCH,
+  MAX_BURST,
+  MAX_CONCURRENCY,
   MAX_DELAY_DAYS,
   MAX_DELAY_MS,
   MAX_LIST_LIMIT,
   MAX_MAX_ATTEMPTS,
+  MAX_RATE_PER_SEC,
   MAX_RETRY_AFTER_MS,
   MAX_TIMEOUT_MS,
   MIN_MAX_ATTEMPTS,
@@ -294,9 +297,9 @@ const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
 export const TopicSettingsBody = z
   .object({
-    ratePerSec: z.number().positive().max(10_000).nullable().optional(),
-    burst: z.number().int().min(1).max(100_000).nullable().optional(),
-    concurrency: z.number().int().min(1).max(10_000).nullable().optional(),
+    ratePerSec: z.number().positive().max(MAX_RATE_PER_SEC).nullable().optional(),
+    burst: z.number().int().min(1).max(MAX_BURST).nullable().optional(),
+    concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).nullable().optional(),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
     url: z
