@@ -66,13 +66,13 @@ export const MAX_DELAY_MS = MAX_DELAY_DAYS * DAY_MS;
 /** Longest topic name: it is part of every job id and several Redis keys, and must fit a URL path segment comfortably. */
 export const TOPIC_NAME_MAX_LENGTH = 64;
 
-/** Highest `ratePerSec` a topic may set: the tick could not start more jobs a second than this from one topic anyway. */
+/** Highest `ratePerSec` (jobs a second) a topic may set; a topic that needs more sets no rate. */
 export const MAX_RATE_PER_SEC = 10_000;
 
-/** Largest token bucket (`burst`) a topic may set. */
+/** Largest token bucket (`burst`) a topic may set: ten seconds of the highest rate. */
 export const MAX_BURST = 100_000;
 
-/** Most jobs in flight a topic's `concurrency` may allow. */
+/** Most jobs in flight a topic's `concurrency` may allow; a topic that needs more sets no limit. */
 export const MAX_CONCURRENCY = 10_000;
 
 /** Fewest attempts a job or topic may set (one attempt: no retries). */
