@@ -9,6 +9,32 @@ import { Health } from "./health.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
 import { decideAfterFailure, type Backoff } from "./policy/backoff.js";
+import {
+  ATTEMPT_ERROR_BYTES,
+  BULK_CALL_BYTES,
+  BULK_CANCEL_BATCH,
+  DEAD_BATCH,
+  DEFAULT_DEAD_LETTER_CAP,
+  DEFAULT_DEAD_LIST_LIMIT,
+  DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_MAX_TOPICS,
+  DEFAULT_RETENTION_MS,
+  LIST_PAGE_BYTES,
+  MAX_BATCH,
+  MAX_LIST_LIMIT,
+} from "../limits.js";
+// Defined in src/limits.ts; still exported here, so code and tests that take them from the queue need not change.
+export {
+  ATTEMPT_ERROR_BYTES,
+  ATTEMPT_HISTORY_LIMIT,
+  BULK_CALL_BYTES,
+  BULK_CANCEL_BATCH,
+  DEAD_BATCH,
+  LIST_PAGE_BYTES,
+  MAX_BATCH,
+  MAX_LIST_LIMIT,
+} from "../limits.js";
 import { pipeline, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
@@ -198,15 +224,6 @@ export interface ListJobsOptions {
   payload?: boolean;
 }
 
-/** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
-export const BULK_CANCEL_BATCH = 250;
-
-/** A bulk cancel's call stops once the records it read pass this many bytes, so a call stays short whatever the payloads. */
-export const BULK_CALL_BYTES = 1_048_576;
-
-/** Most dead letters one call of a replay, purge or migration looks at: about 3 ms of Redis time for small payloads (bounded-calls.test.ts). */
-export const DEAD_BATCH = 250;
-
 /** Which dead letters a bulk replay or purge takes. */
 export interface DeadFilter {
   /** Earliest failed time, epoch ms. Default: none. */
@@ -226,12 +243,6 @@ function walkArgs(o: DeadFilter & { after?: ListPosition }): Array<string | numb
     o.errorContains ?? "",
   ];
 }
-
-/** Most jobs one listing page holds. */
-export const MAX_LIST_LIMIT = 1_000;
-
-/** With payloads, a listing page ends once its records pass this many bytes (it always holds one job). */
-export const LIST_PAGE_BYTES = 1_048_576;
 
 export interface TopicStats {
   topic: string;
@@ -276,12 +287,6 @@ export interface TickStatus {
 
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
-/** How many attempts a job's history keeps, the latest (HISTORY_LIMIT in lua/lib/records.lua). */
-export const ATTEMPT_HISTORY_LIMIT = 25;
-
-/** The error text kept with an attempt: at most this many bytes of UTF-8. */
-export const ATTEMPT_ERROR_BYTES = 1_024;
-
 /** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
 function clipUtf8(text: string, bytes: number): string {
   const encoded = new TextEncoder().encode(text);
@@ -291,9 +296,6 @@ function clipUtf8(text: string, bytes: number): string {
   while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
   return new TextDecoder().decode(encoded.subarray(0, end));
 }
-
-/** Largest batch for enqueue, claim and settle: keeps every Lua unpack() well inside its limits. */
-export const MAX_BATCH = 1_000;
 
 // Topics this isolate has registered already, and when: only the first
 // enqueue per topic (per REGISTERED_TTL_MS) pays the registration and its
@@ -323,11 +325,11 @@ export class Queue {
     this.redis = options.redis;
     this.keys = new Keys(options.prefix);
     this.defaults = { ...DEFAULT_TOPIC_DEFAULTS, ...options.defaults };
-    this.retentionMs = options.retentionMs ?? 3_600_000;
-    this.deadLetterCap = options.deadLetterCap ?? 10_000;
-    this.idempotencyWindowMs = options.idempotencyWindowMs ?? 86_400_000;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.deadLetterCap = options.deadLetterCap ?? DEFAULT_DEAD_LETTER_CAP;
+    this.idempotencyWindowMs = options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
     this.reapLimit = options.reapLimit ?? 100;
-    this.maxTopics = options.maxTopics ?? 10_000;
+    this.maxTopics = options.maxTopics ?? DEFAULT_MAX_TOPICS;
     this.now = options.now ?? Date.now;
     this.schedules = new Schedules(this.redis, this.keys, this.maxTopics);
     this.health = new Health(this.redis, this.keys);
@@ -743,7 +745,7 @@ export class Queue {
    * command per call plus a few per page, however large the set.
    */
   async listJobs(topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
-    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 100)), MAX_LIST_LIMIT);
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
     const t = this.keys.topic(topic);
     const set = options.state === "scheduled" ? t.due : t.lease;
     const raw = await runScript(
@@ -810,7 +812,7 @@ export class Queue {
   ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
     await this.migrateDead(topic);
     const t = this.keys.topic(topic);
-    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), MAX_LIST_LIMIT);
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_DEAD_LIST_LIMIT)), MAX_LIST_LIMIT);
     const raw = await runScript(
       this.redis,
       lua.listDead,
