@@ -94,6 +94,8 @@ export async function startDirectWorker(options: DirectWorkerOptions): Promise<D
     serviceBindings: workerOptions.serviceBindings && "TICK_RUNNER" in workerOptions.serviceBindings ? { TICK_RUNNER: { name, entrypoint: "TickChunk" } } : {},
     host: "127.0.0.1",
     port: options.port,
+    // The fallback `Request.cf`: miniflare would otherwise fetch one from workers.cloudflare.com (traffic stays on loopback).
+    cf: false,
     ...(options.inspectorPort !== undefined ? { inspectorPort: options.inspectorPort, inspectorHost: "127.0.0.1" } : {}),
     ...(options.logFile !== undefined
       ? {
