@@ -93,7 +93,7 @@ export class ChunksInFlight {
    * subrequests (its claim, settle and deliveries), and resolves once the
    * claim is back; delivery and settle run on and end up in {@link takeEnded}.
    */
-  async startHere(topic: string, max: number, reserve: number): Promise<StartedChunk> {
+  async startHere(topic: string, max: number, reserve: number, leadMs?: number): Promise<StartedChunk> {
     const startedAt = this.o.clock.now();
     // One more settle, at the chunk's tail, where the next chunk is claimed beside it (no fan-out).
     const tailSettle = this.fanning ? 0 : 1;
@@ -119,6 +119,7 @@ export class ChunksInFlight {
         settings: this.o.settings,
         topic,
         max,
+        ...(leadMs !== undefined ? { leadMs } : {}),
         clock: this.o.clock,
         budget,
         fetch: this.o.fetch,

@@ -17,6 +17,8 @@ export interface ChunkOptions {
   topic: string;
   /** Most jobs to claim; also bounded by TICK_CHUNK and by what `budget` has left. */
   max: number;
+  /** How far ahead of their due time jobs are claimed (topics without limits, not batch handlers). Default TICK_LEAD_MS. */
+  leadMs?: number;
   /** Default the real clock. */
   clock?: Clock;
   /** Counts every Redis call and delivery. Default a budget of TICK_SUBREQUEST_BUDGET of its own. */
@@ -88,7 +90,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   budget.spend();
   // A batch handler takes its jobs together, so none may wait for a later one of its batch.
   const batchHandler = handlerFor(o.topic)?.kind === "batch";
-  const leadMs = batchHandler ? 0 : s.tickLeadMs;
+  const leadMs = batchHandler ? 0 : (o.leadMs ?? s.tickLeadMs);
   const claimedFrom = clock.now();
   const claim = await o.queue.claim(o.topic, { max: take, now: claimedFrom, leadMs });
   const claimMs = clock.now() - claimedFrom;
