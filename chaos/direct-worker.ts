@@ -1,13 +1,14 @@
 /**
  * The Worker as `wrangler deploy` would upload it, served by workerd through
- * miniflare's API, with no `wrangler dev` in between.
+ * miniflare's API with nothing else around it: no static assets, no source
+ * watching, no cron driver.
  *
- * `wrangler dev` routes every request through a proxy Worker and a Node
- * controller built for live reload. Under a thousand connections that proxy
- * gives up on requests ("Your worker restarted mid-request", 503) and workerd
- * piles up sockets to wrangler's Node process, so a load test through it
- * measures the development proxy, not delayline. Production has no such
- * proxy: Cloudflare's edge calls the Worker directly, as this does.
+ * `npm start` serves the same bundle through miniflare too
+ * (dev/worker-host.ts), with its static assets on a Worker beside it and a
+ * reload when a source file changes. This is the Worker alone, as
+ * Cloudflare's edge calls it, for the chaos load test and the benchmarks'
+ * Workers (delayline's and the floor's), so what they measure is the Worker
+ * and not the development server around it.
  */
 import { spawn } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
