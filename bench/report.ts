@@ -230,7 +230,7 @@ export function renderMarkdown(r: Results): string {
         );
     }
   }
-  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs through npm start, wrangler dev's proxy included; 50 in flight)", m.enqueueSinglePerSec);
+  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs to the Worker as npm start serves it; 50 in flight)", m.enqueueSinglePerSec);
   row("… batched (1,000 per call), jobs/s (delayline: POST /v1/jobs/batch)", m.enqueueBatchedPerSec);
   rows.push(...enqueueFloorRows(r));
   row("**Redis memory per scheduled job**, bytes (100-byte payload)", m.bytesPerJob, "≤ 0.5×", metOf(3));
