@@ -259,6 +259,8 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
     if (!stack) throw new Error("the delayline drain needs its stack");
     const queue = nodeQueue(infra.bridge.url, infra.bridgeToken, PREFIX);
     await queue.configureTopic("bench-noop", {});
+    // Counted before storing: jobs stored late (a loaded machine) fall due, and are handled, while the rest are stored.
+    const start = (await stack.samples()).handled;
     const memory = await stored(async () => {
       const batches = Math.ceil(n / 1_000);
       await pool(batches, 4, (b) =>
@@ -267,7 +269,6 @@ export async function drainRun(infra: Infra, system: SystemName, n: number, stac
         ),
       );
     });
-    const start = (await stack.samples()).handled;
     await resetAtDue();
     let doneAt = 0;
     // Asked rarely: the Worker is busy draining, and the answer carries the
