@@ -430,6 +430,9 @@ try {
 
 // ─── results ────────────────────────────────────────────────────────────────
 
+/** One measurement over runs. */
+const seriesOf = <T>(runs: T[], pick: (r: T) => number, unit: string) => series(runs.map(pick), unit);
+
 const bySystem = <T>(data: PerSystem<T[]>, pick: (t: T) => number, unit: string) =>
   Object.fromEntries(SYSTEMS.filter((s) => data[s]).map((s) => [s, series(data[s]!.map(pick), unit)])) as Partial<Record<SystemName, Series>>;
 
@@ -440,10 +443,7 @@ function enqueueFloorSummary(): NonNullable<Results["enqueueFloor"]> {
     const runs = floorEnqueues[system];
     if (!runs || runs.length === 0) continue;
     summary.systems[system] = {
-      perSec: series(
-        runs.map((r) => r.perSec),
-        "jobs/s",
-      ),
+      perSec: seriesOf(runs, (r) => r.perSec, "jobs/s"),
       p50Ms: series(
         runs.map((r) => r.p50Ms),
         "ms",
@@ -454,10 +454,7 @@ function enqueueFloorSummary(): NonNullable<Results["enqueueFloor"]> {
       ),
       ...(runs[0]!.workerdCpuMs !== undefined
         ? {
-            workerdCpuMs: series(
-              runs.map((r) => r.workerdCpuMs!),
-              "ms/job",
-            ),
+            workerdCpuMs: seriesOf(runs, (r) => r.workerdCpuMs!, "ms/job"),
           }
         : {}),
       load: series(
@@ -521,23 +518,14 @@ const results: Results = {
           runs.map((r) => r.p99),
           "ms",
         ),
-        max: series(
-          runs.map((r) => r.max),
-          "ms",
-        ),
+        max: seriesOf(runs, (r) => r.max, "ms"),
         early: runs.reduce((n, r) => n + r.early, 0),
         missing: runs.reduce((n, r) => n + r.jobs - r.handled, 0),
         duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
         ...(runs[0]?.requestsPerJob !== undefined
           ? {
-              requestsPerJob: series(
-                runs.map((r) => r.requestsPerJob!),
-                "requests/job",
-              ),
-              commandsPerJob: series(
-                runs.map((r) => r.commandsPerJob!),
-                "commands/job",
-              ),
+              requestsPerJob: seriesOf(runs, (r) => r.requestsPerJob!, "requests/job"),
+              commandsPerJob: seriesOf(runs, (r) => r.commandsPerJob!, "commands/job"),
             }
           : {}),
       },
@@ -545,22 +533,10 @@ const results: Results = {
   ),
   scale: scale
     ? {
-        small: series(
-          scale.small.map((r) => r.jobsPerSec),
-          "jobs/s",
-        ),
-        large: series(
-          scale.large.map((r) => r.jobsPerSec),
-          "jobs/s",
-        ),
-        smallUsec: series(
-          scale.small.map((r) => r.usecPerJob),
-          "µs/job",
-        ),
-        largeUsec: series(
-          scale.large.map((r) => r.usecPerJob),
-          "µs/job",
-        ),
+        small: seriesOf(scale.small, (r) => r.jobsPerSec, "jobs/s"),
+        large: seriesOf(scale.large, (r) => r.jobsPerSec, "jobs/s"),
+        smallUsec: seriesOf(scale.small, (r) => r.usecPerJob, "µs/job"),
+        largeUsec: seriesOf(scale.large, (r) => r.usecPerJob, "µs/job"),
       }
     : undefined,
   idle,
@@ -571,33 +547,15 @@ const results: Results = {
           Object.entries(deliveries).map(([system, runs]) => [
             system,
             {
-              jobsPerSec: series(
-                runs.map((r) => r.jobsPerSec),
-                "jobs/s",
-              ),
-              cpuUsPerJob: series(
-                runs.map((r) => r.cpuUsPerJob),
-                "µs/delivery",
-              ),
-              connections: series(
-                runs.map((r) => r.connections),
-                "connections",
-              ),
-              pausedMs: series(
-                runs.map((r) => r.pausedMs),
-                "ms",
-              ),
+              jobsPerSec: seriesOf(runs, (r) => r.jobsPerSec, "jobs/s"),
+              cpuUsPerJob: seriesOf(runs, (r) => r.cpuUsPerJob, "µs/delivery"),
+              connections: seriesOf(runs, (r) => r.connections, "connections"),
+              pausedMs: seriesOf(runs, (r) => r.pausedMs, "ms"),
               duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
               ...(runs[0]?.requestsPerJob !== undefined
                 ? {
-                    requestsPerJob: series(
-                      runs.map((r) => r.requestsPerJob!),
-                      "requests/delivery",
-                    ),
-                    commandsPerJob: series(
-                      runs.map((r) => r.commandsPerJob!),
-                      "commands/delivery",
-                    ),
+                    requestsPerJob: seriesOf(runs, (r) => r.requestsPerJob!, "requests/delivery"),
+                    commandsPerJob: seriesOf(runs, (r) => r.commandsPerJob!, "commands/delivery"),
                   }
                 : {}),
             },

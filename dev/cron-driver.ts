@@ -1,6 +1,6 @@
 /** Options of the local cron driver. */
 export interface CronDriverOptions {
-  /** Base URL of `wrangler dev` started with `--test-scheduled`. */
+  /** Base URL of the local Worker; its `/__scheduled` route runs the scheduled handler (dev/worker-host.ts). */
   workerUrl: string;
   /** Cron expression reported to the Worker. Default `* * * * *`. */
   cron?: string;
@@ -25,7 +25,6 @@ export function startCronDriver(options: CronDriverOptions): CronDriver {
   const cron = options.cron ?? "* * * * *";
   const log = options.log ?? (() => {});
   const inflight = new Set<AbortController>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
   let fired = 0;
 
@@ -48,26 +47,39 @@ export function startCronDriver(options: CronDriverOptions): CronDriver {
       .finally(() => inflight.delete(abort));
   };
 
-  const armNext = () => {
-    if (stopped) return;
-    const next = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
-    timer = setTimeout(() => {
-      fire(next);
-      armNext();
-    }, next - Date.now());
-  };
-
-  fire(Date.now());
-  armNext();
-
+  const stopClock = everyMinute(fire);
   return {
     get fired() {
       return fired;
     },
     stop() {
       stopped = true;
-      clearTimeout(timer);
+      stopClock();
       for (const a of inflight) a.abort();
     },
+  };
+}
+
+/**
+ * Cron's `* * * * *` on this machine's clock: `fire` now, then at every
+ * minute boundary (with that boundary as its scheduled time), until the
+ * function returned is called.
+ */
+export function everyMinute(fire: (scheduledTime: number) => void): () => void {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    const next = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
+    timer = setTimeout(() => {
+      if (stopped) return;
+      fire(next);
+      arm();
+    }, next - Date.now());
+  };
+  fire(Date.now());
+  arm();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
   };
 }

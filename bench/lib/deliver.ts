@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import IORedis from "ioredis";
 import { bundle, startDirectWorker, type DirectWorker } from "../../chaos/direct-worker.js";
+import { everyMinute } from "../../dev/cron-driver.js";
 import { freePort } from "../../dev/ports.js";
 import type { Queue } from "../../src/queue/queue.js";
 import { summarize } from "../stats.js";
@@ -132,26 +133,15 @@ const selfCpuUs = () => {
 /** Plays Cloudflare's cron for `worker`: an invocation now and one at every minute boundary, each left to run its window. */
 export function startCron(worker: DirectWorker, log: (line: string) => void): { stop(): void } {
   let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const fire = (at: number) => {
+  const stopClock = everyMinute((at) => {
     worker.scheduled(at).catch((err: unknown) => {
       if (!stopped) log(`deliver: scheduled(${new Date(at).toISOString()}) failed: ${String(err).slice(0, 200)}`);
     });
-  };
-  const arm = () => {
-    const next = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
-    timer = setTimeout(() => {
-      if (stopped) return;
-      fire(next);
-      arm();
-    }, next - Date.now());
-  };
-  fire(Date.now());
-  arm();
+  });
   return {
     stop() {
       stopped = true;
-      clearTimeout(timer);
+      stopClock();
     },
   };
 }
