@@ -85,16 +85,17 @@ const SIZES = QUICK
     }
   : {
       cost: { warm: [1_000, 200], run: [5_000, 1_000] },
-      drain: { warm: 2_000, run: 100_000 },
+      // Sized so that the whole run stays within 10 minutes on 2 cores (it took 15–19 with every row at the sizes before).
+      drain: { warm: 1_000, run: 30_000 },
       // The polling peers' lateness is their poll interval by construction; the full run leaves them out to fit in 10 minutes.
-      lateness: { warm: [500, 2_000], run: [10_000, 20_000], peers: false },
+      lateness: { warm: [500, 2_000], run: [5_000, 10_000], peers: false },
       enqueue: { warm: [100, 2_000], run: [500, 10_000] },
       // Seconds of load per warm-up and measured run, per system.
-      enqueueFloor: { warmS: 2, runS: 10 },
+      enqueueFloor: { warmS: 1, runS: 5 },
       scale: { small: 10_000, large: 1_000_000, due: 20_000 },
       idleMs: 60_000,
-      delivery: { warm: 500, run: 20_000 },
-      sustained: { rates: [200, 1_000, 2_000], seconds: 5 },
+      delivery: { warm: 200, run: 20_000 },
+      sustained: { rates: [200, 1_000, 2_000], seconds: 4 },
     };
 
 /** Worker settings of each delayline stack (everything else: wrangler.toml's defaults). */
