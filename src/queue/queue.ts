@@ -1,10 +1,9 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
 import { createdAtOfJobId, newJobId, topicOfJobId } from "./ids.js";
-import { Keys, SCHEDULES_INDEX_MEMBER } from "./keys.js";
+import { Keys } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import { TopicLimitError } from "./errors.js";
-import { Code } from "./codes.js";
 import { Health } from "./health.js";
 import * as lua from "./lua.generated.js";
 import { observationVector, SERIES_MINUTES, snapshotOf, type MetricsSnapshot, type Observation } from "./metrics.js";
@@ -26,7 +25,6 @@ import {
   flatHash,
   intReply,
   nullableString,
-  numericReply,
   parseRecord,
   vectorText,
   type AttemptRecord,
@@ -467,31 +465,12 @@ export class Queue {
         Math.max(0, Math.floor(options.leadMs ?? 0)),
       ],
     );
-    const reply = z.array(z.union([z.string(), z.number(), z.array(z.string())])).parse(raw);
-    const [nextDue, retried, dead, paused, tokenInMs, held, look, deadline] = reply.slice(0, 8).map((v) => numericReply.parse(v));
-    const conf = z.array(z.string()).parse(reply[8]);
-    const jobs: ClaimedJob[] = [];
-    for (let i = 9; i < reply.length; i += 4) {
-      const dueAt = numericReply.parse(reply[i + 2]);
-      jobs.push({
-        id: String(reply[i]),
-        topic,
-        attempt: intReply.parse(reply[i + 1]),
-        dueAt,
-        // A job taken ahead is leased from its due time.
-        leaseExpiresAt: deadline! + Math.max(0, dueAt - now),
-        record: parseRecord(String(reply[i + 3])),
-      });
-    }
+    const { jobs, leaseDeadline, conf, ...rest } = replies.claim.parse(raw);
     return {
-      jobs,
-      nextDueAt: nextDue! < 0 ? null : nextDue!,
-      paused: paused === 1,
-      reaped: { retried: retried!, dead: dead! },
-      rateLimitedForMs: tokenInMs!,
-      heldBy: HELD_BY[held!] ?? null,
-      nextLookAt: look! < 0 ? null : look!,
-      topic: mode === "push" && held !== 4 ? decodeTopicConf(flatHash.parse(conf), this.defaults) : null,
+      // A job taken ahead is leased from its due time.
+      jobs: jobs.map((j): ClaimedJob => ({ ...j, topic, leaseExpiresAt: leaseDeadline + Math.max(0, j.dueAt - now) })),
+      ...rest,
+      topic: mode === "push" && rest.heldBy !== "mode" ? decodeTopicConf(conf, this.defaults) : null,
     };
   }
 
@@ -539,8 +518,8 @@ export class Queue {
       [t.due, t.lease, this.keys.jobs, this.keys.meta, t.metrics, t.deadAt, this.keys.done(now, this.retentionMs), this.keys.topicIndex, t.deadEntries],
       args,
     );
-    const applied = z.array(intReply).length(outcomes.length).parse(raw);
-    return outcomes.map((o, i) => ({ id: o.id, applied: applied[i] === 1 }));
+    const applied = replies.settle.length(outcomes.length).parse(raw);
+    return outcomes.map((o, i) => ({ id: o.id, applied: applied[i]! }));
   }
 
   /** Acks one claimed job by id (pull consumers). */
@@ -1106,25 +1085,7 @@ export class Queue {
       options.listToSample ? "1" : "0",
       options.listToSample ?? 0,
     ];
-    const raw = await runScript(this.redis, lua.peek, keys, args);
-    const [lock, more, nextAt, due, toSample] = z
-      .tuple([intReply, intReply, z.union([z.string(), z.number()]), z.array(z.string()), z.array(z.string())])
-      .parse(raw);
-    const next = numericReply.parse(nextAt);
-    const dueTopics: Array<{ topic: string; at: number }> = [];
-    let schedulesDue = false;
-    for (let i = 0; i + 1 < due.length; i += 2) {
-      if (due[i] === SCHEDULES_INDEX_MEMBER) schedulesDue = true;
-      else dueTopics.push({ topic: due[i]!, at: Number(due[i + 1]) });
-    }
-    return {
-      lockHeld: lock === 1,
-      due: dueTopics,
-      schedulesDue,
-      more: more === 1,
-      nextAt: next < 0 ? null : next,
-      toSample: toSample.filter((t) => t !== SCHEDULES_INDEX_MEMBER),
-    };
+    return replies.peek.parse(await runScript(this.redis, lua.peek, keys, args));
   }
 
   /** Whether the tick has said it sleeps longer than its poll interval (producers then wake jobs due soon themselves). */
@@ -1138,14 +1099,6 @@ export class Queue {
     return members.sort();
   }
 }
-
-/** claim.lua's Code.HeldBy, as ClaimResult says it. */
-const HELD_BY: Record<number, HeldBy> = {
-  [Code.HeldBy.Concurrency]: "concurrency",
-  [Code.HeldBy.Rate]: "rate",
-  [Code.HeldBy.Paused]: "paused",
-  [Code.HeldBy.Mode]: "mode",
-};
 
 const tickStatusSchema = z.object({
   startedAt: z.number(),
