@@ -1,4 +1,5 @@
 /** The results of `npm run bench` and their markdown table. */
+import type { DeliverySystem, SustainedRun } from "./lib/deliver.js";
 import type { FloorSystem, SystemName } from "./suites.js";
 
 /** One measurement over the measured runs. */
@@ -24,6 +25,20 @@ export interface LatenessSummary {
   commandsPerJob?: Series;
 }
 
+/** One system's http delivery runs (bench/lib/deliver.ts). */
+export interface DeliverySummary {
+  jobsPerSec: Series;
+  cpuUsPerJob: Series;
+  connections: Series;
+  /** Time without an arrival for 20 ms or more, per run (chunk boundaries show here). */
+  pausedMs?: Series;
+  /** Summed over the measured runs. */
+  duplicates: number;
+  /** delayline: the tick's REST requests and Redis commands per delivery. */
+  requestsPerJob?: Series;
+  commandsPerJob?: Series;
+}
+
 export interface Results {
   date: string;
   mode: "quick" | "full";
@@ -38,6 +53,10 @@ export interface Results {
   idle?: Record<SystemName, number>;
   /** Single enqueue at the architecture's floor (bench/floor/). */
   enqueueFloor?: EnqueueFloorSummary;
+  /** http delivery side by side: the tick, BullMQ and the floor Worker. */
+  delivery?: Partial<Record<DeliverySystem, DeliverySummary>>;
+  /** Jobs offered to the tick at fixed rates. */
+  sustained?: SustainedRun[];
   /** Runs that failed twice and were left out. */
   failures: string[];
   /** The machine's 1-minute load average every 10 s: [seconds into the run, load]. */
@@ -211,7 +230,7 @@ export function renderMarkdown(r: Results): string {
         );
     }
   }
-  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs through npm start, wrangler dev's proxy included; 50 in flight)", m.enqueueSinglePerSec);
+  row("**enqueue, one per call**, jobs/s (delayline: POST /v1/jobs to the Worker as npm start serves it; 50 in flight)", m.enqueueSinglePerSec);
   row("… batched (1,000 per call), jobs/s (delayline: POST /v1/jobs/batch)", m.enqueueBatchedPerSec);
   rows.push(...enqueueFloorRows(r));
   row("**Redis memory per scheduled job**, bytes (100-byte payload)", m.bytesPerJob, "≤ 0.5×", metOf(3));
@@ -246,6 +265,9 @@ export function renderMarkdown(r: Results): string {
     `|---|---|---|---|---|---|---|---|`,
     ...rows,
     ``,
+    ...deliverySection(r),
+    ...sustainedSection(r),
+    ...latenessRunsSection(r),
     `## Targets`,
     ``,
     ...[...t, enqueueFloorTarget(r)].filter((x) => x !== undefined).map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
@@ -261,4 +283,94 @@ export function renderMarkdown(r: Results): string {
     ``,
   ];
   return lines.join("\n");
+}
+
+const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n).toLocaleString("en-US")}` : "—");
+
+/** http delivery: the tick beside BullMQ and the floor Worker, with the ratios issue 18 sets targets on. */
+export function deliveryTargets(r: Results): Array<{ name: string; value: string; met: boolean | undefined }> {
+  const d = r.delivery;
+  const dl = d?.delayline?.jobsPerSec.median;
+  const vsFloor = ratio(dl, d?.floor?.jobsPerSec.median);
+  const vsBull = ratio(dl, d?.bullmq?.jobsPerSec.median);
+  return [
+    { name: "http delivery ≥ 0.8× the floor", value: times(vsFloor), met: vsFloor === undefined ? undefined : vsFloor >= 0.8 },
+    { name: "http delivery ≥ 1× BullMQ", value: times(vsBull), met: vsBull === undefined ? undefined : vsBull >= 1 },
+  ];
+}
+
+function deliverySection(r: Results): string[] {
+  const d = r.delivery;
+  if (!d || Object.keys(d).length === 0) return [];
+  const floor = d.floor?.jobsPerSec;
+  const bull = d.bullmq?.jobsPerSec;
+  const label: Record<DeliverySystem, string> = {
+    floor: "floor Worker (bench/floor/deliver-worker.ts): only the fetches",
+    delayline: "delayline's tick (http handler, signed)",
+    bullmq: "BullMQ worker, Node `fetch`",
+  };
+  const rowOf = (system: DeliverySystem) => {
+    const s = d[system];
+    if (!s) return [];
+    const runs = s.jobsPerSec.runs.map((v) => Math.round(v).toLocaleString("en-US")).join(", ");
+    return [
+      `| ${label[system]} | ${cell(s.jobsPerSec)} | ${runs} | ${times(ratio(s.jobsPerSec.median, floor?.median))} | ${times(ratio(s.jobsPerSec.median, bull?.median))} | ${cell(s.cpuUsPerJob)} | ${s.connections.runs.join(", ")} | ${s.pausedMs ? s.pausedMs.runs.map((v) => Math.round(v)).join(", ") : "—"} | ${s.requestsPerJob ? `${cell(s.requestsPerJob)} / ${cell(s.commandsPerJob)}` : "—"} |`,
+    ];
+  };
+  const t = deliveryTargets(r);
+  return [
+    `## http delivery at the architecture's floor`,
+    ``,
+    `${r.delivery?.floor?.jobsPerSec.runs.length ?? 0} alternating runs of ${(r.sizes as { delivery?: { run: number } }).delivery?.run?.toLocaleString("en-US") ?? "?"} POSTs of a 100-byte body to a loopback receiver (its own process), at most 50 in flight; rate = deliveries at the receiver from its first to its last. CPU: the delivering process (workerd; BullMQ: the bench's Node process).`,
+    ``,
+    `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | ms without an arrival for ≥ 20 ms, each run | REST requests / Redis commands per delivery |`,
+    `|---|---|---|---|---|---|---|---|---|`,
+    ...rowOf("floor"),
+    ...rowOf("delayline"),
+    ...rowOf("bullmq"),
+    ``,
+    ...t.map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
+    ``,
+  ];
+}
+
+function sustainedSection(r: Results): string[] {
+  const runs = r.sustained;
+  if (!runs || runs.length === 0) return [];
+  return [
+    `## Sustained rates`,
+    ``,
+    `Jobs offered at a fixed rate, due uniformly, stored ahead straight into Redis, delivered by the tick (default settings, no idle sleep) to the loopback receiver; lateness = arrival at the receiver − due. Backlog = jobs due and not yet delivered, every 250 ms of the offer window; kept up = its median in the window's last quarter at most half a second of jobs above the first quarter's. Jobs not delivered 5 s after the window count as late as that (≥: lower bounds). Commands and requests: the tick's own, from the end of the enqueue to the last delivery or that cut.`,
+    ``,
+    `| offered | seconds | delivered/s | kept up | backlog: first ¼ / last ¼ / max | lateness p50 / p99 / max, ms | early / missing / dup | Redis commands / job | REST requests / job | workerd CPU µs / job |`,
+    `|---|---|---|---|---|---|---|---|---|---|`,
+    ...runs.map(
+      (s) =>
+        `| ${s.rate.toLocaleString("en-US")}/s | ${s.seconds} | ${num(s.deliveredPerSec)} | ${s.keptUp ? "yes" : "**no**"} | ${ms(s.backlogFirstQuarter)} / ${ms(s.backlogLastQuarter)} / ${ms(s.backlogMax)} | ${s.delivered < s.jobs ? "≥ " : ""}${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)} | ${s.early} / ${s.jobs - s.delivered} / ${s.duplicates} | ${num(s.commandsPerJob)} | ${num(s.requestsPerJob)} | ${ms(s.cpuUsPerJob)} |`,
+    ),
+    ``,
+  ];
+}
+
+function latenessRunsSection(r: Results): string[] {
+  const lt = r.lateness;
+  const configs = ["delayline@100", "delayline@1000", "bullmq", "naive", "migrate"].filter((k) => lt[k]);
+  if (configs.length === 0) return [];
+  const bull = lt.bullmq;
+  return [
+    `## Lateness, every run`,
+    ``,
+    `p50 / p99 / max in ms of each measured run, in order; the last column: p99 ÷ BullMQ's median p99.`,
+    ``,
+    `| system | run 1 | run 2 | run 3 | p99 ÷ BullMQ |`,
+    `|---|---|---|---|---|`,
+    ...configs.map((k) => {
+      const l = lt[k]!;
+      const each = l.p99.runs.map((_, i) => `${ms(l.p50.runs[i]!)} / ${ms(l.p99.runs[i]!)} / ${ms(l.max.runs[i]!)}`);
+      while (each.length < 3) each.push("—");
+      const vs = bull && k !== "bullmq" ? l.p99.runs.map((p) => times(ratio(p, bull.p99.median))).join(", ") : "—";
+      return `| ${k === "delayline@100" ? "delayline, TICK_POLL_MS=100" : k === "delayline@1000" ? "delayline, TICK_POLL_MS=1000" : k} | ${each.join(" | ")} | ${vs} |`;
+    }),
+    ``,
+  ];
 }

@@ -7,7 +7,7 @@
  *
  *   npm run bench                 full run (≤ 10 minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
- *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, enqueue-floor, idle)
+ *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -18,6 +18,18 @@ import type { Queue } from "../src/queue/queue.js";
 import { serveWorker, type ServedWorker } from "./floor/serve.js";
 import { directQueue, startStack, type Stack } from "./lib/delayline.js";
 import { sleep, startInfra, type Infra } from "./lib/infra.js";
+import {
+  bundleDeliveryWorkers,
+  DELIVERY_SYSTEMS,
+  deliveryRun,
+  startDeliveryRig,
+  SUSTAINED_SETTINGS,
+  sustainedRun,
+  THROUGHPUT_SETTINGS,
+  type DeliveryRun,
+  type DeliverySystem,
+  type SustainedRun,
+} from "./lib/deliver.js";
 import { renderMarkdown, type Results, type Series } from "./report.js";
 import {
   costRun,
@@ -68,6 +80,8 @@ const SIZES = QUICK
       enqueueFloor: { warmS: 1, runS: 3 },
       scale: { small: 10_000, large: 100_000, due: 5_000 },
       idleMs: 15_000,
+      delivery: { warm: 500, run: 2_000 },
+      sustained: { rates: [200, 1_000, 2_000], seconds: 3 },
     }
   : {
       cost: { warm: [1_000, 200], run: [5_000, 1_000] },
@@ -79,6 +93,8 @@ const SIZES = QUICK
       enqueueFloor: { warmS: 2, runS: 10 },
       scale: { small: 10_000, large: 1_000_000, due: 20_000 },
       idleMs: 60_000,
+      delivery: { warm: 500, run: 20_000 },
+      sustained: { rates: [200, 1_000, 2_000], seconds: 5 },
     };
 
 /** Worker settings of each delayline stack (everything else: wrangler.toml's defaults). */
@@ -145,6 +161,8 @@ const enqueues = per<EnqueueRun[]>();
 let scale: { small: ScaleRun[]; large: ScaleRun[] } | undefined;
 let idle: Record<SystemName, number> | undefined;
 const floorEnqueues: Partial<Record<FloorSystem, FloorEnqueueRun[]>> = {};
+const deliveries: Partial<Record<DeliverySystem, DeliveryRun[]>> = {};
+const sustained: SustainedRun[] = [];
 
 const infra: Infra = await startInfra();
 let stack: Stack | undefined;
@@ -156,6 +174,9 @@ const redisVersion = /redis_version:(\S+)/.exec(await infra.meter.info("server")
 process.once("SIGINT", () => {
   void stopStack().finally(() => infra.stop().finally(() => process.exit(130)));
 });
+
+// The delivery Workers are bundled while the idle suite's stack starts.
+const deliveryBundles = wanted("delivery") || wanted("sustained") ? bundleDeliveryWorkers() : undefined;
 
 try {
   // 8: idle cost. Every system idles for a minute on a redis-server of its
@@ -174,6 +195,8 @@ try {
     // Let its Worker start before anything is timed.
     await sleep(6_000);
   }
+  // Nothing is measured beside the bundling (CPU-heavy for some seconds).
+  await deliveryBundles?.ready.catch((err: unknown) => log(`delivery: bundling failed: ${String(err)}`));
 
   // 1, 2, 9: cost per job. No Worker runs against the bench's Redis, so its counters hold one system's commands only.
   if (wanted("cost")) {
@@ -352,10 +375,57 @@ try {
       await infra.flush();
     }
   }
+
+  // http delivery side by side with the floor and BullMQ, then sustained
+  // rates: Workers served by miniflare directly (bench/lib/deliver.ts).
+  if (deliveryBundles) {
+    log("delivery: starting the receiver and the Workers");
+    const rig = await startDeliveryRig(infra, log, stackLog("deliver"), deliveryBundles);
+    try {
+      if (wanted("delivery")) {
+        const workers = await rig.throughput();
+        for (const system of DELIVERY_SYSTEMS) {
+          await deliveryRun(rig, workers, system, SIZES.delivery.warm).catch((err: unknown) => log(`delivery ${system}: warm-up failed: ${String(err)}`));
+        }
+        // Alternating, the order turned each run, so drift in the machine's load falls on all three alike.
+        for (let i = 0; i < RUNS; i++) {
+          const order = i % 2 ? [...DELIVERY_SYSTEMS].reverse() : DELIVERY_SYSTEMS;
+          for (const system of order) {
+            try {
+              const r = await deliveryRun(rig, workers, system, SIZES.delivery.run);
+              deliveries[system] = [...(deliveries[system] ?? []), r];
+              log(
+                `delivery ${system}: run ${i + 1}/${RUNS} ${Math.round(r.jobsPerSec)}/s, ${Math.round(r.cpuUsPerJob)} µs CPU/delivery, ${r.connections} connections`,
+              );
+            } catch (err) {
+              log(`delivery ${system}: run ${i + 1} failed: ${String(err).slice(0, 300)}`);
+              failures.push(`delivery ${system} run ${i + 1}: ${String(err).slice(0, 300)}`);
+            }
+          }
+        }
+      }
+      if (wanted("sustained")) {
+        const tick = await rig.sustained();
+        for (const rate of SIZES.sustained.rates) {
+          try {
+            const r = await sustainedRun(infra, rig, tick, rate, SIZES.sustained.seconds);
+            sustained.push(r);
+            log(`sustained ${rate}/s: ${JSON.stringify(r)}`);
+          } catch (err) {
+            log(`sustained ${rate}/s failed: ${String(err).slice(0, 300)}`);
+            failures.push(`sustained ${rate}/s: ${String(err).slice(0, 300)}`);
+          }
+        }
+      }
+    } finally {
+      await rig.stop();
+    }
+  }
 } finally {
   clearInterval(sampleLoad);
   await stopStack();
   await infra.stop();
+  deliveryBundles?.remove();
 }
 
 // ─── results ────────────────────────────────────────────────────────────────
@@ -415,7 +485,13 @@ const results: Results = {
     wrangler: version("wrangler"),
   },
   sizes: SIZES,
-  settings: { ...STACK_SETTINGS, peerPollMs: PEER_POLL_MS, peerIdlePollMs: 1_000 },
+  settings: {
+    ...STACK_SETTINGS,
+    peerPollMs: PEER_POLL_MS,
+    peerIdlePollMs: 1_000,
+    deliveryThroughput: THROUGHPUT_SETTINGS,
+    deliverySustained: SUSTAINED_SETTINGS,
+  },
   metrics: {
     successCommands: bySystem(costs, (c) => c.successCommands, "commands/job"),
     enqueueCommands: bySystem(costs, (c) => c.enqueueCommands, "commands/job"),
@@ -489,9 +565,49 @@ const results: Results = {
     : undefined,
   idle,
   enqueueFloor: Object.keys(floorEnqueues).length > 0 ? enqueueFloorSummary() : undefined,
+  delivery:
+    Object.keys(deliveries).length > 0
+      ? Object.fromEntries(
+          Object.entries(deliveries).map(([system, runs]) => [
+            system,
+            {
+              jobsPerSec: series(
+                runs.map((r) => r.jobsPerSec),
+                "jobs/s",
+              ),
+              cpuUsPerJob: series(
+                runs.map((r) => r.cpuUsPerJob),
+                "µs/delivery",
+              ),
+              connections: series(
+                runs.map((r) => r.connections),
+                "connections",
+              ),
+              pausedMs: series(
+                runs.map((r) => r.pausedMs),
+                "ms",
+              ),
+              duplicates: runs.reduce((n, r) => n + r.duplicates, 0),
+              ...(runs[0]?.requestsPerJob !== undefined
+                ? {
+                    requestsPerJob: series(
+                      runs.map((r) => r.requestsPerJob!),
+                      "requests/delivery",
+                    ),
+                    commandsPerJob: series(
+                      runs.map((r) => r.commandsPerJob!),
+                      "commands/delivery",
+                    ),
+                  }
+                : {}),
+            },
+          ]),
+        )
+      : undefined,
+  sustained: sustained.length > 0 ? sustained : undefined,
   failures,
   load,
-  raw: { costs, drains, lateness, enqueues, scale, floorEnqueues },
+  raw: { costs, drains, lateness, enqueues, scale, floorEnqueues, deliveries },
 };
 results.durationS = Math.round((Date.now() - started) / 1000);
 writeFileSync(`${outBase}.json`, `${JSON.stringify(results, null, 2)}\n`);

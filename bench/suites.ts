@@ -360,8 +360,8 @@ export interface LatenessRun {
 const LEAD_MS = 3_000;
 
 /**
- * Node's fetch now and then finds a kept-alive connection to `wrangler dev`
- * closed under it ("fetch failed"); one lost request must not void a 20 s
+ * Node's fetch now and then found a kept-alive connection to the local Worker
+ * closed under it (under `wrangler dev`) ("fetch failed"); one lost request must not void a 20 s
  * run. A batch whose reply was lost is sent again: if the first went
  * through, its jobs are not this run's (their ids never arrived) and are not counted.
  */

@@ -1,7 +1,8 @@
 /**
- * Abuse over real sockets against the Worker as `wrangler dev` serves it:
- * what the in-process abuse suite (test/workers/api/abuse.test.ts) cannot
- * reach — header limits of the HTTP server, bodies that are really uploaded.
+ * Abuse over real sockets against the Worker as `npm start` serves it
+ * (workerd through miniflare, dev/worker-host.ts): what the in-process abuse
+ * suite (test/workers/api/abuse.test.ts) cannot reach — header limits of the
+ * HTTP server, bodies that are really uploaded.
  * Each answer must be a 4xx (or the server closing a request it will not
  * read) and nothing may be stored.
  */

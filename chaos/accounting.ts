@@ -27,8 +27,9 @@ export interface Accounting {
 
 /**
  * Looks every acknowledged job up through the API and at the receiver; `views`
- * gets each job's state and attempts. Eight at a time: wrangler dev's local
- * plumbing reaps its sockets slowly, and thousands of fast reads starve workerd.
+ * gets each job's state and attempts. Eight at a time, set when the stack ran
+ * `wrangler dev`, whose plumbing reaped its sockets slowly, so thousands of
+ * fast reads starved workerd; npm start's host has no such plumbing.
  */
 export async function account(
   api: Api,

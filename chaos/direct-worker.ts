@@ -1,20 +1,23 @@
 /**
  * The Worker as `wrangler deploy` would upload it, served by workerd through
- * miniflare's API, with no `wrangler dev` in between.
+ * miniflare's API with nothing else around it: no static assets, no source
+ * watching, no cron driver.
  *
- * `wrangler dev` routes every request through a proxy Worker and a Node
- * controller built for live reload. Under a thousand connections that proxy
- * gives up on requests ("Your worker restarted mid-request", 503) and workerd
- * piles up sockets to wrangler's Node process, so a load test through it
- * measures the development proxy, not delayline. Production has no such
- * proxy: Cloudflare's edge calls the Worker directly, as this does.
+ * `npm start` serves the same bundle through miniflare too
+ * (dev/worker-host.ts), with its static assets on a Worker beside it and a
+ * reload when a source file changes. This is the Worker alone, as
+ * Cloudflare's edge calls it, for the chaos load test and the benchmarks'
+ * Workers (delayline's and the floor's), so what they measure is the Worker
+ * and not the development server around it.
  */
 import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { descendantsOf } from "../dev/process-tree.js";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
@@ -24,22 +27,38 @@ export interface DirectWorkerOptions {
   /** Where the bundle is written. */
   outDir: string;
   port: number;
-  /** The wrangler config whose Worker is bundled and served. Default the repository's wrangler.toml (app/worker.ts, as deployed). */
+  /** The Worker's wrangler config, relative to the repository. Default `wrangler.toml` (the benchmarks' Worker is bench/worker/wrangler.toml). */
   config?: string;
-  /** Opens workerd's DevTools inspector on this port (CPU profiles over the DevTools protocol). Default: none. */
+  /** Serve the bundle already in `outDir` (another instance built it) instead of bundling again. Default false. */
+  reuseBundle?: boolean;
+  /** Appends workerd's output (the Worker's console) here instead of this process' console. Default the console. */
+  logFile?: string;
+  /** Where workerd's V8 inspector listens (for a CPU profile). Default none. */
   inspectorPort?: number;
 }
 
 export interface DirectWorker {
   url: string;
+  /** The workerd process serving this Worker (its CPU time is the Worker's), when it could be told apart. */
+  workerdPid: number | undefined;
+  /**
+   * Runs the Worker's scheduled handler for a cron invocation at
+   * `scheduledTime`, as Cloudflare's cron would; resolves when that
+   * invocation ends (a tick runs for its minute and overlap).
+   */
+  scheduled(scheduledTime: number, cron?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** wrangler's own bundle of the config's main module (`deploy --dry-run`), without blocking this process's event loop (the bridge lives here). */
-function bundle(outDir: string, config: string): Promise<void> {
+/**
+ * wrangler's own bundle of the config's main module (`deploy --dry-run`)
+ * into `outDir`, without blocking this process's event loop (the bridge
+ * lives here). {@link startDirectWorker} does it unless told to reuse one.
+ */
+export function bundle(outDir: string, config: string): Promise<void> {
   const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin/wrangler.js");
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [wranglerBin, "deploy", "--dry-run", "--outdir", outDir, "--config", config], {
+    const child = spawn(process.execPath, [wranglerBin, "deploy", "--dry-run", "--outdir", outDir, "--config", resolve(root, config)], {
       cwd: root,
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
@@ -50,37 +69,53 @@ function bundle(outDir: string, config: string): Promise<void> {
   });
 }
 
-function bundled(outDir: string): string {
-  const scripts = readdirSync(outDir).filter((f) => f.endsWith(".js"));
-  if (scripts.length !== 1) throw new Error(`expected one bundled script in ${outDir}, found ${scripts.join(", ") || "none"}`);
-  return scripts[0]!;
-}
+const workerdPids = () => new Set(descendantsOf(process.pid).flatMap((p) => (/workerd/.test(p.args) ? [p.pid] : [])));
 
 export async function startDirectWorker(options: DirectWorkerOptions): Promise<DirectWorker> {
-  const config = options.config ?? join(root, "wrangler.toml");
-  await bundle(options.outDir, config);
+  const config = resolve(root, options.config ?? "wrangler.toml");
+  const wrangler = unstable_getMiniflareWorkerOptions(config);
+  // wrangler names the bundle after the main module.
+  const scriptPath = join(options.outDir, `${basename(wrangler.main ?? "index.ts").replace(/\.[cm]?[jt]s$/, "")}.js`);
+  if (!options.reuseBundle || !existsSync(scriptPath)) await bundle(options.outDir, config);
   // Without the static pages (/docs, /dashboard answer 404 here): miniflare
   // routes every request through its asset router, JavaScript on the
   // Worker's own workerd thread, which halved the enqueues it took under
   // load; on Cloudflare that routing runs before the Worker, off its CPU.
-  const { assets: _pages, ...workerOptions } = unstable_getMiniflareWorkerOptions(config).workerOptions;
+  const { assets: _pages, ...workerOptions } = wrangler.workerOptions;
   const name = "delayline";
+  const before = workerdPids();
   const mf = new Miniflare({
     ...workerOptions,
     name,
     modules: true,
     modulesRoot: options.outDir,
-    // wrangler names the bundle after the main module (app/worker.ts → worker.js).
-    scriptPath: join(options.outDir, bundled(options.outDir)),
+    scriptPath,
     bindings: { ...workerOptions.bindings, ...options.vars },
-    // The fan-out binding names the Worker itself by its entrypoint (a Worker without one, such as the bench's floor, gets none).
-    ...(workerOptions.serviceBindings && "TICK_RUNNER" in workerOptions.serviceBindings
-      ? { serviceBindings: { TICK_RUNNER: { name, entrypoint: "TickChunk" } } }
-      : {}),
+    // The fan-out binding names the Worker itself by its entrypoint (a Worker without one, such as a floor Worker, gets none).
+    serviceBindings: workerOptions.serviceBindings && "TICK_RUNNER" in workerOptions.serviceBindings ? { TICK_RUNNER: { name, entrypoint: "TickChunk" } } : {},
     host: "127.0.0.1",
     port: options.port,
+    // The fallback `Request.cf`: miniflare would otherwise fetch one from workers.cloudflare.com (traffic stays on loopback).
+    cf: false,
     ...(options.inspectorPort !== undefined ? { inspectorPort: options.inspectorPort, inspectorHost: "127.0.0.1" } : {}),
+    ...(options.logFile !== undefined
+      ? {
+          handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+            const file = createWriteStream(options.logFile!, { flags: "a" });
+            stdout.pipe(file, { end: false });
+            stderr.pipe(file, { end: false });
+          },
+        }
+      : {}),
   });
   const url = await mf.ready;
-  return { url: url.origin, stop: () => mf.dispose() };
+  const started = [...workerdPids()].filter((p) => !before.has(p));
+  return {
+    url: url.origin,
+    workerdPid: started.length === 1 ? started[0] : undefined,
+    async scheduled(scheduledTime, cron = "* * * * *") {
+      await (await mf.getWorker()).scheduled({ scheduledTime: new Date(scheduledTime), cron });
+    },
+    stop: () => mf.dispose(),
+  };
 }

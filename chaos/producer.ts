@@ -76,6 +76,8 @@ export class Answers {
    * 503s from wrangler dev's own proxy ("Your worker restarted mid-request"),
    * not from the Worker: local plumbing that production does not have. The
    * Worker may have run the request; the retry's idempotency key tells.
+   * npm start's host (miniflare, no proxy) has no such answer, so under it
+   * this stays 0.
    */
   localProxy503 = 0;
   /** Error answers that were not application/problem+json. */

@@ -58,9 +58,12 @@ export interface ChaosReport {
     badInputsTried?: number;
   };
   scenarios: ScenarioResult[];
-  /** The load on the Worker in workerd, as deployed (no wrangler dev): judged. */
+  /** The load on the Worker as deployed, in workerd through miniflare with nothing around it: judged. */
   load?: JudgedLoad;
-  /** The same load through `wrangler dev`'s proxy, for comparison: not judged. */
+  /**
+   * The same load on the Worker as `npm start` serves it (dev/worker-host.ts), for comparison: not judged.
+   * Named from when npm start ran `wrangler dev`, whose proxy gave up on requests under this load.
+   */
   loadThroughDevProxy?: JudgedLoad;
   rate?: { steps: RateStep[]; maxSustained: number };
   abuse?: { suite: ReturnType<typeof abuseSuite>; wire: WireAttack[]; wireStoredJobs: number; passed: boolean };
@@ -129,7 +132,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (want("load")) {
         const connections = options.quick ? 200 : 1_000;
         const durationSec = options.quick ? 8 : 30;
-        log(`▶ load: ${connections} connections for ${durationSec} s on POST /v1/jobs, the Worker in workerd without wrangler dev's proxy`);
+        log(`▶ load: ${connections} connections for ${durationSec} s on POST /v1/jobs, the Worker as deployed, in workerd through miniflare alone`);
         const direct = await stack.startDirectWorker();
         try {
           report.load = judgeLoad(await loadProducer(new Api(direct.url, stack.apiToken), stack.apiToken, connections, durationSec), log);
@@ -150,9 +153,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         report.abuse = { suite: { passed: true, tests: "not run", badInputsTried: 0 }, wire: wire.attacks, wireStoredJobs: wire.storedJobs, passed: false };
       }
       if (want("load") && !options.quick) {
-        // For the record, last: the same load through wrangler dev's proxy, which it may leave starved.
+        // Last, from when this went through wrangler dev's proxy, which could leave the stack starved.
         await stack.settleFds(2_000, 120_000);
-        log("▶ load through wrangler dev's proxy (for comparison; not judged)");
+        log("▶ load on the Worker as npm start serves it (for comparison; not judged)");
         report.loadThroughDevProxy = judgeLoad(await loadProducer(api, stack.apiToken, 1_000, 30), log);
       }
     }
@@ -197,7 +200,7 @@ export function markdown(r: ChaosReport): string {
     "# Chaos: faults, load and abuse with exact accounting",
     "",
     `${r.date}, ${r.mode} run (\`npm run chaos${r.mode === "quick" ? " -- --quick" : ""}\`), ${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}.`,
-    `Stack: redis-server (append-only file, \`appendfsync always\`), the REST bridge, the Worker in \`wrangler dev\` (workerd); settings ${Object.entries(
+    `Stack: redis-server (append-only file, \`appendfsync always\`), the REST bridge, the Worker in workerd as \`npm start\` runs it (through miniflare); settings ${Object.entries(
       r.settings,
     )
       .map(([k, v]) => `\`${k}=${v}\``)
@@ -226,13 +229,13 @@ export function markdown(r: ChaosReport): string {
   ];
   if (r.load) {
     const runs: Array<[string, JudgedLoad]> = [["the Worker in workerd (judged)", r.load]];
-    if (r.loadThroughDevProxy) runs.push(["through `wrangler dev`'s proxy (not judged)", r.loadThroughDevProxy]);
+    if (r.loadThroughDevProxy) runs.push(["as `npm start` serves it (not judged)", r.loadThroughDevProxy]);
     lines.push(
       "## Load",
       "",
       `autocannon on loopback, \`POST /v1/jobs\` (jobs due in an hour), ${r.load.connections} connections for ${r.load.durationSec} s, with twenty witness loops beside it keeping what any non-2xx answer said. ` +
-        "Judged: the Worker as `wrangler deploy` bundles it, served by workerd through miniflare on the same bridge and Redis, as Cloudflare's edge calls it. " +
-        "`wrangler dev` puts a live-reload proxy in front of the Worker that gives up on requests under this load, so the same load through it is shown for comparison only.",
+        "Judged: the Worker as `wrangler deploy` bundles it, served by workerd through miniflare on the same bridge and Redis with nothing around it, as Cloudflare's edge calls it. " +
+        "Shown for comparison only: the same load on the Worker as `npm start` serves it (through miniflare too, its static assets on a Worker beside it).",
       "",
       "| target | requests | per second | 2xx | non-2xx | errors (timeouts) | error rate | p50 | p90 | p99 | max | jobs stored |",
       "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -273,7 +276,7 @@ export function markdown(r: ChaosReport): string {
       "## Abuse",
       "",
       `- In-process suite (\`test/workers/api/abuse.test.ts\`, Worker code in workerd, a Redis of its own): ${a.suite.badInputsTried} bad inputs, ${a.suite.tests}; every refusal checked for its exact 4xx, problem+json, an unchanged digest of all of Redis and, where the edge can judge alone, no Redis command.`,
-      `- Over real sockets against \`wrangler dev\` (${a.wire.length}; jobs stored by them: ${a.wireStoredJobs}):`,
+      `- Over real sockets against the Worker as \`npm start\` serves it (${a.wire.length}; jobs stored by them: ${a.wireStoredJobs}):`,
       "",
       "| attack | answer | expected | ok |",
       "|---|---|---|---|",

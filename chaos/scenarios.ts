@@ -33,16 +33,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Retry policy of the scenario topics (not the failure-rate ones, whose
  * counts are the point): a delivery that fails because the local stack is
- * starved (wrangler dev's plumbing runs workerd out of sockets under bursts)
- * is tried again rather than dying, so the accounting shows the faults
- * injected, not the harness's machine. Retries are reported per scenario.
+ * overloaded (two shared cores; under `wrangler dev` workerd also ran out of
+ * sockets under bursts) is tried again rather than dying, so the accounting
+ * shows the faults injected, not the harness's machine. Retries are reported
+ * per scenario.
  */
 const PATIENT = { timeoutMs: 5_000, maxAttempts: 20, backoff: { type: "fixed", delay: "1s" } };
 
 /**
  * Enqueues jobs in batches of up to 1,000 (all or nothing each); every id
  * answered is acknowledged. Each job carries an idempotency key, so a batch
- * whose answer was lost (a 503, wrangler dev's proxy restarting) is sent again
+ * whose answer was lost (a 503, a connection cut by a fault) is sent again
  * without storing anything twice.
  */
 async function enqueueBatches(api: Api, jobs: Array<Record<string, unknown>>): Promise<Map<string, Acked>> {
@@ -160,7 +161,8 @@ export function killWorkerd(ctx: Ctx): Promise<ScenarioResult> {
     const killedAt = Date.now();
     const pids = stack.killWorkerd();
     ctx.log(`  killed workerd ${pids.join(", ")} after ${deliveredBeforeKill} of ${n} deliveries`);
-    // wrangler dev does not bring workerd back by itself: the Worker is restarted, Redis and the bridge stay.
+    // Nothing brings workerd back by itself (its host exits with it, as under npm start): the Worker is
+    // restarted, Redis and the bridge stay.
     const cameBackAlone = await stack.healthy(3_000);
     const restartStarted = Date.now();
     if (!cameBackAlone) {
@@ -264,7 +266,7 @@ export function stopBridge(ctx: Ctx): Promise<ScenarioResult> {
       .map((l) => Number(/"retryInMs":(\d+)/.exec(l)?.[1]));
     const whileDown = answers.between(stoppedAt, restartAt);
     // Every answer the Worker gave to a request sent during the outage is a 503 (problem+json, checked above);
-    // "network" counts requests wrangler dev's local proxy dropped or answered itself.
+    // "network" counts requests the Worker did not answer (cut, timed out; under wrangler dev also its proxy's own 503s).
     const wrong = Object.entries(whileDown).filter(([s]) => s !== "503" && s !== "network");
     if (wrong.length > 0) failures.push(`while the bridge was down the Worker answered ${JSON.stringify(Object.fromEntries(wrong))}, not only 503`);
     if (!whileDown["503"]) failures.push("no 503 from the Worker while the bridge was down");
@@ -323,9 +325,10 @@ export function failureRates(ctx: Ctx): Promise<ScenarioResult> {
     const all = new Map<string, Acked>();
     for (const rate of rates) {
       const topic = `s5-fail${rate}`;
-      // Paced (the counts do not depend on it): under wrangler dev every delivery costs four connections
-      // from workerd to wrangler's Node process (its inspector proxy forwards each devtools event of a
-      // fetch over one of its own), and thousands of attempts at once outgrow the open-file limit.
+      // Paced (the counts do not depend on it) since wrangler dev, where every delivery cost four connections
+      // from workerd to wrangler's Node process (its inspector proxy forwarded each devtools event of a fetch
+      // over one of its own) and thousands of attempts at once outgrew the open-file limit. npm start's host
+      // has no inspector proxy: workerd stays under 80 open files through 10,000 at once (bench/results/burst-http.md).
       await api.configureTopic(topic, {
         url: `${receiver.url}/${topic}?fail=${rate}`,
         maxAttempts,
@@ -436,8 +439,9 @@ export function timeEdges(ctx: Ctx): Promise<ScenarioResult> {
       }
       const tooFar = await api.request("POST", "/v1/jobs", { topic, delay: "366d" });
       if (tooFar.status !== 422) failures.push(`delay 366d answered ${tooFar.status}`);
-      // 10,000 at once over http run workerd out of its 20,000 open files under wrangler dev (four
-      // connections to wrangler's Node process per delivery, see failureRates). The full 10,000 run in
+      // 2,000 since wrangler dev, where 10,000 at once over http ran workerd out of its 20,000 open files
+      // (four connections to wrangler's Node process per delivery, see failureRates). Under npm start's host
+      // 10,000 go out with workerd under 80 open files (bench/results/burst-http.md). The full 10,000 run in
       // test/workers/tick/chaos.test.ts, in workerd with a code handler.
       const n = ctx.quick ? 1_000 : 2_000;
       const same = Date.now() + 8_000;

@@ -1,6 +1,7 @@
 /**
  * The local stack as `npm start` runs it — redis-server (append-only file,
- * fsync always), the REST bridge, the Worker in `wrangler dev` (workerd) —
+ * fsync always), the REST bridge, the Worker in workerd through miniflare
+ * (dev/worker-host.ts, started by dev/worker-process.ts), a cron driver —
  * on ports and a data dir of its own, with a handle on each part so a
  * scenario can kill, stop and restart it in place: same ports, same data,
  * same token, so the Worker's settings never change.
@@ -22,7 +23,7 @@ export interface ChaosStackOptions {
   settings?: Record<string, string>;
   /** Keep the data dir and the Worker's log after stop (for a failed run). */
   keep?: boolean;
-  /** wrangler's log level. Default warn, as npm start: at info and below, wrangler dev's request logging leaks a socket per request in workerd. */
+  /** The Worker's log level, in wrangler's levels. Default warn, as npm start: errors (the tick's outage backoff, which stop-bridge reads) and warnings; `log` adds a line per tick round. */
   logLevel?: string;
 }
 
@@ -51,7 +52,8 @@ export class ChaosStack {
       await stack.startRedis();
       await stack.startBridge();
       await stack.startWorker();
-      // wrangler dev may reload once just after starting (it notices the files the build just wrote); let it.
+      // Kept from wrangler dev, which could reload once just after starting (it noticed the files the build had just
+      // written). The host reloads only when a rebuilt bundle differs, so this wait is likely no longer needed.
       await new Promise((r) => setTimeout(r, 5_000));
       await waitForHealthy(stack.url, 60_000, stack.worker?.child);
       return stack;
@@ -111,9 +113,9 @@ export class ChaosStack {
   }
 
   /**
-   * A second instance of the Worker, as deployed, in workerd without
-   * `wrangler dev`'s proxy (see direct-worker.ts), on the same bridge, prefix
-   * and token: what the load is aimed at. The caller stops it.
+   * A second instance of the Worker, as deployed, in workerd through
+   * miniflare with nothing around it (see direct-worker.ts), on the same
+   * bridge, prefix and token: what the load is aimed at. The caller stops it.
    */
   async startDirectWorker(): Promise<DirectWorker> {
     const worker = await startDirectWorker({ vars: this.vars(), outDir: join(this.dataDir, "bundle"), port: await freePort() });
@@ -126,7 +128,7 @@ export class ChaosStack {
     this.worker = undefined;
   }
 
-  /** The workerd processes running the Worker (children of wrangler). */
+  /** The workerd processes running the Worker (under its host process). */
   workerdPids(): number[] {
     const pid = this.worker?.child.pid;
     if (pid === undefined) return [];
@@ -159,7 +161,7 @@ export class ChaosStack {
     return n;
   }
 
-  /** SIGKILL of every workerd under wrangler, mid-whatever-it-is-doing. */
+  /** SIGKILL of every workerd under the Worker's host, mid-whatever-it-is-doing; the host then exits too. */
   killWorkerd(): number[] {
     const pids = this.workerdPids();
     for (const pid of pids) process.kill(pid, "SIGKILL");
@@ -187,7 +189,7 @@ export class ChaosStack {
     for (const c of this.crons.splice(0)) c.stop();
   }
 
-  /** The Worker's log so far (wrangler and workerd output). */
+  /** The Worker's log so far (its host's and workerd's output). */
   log(): string {
     try {
       return readFileSync(this.logFile, "utf8");

@@ -1,5 +1,21 @@
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, whsecProblem, type SignatureScheme } from "./client/signature.js";
+import {
+  DEFAULT_DEAD_LETTER_CAP,
+  DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_MAX_TOPICS,
+  DEFAULT_RETENTION_MS,
+  DEFAULT_SIGNATURE_SCHEME,
+  DEFAULT_TIMEOUT_MS,
+  MAX_MAX_ATTEMPTS,
+  MAX_TIMEOUT_MS,
+  MIN_MAX_ATTEMPTS,
+  MIN_SECRET_LENGTH,
+  MIN_TIMEOUT_MS,
+} from "./limits.js";
 
 /** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */
 export interface Outcomes {
@@ -119,15 +135,15 @@ const SettingsSchema = z
     ALLOW_PRIVATE_TARGETS: bool,
     TICK_POLL_MS: int(50, 60_000, 1_000),
     REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
-    MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, 256 * 1024),
-    MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, 5 * 1024 * 1024),
-    RETENTION_MS: int(1_000, 30 * 86_400_000, 3_600_000),
-    DEAD_LETTER_CAP: int(1, 1_000_000, 10_000),
-    IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, 86_400_000),
-    DEFAULT_MAX_ATTEMPTS: int(1, 100, 5),
-    DEFAULT_TIMEOUT_MS: int(100, 600_000, 30_000),
-    SIGNING_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
-    SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default("delayline"),
+    MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, DEFAULT_MAX_PAYLOAD_BYTES),
+    MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, DEFAULT_MAX_BODY_BYTES),
+    RETENTION_MS: int(1_000, 30 * 86_400_000, DEFAULT_RETENTION_MS),
+    DEAD_LETTER_CAP: int(1, 1_000_000, DEFAULT_DEAD_LETTER_CAP),
+    IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, DEFAULT_IDEMPOTENCY_WINDOW_MS),
+    DEFAULT_MAX_ATTEMPTS: int(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, DEFAULT_MAX_ATTEMPTS),
+    DEFAULT_TIMEOUT_MS: int(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS, DEFAULT_TIMEOUT_MS),
+    SIGNING_SECRET: z.string().min(MIN_SECRET_LENGTH, `must be at least ${MIN_SECRET_LENGTH} characters`).optional(),
+    SIGNING_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: 'must be "delayline" or "standard"' }).default(DEFAULT_SIGNATURE_SCHEME),
     TICK_CHUNK: int(1, 1_000, 100),
     // Unset: TICK_POLL_MS, at most 1,000 (see Settings.tickLeadMs).
     TICK_LEAD_MS: intOrDerived(0, 60_000),
@@ -137,7 +153,7 @@ const SettingsSchema = z
     TICK_FANOUT: int(0, 30, 4),
     // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
     TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
-    MAX_TOPICS: int(1, 1_000_000, 10_000),
+    MAX_TOPICS: int(1, 1_000_000, DEFAULT_MAX_TOPICS),
   })
   .superRefine((s, ctx) => {
     const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;

@@ -1,6 +1,6 @@
 /**
  * delayline as the benchmarks run it: the whole stack the way `npm start`
- * runs it (dev/start.ts: the Worker in workerd under `wrangler dev`, the cron
+ * runs it (dev/start.ts: the Worker in workerd through miniflare, the cron
  * driver), with the bench Worker (bench/worker/) and the bench's own Redis
  * and bridge; and the Queue in Node against the same bridge, for numbers
  * that need no Worker.

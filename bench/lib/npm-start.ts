@@ -1,7 +1,7 @@
 /**
  * `npm start` as the deployment-default benchmarks run it: `dev/start.ts`
  * exactly (redis-server, the REST bridge, the Worker of wrangler.toml in
- * `wrangler dev`, the cron driver), started fresh with its own data dir in a
+ * workerd through miniflare, the cron driver), started fresh with its own data dir in a
  * temp dir and the given settings in its environment, stopped with SIGTERM.
  * Unlike bench/lib/delayline.ts it runs the production Worker (no bench
  * handlers) with its own Redis and bridge, so deliveries go over http to a
@@ -78,7 +78,7 @@ export async function startNpmStart(options: {
     env.BENCH_REQUEST_LOG = requestLog;
   }
   appendFileSync(logFile, `# ${options.name}: settings ${JSON.stringify(options.settings)}\n`);
-  // wrangler dev prints the Worker's console output (the tick's JSON lines) only at log level "log".
+  // The Worker's host prints its console output (the tick's JSON lines) only at log level "log" (wrangler's levels).
   env.WRANGLER_LOG_LEVEL = process.env.WRANGLER_LOG_LEVEL || "log";
   const child = spawn(process.execPath, [...args, "dev/start.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   const lines: LoggedLine[] = [];

@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
+import { MAX_JSON_DEPTH } from "../limits.js";
 import { problem } from "./problem.js";
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i;
-const MAX_DEPTH = 64;
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /** Nesting depth of a parsed JSON value, stopping as soon as it passes `limit`. */
@@ -28,7 +28,7 @@ export async function readUtf8(req: Request): Promise<string | Response> {
 
 /**
  * For routes that take JSON: a body must say it is JSON (415), be valid
- * UTF-8 and JSON (400) and nest at most 64 levels (400). The checked text is
+ * UTF-8 and JSON (400) and nest at most {@link MAX_JSON_DEPTH} levels (400). The checked text is
  * handed on to the route's validator. Runs after the body-size limit.
  */
 export const jsonBody: MiddlewareHandler = async (c, next) => {
@@ -49,6 +49,6 @@ export const jsonBody: MiddlewareHandler = async (c, next) => {
   } catch {
     return problem(400, "the body is not valid JSON");
   }
-  if (depthExceeds(value, MAX_DEPTH)) return problem(400, `JSON nested deeper than ${MAX_DEPTH} levels is refused`);
+  if (depthExceeds(value, MAX_JSON_DEPTH)) return problem(400, `JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused`);
   return next();
 };

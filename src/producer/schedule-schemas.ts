@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../limits.js";
 import { cronProblem, isTimeZone } from "../schedules/occurrences.js";
 import { BackoffBody, Duration, Instant, TargetBody, TopicName } from "./schemas.js";
 
@@ -31,9 +32,9 @@ export const ScheduleBody = z
     topic: TopicName,
     payload: z.unknown().optional().openapi({ description: "Any JSON value" }),
     target: TargetBody.optional(),
-    maxAttempts: z.number().int().min(1).max(100).optional(),
+    maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
     backoff: BackoffBody.optional(),
-    timeoutMs: z.number().int().min(100).max(600_000).optional(),
+    timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional(),
   })
   .strict()
   .superRefine((b, ctx) => {

@@ -3,14 +3,34 @@ import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
 import { isConnectionHeader } from "../handlers/headers.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
-
-const MAX_DELAY_MS = 365 * 86_400_000;
+import {
+  ATTEMPT_ERROR_BYTES,
+  ATTEMPT_HISTORY_LIMIT,
+  DEFAULT_DEAD_LIST_LIMIT,
+  DEFAULT_LIST_LIMIT,
+  MAX_BACKOFF_FACTOR,
+  MAX_BACKOFF_SCHEDULE_DELAYS,
+  MAX_BATCH,
+  MAX_BURST,
+  MAX_CONCURRENCY,
+  MAX_DELAY_DAYS,
+  MAX_DELAY_MS,
+  MAX_LIST_LIMIT,
+  MAX_MAX_ATTEMPTS,
+  MAX_RATE_PER_SEC,
+  MAX_RETRY_AFTER_MS,
+  MAX_TIMEOUT_MS,
+  MIN_MAX_ATTEMPTS,
+  MIN_SECRET_LENGTH,
+  MIN_TIMEOUT_MS,
+  TOPIC_NAME_MAX_LENGTH,
+} from "../limits.js";
 
 // "." and ".." are dot segments: a URL path cannot carry them, so such a
 // topic could take jobs but never be configured, paused or drained over the API.
 export const TopicName = z
   .string()
-  .regex(/^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, "1–64 characters of A–Z a–z 0–9 . _ -, but not . or ..")
+  .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}}$`), `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
   .openapi({ example: "emails" });
 
 export const JobId = z.string().max(100).openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
@@ -28,7 +48,7 @@ export const Duration = z
   })
   .openapi({ description: 'A duration such as "90s", "5m", "1h30m", "500ms", or a number of ms', example: "90s" });
 
-const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, "must be at most 365 days");
+const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, `must be at most ${MAX_DELAY_DAYS} days`);
 
 /** ISO 8601 or epoch ms; parsed to epoch ms. */
 export const Instant = z
@@ -45,12 +65,12 @@ export const BackoffBody = z
       .object({
         type: z.literal("exponential"),
         delay: Duration.optional(),
-        factor: z.number().min(1).max(100).optional(),
+        factor: z.number().min(1).max(MAX_BACKOFF_FACTOR).optional(),
         maxDelay: Duration.optional(),
         jitter: z.boolean().optional(),
       })
       .strict(),
-    z.object({ type: z.literal("schedule"), delays: z.array(Duration).min(1).max(100) }).strict(),
+    z.object({ type: z.literal("schedule"), delays: z.array(Duration).min(1).max(MAX_BACKOFF_SCHEDULE_DELAYS) }).strict(),
   ])
   .openapi("Backoff");
 
@@ -109,11 +129,11 @@ export const JobBody = z
       .openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
     delay: Delay.optional(),
     runAt: Instant.optional(),
-    maxAttempts: z.number().int().min(1).max(100).optional(),
+    maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
     backoff: BackoffBody.optional(),
     idempotencyKey: KeyText.min(1).max(200).optional(),
     target: TargetBody.optional(),
-    timeoutMs: z.number().int().min(100).max(600_000).optional(),
+    timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional(),
   })
   .strict()
   .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
@@ -121,7 +141,7 @@ export const JobBody = z
 export type JobBody = z.output<typeof JobBody>;
 
 export const BatchBody = z
-  .object({ jobs: z.array(JobBody).min(1).max(1_000) })
+  .object({ jobs: z.array(JobBody).min(1).max(MAX_BATCH) })
   .strict()
   .openapi("BatchRequest");
 
@@ -155,7 +175,9 @@ export function historyView(history: AttemptRecord[]): Array<z.input<typeof Atte
   return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
 }
 
-const History = z.array(AttemptView).openapi({ description: "The job's attempts, oldest first (the last 25); a replay keeps them and counts attempts afresh" });
+const History = z
+  .array(AttemptView)
+  .openapi({ description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT}); a replay keeps them and counts attempts afresh` });
 
 export const JobView = z
   .object({
@@ -197,7 +219,7 @@ export const ListQuery = z.object({
     .openapi({ description: "scheduled (in due order), inflight (in lease-deadline order) or dead (dead letters, newest first)" }),
   from: QueryInstant.optional().openapi({ description: "Earliest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
-  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
   payload: z
     .enum(["true", "false"])
@@ -271,14 +293,14 @@ export const RescheduleBody = z
   .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
   .openapi("Reschedule");
 
-const SigningSecret = z.string().min(16).max(256);
+const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
 export const TopicSettingsBody = z
   .object({
-    ratePerSec: z.number().positive().max(10_000).nullable().optional(),
-    burst: z.number().int().min(1).max(100_000).nullable().optional(),
-    concurrency: z.number().int().min(1).max(10_000).nullable().optional(),
-    maxAttempts: z.number().int().min(1).max(100).nullable().optional(),
+    ratePerSec: z.number().positive().max(MAX_RATE_PER_SEC).nullable().optional(),
+    burst: z.number().int().min(1).max(MAX_BURST).nullable().optional(),
+    concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).nullable().optional(),
+    maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
     url: z
       .url({ protocol: /^https?$/, error: "an http(s) URL" })
@@ -287,7 +309,7 @@ export const TopicSettingsBody = z
       .optional(),
     mode: z.enum(["push", "pull"]).nullable().optional(),
     paused: z.boolean().nullable().optional(),
-    timeoutMs: z.number().int().min(100).max(600_000).nullable().optional(),
+    timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).nullable().optional(),
     signatureScheme: z
       .enum(SIGNATURE_SCHEMES)
       .nullable()
@@ -304,7 +326,7 @@ export const TopicSettingsBody = z
       description:
         "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
     }),
-    webhookSecret: z.string().min(16).max(256).nullable().optional().openapi({ description: "Write-only" }),
+    webhookSecret: z.string().min(MIN_SECRET_LENGTH).max(256).nullable().optional().openapi({ description: "Write-only" }),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -410,7 +432,7 @@ export const ReplayResult = z
   .openapi("Replayed");
 
 export const DeadQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1_000).default(50),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
@@ -440,8 +462,8 @@ export const AckBody = z
 export const NackBody = z
   .object({
     attempt: z.number().int().min(1),
-    error: z.string().max(1_024),
-    retryAfterMs: z.number().int().min(0).max(86_400_000).optional(),
+    error: z.string().max(ATTEMPT_ERROR_BYTES),
+    retryAfterMs: z.number().int().min(0).max(MAX_RETRY_AFTER_MS).optional(),
     permanent: z.boolean().optional(),
   })
   .strict()

@@ -1,4 +1,5 @@
 import type { Redis } from "@upstash/redis/cloudflare";
+import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS } from "../limits.js";
 import { Keys } from "./keys.js";
 import type { LuaScript } from "./lua.generated.js";
 import { runScript } from "./scripts.js";
@@ -45,11 +46,11 @@ export class QueueContext {
     this.redis = options.redis;
     this.keys = new Keys(options.prefix);
     this.defaults = { ...DEFAULT_TOPIC_DEFAULTS, ...options.defaults };
-    this.retentionMs = options.retentionMs ?? 3_600_000;
-    this.deadLetterCap = options.deadLetterCap ?? 10_000;
-    this.idempotencyWindowMs = options.idempotencyWindowMs ?? 86_400_000;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.deadLetterCap = options.deadLetterCap ?? DEFAULT_DEAD_LETTER_CAP;
+    this.idempotencyWindowMs = options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
     this.reapLimit = options.reapLimit ?? 100;
-    this.maxTopics = options.maxTopics ?? 10_000;
+    this.maxTopics = options.maxTopics ?? DEFAULT_MAX_TOPICS;
     this.now = options.now ?? Date.now;
   }
 

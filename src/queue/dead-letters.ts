@@ -1,3 +1,4 @@
+import { DEFAULT_DEAD_LIST_LIMIT } from "../limits.js";
 import { BULK_CALL_BYTES, DEAD_BATCH, LIST_PAGE_BYTES, MAX_LIST_LIMIT } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
@@ -25,7 +26,7 @@ export async function deadLetters(
 ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
   await migrateDead(ctx, topic);
   const t = ctx.keys.topic(topic);
-  const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), MAX_LIST_LIMIT);
+  const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_DEAD_LIST_LIMIT)), MAX_LIST_LIMIT);
   const raw = await ctx.run(
     lua.listDead,
     [t.deadAt, t.deadEntries],

@@ -1,9 +1,11 @@
 import { decodeTime, monotonicFactory } from "ulidx";
+import { TOPIC_NAME_MAX_LENGTH } from "../limits.js";
 
-const TOPIC = /^[A-Za-z0-9._-]{1,64}$/;
-const JOB_ID = /^([A-Za-z0-9._-]{1,64})\.([0-9A-HJKMNP-TV-Z]{26})$/;
+const TOPIC_CHARS = `[A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}}`;
+const TOPIC = new RegExp(`^${TOPIC_CHARS}$`);
+const JOB_ID = new RegExp(`^(${TOPIC_CHARS})\\.([0-9A-HJKMNP-TV-Z]{26})$`);
 
-/** Topic names: 1–64 of `A–Z a–z 0–9 . _ -`. */
+/** Topic names: 1–{@link TOPIC_NAME_MAX_LENGTH} of `A–Z a–z 0–9 . _ -`. */
 export function isTopic(topic: string): boolean {
   return TOPIC.test(topic);
 }

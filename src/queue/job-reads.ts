@@ -1,3 +1,4 @@
+import { DEFAULT_LIST_LIMIT } from "../limits.js";
 import { LIST_PAGE_BYTES, MAX_LIST_LIMIT } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { createdAtOfJobId, topicOfJobId } from "./ids.js";
@@ -74,7 +75,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
 }
 
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
-  const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 100)), MAX_LIST_LIMIT);
+  const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
   const set = options.state === "scheduled" ? t.due : t.lease;
   const raw = await ctx.run(

@@ -20,8 +20,7 @@ export const LATENESS_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_00
 /** Upper bounds (ms) of the handler duration buckets. */
 export const DURATION_BOUNDS_MS = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000] as const;
 
-/** Minutes the per-minute series keeps: a ring of this many slots, so its memory is bounded. */
-export const SERIES_MINUTES = 1_440;
+export { SERIES_MINUTES } from "../limits.js";
 
 const COUNTERS = 3;
 const LATENESS_AT = COUNTERS;

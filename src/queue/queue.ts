@@ -38,16 +38,8 @@ import type {
 // module per concern (jobs, job-changes, job-reads, dead-letters,
 // topic-admin, tick-state), all on the Queue's QueueContext.
 
-export {
-  ATTEMPT_ERROR_BYTES,
-  ATTEMPT_HISTORY_LIMIT,
-  BULK_CALL_BYTES,
-  BULK_CANCEL_BATCH,
-  DEAD_BATCH,
-  LIST_PAGE_BYTES,
-  MAX_BATCH,
-  MAX_LIST_LIMIT,
-} from "./bounds.js";
+// MAX_BATCH, MAX_LIST_LIMIT, LIST_PAGE_BYTES, the bulk batches and the attempt-history bounds.
+export * from "./bounds.js";
 export type { QueueOptions } from "./context.js";
 export { TopicLimitError } from "./errors.js";
 export type * from "./views.js";

@@ -1,5 +1,6 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
+import { MAX_LIST_LIMIT } from "../limits.js";
 import type { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
@@ -53,7 +54,7 @@ export class Schedules {
 
   /** A page of schedules in id order; `cursor` is the last id of the page before. */
   async list(options: { limit: number; cursor?: string }): Promise<{ schedules: StoredSchedule[]; cursor: string | null }> {
-    const limit = Math.min(Math.max(1, Math.floor(options.limit)), 1_000);
+    const limit = Math.min(Math.max(1, Math.floor(options.limit)), MAX_LIST_LIMIT);
     const from: "-" | `(${string}` = options.cursor ? `(${options.cursor}` : "-";
     const ids = z
       .array(z.string())

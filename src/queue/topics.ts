@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, type SignatureScheme } from "../client/signature.js";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
 
 /** Settings of one topic after defaults are applied. */
@@ -52,7 +53,13 @@ export interface TopicDefaults {
   signatureScheme: SignatureScheme;
 }
 
-export const DEFAULT_TOPIC_DEFAULTS: TopicDefaults = { maxAttempts: 5, backoff: DEFAULT_BACKOFF, timeoutMs: 30_000, signatureScheme: "delayline" };
+/** What a queue built without deployment settings uses: the settings' own defaults. */
+export const DEFAULT_TOPIC_DEFAULTS: TopicDefaults = {
+  maxAttempts: DEFAULT_MAX_ATTEMPTS,
+  backoff: DEFAULT_BACKOFF,
+  timeoutMs: DEFAULT_TIMEOUT_MS,
+  signatureScheme: DEFAULT_SIGNATURE_SCHEME,
+};
 
 /** A change to a topic's settings: a value sets the field, null clears it back to its default. */
 export interface TopicPatch {

@@ -76,6 +76,11 @@ export class Semaphore {
 
   constructor(readonly size: number) {}
 
+  /** Nothing holds or waits for a slot. */
+  get idle(): boolean {
+    return this.active === 0 && this.waiting.length === 0;
+  }
+
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.active >= this.size) await new Promise<void>((r) => this.waiting.push(r));
     this.active++;

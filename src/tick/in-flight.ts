@@ -1,6 +1,6 @@
 import type { Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
-import type { Semaphore, SubrequestBudget } from "./budget.js";
+import { Semaphore, type SubrequestBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
 import { startChunk, type ChunkReport, type StartedChunk } from "./run-chunk.js";
 import type { Log } from "./settle.js";
@@ -36,13 +36,16 @@ export interface InFlightOptions {
  * here is awaited only until its claim is back; its handlers and settle go
  * on while the caller polls and claims again, so a slow handler holds back
  * no job but its own. What may start beside running chunks is bounded so a
- * claimed job never waits for a handler slot: a topic with chunks running
- * here gets only as many jobs as it has free slots, and the invocation as
- * many as TICK_CONCURRENCY leaves free. A topic gets no second fanned-out
- * chunk while one is out.
+ * claimed job waits for a handler slot at most until the handlers running
+ * when it was claimed end: a topic with chunks running here gets only as
+ * many jobs as it has free slots, and the invocation as many as
+ * TICK_CONCURRENCY leaves free, where a chunk in its tail (every job of it
+ * started) no longer counts. So a backlog's next chunk is claimed while the
+ * last one's final handlers run, not after them. A topic gets no second
+ * fanned-out chunk while one is out.
  */
 export class ChunksInFlight {
-  private readonly byTopic = new Map<string, { here: number; fanned: number; jobs: number; slots: number }>();
+  private readonly byTopic = new Map<string, { here: number; fanned: number; jobs: number; slots: number; sem?: Semaphore }>();
   private readonly running = new Set<Promise<void>>();
   private ended: EndedChunk[] = [];
   private looks: number[] = [];
@@ -50,6 +53,11 @@ export class ChunksInFlight {
   private jobsHere = 0;
 
   constructor(private readonly o: InFlightOptions) {}
+
+  /** Chunks can be fanned out (TICK_FANOUT > 0 and a way to). */
+  private get fanning(): boolean {
+    return this.o.fanOut !== undefined && this.o.settings.tickFanout > 0;
+  }
 
   /** Nothing is running. */
   get idle(): boolean {
@@ -69,13 +77,14 @@ export class ChunksInFlight {
 
   /**
    * Most jobs a new chunk of `topic` may claim here beside what runs: `max`
-   * while nothing runs here, else bounded by the topic's free slots and the
-   * handler slots TICK_CONCURRENCY leaves.
+   * while nothing of it runs here but chunks in their tail, else bounded by
+   * the topic's free slots and the handler slots TICK_CONCURRENCY leaves.
    */
   room(topic: string, max: number): number {
     const t = this.byTopic.get(topic);
     let room = max;
-    if (t && t.here > 0) room = Math.min(room, t.slots - t.jobs);
+    // Chunks in their tail count for nothing: the topic's shared slots make the next chunk's jobs wait for theirs.
+    if (t && t.here > 0 && t.jobs > 0) room = Math.min(room, t.slots - t.jobs);
     return Math.max(0, Math.min(room, this.freeSlots));
   }
 
@@ -84,12 +93,25 @@ export class ChunksInFlight {
    * subrequests (its claim, settle and deliveries), and resolves once the
    * claim is back; delivery and settle run on and end up in {@link takeEnded}.
    */
-  async startHere(topic: string, max: number, reserve: number): Promise<StartedChunk> {
+  async startHere(topic: string, max: number, reserve: number, leadMs?: number): Promise<StartedChunk> {
     const startedAt = this.o.clock.now();
-    const budget = this.o.budget.reserve(reserve);
-    // Jobs of this chunk settled before it ended: their slots are free at once.
+    // One more settle, at the chunk's tail, where the next chunk is claimed beside it (no fan-out).
+    const tailSettle = this.fanning ? 0 : 1;
+    const budget = this.o.budget.reserve(reserve + tailSettle);
+    // Of this chunk's jobs, those that count against room here: not settled
+    // early, and not in the chunk's tail (running, none waiting for a slot).
+    // Both can happen before the claim is back here.
     let settledEarly = 0;
+    let tail = false;
+    let counted = 0;
     let t: ReturnType<ChunksInFlight["entry"]> | undefined;
+    const uncount = (jobs: number) => {
+      if (!t) return;
+      const n = Math.min(jobs, counted);
+      counted -= n;
+      t.jobs -= n;
+      this.jobsHere -= n;
+    };
     let started: StartedChunk;
     try {
       started = await startChunk({
@@ -97,20 +119,36 @@ export class ChunksInFlight {
         settings: this.o.settings,
         topic,
         max,
+        ...(leadMs !== undefined ? { leadMs } : {}),
         clock: this.o.clock,
         budget,
         fetch: this.o.fetch,
         overall: this.o.overall,
         log: this.o.log,
+        // One semaphore for the topic's chunks here, so a chunk claimed at another's tail shares its slots.
+        topicSlots: (size) => {
+          const e = this.entry(topic);
+          if (!e.sem || (e.sem.size !== size && e.sem.idle)) e.sem = new Semaphore(size);
+          return e.sem;
+        },
         onEarlySettle: (jobs, retryTimes) => {
           settledEarly += jobs;
-          if (t) {
-            t.jobs -= jobs;
-            this.jobsHere -= jobs;
-          }
+          uncount(jobs);
           // Be back now (a freed slot) and at each retry.
           this.looks.push(this.o.clock.now(), ...retryTimes);
           this.wakeWaiters();
+        },
+        onTail: (backlog) => {
+          // With chunks fanned out, a backlog goes to invocations of their own once this chunk is back, not beside it here.
+          if (this.fanning) return false;
+          tail = true;
+          uncount(counted);
+          // A topic with more ready claims it now, to start as these handlers end. Otherwise the next poll will do.
+          if (backlog) {
+            this.looks.push(this.o.clock.now());
+            this.wakeWaiters();
+          }
+          return backlog;
         },
       });
     } catch (err) {
@@ -121,20 +159,20 @@ export class ChunksInFlight {
       budget.release();
       return started;
     }
-    // A delivery a job and a settle: the rest of the reservation goes back.
-    budget.keep(started.claimed + 1);
+    // A delivery a job and a settle (and the tail's): the rest of the reservation goes back.
+    budget.keep(started.claimed + 1 + tailSettle);
     const entry = this.entry(topic);
     t = entry;
     entry.here++;
-    entry.jobs += started.claimed - settledEarly;
     entry.slots = started.slots;
-    this.jobsHere += started.claimed - settledEarly;
+    counted = tail ? 0 : started.claimed - settledEarly;
+    entry.jobs += counted;
+    this.jobsHere += counted;
     this.track(
       started.done.finally(() => {
         budget.release();
         entry.here--;
-        entry.jobs -= started.claimed - settledEarly;
-        this.jobsHere -= started.claimed - settledEarly;
+        uncount(counted);
       }),
       topic,
       "here",

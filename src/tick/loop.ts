@@ -113,6 +113,8 @@ class TickLoop {
   private pollAt = -Infinity;
   // A chunk that ends may not bring the next poll before the pace of the round that started it.
   private pacedUntil = -Infinity;
+  /** How long the last round that claimed jobs took from its poll to its claims' return. */
+  private roundTripMs = 0;
   // Topics due at a poll that got no chunk because chunks still ran: polled again as one ends.
   private readonly waitingForChunk = new Set<string>();
   // A bug (not an outage) in a chunk: rethrown by the loop, as it would have been in the round.
@@ -189,6 +191,7 @@ class TickLoop {
   private async round(): Promise<"budget" | "lock-lost" | undefined> {
     // A poll, the lock's release and a handover must stay affordable.
     if (this.budget.left < 3) return "budget";
+    const polledAt = this.clock.now();
     const peek = await this.poll();
     if (!peek) return "lock-lost";
     let now = this.clock.now();
@@ -205,7 +208,7 @@ class TickLoop {
     if (nothingToStart && plan.unserved > 0 && this.inFlight.idle) return "budget";
     this.report.rounds++;
     if (nothingToStart) this.waitIdle(wakeAt);
-    else await this.start(plan, now, wakeAt, peek.more);
+    else await this.start(plan, now, wakeAt, peek.more, polledAt);
     return undefined;
   }
 
@@ -288,13 +291,17 @@ class TickLoop {
   }
 
   /** Starts the plan's chunks and waits for their claims (not their handlers), then sets the next poll. */
-  private async start(plan: RoundPlan, now: number, wakeAt: number, more: boolean): Promise<void> {
+  private async start(plan: RoundPlan, now: number, wakeAt: number, more: boolean, polledAt: number): Promise<void> {
     const { clock, budget, inFlight, report } = this;
+    // A round's poll and claim take time: claimed that much further ahead (up to twice the lead), the jobs just past the lead
+    // are back before they are due, not a round trip late, with rounds a poll interval apart.
+    const lead = this.s.tickLeadMs > 0 ? this.s.tickLeadMs + Math.min(this.roundTripMs, this.s.tickLeadMs) : 0;
     this.mark.worked();
     budget.spend(plan.remote.length);
     report.fannedOut += plan.remote.length;
     for (const r of plan.remote) inFlight.startFanned(r.topic, r.max);
-    const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, 2 + p.max)));
+    const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, 2 + p.max, lead)));
+    if (started.some((c) => c.claimed > 0)) this.roundTripMs = clock.now() - polledAt;
     // What this round costs: the poll, the fan-outs, and per chunk here a claim (and a settle and a delivery a job).
     let price = 1 + plan.remote.length;
     let full = false;

@@ -17,6 +17,8 @@ export interface ChunkOptions {
   topic: string;
   /** Most jobs to claim; also bounded by TICK_CHUNK and by what `budget` has left. */
   max: number;
+  /** How far ahead of their due time jobs are claimed (topics without limits, not batch handlers). Default TICK_LEAD_MS. */
+  leadMs?: number;
   /** Default the real clock. */
   clock?: Clock;
   /** Counts every Redis call and delivery. Default a budget of TICK_SUBREQUEST_BUDGET of its own. */
@@ -33,6 +35,14 @@ export interface ChunkOptions {
    * retries among them, so the caller can be back for them.
    */
   onEarlySettle?: (jobs: number, retryTimes: number[]) => void;
+  /**
+   * Told once, at the chunk's tail (see startChunk), whether more of the
+   * topic is ready; answers whether the caller claims the next chunk beside
+   * this one now (then what has ended is settled at once). Default: no.
+   */
+  onTail?: (backlog: boolean) => boolean;
+  /** The topic's handler slots for `size` of them, shared with its other chunks in this invocation. Default: the chunk's own. */
+  topicSlots?: (size: number) => Semaphore;
 }
 
 /** A chunk whose claim has come back: what it took, and its delivery and settle still running. */
@@ -79,8 +89,11 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   }
   budget.spend();
   // A batch handler takes its jobs together, so none may wait for a later one of its batch.
-  const leadMs = handlerFor(o.topic)?.kind === "batch" ? 0 : s.tickLeadMs;
-  const claim = await o.queue.claim(o.topic, { max: take, now: clock.now(), leadMs });
+  const batchHandler = handlerFor(o.topic)?.kind === "batch";
+  const leadMs = batchHandler ? 0 : (o.leadMs ?? s.tickLeadMs);
+  const claimedFrom = clock.now();
+  const claim = await o.queue.claim(o.topic, { max: take, now: claimedFrom, leadMs });
+  const claimMs = clock.now() - claimedFrom;
   report.claimed = claim.jobs.length;
   report.more = claim.jobs.length === take;
   report.nextDueAt = claim.nextDueAt;
@@ -123,6 +136,8 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
       let timerAt = Infinity;
       const onOutcome = (outcome: Outcome) => {
         ended.push(outcome);
+        endedCount++;
+        tailNear();
         if (outcome.kind !== "retry" || outcome.at >= timerAt) return;
         timerAt = outcome.at;
         void clock.sleep(Math.max(0, Math.ceil(outcome.at - clock.now())), stop.signal).then(() => {
@@ -131,15 +146,52 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
           settle();
         });
       };
+      // The chunk's tail: its handlers will have run dry of jobs within two
+      // claims' time (at the rate they end), or every job has started. The
+      // caller is told, and when it claims the next chunk now and more is
+      // ready (the claim was full, or the topic's concurrency left the rest),
+      // what has ended is settled at once if the chunk is bigger than its
+      // lanes, so a capped topic's concurrency lets that claim through. The
+      // next chunk's jobs are then back by the time these handlers free their
+      // slots; they wait for one about as long as that claim took, and for
+      // the handlers running.
+      const overall = o.overall ?? new Semaphore(s.tickConcurrency);
+      const lanes = Math.min(slots, overall.size);
+      const backlog = report.more || claim.heldBy === "concurrency";
+      const n = claim.jobs.length;
+      let started = 0;
+      let endedCount = 0;
+      let firstStartAt = 0;
+      let tail = false;
+      const tailNear = () => {
+        // A batch handler's chunk is one call per batch: the next is claimed when it is back.
+        if (tail || batchHandler) return;
+        const queued = n - started;
+        if (queued > 0) {
+          if (endedCount < lanes) return;
+          const endedPerMs = endedCount / Math.max(1, clock.now() - firstStartAt);
+          if (queued / endedPerMs > 3 * claimMs) return;
+        }
+        tail = true;
+        // The early settle and the final one: one more than the claim's reservation's settle.
+        if (o.onTail?.(backlog) && backlog && n > lanes && ended.length > 0 && budget.left >= queued + 2) settle();
+      };
+      const onStart = (jobs: number) => {
+        if (started === 0) firstStartAt = clock.now();
+        started += jobs;
+        tailNear();
+      };
       await dispatchChunk(claim.jobs, {
         settings: topicSettings,
         secrets,
         allowPrivateTargets: s.allowPrivateTargets,
         fetch: budget.countingFetch(o.fetch ?? fetch),
-        overall: o.overall ?? new Semaphore(s.tickConcurrency),
+        overall,
+        ...(o.topicSlots ? { topicSlots: o.topicSlots(slots) } : {}),
         now: () => clock.now(),
         until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
         onOutcome,
+        onStart,
         ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
       });
       all = true;

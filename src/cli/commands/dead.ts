@@ -1,6 +1,7 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
 import type { DeadLetter } from "../../client/index.js";
+import { MAX_LIST_LIMIT } from "../../limits.js";
 import { action, durationArg, instantArg, UsageError, wholeNumber, type Io } from "../context.js";
 import { table } from "../table.js";
 
@@ -43,7 +44,7 @@ export function deadCommands(program: Command, io: Io): void {
         let cursor: string | undefined;
         do {
           const page = await dl.deadLetters(topic, {
-            limit: Math.min(1_000, o.limit - entries.length),
+            limit: Math.min(MAX_LIST_LIMIT, o.limit - entries.length),
             ...(cursor !== undefined ? { cursor } : {}),
             ...(o.failedFrom !== undefined ? { failedFrom: o.failedFrom } : {}),
             ...(o.failedTo !== undefined ? { failedTo: o.failedTo } : {}),

@@ -1,6 +1,7 @@
 /** Jobs: `enqueue`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js";
+import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, durationArg, instantArg, jsonValue, wholeNumber, type Io } from "../context.js";
 import { details, duration, table, when } from "../table.js";
 
@@ -12,8 +13,8 @@ export function jobCommands(program: Command, io: Io): void {
     .argument("[payload]", "the payload, as JSON", jsonValue)
     .option("--delay <duration>", 'run after this long: "90s", "1h", or ms', durationArg)
     .option("--run-at <instant>", "run at this time: ISO 8601 or epoch ms", instantArg)
-    .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(1, 100))
-    .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(100, 600_000))
+    .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
+    .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option("--target <url>", "deliver to this URL instead of the topic's")
     .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
     .action(
@@ -80,7 +81,7 @@ export function jobCommands(program: Command, io: Io): void {
           o: { state: "scheduled" | "inflight" | "dead"; from?: string | number; to?: string | number; limit: number; payload?: boolean },
         ) => {
           const jobs: ListedJob[] = [];
-          const page = Math.min(o.limit, 1_000);
+          const page = Math.min(o.limit, MAX_LIST_LIMIT);
           for await (const job of ctx.client().jobs(topic, {
             state: o.state,
             limit: page,

@@ -1,6 +1,7 @@
 /** `delayline topics list | show | set | pause | resume | delete`. */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
+import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 
@@ -61,10 +62,10 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--url <url>", "where its jobs are delivered")
     .addOption(new Option("--mode <mode>", "push (delivered by the tick) or pull (claimed by consumers)").choices(["push", "pull"]))
     .option("--rate-per-sec <n>", "most deliveries a second", positiveNumber)
-    .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, 100_000))
-    .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, 10_000))
-    .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(1, 100))
-    .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(100, 600_000))
+    .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, MAX_BURST))
+    .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, MAX_CONCURRENCY))
+    .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
+    .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .addOption(
       new Option("--signature-scheme <scheme>", "how deliveries are signed: delayline (Stripe's format) or standard (Standard Webhooks)").choices([
         "delayline",

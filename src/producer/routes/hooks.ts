@@ -9,6 +9,7 @@ import { depthExceeds, readUtf8 } from "../body.js";
 import { ApiProblem } from "../problem.js";
 import { JobId, TopicName } from "../schemas.js";
 import { parseDuration } from "../../queue/policy/duration.js";
+import { MAX_DELAY_DAYS, MAX_DELAY_MS, MAX_JSON_DEPTH } from "../../limits.js";
 
 const encoder = new TextEncoder();
 
@@ -16,11 +17,11 @@ function parseDelay(text: string | undefined): number {
   if (text === undefined) return 0;
   try {
     const ms = parseDuration(text);
-    if (ms <= 365 * 86_400_000) return ms;
+    if (ms <= MAX_DELAY_MS) return ms;
   } catch {
     /* answered below */
   }
-  throw new ApiProblem(422, `delay=${JSON.stringify(text)} is not a duration of at most 365 days such as "90s"`);
+  throw new ApiProblem(422, `delay=${JSON.stringify(text)} is not a duration of at most ${MAX_DELAY_DAYS} days such as "90s"`);
 }
 
 /** How far (either way) a timestamped signature's time may be from now, as for deliveries. */
@@ -124,7 +125,7 @@ export const hooks = router().openapi(
       } catch {
         throw new ApiProblem(400, "the body says it is JSON but does not parse");
       }
-      if (depthExceeds(payload, 64)) throw new ApiProblem(400, "JSON nested deeper than 64 levels is refused");
+      if (depthExceeds(payload, MAX_JSON_DEPTH)) throw new ApiProblem(400, `JSON nested deeper than ${MAX_JSON_DEPTH} levels is refused`);
     } else {
       payload = { contentType: type, text };
     }

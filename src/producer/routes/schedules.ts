@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../../limits.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { Queue } from "../../queue/queue.js";
 import type { JobTemplate, StoredSchedule } from "../../queue/schedules.js";
@@ -104,7 +105,7 @@ export const schedules = router()
       summary: "Schedules, a page at a time, in id order",
       request: {
         query: z.object({
-          limit: z.coerce.number().int().min(1).max(1_000).default(50),
+          limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
           cursor: ScheduleId.optional().openapi({ description: "The cursor the previous page returned" }),
         }),
       },

@@ -6,7 +6,7 @@
   with its attempt history for the retention window, as cancel.lua does.
 
   A call takes at most ARGV[8] jobs and stops early once the records it has
-  read pass ARGV[9] bytes (records are read 25 at a time), so no call blocks
+  read pass ARGV[9] bytes (records are read LUA_READ_BATCH at a time), so no call blocks
   Redis for long whatever the payloads.
 
   KEYS[1]  due zset        id -> due ms
@@ -38,7 +38,7 @@ local dueKey, leaseKey, jobsKey, metaKey, doneKey = KEYS[1], KEYS[2], KEYS[3], K
 local nowText, doneTtl, mode = ARGV[1], ARGV[2], ARGV[3]
 local from, to, afterScore, afterId = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local max, byteBudget = tonumber(ARGV[8]), tonumber(ARGV[9])
-local READ_BATCH = 25
+local READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 
 -- Cancels `ids` (all scheduled) in order until the byte budget is spent; returns how many.
 local function cancelScheduled(ids)

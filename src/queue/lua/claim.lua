@@ -92,8 +92,8 @@ local function backoffDelay(policy, attempt)
     local d = policy.delays
     return d[math.min(attempt, #d)]
   end
-  local raw = policy.delay * (policy.factor or 2) ^ (attempt - 1)
-  local cap = policy.maxDelay or 3600000
+  local raw = policy.delay * (policy.factor or --[[LIMIT:DEFAULT_BACKOFF_FACTOR]]2) ^ (attempt - 1)
+  local cap = policy.maxDelay or --[[LIMIT:DEFAULT_BACKOFF_MAX_DELAY_MS]]3600000
   if raw > cap then raw = cap end
   if policy.jitter == false then return math.floor(raw) end
   return math.floor(math.random() * raw)

@@ -20,7 +20,7 @@
   ARGV[3]        sleep mark: "" leave it, "-" clear it, or a time to live in ms to set it for
   ARGV[4]        tick status JSON to record, or "" not to
   ARGV[5]        minute (floor(epoch ms / 60,000)) to sample the given topics for, or "" not to;
-                 each sampled topic's metrics hash gets "g<minute mod 1440>" =
+                 each sampled topic's metrics hash gets "g<minute mod SERIES_MINUTES>" =
                  [minute, scheduled, ready, in flight]
   ARGV[6]        now, epoch ms
   ARGV[7]        k, most due topics to return
@@ -75,7 +75,7 @@ local minute = lock == 1 and ARGV[5] ~= "" and tonumber(ARGV[5])
 if minute then
   for i = 6, #KEYS, 3 do
     local sample = { minute, rcall("ZCARD", KEYS[i]), rcall("ZCOUNT", KEYS[i], "-inf", ARGV[6]), rcall("ZCARD", KEYS[i + 1]) }
-    rcall("HSET", KEYS[i + 2], "g" .. (minute % 1440), cjson.encode(sample))
+    rcall("HSET", KEYS[i + 2], "g" .. (minute % --[[LIMIT:SERIES_MINUTES]]1440), cjson.encode(sample))
   end
 end
 

@@ -7,7 +7,7 @@
   KEYS[2]  dead letters    hash id -> dead-letter entry JSON
 
   ARGV[1]  most letters looked at by this call
-  ARGV[2]  most bytes of entries read by this call (at least one batch of 25 is read)
+  ARGV[2]  most bytes of entries read by this call (at least one batch of LUA_READ_BATCH is read)
   ARGV[3]  "walk" (ARGV[4…8]) or "ids" (ARGV[4…])
   with "walk":
   ARGV[4]  earliest failed time, or "-inf"

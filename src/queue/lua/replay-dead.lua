@@ -20,7 +20,7 @@
   ARGV[3]  seed for the spread
   ARGV[4]  topic name
   ARGV[5]  most letters looked at by this call
-  ARGV[6]  most bytes of entries read by this call (at least one batch of 25 is read)
+  ARGV[6]  most bytes of entries read by this call (at least one batch of LUA_READ_BATCH is read)
   ARGV[7]  "walk" (ARGV[8…12]) or "ids" (ARGV[8…])
   with "walk":
   ARGV[8]  earliest failed time, or "-inf"

@@ -1,4 +1,14 @@
+import {
+  DEFAULT_BACKOFF_DELAY_MS,
+  DEFAULT_BACKOFF_FACTOR,
+  DEFAULT_BACKOFF_MAX_DELAY_MS,
+  MAX_BACKOFF_FACTOR,
+  MAX_BACKOFF_SCHEDULE_DELAYS,
+  MAX_RETRY_AFTER_MS,
+} from "../../limits.js";
 import { parseDuration, type Duration } from "./duration.js";
+
+export { MAX_RETRY_AFTER_MS };
 
 /** Retry policy as a user writes it: delays are durations. */
 export type BackoffInput =
@@ -13,10 +23,13 @@ export type Backoff =
   | { type: "schedule"; delays: number[] };
 
 /** Exponential from 1 s, doubling, capped at 1 h, with full jitter. */
-export const DEFAULT_BACKOFF: Extract<Backoff, { type: "exponential" }> = { type: "exponential", delay: 1_000, factor: 2, maxDelay: 3_600_000, jitter: true };
-
-/** Most a handler's retry-after may push a retry out: 1 day. */
-export const MAX_RETRY_AFTER_MS = 86_400_000;
+export const DEFAULT_BACKOFF: Extract<Backoff, { type: "exponential" }> = {
+  type: "exponential",
+  delay: DEFAULT_BACKOFF_DELAY_MS,
+  factor: DEFAULT_BACKOFF_FACTOR,
+  maxDelay: DEFAULT_BACKOFF_MAX_DELAY_MS,
+  jitter: true,
+};
 
 /** Turns a policy as written into the stored form, applying defaults. Throws RangeError on nonsense. */
 export function normalizeBackoff(input: BackoffInput): Backoff {
@@ -24,12 +37,13 @@ export function normalizeBackoff(input: BackoffInput): Backoff {
     case "fixed":
       return { type: "fixed", delay: parseDuration(input.delay) };
     case "schedule": {
-      if (input.delays.length === 0 || input.delays.length > 100) throw new RangeError("a schedule lists 1 to 100 delays");
+      if (input.delays.length === 0 || input.delays.length > MAX_BACKOFF_SCHEDULE_DELAYS)
+        throw new RangeError(`a schedule lists 1 to ${MAX_BACKOFF_SCHEDULE_DELAYS} delays`);
       return { type: "schedule", delays: input.delays.map(parseDuration) };
     }
     case "exponential": {
       const factor = input.factor ?? DEFAULT_BACKOFF.factor;
-      if (!(factor >= 1 && factor <= 100)) throw new RangeError("factor must be from 1 to 100");
+      if (!(factor >= 1 && factor <= MAX_BACKOFF_FACTOR)) throw new RangeError(`factor must be from 1 to ${MAX_BACKOFF_FACTOR}`);
       return {
         type: "exponential",
         delay: input.delay === undefined ? DEFAULT_BACKOFF.delay : parseDuration(input.delay),

@@ -102,6 +102,30 @@ describe("the loop", () => {
     expect(seen[0]!.at - seen[0]!.dueAt).toBeLessThanOrEqual(100 + 100);
   });
 
+  it("claims a backlog's next chunk at the last one's tail, so its jobs take lanes as they free, not after the chunk's slowest handler", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "100", TICK_CHUNK: "4", TICK_CONCURRENCY: "2", TICK_FANOUT: "0", TICK_IDLE_PEEK_MS: "0" }, clock);
+    const topic = uniqueTopic("tail");
+    let running = 0;
+    let most = 0;
+    const seen = recorder(topic, clock, async (job) => {
+      running++;
+      most = Math.max(most, running);
+      await clock.sleep(job.payload === 0 ? 1_000 : 10);
+      running--;
+    });
+    // The first chunk: the slow job and three quick ones on two lanes; all of it has started at +20 ms.
+    const jobs = await d.queue.enqueueBatch(Array.from({ length: 8 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
+    const report = await d.tick({ scheduledTime: T0, clock, windowMs: 3_000 });
+    expect(report.outcomes).toEqual({ ack: 8, retry: 0, dead: 0, stale: 0 });
+    expect(seen.map((x) => x.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    expect(most).toBeLessThanOrEqual(2);
+    // The second chunk's first job starts as the first chunk's last quick one ends (+30 ms), beside the slow one (ends +1,000 ms).
+    const fifth = seen.find((x) => x.payload === 4)!;
+    expect(fifth.at - T0).toBeLessThan(1_000);
+    expect(Math.max(...seen.map((x) => x.at)) - T0).toBeLessThan(1_000);
+  });
+
   it("follows the retry schedule, then succeeds", async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);

@@ -24,7 +24,7 @@ local function deadEntryParts(entry)
 end
 
 -- Dead letters are read this many at a time, so a walk stops soon after its byte budget.
-local DEAD_READ_BATCH = 25
+local DEAD_READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 
 --[[
   One bounded step of a walk over a topic's dead letters, oldest first, in

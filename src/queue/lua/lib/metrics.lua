@@ -9,7 +9,7 @@
 
 -- delta: array of numbers; minute: floor(epoch ms / 60,000).
 local function addMetrics(metricsKey, minute, delta)
-  local slot = "m" .. (minute % 1440)
+  local slot = "m" .. (minute % --[[LIMIT:SERIES_MINUTES]]1440)
   local stored = redis.call("HMGET", metricsKey, "total", slot)
   local total = stored[1] and cjson.decode(stored[1]) or {}
   local series = stored[2] and cjson.decode(stored[2]) or nil

@@ -17,7 +17,7 @@
   Included by scripts that say `-- @include records`.
 ]]
 
-local HISTORY_LIMIT = 25
+local HISTORY_LIMIT = --[[LIMIT:ATTEMPT_HISTORY_LIMIT]]25
 
 -- Adds an attempt entry to a history (a Lua array, or nil for none), dropping the oldest beyond the limit.
 local function appendAttempt(history, entry)

@@ -1,0 +1,143 @@
+/**
+ * delayline's product limits and defaults, each written once. The settings
+ * schema (src/env.ts), the API's zod schemas (src/producer), the queue and the
+ * Lua scripts read them from here: scripts/build-lua.mjs puts the values into
+ * the scripts where they say `--[[LIMIT:NAME]]<value>` (and refuses a build
+ * whose written value differs), so Redis and the Worker cannot disagree.
+ *
+ * Plain values only: this module is imported by the Worker, the CLI and the
+ * build (through tsx), and must stay free of imports.
+ */
+
+const DAY_MS = 86_400_000;
+
+// ---- Batches and pages -------------------------------------------------------
+
+/** Largest batch for enqueue, claim and settle (and `POST /v1/jobs/batch`): keeps every Lua unpack() well inside its limits. */
+export const MAX_BATCH = 1_000;
+
+/** Most jobs, dead letters or schedules one listing page holds: a page stays one bounded Redis call. */
+export const MAX_LIST_LIMIT = 1_000;
+
+/** Jobs on a listing page when the caller asks for no number: a screenful that is cheap to read. */
+export const DEFAULT_LIST_LIMIT = 100;
+
+/** Dead letters (and schedules) on a page when the caller asks for no number: their entries carry history and payload, so fewer than jobs. */
+export const DEFAULT_DEAD_LIST_LIMIT = 50;
+
+/** With payloads, a listing page ends once its records pass this many bytes (it always holds one job), so neither Redis nor the reply grows with payload size. */
+export const LIST_PAGE_BYTES = 1_048_576;
+
+/** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
+export const BULK_CANCEL_BATCH = 250;
+
+/** Most dead letters one call of a replay, purge or migration looks at: about 3 ms of Redis time for small payloads (bounded-calls.test.ts). */
+export const DEAD_BATCH = 250;
+
+/** A bulk cancel's, replay's or purge's call stops once the records it read pass this many bytes, so a call stays short whatever the payloads. */
+export const BULK_CALL_BYTES = 1_048_576;
+
+/**
+ * Records (jobs or dead letters) a Lua script reads per HMGET while it walks
+ * a bulk cancel, replay or purge: small enough that a call stops close to
+ * its byte budget, large enough that the reads stay few.
+ */
+export const LUA_READ_BATCH = 25;
+
+// ---- Request bodies ------------------------------------------------------------
+
+/** Deepest JSON the API parses (bodies and webhook payloads): deeper nesting only serves to exhaust the stack of whoever decodes the payload later. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Default MAX_PAYLOAD_BYTES: 256 KiB, the largest job payload (serialized), so a job record stays a small Redis value. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
+
+/** Default MAX_BODY_BYTES: 5 MiB, the largest request body, checked before parsing; room for a full batch of small jobs. */
+export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
+
+// ---- Jobs and topics ---------------------------------------------------------------
+
+/** Days a delay may reach (jobs, reschedules, replays, webhook ingest): a year covers every reminder use, and bounds what a typo can park. */
+export const MAX_DELAY_DAYS = 365;
+
+/** {@link MAX_DELAY_DAYS} in ms. */
+export const MAX_DELAY_MS = MAX_DELAY_DAYS * DAY_MS;
+
+/** Longest topic name: it is part of every job id and several Redis keys, and must fit a URL path segment comfortably. */
+export const TOPIC_NAME_MAX_LENGTH = 64;
+
+/** Highest `ratePerSec` (jobs a second) a topic may set; a topic that needs more sets no rate. */
+export const MAX_RATE_PER_SEC = 10_000;
+
+/** Largest token bucket (`burst`) a topic may set: ten seconds of the highest rate. */
+export const MAX_BURST = 100_000;
+
+/** Most jobs in flight a topic's `concurrency` may allow; a topic that needs more sets no limit. */
+export const MAX_CONCURRENCY = 10_000;
+
+/** Fewest attempts a job or topic may set (one attempt: no retries). */
+export const MIN_MAX_ATTEMPTS = 1;
+
+/** Most attempts a job or topic (or DEFAULT_MAX_ATTEMPTS) may set: past 100, retries are a schedule, not a policy. */
+export const MAX_MAX_ATTEMPTS = 100;
+
+/** Default DEFAULT_MAX_ATTEMPTS: attempts for topics that set none: with the default backoff, four retries within at most 15 s ride out a short outage. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+
+/** Shortest handler timeout a job, topic or DEFAULT_TIMEOUT_MS may set: below it, a normal network round trip would already time out. */
+export const MIN_TIMEOUT_MS = 100;
+
+/** Longest handler timeout: 10 minutes; a handler slower than that belongs to a pull consumer, which sets its own lease. */
+export const MAX_TIMEOUT_MS = 600_000;
+
+/** Default DEFAULT_TIMEOUT_MS: handler timeout for topics that set none, as most webhook senders allow. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** How topics that set no signatureScheme (and a deployment without SIGNING_SCHEME) sign deliveries: delayline's own, Stripe-like format. */
+export const DEFAULT_SIGNATURE_SCHEME = "delayline";
+
+/** Shortest signing or webhook secret (SIGNING_SECRET, a topic's secrets): 16 characters keep an HMAC key out of guessing range. */
+export const MIN_SECRET_LENGTH = 16;
+
+/** Default RETENTION_MS: finished jobs stay readable for 1 h. */
+export const DEFAULT_RETENTION_MS = 3_600_000;
+
+/** Default DEAD_LETTER_CAP: dead letters kept per topic before the oldest are trimmed. */
+export const DEFAULT_DEAD_LETTER_CAP = 10_000;
+
+/** Default IDEMPOTENCY_WINDOW_MS: an idempotency key is remembered for 24 h, longer than any sender's retry schedule. */
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = DAY_MS;
+
+/** Default MAX_TOPICS: most topics that may exist, so a flood of names cannot grow the topic index without bound. */
+export const DEFAULT_MAX_TOPICS = 10_000;
+
+// ---- Retries -------------------------------------------------------------------------
+
+/** Default backoff's first delay: 1 s. */
+export const DEFAULT_BACKOFF_DELAY_MS = 1_000;
+
+/** Default backoff's factor: each retry waits twice as long as the one before (also claim.lua's, for leases that expire). */
+export const DEFAULT_BACKOFF_FACTOR = 2;
+
+/** Default backoff's cap: no retry waits more than 1 h (also claim.lua's). */
+export const DEFAULT_BACKOFF_MAX_DELAY_MS = 3_600_000;
+
+/** Largest exponential factor a backoff may set: beyond it the second retry is already past any cap. */
+export const MAX_BACKOFF_FACTOR = 100;
+
+/** Most delays a schedule backoff lists (the last one repeats): as many as attempts. */
+export const MAX_BACKOFF_SCHEDULE_DELAYS = MAX_MAX_ATTEMPTS;
+
+/** Most a handler's (or pull consumer's) retry-after may push a retry out: 1 day. */
+export const MAX_RETRY_AFTER_MS = DAY_MS;
+
+/** How many attempts a job's history keeps, the latest (records.lua's HISTORY_LIMIT): bounds the record whatever maxAttempts says. */
+export const ATTEMPT_HISTORY_LIMIT = 25;
+
+/** The error text kept with an attempt: at most this many bytes of UTF-8 (a nack's `error` at most this many characters), enough for a status line and a reason. */
+export const ATTEMPT_ERROR_BYTES = 1_024;
+
+// ---- Metrics ---------------------------------------------------------------------------
+
+/** Minutes a topic's per-minute series keeps (24 h): the ring's slot is minute mod this (metrics.lua, peek.lua), so its memory stays bounded. */
+export const SERIES_MINUTES = 1_440;
