@@ -26,8 +26,12 @@ export const Code = {
   Lock: { Ours: 1, NotOurs: 0 },
   /** Listings and bounded steps (list-jobs, list-dead, cancel-jobs, purge-dead, replay-dead, schedules-due, peek): more may follow, or that was all. */
   More: { More: 1, Done: 0 },
-  /** Times in replies (claim, peek, schedule-fire, enqueue): none (no job due, none known, removed). */
+  /** Times in replies (claim, peek, schedule-fire, enqueue): none (no job due, none known, removed from the topic index). */
   Time: { None: -1 },
+  /** claim.lua: the topic is paused (it reaps but takes nothing), or not. */
+  Paused: { Paused: 1, Active: 0 },
+  /** lock-acquire.lua: the loop holding the tick lock has set its sleep mark, or not. */
+  Asleep: { Asleep: 1, Awake: 0 },
   /** claim.lua: what held ready jobs back (Nothing: none did, or only `max`). */
   HeldBy: { Nothing: 0, Concurrency: 1, Rate: 2, Paused: 3, Mode: 4 },
 } as const;

@@ -1,10 +1,9 @@
 import type { Redis } from "@upstash/redis/cloudflare";
-import { z } from "zod";
 import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
-import type { TickStatus } from "./queue.js";
 import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
+import type { TickStatus } from "./views.js";
 
 /**
  * The tick's lock: one loop per deployment. Held with an owner token (SET NX
@@ -39,15 +38,14 @@ export class TickLock {
     windowEnd: number,
   ): Promise<{ acquired: true } | { acquired: false; heldForMs: number; holderWindowEnd: number | null; holderAsleep: boolean }> {
     const value = `${crypto.randomUUID()}|${windowEnd}`;
-    const [ok, ttl, holder, asleep] = z
-      .tuple([z.number()], z.union([z.number(), z.string()]))
-      .parse(await runScript(this.redis, lua.lockAcquire, [this.key, this.asleepKey], [value, ttlMs]));
-    if (ok === 1) {
+    const got = replies.lockAcquire.parse(await runScript(this.redis, lua.lockAcquire, [this.key, this.asleepKey], [value, ttlMs]));
+    if (got.acquired) {
       this.token = value;
-      return { acquired: true };
+      return got;
     }
-    const end = Number(String(holder ?? "").split("|")[1]);
-    return { acquired: false, heldForMs: Math.max(0, Number(ttl ?? 0)), holderWindowEnd: Number.isFinite(end) ? end : null, holderAsleep: asleep === 1 };
+    // The holder's value is a token and its window's end, as the line above writes them.
+    const end = Number(got.holder.split("|")[1]);
+    return { acquired: false, heldForMs: got.heldForMs, holderWindowEnd: Number.isFinite(end) ? end : null, holderAsleep: got.holderAsleep };
   }
 
   /** Frees the lock if it is still ours, recording the loop's final status with it. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Code, type CodeMap } from "./codes.js";
+import { SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import {
   deadEntrySchema,
   doneSchema,
@@ -12,6 +13,7 @@ import {
   parseRecord,
   parseState,
   vectorText,
+  type JobRecord,
   type StoredSchedule,
 } from "./types.js";
 
@@ -19,9 +21,6 @@ import {
 // in lua.generated.ts): the shape its header's Returns describes, its codes
 // read through src/queue/codes.ts, and the stored documents it carries parsed
 // by their schemas. A reply of another shape is a bug, so decoding throws.
-//
-// Not here yet: claim, settle and peek (Queue) and lock-acquire (TickLock)
-// still decode their replies in their own bodies.
 
 /**
  * A code read through its map: member K's value becomes `as[K]`. A number
@@ -48,6 +47,11 @@ const text = (v: unknown) => (typeof v === "string" ? v : null);
 
 const repeat = coded(Code.Repeat, { Repeat: true, New: false });
 const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
+const ours = coded(Code.Lock, { Ours: true, NotOurs: false });
+const paused = coded(Code.Paused, { Paused: true, Active: false });
+const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
+const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode" } as const);
+const cell = z.union([z.string(), z.number()]);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
 const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({
@@ -68,6 +72,30 @@ export const replies = {
     }
     return { result: "written", jobs } as const;
   }),
+
+  /**
+   * claim.lua: the topic as the claim left it (next due time, leases reaped,
+   * whether it is paused, how long the rate limit holds, what held jobs back,
+   * its index score, the lease deadline of a job due now, the conf it read),
+   * then per job taken its id, attempt, due time and record.
+   */
+  claim: z
+    .tuple([time, numericReply, numericReply, paused, numericReply, heldBy, time, numericReply, flatHash], cell)
+    .transform(([nextDueAt, retried, dead, isPaused, rateLimitedForMs, held, nextLookAt, leaseDeadline, conf, ...rows]) => {
+      const jobs: Array<{ id: string; attempt: number; dueAt: number; record: JobRecord }> = [];
+      for (let i = 0; i + 3 < rows.length; i += 4) {
+        jobs.push({
+          id: String(rows[i]),
+          attempt: intReply.parse(rows[i + 1]),
+          dueAt: numericReply.parse(rows[i + 2]),
+          record: parseRecord(String(rows[i + 3])),
+        });
+      }
+      return { nextDueAt, reaped: { retried, dead }, paused: isPaused, rateLimitedForMs, heldBy: held, nextLookAt, leaseDeadline, conf, jobs };
+    }),
+
+  /** settle.lua: per outcome, whether it applied; the caller says how many (`.length(n)`). */
+  settle: z.array(fenced),
 
   cancel: coded(Code.JobChange, { Changed: "cancelled", NotScheduled: "not-found", InFlight: "inflight" } as const),
 
@@ -162,7 +190,34 @@ export const replies = {
       oldest,
     })),
 
-  lockRelease: coded(Code.Lock, { Ours: true, NotOurs: false }),
+  /** lock-acquire.lua: taken; or held, for how many ms yet, with the holder's lock value and whether the holder sleeps. */
+  lockAcquire: z.tuple([ours], cell).transform(([taken, ttl, holder, sleeps]) =>
+    taken
+      ? ({ acquired: true } as const)
+      : ({
+          acquired: false,
+          heldForMs: Math.max(0, Number(ttl ?? 0)),
+          holder: String(holder ?? ""),
+          holderAsleep: asleep.parse(sleeps),
+        } as const),
+  ),
+
+  lockRelease: ours,
+
+  /**
+   * peek.lua: whether the tick lock is still ours, the due topics (the
+   * schedules' member of the topic index told apart), whether more may be
+   * due, when the next falls due, and the topics to sample.
+   */
+  peek: z.tuple([ours, more, time, z.array(z.string()), z.array(z.string())]).transform(([lockHeld, hasMore, nextAt, due, toSample]) => {
+    const dueTopics: Array<{ topic: string; at: number }> = [];
+    let schedulesDue = false;
+    for (let i = 0; i + 1 < due.length; i += 2) {
+      if (due[i] === SCHEDULES_INDEX_MEMBER) schedulesDue = true;
+      else dueTopics.push({ topic: due[i]!, at: Number(due[i + 1]) });
+    }
+    return { lockHeld, due: dueTopics, schedulesDue, more: hasMore, nextAt, toSample: toSample.filter((t) => t !== SCHEDULES_INDEX_MEMBER) };
+  }),
 
   /** schedule-write.lua: written, or not (changed since it was read); or the topic limit. */
   scheduleWrite: z

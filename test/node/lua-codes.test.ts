@@ -2,14 +2,18 @@
  * Every code a Lua script's header names is the number src/queue/codes.ts
  * gives it: each header's Returns, in its own words, is held to the map that
  * decodes it (src/queue/replies.ts). A script added without saying here what
- * it answers fails too.
+ * it answers fails too, and so does one whose reply has no decoder in
+ * replies.ts or is run by a module that decodes it some other way.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { Code } from "../../src/queue/codes.js";
+import * as lua from "../../src/queue/lua.generated.js";
+import { replies } from "../../src/queue/replies.js";
 
-const luaDir = join(import.meta.dirname, "../../src/queue/lua");
+const queueDir = join(import.meta.dirname, "../../src/queue");
+const luaDir = join(queueDir, "lua");
 
 type MapName = keyof typeof Code;
 
@@ -36,6 +40,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "schedule-fire", map: "Time", says: "earliest due occurrence left ($None: none)" },
   { script: "schedule-delete", map: "Removed", says: "$Removed deleted, $Missing there was none" },
   { script: "lock-acquire", map: "Lock", says: "{ $Ours } when taken; { $NotOurs, ms until the holder's lock expires" },
+  { script: "lock-acquire", map: "Asleep", says: "the holder's lock value, $Asleep when the holder sleeps else $Awake } when held" },
   { script: "lock-release", map: "Lock", says: "$Ours released, $NotOurs the lock was not ours" },
   { script: "peek", map: "Lock", says: "lock ($Ours renewed or not asked, $NotOurs lost: not ours any more)" },
   { script: "peek", map: "More", says: "more ($More: k topics were due and more may be, else $Done)" },
@@ -47,6 +52,8 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "purge-dead", map: "More", says: "$More when the window may hold more else $Done" },
   { script: "replay-dead", map: "More", says: "$More when the window may hold more else $Done" },
   { script: "claim", map: "Time", says: "next due ms ($None: none)" },
+  { script: "claim", map: "Paused", says: "paused ($Paused/$Active)" },
+  { script: "claim", map: "Time", says: "push claims: the score written to the topic index ($None: removed); pull claims: $None" },
   {
     script: "claim",
     map: "HeldBy",
@@ -105,4 +112,30 @@ it("a header whose number differs from the map's fails the check (a control)", (
   // 1 is not found inside -1 or 11.
   expect(mismatch("x -1 y", { A: 1 }, "$A y")).toMatch(/does not say/);
   expect(mismatch("x 11 y", { A: 1 }, "$A y")).toMatch(/does not say/);
+});
+
+/** The scripts, by their names in lua.generated.ts. */
+const scriptNames = Object.entries(lua)
+  .filter(([, v]) => typeof v === "object" && v !== null && "sha1" in v)
+  .map(([name]) => name);
+
+it("every script's reply has its decoder in src/queue/replies.ts, under the script's name", () => {
+  expect(scriptNames.length).toBeGreaterThan(20);
+  expect(Object.keys(replies).sort()).toEqual([...scriptNames].sort());
+});
+
+/** The scripts a module's text runs (`lua.<name>`) that it does not decode with `replies.<name>`. */
+function undecoded(text: string): string[] {
+  const decoded = new Set([...text.matchAll(/\breplies\.(\w+)/g)].map((m) => m[1]!));
+  return [...text.matchAll(/\blua\.(\w+)/g)].map((m) => m[1]!).filter((name) => scriptNames.includes(name) && !decoded.has(name));
+}
+
+it("each module of src/queue that runs a script decodes its reply with replies.<script>", () => {
+  const modules = readdirSync(queueDir).filter((f) => f.endsWith(".ts") && f !== "lua.generated.ts" && f !== "replies.ts");
+  const running = modules.filter((f) => /\blua\.\w+/.test(readFileSync(join(queueDir, f), "utf8")));
+  expect(running.length).toBeGreaterThanOrEqual(3);
+  expect(running.flatMap((f) => undecoded(readFileSync(join(queueDir, f), "utf8")).map((name) => `${f}: lua.${name}`))).toEqual([]);
+  // A control: a run whose reply is parsed inline is found.
+  expect(undecoded("const raw = await ctx.run(lua.claim, keys, args); z.array(z.number()).parse(raw);")).toEqual(["claim"]);
+  expect(undecoded("replies.claim.parse(await ctx.run(lua.claim, keys, args));")).toEqual([]);
 });

@@ -1,0 +1,13 @@
+// How much one call of the queue takes on: batch sizes, page sizes and the
+// bytes a bounded step may read. Defined in src/limits.ts; re-exported by
+// queue.ts under these names.
+export {
+  ATTEMPT_ERROR_BYTES,
+  ATTEMPT_HISTORY_LIMIT,
+  BULK_CALL_BYTES,
+  BULK_CANCEL_BATCH,
+  DEAD_BATCH,
+  LIST_PAGE_BYTES,
+  MAX_BATCH,
+  MAX_LIST_LIMIT,
+} from "../limits.js";

@@ -1,0 +1,76 @@
+import type { Redis } from "@upstash/redis/cloudflare";
+import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS } from "../limits.js";
+import { Keys } from "./keys.js";
+import type { LuaScript } from "./lua.generated.js";
+import { runScript } from "./scripts.js";
+import { DEFAULT_TOPIC_DEFAULTS, type TopicDefaults } from "./topics.js";
+
+/** Options of a {@link Queue}. */
+export interface QueueOptions {
+  redis: Redis;
+  /** Key prefix with a hash tag, e.g. `dl:{main}`. */
+  prefix: string;
+  /** Defaults for topics that do not set their own. Default {@link DEFAULT_TOPIC_DEFAULTS}. */
+  defaults?: Partial<TopicDefaults>;
+  /** Finished jobs stay readable this long. Default 3,600,000 ms (1 h). */
+  retentionMs?: number;
+  /** Dead-letter list length per topic; the oldest entries are trimmed. Default 10,000. */
+  deadLetterCap?: number;
+  /** How long an idempotency key is remembered. Default 86,400,000 ms (24 h). */
+  idempotencyWindowMs?: number;
+  /** Most expired leases one claim reaps. Default 100. */
+  reapLimit?: number;
+  /** Most topics the registry holds; enqueueing to or configuring one more is refused. Default 10,000. */
+  maxTopics?: number;
+  /** The clock. Default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * What every part of a Queue works with: its client, keys and settings (the
+ * options with their defaults applied), and the script runner. One per
+ * Queue, shared by the modules that do its work.
+ */
+export class QueueContext {
+  readonly redis: Redis;
+  readonly keys: Keys;
+  readonly defaults: TopicDefaults;
+  readonly retentionMs: number;
+  readonly deadLetterCap: number;
+  readonly idempotencyWindowMs: number;
+  readonly reapLimit: number;
+  readonly maxTopics: number;
+  readonly now: () => number;
+
+  constructor(options: QueueOptions) {
+    this.redis = options.redis;
+    this.keys = new Keys(options.prefix);
+    this.defaults = { ...DEFAULT_TOPIC_DEFAULTS, ...options.defaults };
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.deadLetterCap = options.deadLetterCap ?? DEFAULT_DEAD_LETTER_CAP;
+    this.idempotencyWindowMs = options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
+    this.reapLimit = options.reapLimit ?? 100;
+    this.maxTopics = options.maxTopics ?? DEFAULT_MAX_TOPICS;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Runs one of the Lua scripts on this queue's client. */
+  run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return runScript(this.redis, script, keys, args);
+  }
+
+  /** The done bucket a job finishing at `now` goes into. */
+  doneKey(now: number): string {
+    return this.keys.done(now, this.retentionMs);
+  }
+
+  /** The done buckets a job finished within the retention window before `now` may be in. */
+  doneKeys(now: number): { current: string; previous: string } {
+    return { current: this.doneKey(now), previous: this.doneKey(now - this.retentionMs) };
+  }
+
+  /** A done bucket must outlive its last write by a whole retention window. */
+  get doneTtlMs(): number {
+    return 2 * this.retentionMs;
+  }
+}

@@ -1,0 +1,181 @@
+import { ATTEMPT_ERROR_BYTES, MAX_BATCH } from "./bounds.js";
+import type { QueueContext } from "./context.js";
+import { TopicLimitError } from "./errors.js";
+import { newJobId, topicOfJobId } from "./ids.js";
+import * as lua from "./lua.generated.js";
+import { observationVector } from "./metrics.js";
+import { decideAfterFailure } from "./policy/backoff.js";
+import { pipeline, redisCall } from "./redis.js";
+import { registrations } from "./registrations.js";
+import { replies } from "./replies.js";
+import { topicSettings } from "./topic-admin.js";
+import { decodeTopicConf } from "./topics.js";
+import { parseRecord, type JobRecord } from "./types.js";
+import type { ClaimedJob, ClaimOptions, ClaimResult, EnqueueInput, EnqueueResult, NackFailure, Outcome, SettleOptions } from "./views.js";
+
+// A job's way through the queue: enqueued, claimed under a lease, settled
+// (acked, retried or dead-lettered). Each step is one Lua script, or, for the
+// single enqueue of a known topic, one pipeline whose order keeps it safe.
+
+/** A lease outlasts the handler's timeout by this much, so a slow settle is not mistaken for a dead worker. */
+const LEASE_MARGIN_MS = 30_000;
+
+export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): Promise<EnqueueResult[]> {
+  if (inputs.length === 0) return [];
+  if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
+  const now = ctx.now();
+  const seen = registrations(ctx.keys.prefix);
+  const keys = [ctx.keys.jobs, ctx.keys.topics, ctx.keys.topicIndex];
+  const args: Array<string | number> = [inputs.length, ctx.idempotencyWindowMs, ctx.maxTopics];
+  const planned: Array<{ topic: string }> = [];
+  const newTopics = new Set<string>();
+  const jobs: Array<{ id: string; dueAt: number; record: string; topic: string }> = [];
+  for (const input of inputs) {
+    const id = newJobId(input.topic, now);
+    const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
+    const record: JobRecord = { payload: input.payload, createdAt: now };
+    if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
+    if (input.backoff !== undefined) record.backoff = input.backoff;
+    if (input.target !== undefined) record.target = input.target;
+    if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
+    if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
+    const due = ctx.keys.topic(input.topic).due;
+    keys.push(due, input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : due);
+    let flags = input.idempotencyKey !== undefined ? "i" : "-";
+    if (!seen.isRegistered(input.topic, now)) {
+      flags += "r";
+      newTopics.add(input.topic);
+    }
+    jobs.push({ id, dueAt, record: JSON.stringify(record), topic: input.topic });
+    args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags);
+    planned.push({ topic: input.topic });
+  }
+  const only = jobs[0]!;
+  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0) {
+    // The steady-traffic path: three commands in one request, no script.
+    // The order makes it safe without one: the record exists before its id
+    // is due, and the id is due before the topic index hears of it, so a
+    // claim between two of the commands either misses the job (and the
+    // index then still leads to it) or takes it (and the index entry that
+    // follows is merely early, which costs one empty claim).
+    const t = ctx.keys.topic(only.topic);
+    await redisCall(() =>
+      pipeline(ctx.redis, [
+        ["hset", ctx.keys.jobs, only.id, only.record],
+        ["zadd", t.due, only.dueAt, only.id],
+        ["zadd", ctx.keys.topicIndex, "lt", only.dueAt, only.topic],
+      ]),
+    );
+    return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
+  }
+  const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args));
+  if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
+  for (const t of newTopics) seen.noteRegistered(t, now);
+  return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
+}
+
+export async function claim(ctx: QueueContext, topic: string, options: ClaimOptions): Promise<ClaimResult> {
+  const max = Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH);
+  const now = options.now ?? ctx.now();
+  const mode = options.mode ?? "push";
+  const t = ctx.keys.topic(topic);
+  const raw = await ctx.run(
+    lua.claim,
+    [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, t.conf, t.bucket, t.metrics, t.deadAt, ctx.doneKey(now), ctx.keys.topicIndex, t.deadEntries],
+    [
+      now,
+      max,
+      options.leaseMs ?? "",
+      Math.floor(Math.random() * 2 ** 31),
+      ctx.defaults.maxAttempts,
+      JSON.stringify(ctx.defaults.backoff),
+      ctx.deadLetterCap,
+      ctx.doneTtlMs,
+      ctx.reapLimit,
+      topic,
+      mode,
+      ctx.defaults.timeoutMs,
+      LEASE_MARGIN_MS,
+      Math.max(0, Math.floor(options.leadMs ?? 0)),
+    ],
+  );
+  const { jobs, leaseDeadline, conf, ...rest } = replies.claim.parse(raw);
+  return {
+    // A job taken ahead is leased from its due time.
+    jobs: jobs.map((j): ClaimedJob => ({ ...j, topic, leaseExpiresAt: leaseDeadline + Math.max(0, j.dueAt - now) })),
+    ...rest,
+    topic: mode === "push" && rest.heldBy !== "mode" ? decodeTopicConf(conf, ctx.defaults) : null,
+  };
+}
+
+export async function settle(
+  ctx: QueueContext,
+  topic: string,
+  outcomes: Outcome[],
+  options: SettleOptions = {},
+): Promise<Array<{ id: string; applied: boolean }>> {
+  if (outcomes.length === 0) return [];
+  if (outcomes.length > MAX_BATCH) throw new RangeError(`settle at most ${MAX_BATCH} outcomes at once`);
+  const now = options.now ?? ctx.now();
+  const t = ctx.keys.topic(topic);
+  const observed = observationVector(outcomes.flatMap((o) => (o.observed ? [o.observed] : [])));
+  const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
+  const args: Array<string | number> = [now, ctx.deadLetterCap, ctx.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
+  for (const o of outcomes) {
+    args.push(
+      o.id,
+      o.attempt,
+      o.kind,
+      o.kind === "retry" ? Math.round(o.at) : 0,
+      o.kind === "ack" ? "" : clipUtf8(o.error, ATTEMPT_ERROR_BYTES),
+      o.startedAt === undefined ? "" : Math.round(o.startedAt),
+      o.observed === undefined ? "" : Math.max(0, Math.round(o.observed.durationMs)),
+      o.httpStatus ?? "",
+    );
+  }
+  const raw = await ctx.run(
+    lua.settle,
+    [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, t.metrics, t.deadAt, ctx.doneKey(now), ctx.keys.topicIndex, t.deadEntries],
+    args,
+  );
+  const applied = replies.settle.length(outcomes.length).parse(raw);
+  return outcomes.map((o, i) => ({ id: o.id, applied: applied[i]! }));
+}
+
+export async function ack(ctx: QueueContext, id: string, attempt: number): Promise<"acked" | "stale"> {
+  const topic = topicOfJobId(id);
+  if (!topic) return "stale";
+  const [r] = await settle(ctx, topic, [{ id, attempt, kind: "ack" }], { index: "none" });
+  return r!.applied ? "acked" : "stale";
+}
+
+export async function nack(ctx: QueueContext, id: string, attempt: number, failure: NackFailure): Promise<"retry" | "dead" | "stale"> {
+  const topic = topicOfJobId(id);
+  if (!topic) return "stale";
+  const [recordText, { settings }] = await Promise.all([redisCall(() => ctx.redis.hget<string>(ctx.keys.jobs, id)), topicSettings(ctx, topic)]);
+  if (recordText === null) return "stale";
+  const record = parseRecord(recordText);
+  const now = ctx.now();
+  const decision = decideAfterFailure({
+    attempt,
+    maxAttempts: record.maxAttempts ?? settings.maxAttempts,
+    backoff: record.backoff ?? settings.backoff,
+    now,
+    ...(failure.permanent !== undefined ? { permanent: failure.permanent } : {}),
+    ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+  });
+  const outcome: Outcome =
+    decision.kind === "retry" ? { id, attempt, kind: "retry", at: decision.at, error: failure.error } : { id, attempt, kind: "dead", error: failure.error };
+  const [r] = await settle(ctx, topic, [outcome], { now, index: "none" });
+  return r!.applied ? decision.kind : "stale";
+}
+
+/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function clipUtf8(text: string, bytes: number): string {
+  const encoded = new TextEncoder().encode(text);
+  if (encoded.length <= bytes) return text;
+  let end = bytes;
+  // Back up over continuation bytes (10xxxxxx) to the start of a character.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
+  return new TextDecoder().decode(encoded.subarray(0, end));
+}

@@ -1,0 +1,119 @@
+import { z } from "zod";
+import type { QueueContext } from "./context.js";
+import { TopicLimitError } from "./errors.js";
+import * as lua from "./lua.generated.js";
+import { SERIES_MINUTES, snapshotOf } from "./metrics.js";
+import { redisCall } from "./redis.js";
+import { forgetRegistered } from "./registrations.js";
+import { replies } from "./replies.js";
+import { decodeTopicConf, encodeTopicPatch, type TopicPatch, type TopicSecrets, type TopicSettings } from "./topics.js";
+import { flatHash, intReply, nullableString, vectorText } from "./types.js";
+import type { DeleteTopicResult, SeriesPoint, TopicStats } from "./views.js";
+
+// Topics as a whole: their registry, settings, deletion, and the counters and
+// per-minute series read from them.
+
+/** Most scheduled jobs one call of delete-topic drops while purging. */
+const PURGE_BATCH = 1_000;
+
+export async function configureTopic(ctx: QueueContext, topic: string, patch: TopicPatch): Promise<void> {
+  const t = ctx.keys.topic(topic);
+  const { set, clear } = encodeTopicPatch(patch);
+  const result = replies.configureTopic.parse(
+    await ctx.run(
+      lua.configureTopic,
+      [t.conf, ctx.keys.topics, t.bucket, ctx.keys.topicIndex, ctx.keys.parked, t.due, t.lease],
+      [topic, ctx.maxTopics, set.length, ...set.flat(), ...clear],
+    ),
+  );
+  if (result === "topic-limit") throw new TopicLimitError(await topicCount(ctx), ctx.maxTopics);
+}
+
+export async function topicCount(ctx: QueueContext): Promise<number> {
+  return intReply.parse(await redisCall(() => ctx.redis.scard(ctx.keys.topics)));
+}
+
+export async function deleteTopic(ctx: QueueContext, topic: string, options: { purge?: boolean } = {}): Promise<DeleteTopicResult> {
+  const t = ctx.keys.topic(topic);
+  const keys = [
+    t.due,
+    t.lease,
+    t.deadAt,
+    t.conf,
+    t.bucket,
+    t.metrics,
+    ctx.keys.jobs,
+    ctx.keys.meta,
+    ctx.keys.topics,
+    ctx.keys.topicIndex,
+    ctx.keys.parked,
+    t.deadEntries,
+    t.deadLegacy,
+  ];
+  const purged = { scheduled: 0, dead: 0 };
+  for (;;) {
+    const r = replies.deleteTopic.parse(await ctx.run(lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH]));
+    purged.scheduled += r.dropped;
+    purged.dead += r.droppedDead;
+    if (r.result === "deleted") {
+      forgetRegistered(ctx.keys.prefix, topic);
+      return { result: "deleted", purged };
+    }
+    if (r.result !== "purging") return { result: r.result, scheduled: r.scheduled, inflight: r.inflight, dead: r.dead };
+  }
+}
+
+export async function topicSettings(ctx: QueueContext, topic: string): Promise<{ settings: TopicSettings; secrets: TopicSecrets }> {
+  // Without automatic deserialization HGETALL arrives as Redis sends it: a flat field/value array.
+  const raw: unknown = await redisCall(() => ctx.redis.hgetall(ctx.keys.topic(topic).conf));
+  return decodeTopicConf(flatHash.parse(raw ?? []), ctx.defaults);
+}
+
+export async function topicStats(ctx: QueueContext, topic: string): Promise<TopicStats> {
+  const t = ctx.keys.topic(topic);
+  const now = ctx.now();
+  const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.deadLegacy], [now]);
+  const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest } = replies.topicStats.parse(raw);
+  const metrics = snapshotOf(total);
+  return {
+    topic,
+    settings: decodeTopicConf(conf, ctx.defaults).settings,
+    scheduled,
+    ready,
+    inflight,
+    dead,
+    oldestReadyDueAt: ready > 0 && oldest !== null ? Number(oldest) : null,
+    counters: { dispatched: Number(dispatched ?? 0), succeeded: metrics.succeeded, retried: metrics.retried, dead: metrics.dead },
+    metrics,
+  };
+}
+
+export async function topicSeries(ctx: QueueContext, topic: string, options: { minutes: number; now?: number }): Promise<SeriesPoint[]> {
+  const minutes = Math.min(Math.max(1, Math.floor(options.minutes)), SERIES_MINUTES);
+  const last = Math.floor((options.now ?? ctx.now()) / 60_000);
+  const wanted = Array.from({ length: minutes }, (_, i) => last - minutes + 1 + i);
+  const fields = wanted.flatMap((m) => [`m${m % SERIES_MINUTES}`, `g${m % SERIES_MINUTES}`]);
+  const raw = await redisCall(() => ctx.redis.hmget(ctx.keys.topic(topic).metrics, ...fields));
+  // Without automatic deserialization HMGET arrives as an array of values (or null when no field exists).
+  const values = z.array(nullableString).nullable().parse(raw) ?? [];
+  // A slot holding another minute is from an earlier day: read it as empty.
+  const ofMinute = (text: string | null | undefined, minute: number) => {
+    if (!text) return null;
+    const v = vectorText.parse(text);
+    return v[0] === minute ? v.slice(1) : null;
+  };
+  return wanted.map((minute, i) => {
+    const m = ofMinute(values[2 * i], minute);
+    const g = ofMinute(values[2 * i + 1], minute);
+    return {
+      at: minute * 60_000,
+      metrics: m ? snapshotOf(m) : null,
+      backlog: g ? { scheduled: g[0] ?? 0, ready: g[1] ?? 0, inflight: g[2] ?? 0 } : null,
+    };
+  });
+}
+
+export async function listTopics(ctx: QueueContext): Promise<string[]> {
+  const members = z.array(z.string()).parse(await redisCall(() => ctx.redis.smembers(ctx.keys.topics)));
+  return members.sort();
+}

@@ -1,0 +1,282 @@
+import type { MetricsSnapshot, Observation } from "./metrics.js";
+import type { Backoff } from "./policy/backoff.js";
+import type { TopicSecrets, TopicSettings } from "./topics.js";
+import type { AttemptRecord, JobRecord, JobState, Target } from "./types.js";
+
+// What the Queue takes and returns: the public shapes of its operations,
+// named once here so that the Queue and the modules doing the work
+// (jobs.ts, job-changes.ts, job-reads.ts, dead-letters.ts, topic-admin.ts,
+// tick-state.ts) share them.
+
+/** A job to enqueue. */
+export interface EnqueueInput {
+  topic: string;
+  payload: unknown;
+  /** Run this many ms from now. Default 0. Ignored when `runAt` is given. */
+  delayMs?: number;
+  /** Run at this epoch ms; a time in the past means now. */
+  runAt?: number;
+  maxAttempts?: number;
+  backoff?: Backoff;
+  target?: Target;
+  timeoutMs?: number;
+  /** A repeat of this key within the idempotency window returns the first job's id. */
+  idempotencyKey?: string;
+}
+
+export interface EnqueueResult {
+  id: string;
+  topic: string;
+  /** When the job is due; for a repeat of an idempotency key, the existing job's, or null once it is in flight or finished. */
+  dueAt: number | null;
+  deduplicated: boolean;
+}
+
+export interface ClaimedJob {
+  id: string;
+  topic: string;
+  attempt: number;
+  dueAt: number;
+  leaseExpiresAt: number;
+  record: JobRecord;
+}
+
+/** Who claims: the tick (push topics) or a pull consumer over HTTP (pull topics). */
+export type ClaimMode = "push" | "pull";
+
+/** What kept a claim from taking every ready job. */
+export type HeldBy = "concurrency" | "rate" | "paused" | "mode";
+
+export interface ClaimResult {
+  jobs: ClaimedJob[];
+  /** The earliest due time still scheduled in the topic, or null when none is. */
+  nextDueAt: number | null;
+  paused: boolean;
+  /** Expired leases handled by this claim. */
+  reaped: { retried: number; dead: number };
+  /** When the topic's rate limit held jobs back: ms until the next one may start; else 0. */
+  rateLimitedForMs: number;
+  /** Why ready jobs were left (null: none were, or only `max` did); "mode": the topic is of the other mode and gave nothing. */
+  heldBy: HeldBy | null;
+  /** Push claims: when the tick can next make progress on the topic (its score in the topic index), or null for never. */
+  nextLookAt: number | null;
+  /** Push claims: the topic's settings and secrets as the claim read them (null for pull claims and a topic of the other mode). */
+  topic: { settings: TopicSettings; secrets: TopicSecrets } | null;
+}
+
+/** Options of {@link Queue.claim}. */
+export interface ClaimOptions {
+  max: number;
+  /** Default the topic's timeoutMs plus 30 s. */
+  leaseMs?: number;
+  now?: number;
+  /** Default "push" (the tick). */
+  mode?: ClaimMode;
+  /**
+   * Push claims of a topic with neither a rate limit nor a concurrency
+   * limit also take jobs due up to this long from `now`, each leased from
+   * its due time; the caller starts each at its `dueAt`. Default 0.
+   */
+  leadMs?: number;
+}
+
+export type Outcome = (
+  | { id: string; attempt: number; kind: "ack" }
+  | { id: string; attempt: number; kind: "retry"; at: number; error: string }
+  | { id: string; attempt: number; kind: "dead"; error: string }
+) & {
+  /** How late the handler started and how long it ran; goes into the topic's histograms and the attempt history. */
+  observed?: Observation;
+  /** When the handler started, epoch ms; goes into the attempt history. Default: when the job was claimed. */
+  startedAt?: number;
+  /** The HTTP status of the delivery's response (http deliveries that got one); goes into the attempt history. */
+  httpStatus?: number;
+};
+
+/** Options of {@link Queue.settle}. */
+export interface SettleOptions {
+  now?: number;
+  /**
+   * What the topic index learns: "retries" each retry's time (the tick's
+   * settles; the default), "due" the topic's earliest due job (a topic
+   * with a concurrency limit, whose freed slots let ready jobs start),
+   * "none" nothing (pull consumers: pull topics are not indexed).
+   */
+  index?: "retries" | "due" | "none";
+}
+
+/** How a pull consumer says an attempt failed ({@link Queue.nack}). */
+export interface NackFailure {
+  error: string;
+  retryAfterMs?: number;
+  permanent?: boolean;
+}
+
+export interface JobSnapshot {
+  id: string;
+  topic: string;
+  state: JobState;
+  /** When the job is or was due (for a job in flight: the due time of the current attempt). */
+  dueAt: number | null;
+  attempts: number;
+  maxAttempts: number;
+  lastError: string | null;
+  createdAt: number;
+  payload: unknown;
+  leaseExpiresAt?: number;
+  finishedAt?: number;
+  /** The schedule whose occurrence made this job, and that occurrence (epoch ms). */
+  scheduleId?: string;
+  scheduledFor?: number;
+  /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
+  history: AttemptRecord[];
+}
+
+/** The states a topic's jobs can be listed in. */
+export type ListedState = "scheduled" | "inflight";
+
+/** A position in a listing: the score (due time or lease deadline, ms) and id of a job; a page starts after it. */
+export interface ListPosition {
+  score: number;
+  id: string;
+}
+
+/** One job of a listing. */
+export interface ListedJob {
+  id: string;
+  topic: string;
+  state: ListedState;
+  /** When the job is due (in flight: the due time of the current attempt). */
+  dueAt: number | null;
+  attempts: number;
+  lastError: string | null;
+  createdAt: number;
+  /** In flight only. */
+  leaseExpiresAt?: number;
+  /** Only when asked for. */
+  payload?: unknown;
+  /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
+  scheduleId?: string;
+  scheduledFor?: number;
+}
+
+/** Options of {@link Queue.listJobs}. */
+export interface ListJobsOptions {
+  state: ListedState;
+  /** Lowest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  from?: number;
+  /** Highest due time (scheduled) or lease deadline (in flight) listed, epoch ms. Default: none. */
+  to?: number;
+  /** Most jobs on the page, 1 to {@link MAX_LIST_LIMIT}. Default 100. */
+  limit?: number;
+  /** Where the previous page ended (its `next`). Default: the start. */
+  after?: ListPosition;
+  /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
+  payload?: boolean;
+}
+
+/** Which scheduled jobs {@link Queue.cancelWindow} cancels, and where its previous call stopped. */
+export interface CancelWindowOptions {
+  /** Lowest due time cancelled, epoch ms. Default: none. */
+  dueFrom?: number;
+  /** Highest due time cancelled, epoch ms. Default: none. */
+  dueTo?: number;
+  /** Where the previous call stopped. Default: the window's start. */
+  after?: ListPosition;
+}
+
+/** Which dead letters a bulk replay or purge takes. */
+export interface DeadFilter {
+  /** Earliest failed time, epoch ms. Default: none. */
+  failedFrom?: number;
+  /** Latest failed time, epoch ms. Default: none. */
+  failedTo?: number;
+  /** Only letters whose last error holds this text (case-sensitive). Default: any. */
+  errorContains?: string;
+}
+
+/** Options of {@link Queue.deadLetters}. */
+export interface DeadLettersOptions {
+  /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */
+  limit?: number;
+  /** Where the previous page ended. Default: the newest letter. */
+  after?: ListPosition;
+  /** Earliest failed time listed, epoch ms. Default: none. */
+  failedFrom?: number;
+  /** Latest failed time listed, epoch ms. Default: none. */
+  failedTo?: number;
+}
+
+export interface TopicStats {
+  topic: string;
+  settings: TopicSettings;
+  scheduled: number;
+  ready: number;
+  inflight: number;
+  dead: number;
+  /** Due time of the oldest job that is ready now, or null. */
+  oldestReadyDueAt: number | null;
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered. */
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+  /** All-time outcome counters and lateness / handler duration histograms. */
+  metrics: MetricsSnapshot;
+}
+
+/** What {@link Queue.deleteTopic} did: deleted the topic (and purged so much), or left it for what it holds. */
+export type DeleteTopicResult =
+  | { result: "deleted"; purged: { scheduled: number; dead: number } }
+  | { result: "inflight"; scheduled: number; inflight: number; dead: number }
+  | { result: "not-empty"; scheduled: number; inflight: number; dead: number };
+
+/** One minute of a topic's series. */
+export interface SeriesPoint {
+  /** Start of the minute, epoch ms. */
+  at: number;
+  /** What settled during the minute; null when nothing did. */
+  metrics: MetricsSnapshot | null;
+  /** The backlog the tick saw during the minute; null when no tick sampled it. */
+  backlog: { scheduled: number; ready: number; inflight: number } | null;
+}
+
+/** What the running (or last) tick loop reports about itself. */
+export interface TickStatus {
+  /** The invocation's scheduled time (its minute), epoch ms. */
+  startedAt: number;
+  /** When this status was written, epoch ms. */
+  updatedAt: number;
+  rounds: number;
+  claimed: number;
+  subrequests: number;
+  budget: number;
+  /** Whether the loop looks only every TICK_IDLE_PEEK_MS. */
+  asleep: boolean;
+  /** Why the loop ended; null while it runs. */
+  ended: string | null;
+}
+
+/** Options of {@link Queue.peek}, the tick's poll. */
+export interface PeekOptions {
+  now: number;
+  /** Most due topics to return. */
+  limit: number;
+  renewLock?: { token: string; ttlMs: number };
+  /** Set the sleep mark for this many ms, or clear it ("clear"); leave it when unset. */
+  sleepMark?: number | "clear";
+  /** Record the tick's status. */
+  status?: TickStatus;
+  /** Sample these topics' backlogs into the per-minute series for the minute holding `at` (epoch ms). */
+  sample?: { at: number; topics: string[] };
+  /** List what to sample next: the first this-many topics of the index and every parked (pull or paused) topic. */
+  listToSample?: number;
+}
+
+/** What the tick's poll found. */
+export interface PeekResult {
+  lockHeld: boolean;
+  due: Array<{ topic: string; at: number }>;
+  /** A schedule's next occurrence has come (see Schedules.fire). */
+  schedulesDue: boolean;
+  more: boolean;
+  nextAt: number | null;
+  toSample: string[];
+}
