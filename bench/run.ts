@@ -92,7 +92,7 @@ const SIZES = QUICK
       enqueue: { warm: [100, 2_000], run: [500, 10_000] },
       // Seconds of load per warm-up and measured run, per system.
       enqueueFloor: { warmS: 1, runS: 5 },
-      scale: { small: 10_000, large: 1_000_000, due: 20_000 },
+      scale: { small: 10_000, large: 500_000, due: 20_000 },
       idleMs: 60_000,
       delivery: { warm: 200, run: 20_000 },
       sustained: { rates: [200, 1_000, 2_000], seconds: 4 },
