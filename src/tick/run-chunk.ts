@@ -2,6 +2,7 @@ import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
 import type { Outcome, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { handlerFor } from "../handlers/registry.js";
+import { ChunkTail } from "./chunk-tail.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
@@ -136,8 +137,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
       let timerAt = Infinity;
       const onOutcome = (outcome: Outcome) => {
         ended.push(outcome);
-        endedCount++;
-        tailNear();
+        tail?.ended();
         if (outcome.kind !== "retry" || outcome.at >= timerAt) return;
         timerAt = outcome.at;
         void clock.sleep(Math.max(0, Math.ceil(outcome.at - clock.now())), stop.signal).then(() => {
@@ -146,41 +146,30 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
           settle();
         });
       };
-      // The chunk's tail: its handlers will have run dry of jobs within two
-      // claims' time (at the rate they end), or every job has started. The
-      // caller is told, and when it claims the next chunk now and more is
-      // ready (the claim was full, or the topic's concurrency left the rest),
-      // what has ended is settled at once if the chunk is bigger than its
-      // lanes, so a capped topic's concurrency lets that claim through. The
-      // next chunk's jobs are then back by the time these handlers free their
-      // slots; they wait for one about as long as that claim took, and for
-      // the handlers running.
+      // At the chunk's tail (src/tick/chunk-tail.ts) the caller is told, and
+      // when it claims the next chunk now and more is ready (the claim was
+      // full, or the topic's concurrency left the rest), what has ended is
+      // settled at once if the chunk is bigger than its lanes, so a capped
+      // topic's concurrency lets that claim through. The next chunk's jobs are
+      // then back by the time these handlers free their slots; they wait for
+      // one about as long as that claim took, and for the handlers running.
+      // A batch handler's chunk is one call per batch: the next is claimed when it is back.
       const overall = o.overall ?? new Semaphore(s.tickConcurrency);
       const lanes = Math.min(slots, overall.size);
       const backlog = report.more || claim.heldBy === "concurrency";
       const n = claim.jobs.length;
-      let started = 0;
-      let endedCount = 0;
-      let firstStartAt = 0;
-      let tail = false;
-      const tailNear = () => {
-        // A batch handler's chunk is one call per batch: the next is claimed when it is back.
-        if (tail || batchHandler) return;
-        const queued = n - started;
-        if (queued > 0) {
-          if (endedCount < lanes) return;
-          const endedPerMs = endedCount / Math.max(1, clock.now() - firstStartAt);
-          if (queued / endedPerMs > 3 * claimMs) return;
-        }
-        tail = true;
-        // The early settle and the final one: one more than the claim's reservation's settle.
-        if (o.onTail?.(backlog) && backlog && n > lanes && ended.length > 0 && budget.left >= queued + 2) settle();
-      };
-      const onStart = (jobs: number) => {
-        if (started === 0) firstStartAt = clock.now();
-        started += jobs;
-        tailNear();
-      };
+      const tail = batchHandler
+        ? undefined
+        : new ChunkTail({
+            jobs: n,
+            lanes,
+            claimMs,
+            now: () => clock.now(),
+            reached: (queued) => {
+              // The early settle and the final one: one more than the claim's reservation's settle.
+              if (o.onTail?.(backlog) && backlog && n > lanes && ended.length > 0 && budget.left >= queued + 2) settle();
+            },
+          });
       await dispatchChunk(claim.jobs, {
         settings: topicSettings,
         secrets,
@@ -191,7 +180,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
         now: () => clock.now(),
         until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
         onOutcome,
-        onStart,
+        ...(tail ? { onStart: (jobs: number) => tail.started(jobs) } : {}),
         ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
       });
       all = true;
