@@ -614,8 +614,8 @@ export async function idleRun(windowMs: number, peerPollMs: number, log: (line: 
     // Settle into idleness (delayline's tick marks itself asleep after a few empty polls), and into the
     // cron's minute: the first invocation's window runs from the stack's start, not from a minute, so
     // the next one waits for it (asking for the lock every 5 s) for as long as the start was into its
-    // minute. From the second minute boundary on, each invocation waits the same 15 s a minute: the
-    // window is measured from 5 s past it, so the count does not depend on when the bench started.
+    // minute. The window is measured from 5 s past the second minute boundary, a minute like the later
+    // ones. (It still varies between runs, 63–82 commands in two: not explained yet.)
     const minute = 60_000;
     await sleep(Math.max(5_000, Math.floor(Date.now() / minute) * minute + 2 * minute + 5_000 - Date.now()));
     await Promise.all(meters.map((m) => m.config("RESETSTAT")));

@@ -39,8 +39,8 @@ export interface InFlightOptions {
  * claimed job waits for a handler slot at most until the handlers running
  * when it was claimed end: a topic with chunks running here gets only as
  * many jobs as it has free slots, and the invocation as many as
- * TICK_CONCURRENCY leaves free, where a chunk in its tail (every job of it
- * started) no longer counts. So a backlog's next chunk is claimed while the
+ * TICK_CONCURRENCY leaves free, where a chunk in its tail (src/tick/chunk-tail.ts)
+ * no longer counts when chunks are not fanned out. So a backlog's next chunk is claimed while the
  * last one's final handlers run, not after them. A topic gets no second
  * fanned-out chunk while one is out.
  */
@@ -99,7 +99,7 @@ export class ChunksInFlight {
     const tailSettle = this.fanning ? 0 : 1;
     const budget = this.o.budget.reserve(reserve + tailSettle);
     // Of this chunk's jobs, those that count against room here: not settled
-    // early, and not in the chunk's tail (running, none waiting for a slot).
+    // early, and not in the chunk's tail.
     // Both can happen before the claim is back here.
     let settledEarly = 0;
     let tail = false;
