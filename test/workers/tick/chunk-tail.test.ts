@@ -6,7 +6,10 @@ function watch(jobs: number, lanes: number, claimMs: number) {
   let now = 0;
   const fired: Array<{ at: number; queued: number }> = [];
   const tail = new ChunkTail({ jobs, lanes, claimMs, now: () => now, reached: (queued) => fired.push({ at: now, queued }) });
-  return { tail, fired, at: (t: number) => void (now = t) };
+  const at = (t: number) => {
+    now = t;
+  };
+  return { tail, fired, at };
 }
 
 describe("a chunk's tail", () => {
