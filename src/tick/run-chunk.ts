@@ -1,7 +1,8 @@
 import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
-import type { Outcome, Queue } from "../queue/queue.js";
+import type { ClaimResult, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { handlerFor } from "../handlers/registry.js";
+import { ChunkSettles, settlesAtTail } from "./chunk-settle.js";
 import { ChunkTail } from "./chunk-tail.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
 import type { Clock } from "./clock.js";
@@ -101,103 +102,104 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   report.heldBy = claim.heldBy;
   const claimLook = report.more ? clock.now() : (claim.nextLookAt ?? null);
   const slots = claim.topic ? handlerSlots(o.topic, claim.topic.settings) : 1;
-  const finish = async (): Promise<ChunkReport> => {
-    let look = claim.nextLookAt ?? Infinity;
-    if (claim.jobs.length > 0 && claim.topic) {
-      const { settings: topicSettings, secrets } = claim.topic;
-      const capped = topicSettings.concurrency !== undefined;
-      // One settle for the whole chunk, unless a retry falls due while other
-      // handlers of the chunk still run: then what has ended is settled at
-      // the retry's time, so the retry is not held back by the slowest handler.
-      const ended: Outcome[] = [];
-      let settling: Promise<void> = Promise.resolve();
-      let all = false;
-      const stop = new AbortController();
-      const settle = () => {
-        const batch = ended.splice(0);
-        if (batch.length === 0) return;
-        settling = settling.then(async () => {
-          budget.spend();
-          const results = await settleChunk(o.queue, o.topic, batch, { now: clock.now(), log: o.log ?? jsonLog, index: capped ? "due" : "retries" });
-          results.forEach((r, i) => {
-            const outcome = batch[i]!;
-            if (!r.applied) report.outcomes.stale++;
-            else {
-              report.outcomes[outcome.kind]++;
-              if (outcome.kind === "retry") look = Math.min(look, outcome.at);
-            }
-          });
-          if (!all) {
-            const retries = batch.flatMap((b, i) => (results[i]!.applied && b.kind === "retry" ? [b.at] : []));
-            o.onEarlySettle?.(batch.length, retries);
-          }
-        });
-      };
-      // One timer at a time, for the earliest retry not yet settled.
-      let timerAt = Infinity;
-      const onOutcome = (outcome: Outcome) => {
-        ended.push(outcome);
-        tail?.ended();
-        if (outcome.kind !== "retry" || outcome.at >= timerAt) return;
-        timerAt = outcome.at;
-        void clock.sleep(Math.max(0, Math.ceil(outcome.at - clock.now())), stop.signal).then(() => {
-          if (all || timerAt !== outcome.at) return;
-          timerAt = Infinity;
-          settle();
-        });
-      };
-      // At the chunk's tail (src/tick/chunk-tail.ts) the caller is told, and
-      // when it claims the next chunk now and more is ready (the claim was
-      // full, or the topic's concurrency left the rest), what has ended is
-      // settled at once if the chunk is bigger than its lanes, so a capped
-      // topic's concurrency lets that claim through. The next chunk's jobs are
-      // then back by the time these handlers free their slots; they wait for
-      // one about as long as that claim took, and for the handlers running.
-      // A batch handler's chunk is one call per batch: the next is claimed when it is back.
-      const overall = o.overall ?? new Semaphore(s.tickConcurrency);
-      const lanes = Math.min(slots, overall.size);
-      const backlog = report.more || claim.heldBy === "concurrency";
-      const n = claim.jobs.length;
-      const tail = batchHandler
-        ? undefined
-        : new ChunkTail({
-            jobs: n,
-            lanes,
-            claimMs,
-            now: () => clock.now(),
-            reached: (queued) => {
-              // The early settle and the final one: one more than the claim's reservation's settle.
-              if (o.onTail?.(backlog) && backlog && n > lanes && ended.length > 0 && budget.left >= queued + 2) settle();
-            },
-          });
-      await dispatchChunk(claim.jobs, {
-        settings: topicSettings,
-        secrets,
-        allowPrivateTargets: s.allowPrivateTargets,
-        fetch: budget.countingFetch(o.fetch ?? fetch),
-        overall,
-        ...(o.topicSlots ? { topicSlots: o.topicSlots(slots) } : {}),
-        now: () => clock.now(),
-        until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
-        onOutcome,
-        ...(tail ? { onStart: (jobs: number) => tail.started(jobs) } : {}),
-        ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
-      });
-      all = true;
-      stop.abort();
-      settle();
-      await settling;
-      // The slots this chunk freed let jobs held back by concurrency start now —
-      // also jobs stored meanwhile whose own runner found the slots taken and gave up.
-      if (capped) look = Math.min(look, clock.now());
-    }
-    if (report.more) look = Math.min(look, clock.now());
-    report.nextLookAt = Number.isFinite(look) ? look : null;
-    report.subrequests = budget.spent - spentBefore;
-    return report;
-  };
-  const done = finish();
+  const done = finishChunk({ o, clock, budget, spentBefore, report, claim, claimMs, slots, batchHandler });
   // Handled by whoever awaits it; this only keeps an early rejection from counting as unhandled.
   done.catch(() => {});
   return { claimed: report.claimed, more: report.more, nextLookAt: claimLook, slots, done };
+}
+
+/** A chunk whose claim is back, with what delivering and settling it needs. */
+interface ClaimedChunk {
+  o: ChunkOptions;
+  clock: Clock;
+  budget: SubrequestBudget;
+  /** What `budget` had spent before the claim: the report counts from there. */
+  spentBefore: number;
+  /** Filled in as the chunk goes: the claim's part already, the outcomes as they settle. */
+  report: ChunkReport;
+  claim: ClaimResult;
+  claimMs: number;
+  slots: number;
+  batchHandler: boolean;
+}
+
+/** Delivers and settles what the claim took; the chunk's report, with when its topic wants the tick again. */
+async function finishChunk(c: ClaimedChunk): Promise<ChunkReport> {
+  const { claim, clock, report } = c;
+  let look = claim.nextLookAt ?? Infinity;
+  if (claim.jobs.length > 0 && claim.topic) look = Math.min(look, await deliverAndSettle(c, claim.topic));
+  if (report.more) look = Math.min(look, clock.now());
+  report.nextLookAt = Number.isFinite(look) ? look : null;
+  report.subrequests = c.budget.spent - c.spentBefore;
+  return report;
+}
+
+/**
+ * Dispatches the claimed jobs and settles them (src/tick/chunk-settle.ts:
+ * once, or early at a retry's time or at the chunk's tail); resolves with
+ * the earliest time the topic wants the tick for what this chunk did.
+ */
+async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult["topic"]>): Promise<number> {
+  const { o, clock, budget, report, claim } = c;
+  const s = o.settings;
+  const capped = topic.settings.concurrency !== undefined;
+  const log = o.log ?? jsonLog;
+  const settles = new ChunkSettles({
+    clock,
+    settle: (batch) => {
+      budget.spend();
+      return settleChunk(o.queue, o.topic, batch, { now: clock.now(), log, index: capped ? "due" : "retries" });
+    },
+    outcomes: report.outcomes,
+    ...(o.onEarlySettle ? { onEarlySettle: o.onEarlySettle } : {}),
+  });
+  const overall = o.overall ?? new Semaphore(s.tickConcurrency);
+  const tail = tailOf(c, settles, Math.min(c.slots, overall.size));
+  await dispatchChunk(claim.jobs, {
+    settings: topic.settings,
+    secrets: topic.secrets,
+    allowPrivateTargets: s.allowPrivateTargets,
+    fetch: budget.countingFetch(o.fetch ?? fetch),
+    overall,
+    ...(o.topicSlots ? { topicSlots: o.topicSlots(c.slots) } : {}),
+    now: () => clock.now(),
+    until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
+    onOutcome: (outcome) => {
+      settles.add(outcome);
+      tail?.ended();
+      settles.settleAtRetry(outcome);
+    },
+    ...(tail ? { onStart: (jobs: number) => tail.started(jobs) } : {}),
+    ...(s.signingSecret !== undefined ? { deploymentSigningSecret: s.signingSecret } : {}),
+  });
+  const look = await settles.finish();
+  // The slots this chunk freed let jobs held back by concurrency start now —
+  // also jobs stored meanwhile whose own runner found the slots taken and gave up.
+  return capped ? Math.min(look, clock.now()) : look;
+}
+
+/**
+ * The chunk's tail watcher (src/tick/chunk-tail.ts): at the tail the caller
+ * is told, and when it claims the next chunk now, what has ended may be
+ * settled at once ({@link settlesAtTail}). The next chunk's jobs are then
+ * back by the time these handlers free their slots; they wait for one about
+ * as long as that claim took, and for the handlers running. A batch
+ * handler's chunk has none: it is one call per batch, and the next is
+ * claimed when it is back.
+ */
+function tailOf(c: ClaimedChunk, settles: ChunkSettles, lanes: number): ChunkTail | undefined {
+  if (c.batchHandler) return undefined;
+  const { o, clock, budget, report, claim } = c;
+  const backlog = report.more || claim.heldBy === "concurrency";
+  const jobs = claim.jobs.length;
+  return new ChunkTail({
+    jobs,
+    lanes,
+    claimMs: c.claimMs,
+    now: () => clock.now(),
+    reached: (queued) => {
+      const claimsNext = o.onTail?.(backlog) ?? false;
+      if (settlesAtTail({ claimsNext, backlog, jobs, lanes, waiting: settles.waiting, queued, budgetLeft: budget.left })) settles.settleEnded();
+    },
+  });
 }
