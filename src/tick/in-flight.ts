@@ -2,7 +2,8 @@ import type { Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
 import { Semaphore, type SubrequestBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
-import { startChunk, type ChunkReport, type StartedChunk } from "./run-chunk.js";
+import { RoomCount } from "./room-count.js";
+import { startChunk, type ChunkOptions, type ChunkReport, type StartedChunk } from "./run-chunk.js";
 import type { Log } from "./settle.js";
 
 /** A chunk that ended: its report, or the error it ended with (null report). */
@@ -98,20 +99,7 @@ export class ChunksInFlight {
     // One more settle, at the chunk's tail, where the next chunk is claimed beside it (no fan-out).
     const tailSettle = this.fanning ? 0 : 1;
     const budget = this.o.budget.reserve(reserve + tailSettle);
-    // Of this chunk's jobs, those that count against room here: not settled
-    // early, and not in the chunk's tail.
-    // Both can happen before the claim is back here.
-    let settledEarly = 0;
-    let tail = false;
-    let counted = 0;
-    let t: ReturnType<ChunksInFlight["entry"]> | undefined;
-    const uncount = (jobs: number) => {
-      if (!t) return;
-      const n = Math.min(jobs, counted);
-      counted -= n;
-      t.jobs -= n;
-      this.jobsHere -= n;
-    };
+    const count = new RoomCount();
     let started: StartedChunk;
     try {
       started = await startChunk({
@@ -125,31 +113,7 @@ export class ChunksInFlight {
         fetch: this.o.fetch,
         overall: this.o.overall,
         log: this.o.log,
-        // One semaphore for the topic's chunks here, so a chunk claimed at another's tail shares its slots.
-        topicSlots: (size) => {
-          const e = this.entry(topic);
-          if (!e.sem || (e.sem.size !== size && e.sem.idle)) e.sem = new Semaphore(size);
-          return e.sem;
-        },
-        onEarlySettle: (jobs, retryTimes) => {
-          settledEarly += jobs;
-          uncount(jobs);
-          // Be back now (a freed slot) and at each retry.
-          this.looks.push(this.o.clock.now(), ...retryTimes);
-          this.wakeWaiters();
-        },
-        onTail: (backlog) => {
-          // With chunks fanned out, a backlog goes to invocations of their own once this chunk is back, not beside it here.
-          if (this.fanning) return false;
-          tail = true;
-          uncount(counted);
-          // A topic with more ready claims it now, to start as these handlers end. Otherwise the next poll will do.
-          if (backlog) {
-            this.looks.push(this.o.clock.now());
-            this.wakeWaiters();
-          }
-          return backlog;
-        },
+        ...this.hooksOf(topic, count),
       });
     } catch (err) {
       budget.release();
@@ -162,23 +126,52 @@ export class ChunksInFlight {
     // A delivery a job and a settle (and the tail's): the rest of the reservation goes back.
     budget.keep(started.claimed + 1 + tailSettle);
     const entry = this.entry(topic);
-    t = entry;
     entry.here++;
     entry.slots = started.slots;
-    counted = tail ? 0 : started.claimed - settledEarly;
-    entry.jobs += counted;
-    this.jobsHere += counted;
+    count.claimed(started.claimed, (jobs) => {
+      entry.jobs += jobs;
+      this.jobsHere += jobs;
+    });
     this.track(
       started.done.finally(() => {
         budget.release();
         entry.here--;
-        uncount(counted);
+        count.ended();
       }),
       topic,
       "here",
       startedAt,
     );
     return started;
+  }
+
+  /** What a chunk of `topic` run here shares with this tracker: its topic's handler slots, and what it settled early or its tail freed. */
+  private hooksOf(topic: string, count: RoomCount): Required<Pick<ChunkOptions, "topicSlots" | "onEarlySettle" | "onTail">> {
+    return {
+      // One semaphore for the topic's chunks here, so a chunk claimed at another's tail shares its slots.
+      topicSlots: (size) => {
+        const e = this.entry(topic);
+        if (!e.sem || (e.sem.size !== size && e.sem.idle)) e.sem = new Semaphore(size);
+        return e.sem;
+      },
+      onEarlySettle: (jobs, retryTimes) => {
+        count.settled(jobs);
+        // Be back now (a freed slot) and at each retry.
+        this.looks.push(this.o.clock.now(), ...retryTimes);
+        this.wakeWaiters();
+      },
+      onTail: (backlog) => {
+        // With chunks fanned out, a backlog goes to invocations of their own once this chunk is back, not beside it here.
+        if (this.fanning) return false;
+        count.tail();
+        // A topic with more ready claims it now, to start as these handlers end. Otherwise the next poll will do.
+        if (backlog) {
+          this.looks.push(this.o.clock.now());
+          this.wakeWaiters();
+        }
+        return backlog;
+      },
+    };
   }
 
   /** Runs a chunk of `topic` in an invocation of its own; it ends up in {@link takeEnded}. */
