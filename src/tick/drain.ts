@@ -4,6 +4,7 @@ import { RedisUnavailableError } from "../queue/redis.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { ChunksInFlight } from "./in-flight.js";
 import { realClock, type Clock } from "./clock.js";
+import { nextAfterClaim, nextDrainStep } from "./drain-step.js";
 import type { ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 
@@ -47,145 +48,169 @@ const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: noOutcomes(), su
  * within a peek from then, and only while the tick still sleeps.
  */
 export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
-  const s = o.settings;
-  const clock = o.clock ?? realClock;
-  const log = o.log ?? jsonLog;
-  const budget = new SubrequestBudget(s.tickSubrequestBudget);
-  let end = clock.now() + o.horizonMs;
-  const total = emptyReport();
-  let fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
-  const inFlight = new ChunksInFlight({
-    queue: o.queue,
-    settings: s,
-    clock,
-    budget,
-    fetch: o.fetch ?? fetch,
-    overall: new Semaphore(s.tickConcurrency),
-    log,
-    ...(fanOut ? { fanOut } : {}),
-  });
-  const add = (r: ChunkReport) => {
-    total.claimed += r.claimed;
-    addOutcomes(total.outcomes, r.outcomes);
-  };
-  let full = false;
-  let lastTaken = 1;
+  return new Drain(o).run();
+}
+
+class Drain {
+  private readonly s: Settings;
+  private readonly clock: Clock;
+  private readonly budget: SubrequestBudget;
+  private readonly inFlight: ChunksInFlight;
+  private readonly total = emptyReport();
+  private end: number;
+  // Dropped when a fan-out fails: the drain goes on here.
+  private fanOut: DrainOptions["fanOut"];
+  private full = false;
+  private lastTaken = 1;
   // When the next step runs; null while only the chunks still running can tell.
-  let next: number | null = clock.now();
-  let pacedUntil = -Infinity;
-  let failure: { error: unknown } | undefined;
-  const foldEnded = () => {
+  private next: number | null;
+  // A chunk that ends may not bring the next step before the pace of the claim that started it.
+  private pacedUntil = -Infinity;
+  // A bug (not an outage) in a chunk: rethrown by the drain.
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly o: DrainOptions) {
+    const s = o.settings;
+    this.s = s;
+    this.clock = o.clock ?? realClock;
+    this.budget = new SubrequestBudget(s.tickSubrequestBudget);
+    this.end = this.clock.now() + o.horizonMs;
+    this.fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
+    this.inFlight = new ChunksInFlight({
+      queue: o.queue,
+      settings: s,
+      clock: this.clock,
+      budget: this.budget,
+      fetch: o.fetch ?? fetch,
+      overall: new Semaphore(s.tickConcurrency),
+      log: o.log ?? jsonLog,
+      ...(this.fanOut ? { fanOut: this.fanOut } : {}),
+    });
+    this.next = this.clock.now();
+  }
+
+  async run(): Promise<ChunkReport> {
+    try {
+      while (await this.step());
+    } finally {
+      await this.inFlight.allEnded();
+      this.foldEnded();
+    }
+    const failed = this.failure as { error: unknown } | undefined;
+    if (failed) throw failed.error;
+    this.total.nextLookAt = this.next;
+    this.total.subrequests = this.budget.spent;
+    return this.total;
+  }
+
+  /** One step (src/tick/drain-step.ts): folds in what ended, then does what the facts call for. False once the drain ends. */
+  private async step(): Promise<boolean> {
+    this.foldEnded();
+    if (this.failure) throw this.failure.error;
+    const { inFlight, budget, s } = this;
+    const now = this.clock.now();
+    const step = nextDrainStep({
+      now,
+      next: this.next,
+      end: this.end,
+      running: !inFlight.idle,
+      busy: inFlight.busy(this.o.topic),
+      budgetLeft: budget.left,
+      fanning: this.fanOut !== undefined,
+      full: this.full,
+      lastTaken: this.lastTaken,
+      room: inFlight.room(this.o.topic, Infinity),
+      canHandOver: this.o.handOver !== undefined,
+      tickChunk: s.tickChunk,
+      tickFanout: s.tickFanout,
+      tickPollMs: s.tickPollMs,
+      tickIdlePeekMs: s.tickIdlePeekMs,
+    });
+    switch (step.kind) {
+      case "wait":
+        await inFlight.whenOneEnds();
+        return true;
+      case "ask-tick":
+        budget.spend();
+        if (!(await this.o.queue.tickAsleep().catch(() => false))) return false;
+        this.end = step.until;
+        return true;
+      case "sleep":
+        await inFlight.sleep(step.ms);
+        return true;
+      case "fan-out":
+        budget.spend(step.chunks);
+        for (let k = 0; k < step.chunks; k++) inFlight.startFanned(this.o.topic, s.tickChunk);
+        this.next = null;
+        return true;
+      case "hold":
+        this.next = null;
+        return true;
+      case "claim":
+        await this.claimHere(now, step.max);
+        return true;
+      case "wait-all":
+        await inFlight.allEnded();
+        return true;
+      case "hand-over":
+        budget.spend();
+        this.add(await this.o.handOver!(step.horizonMs));
+        return false;
+      case "end":
+        return false;
+    }
+  }
+
+  /** Claims a chunk here (a claim, a settle and at least one delivery) and sets when the drain is back. */
+  private async claimHere(stepAt: number, max: number): Promise<void> {
+    const c = await this.inFlight.startHere(this.o.topic, max, 2 + max);
+    this.lastTaken = Math.max(1, c.claimed);
+    this.full = c.more;
+    const after = nextAfterClaim({
+      claimed: c.claimed,
+      more: c.more,
+      nextLookAt: c.nextLookAt,
+      stepAt,
+      now: this.clock.now(),
+      end: this.end,
+      budgetLeft: this.budget.left,
+      tickPollMs: this.s.tickPollMs,
+      pacedUntil: this.pacedUntil,
+    });
+    this.next = after.next;
+    this.pacedUntil = after.pacedUntil;
+  }
+
+  /** Folds in what running chunks ended or settled early since the last step, and when they want the drain back. */
+  private foldEnded(): void {
+    const { inFlight } = this;
     // What a running chunk settled early (a freed slot, a retry): be back for it.
-    for (const at of inFlight.takeLooks()) next = Math.min(next ?? Infinity, at);
+    for (const at of inFlight.takeLooks()) this.backAt(at);
     for (const e of inFlight.takeEnded()) {
       const r = e.report;
       if (!r) {
         // A fan-out that failed: go on here. Anything else: the chunk's jobs come back after their lease.
-        if (e.where === "fanned") fanOut = undefined;
-        else if (!(e.error instanceof RedisUnavailableError)) failure ??= { error: e.error };
-        next = Math.min(next ?? Infinity, clock.now() + s.tickPollMs);
+        if (e.where === "fanned") this.fanOut = undefined;
+        else if (!(e.error instanceof RedisUnavailableError)) this.failure ??= { error: e.error };
+        this.backAt(this.clock.now() + this.s.tickPollMs);
         continue;
       }
-      add(r);
+      this.add(r);
       if (e.where === "fanned") {
-        lastTaken = Math.max(1, r.claimed);
-        full = r.more;
+        this.lastTaken = Math.max(1, r.claimed);
+        this.full = r.more;
       }
-      if (r.nextLookAt == null) continue;
       // A step waiting for a running chunk (next null) goes on as it ends.
-      next = Math.min(next ?? Infinity, r.more ? r.nextLookAt : Math.max(r.nextLookAt, pacedUntil));
+      if (r.nextLookAt != null) this.backAt(r.more ? r.nextLookAt : Math.max(r.nextLookAt, this.pacedUntil));
     }
-  };
-  try {
-    for (;;) {
-      foldEnded();
-      if (failure) throw failure.error;
-      const now = clock.now();
-      if (next === null || next > end) {
-        if (!inFlight.idle) {
-          await inFlight.whenOneEnds();
-          continue;
-        }
-        // A retry this drain scheduled may fall due after its horizon but
-        // before the sleeping tick's next look, which was taken before the
-        // retry existed: follow the topic to it while the tick still sleeps.
-        // Anything due later than a peek from now a sleeping look still finds
-        // in time, and once the tick wakes it takes the topic.
-        if (next === null || next - now > s.tickIdlePeekMs || budget.left < 2) break;
-        budget.spend();
-        if (!(await o.queue.tickAsleep().catch(() => false))) break;
-        end = next;
-        continue;
-      }
-      if (now < next) {
-        await inFlight.sleep(next - now);
-        continue;
-      }
-      // One subrequest stays for a handover.
-      const left = budget.left - 1;
-      // As the tick does: a chunk runs here while the drain can afford one like
-      // it every poll interval until its horizon ends; beyond that, or for a
-      // backlog, chunks are fanned out at one subrequest each.
-      const pace = left / Math.max(1, (end - now) / s.tickPollMs);
-      const price = 2 + Math.min(s.tickChunk, lastTaken);
-      const running = inFlight.busy(o.topic);
-      if (fanOut && (full || price > pace) && left >= 1) {
-        if (!running.here && !running.fanned) {
-          const n = Math.min(full ? s.tickFanout : 1, left);
-          budget.spend(n);
-          for (let k = 0; k < n; k++) inFlight.startFanned(o.topic, s.tickChunk);
-          next = null;
-          continue;
-        }
-        // Its fanned-out chunk is still out: what falls due meanwhile runs here, if the pace allows.
-        if (price > pace) {
-          next = null;
-          continue;
-        }
-      }
-      const max = inFlight.room(o.topic, left - 2);
-      if (left >= 3 && max < 1) {
-        // Every slot is taken: a step as a chunk ends.
-        next = null;
-        continue;
-      }
-      if (left < 3) {
-        // Out of budget: what runs ends first, then the rest of the horizon goes on elsewhere.
-        if (!inFlight.idle) {
-          await inFlight.allEnded();
-          continue;
-        }
-        if (o.handOver && end - now > 0 && budget.left >= 1) {
-          budget.spend();
-          add(await o.handOver(end - now));
-        }
-        break;
-      }
-      // A claim, a settle and at least one delivery.
-      const c = await inFlight.startHere(o.topic, max, 2 + max);
-      lastTaken = Math.max(1, c.claimed);
-      full = c.more;
-      next = c.nextLookAt;
-      // A step that got nothing and wants to be back at once would spin: the tick's next look takes over.
-      if (c.claimed === 0 && next !== null && next <= clock.now()) {
-        next = null;
-        continue;
-      }
-      pacedUntil = -Infinity;
-      if (!full && next !== null) {
-        // Paced like the tick: a trickle is gathered into steps at most a poll interval apart.
-        const cost = c.claimed > 0 ? 2 + c.claimed : 1;
-        pacedUntil = now + Math.min(s.tickPollMs, ((end - now) * cost) / Math.max(1, budget.left - 1));
-        next = Math.max(next, pacedUntil);
-      }
-    }
-  } finally {
-    await inFlight.allEnded();
-    foldEnded();
   }
-  const failed = failure as { error: unknown } | undefined;
-  if (failed) throw failed.error;
-  total.nextLookAt = next;
-  total.subrequests = budget.spent;
-  return total;
+
+  private backAt(at: number): void {
+    this.next = Math.min(this.next ?? Infinity, at);
+  }
+
+  private add(r: ChunkReport): void {
+    this.total.claimed += r.claimed;
+    addOutcomes(this.total.outcomes, r.outcomes);
+  }
 }
