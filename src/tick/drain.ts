@@ -96,8 +96,7 @@ class Drain {
       await this.inFlight.allEnded();
       this.foldEnded();
     }
-    const failed = this.failure as { error: unknown } | undefined;
-    if (failed) throw failed.error;
+    if (this.failure) throw this.failure.error;
     this.total.nextLookAt = this.next;
     this.total.subrequests = this.budget.spent;
     return this.total;
