@@ -125,31 +125,65 @@ function series(values: number[], unit: string): Series {
 const failures: string[] = [];
 
 /**
- * A warm-up (not measured), then RUNS measured runs. A run that fails is
- * tried once more; one that fails again is left out and listed in the results.
+ * One measured run, tried once more if it fails; `undefined` when it fails
+ * again (it is then left out, and listed in the results). `label` names it
+ * in the log, e.g. "drain delayline: run 2/3".
  */
+async function measured<T>(label: string, run: () => Promise<T>, describe: (r: T) => string): Promise<T | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const r = await run();
+      log(`${label} ${describe(r)}`);
+      return r;
+    } catch (err) {
+      log(`${label} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
+      if (attempt === 2) {
+        failures.push(`${label}: ${String(err).slice(0, 300)}`);
+        return undefined;
+      }
+    }
+  }
+}
+
+/** A run's figures for the log, numbers rounded to three decimals. */
+const rounded = (r: unknown) => JSON.stringify(r, (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)).slice(0, 300);
+
+/** A warm-up (not measured), then RUNS measured runs ({@link measured}). */
 async function repeat<T>(what: string, warm: () => Promise<T>, run: (i: number) => Promise<T>): Promise<T[]> {
   log(`${what}: warm-up`);
   await warm().catch((err: unknown) => log(`${what}: warm-up failed: ${String(err)}`));
   const out: T[] = [];
   for (let i = 0; i < RUNS; i++) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        out.push(await run(i));
-        log(
-          `${what}: run ${i + 1}/${RUNS} ${JSON.stringify(out[out.length - 1], (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v)).slice(0, 300)}`,
-        );
-        break;
-      } catch (err) {
-        log(`${what}: run ${i + 1} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
-        if (attempt === 2) {
-          failures.push(`${what} run ${i + 1}: ${String(err).slice(0, 300)}`);
-          break;
-        }
-      }
-    }
+    const r = await measured(`${what}: run ${i + 1}/${RUNS}`, () => run(i), rounded);
+    if (r !== undefined) out.push(r);
   }
   if (out.length === 0) throw new Error(`${what}: every run failed`);
+  return out;
+}
+
+/**
+ * Side by side: a warm-up of each system (not measured), then RUNS rounds in
+ * which every system runs once ({@link measured}), each round starting with
+ * the next system, so drift in the machine's load falls on all of them alike.
+ */
+async function alternate<S extends string, T>(
+  what: string,
+  systems: readonly S[],
+  warm: (system: S) => Promise<unknown>,
+  run: (system: S) => Promise<T>,
+  describe: (r: T) => string = rounded,
+): Promise<Partial<Record<S, T[]>>> {
+  for (const system of systems) {
+    log(`${what} ${system}: warm-up`);
+    await warm(system).catch((err: unknown) => log(`${what} ${system}: warm-up failed: ${String(err)}`));
+  }
+  const out: Partial<Record<S, T[]>> = {};
+  for (let i = 0; i < RUNS; i++) {
+    for (const system of systems.map((_, k) => systems[(i + k) % systems.length]!)) {
+      const r = await measured(`${what} ${system}: run ${i + 1}/${RUNS}`, () => run(system), describe);
+      if (r !== undefined) out[system] = [...(out[system] ?? []), r];
+    }
+  }
   return out;
 }
 
@@ -346,30 +380,15 @@ try {
       }
       const workers = served as Record<"delayline" | "floor", ServedWorker>;
       const { warmS, runS } = SIZES.enqueueFloor;
-      for (const system of FLOOR_SYSTEMS) {
-        log(`enqueue-floor ${system}: warm-up`);
-        await floorEnqueueRun(infra, system, warmS, workers).catch((err: unknown) => log(`enqueue-floor ${system}: warm-up failed: ${String(err)}`));
-      }
-      for (let i = 0; i < RUNS; i++) {
-        // Each run starts with another system.
-        const order = FLOOR_SYSTEMS.map((_, k) => FLOOR_SYSTEMS[(i + k) % FLOOR_SYSTEMS.length]!);
-        for (const system of order) {
-          for (let attempt = 1; ; attempt++) {
-            try {
-              const r = await floorEnqueueRun(infra, system, runS, workers);
-              floorEnqueues[system] = [...(floorEnqueues[system] ?? []), r];
-              log(`enqueue-floor ${system}: run ${i + 1}/${RUNS} ${JSON.stringify(r, (_, v) => (typeof v === "number" ? Math.round(v * 1000) / 1000 : v))}`);
-              break;
-            } catch (err) {
-              log(`enqueue-floor ${system}: run ${i + 1} failed (attempt ${attempt}): ${String(err).slice(0, 300)}`);
-              if (attempt === 2) {
-                failures.push(`enqueue-floor ${system} run ${i + 1}: ${String(err).slice(0, 300)}`);
-                break;
-              }
-            }
-          }
-        }
-      }
+      Object.assign(
+        floorEnqueues,
+        await alternate(
+          "enqueue-floor",
+          FLOOR_SYSTEMS,
+          (system) => floorEnqueueRun(infra, system, warmS, workers),
+          (system) => floorEnqueueRun(infra, system, runS, workers),
+        ),
+      );
     } finally {
       for (const w of Object.values(served)) await w.stop();
       rmSync(bundles, { recursive: true, force: true });
@@ -385,25 +404,16 @@ try {
     try {
       if (wanted("delivery")) {
         const workers = await rig.throughput();
-        for (const system of DELIVERY_SYSTEMS) {
-          await deliveryRun(rig, workers, system, SIZES.delivery.warm).catch((err: unknown) => log(`delivery ${system}: warm-up failed: ${String(err)}`));
-        }
-        // Alternating, the order turned each run, so drift in the machine's load falls on all three alike.
-        for (let i = 0; i < RUNS; i++) {
-          const order = i % 2 ? [...DELIVERY_SYSTEMS].reverse() : DELIVERY_SYSTEMS;
-          for (const system of order) {
-            try {
-              const r = await deliveryRun(rig, workers, system, SIZES.delivery.run);
-              deliveries[system] = [...(deliveries[system] ?? []), r];
-              log(
-                `delivery ${system}: run ${i + 1}/${RUNS} ${Math.round(r.jobsPerSec)}/s, ${Math.round(r.cpuUsPerJob)} µs CPU/delivery, ${r.connections} connections`,
-              );
-            } catch (err) {
-              log(`delivery ${system}: run ${i + 1} failed: ${String(err).slice(0, 300)}`);
-              failures.push(`delivery ${system} run ${i + 1}: ${String(err).slice(0, 300)}`);
-            }
-          }
-        }
+        Object.assign(
+          deliveries,
+          await alternate(
+            "delivery",
+            DELIVERY_SYSTEMS,
+            (system) => deliveryRun(rig, workers, system, SIZES.delivery.warm),
+            (system) => deliveryRun(rig, workers, system, SIZES.delivery.run),
+            (r) => `${Math.round(r.jobsPerSec)}/s, ${Math.round(r.cpuUsPerJob)} µs CPU/delivery, ${r.connections} connections`,
+          ),
+        );
       }
       if (wanted("sustained")) {
         const tick = await rig.sustained();

@@ -34,6 +34,7 @@ app.post("/v1/jobs", async (c) => {
     url: c.env.UPSTASH_REDIS_REST_URL,
     token: c.env.UPSTASH_REDIS_REST_TOKEN,
     automaticDeserialization: false,
+    responseEncoding: false,
     enableTelemetry: false,
     enableAutoPipelining: false,
     signal: () => AbortSignal.timeout(5_000),

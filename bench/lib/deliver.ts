@@ -150,8 +150,11 @@ export function startCron(worker: DirectWorker, log: (line: string) => void): { 
 export interface DeliveryRig {
   receiver: DeliveryReceiver;
   infra: Infra;
-  /** Starts the floor Worker and the tick's Worker (throughput settings), stopping the sustained one. */
-  throughput(): Promise<{ floor: DirectWorker; tick: DirectWorker }>;
+  /**
+   * Starts the floor Worker and the tick's Worker (throughput settings), stopping the sustained one.
+   * `inspectorPort` opens the tick Worker's V8 inspector there (for a CPU profile).
+   */
+  throughput(options?: { inspectorPort?: number }): Promise<{ floor: DirectWorker; tick: DirectWorker }>;
   /** Starts the tick's Worker at the sustained settings, stopping the throughput ones. */
   sustained(): Promise<DirectWorker>;
   /** delayline's Queue over a direct connection, for storing jobs quickly (under `prefix`). */
@@ -210,7 +213,7 @@ export async function startDeliveryRig(
       await r.worker.stop().catch(() => {});
     }
   };
-  const tickWorker = async (prefix: string, settings: Record<string, string>) => {
+  const tickWorker = async (prefix: string, settings: Record<string, string>, inspectorPort?: number) => {
     const worker = await startDirectWorker({
       vars: vars(prefix, settings),
       outDir: join(dir, "bench-worker"),
@@ -218,6 +221,7 @@ export async function startDeliveryRig(
       config: BENCH_CONFIG,
       port: await freePort(),
       logFile,
+      ...(inspectorPort === undefined ? {} : { inspectorPort }),
     });
     running.push({ worker, cron: startCron(worker, log) });
     return worker;
@@ -225,7 +229,7 @@ export async function startDeliveryRig(
   return {
     receiver,
     infra,
-    async throughput() {
+    async throughput(options = {}) {
       await stopAll();
       const floor = await startDirectWorker({
         vars: {},
@@ -235,7 +239,7 @@ export async function startDeliveryRig(
         logFile,
       });
       running.push({ worker: floor });
-      const tick = await tickWorker(THROUGHPUT_PREFIX, THROUGHPUT_SETTINGS);
+      const tick = await tickWorker(THROUGHPUT_PREFIX, THROUGHPUT_SETTINGS, options.inspectorPort);
       return { floor, tick };
     },
     async sustained() {

@@ -20,6 +20,8 @@ export interface HttpDelivery {
   allowPrivate: boolean;
   /** Where the wait for a response body is timed: the dispatched chunk's, shared by its deliveries. Default one of its own. */
   deadlines?: Deadlines;
+  /** What the SSRF guard says of `topicUrl` (null: allowed), worked out once for a chunk's deliveries. Default: asked per delivery. */
+  topicUrlRefused?: string | null;
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
@@ -46,41 +48,54 @@ export const BODY_WAIT_MS = 1_000;
 /** Bytes kept of an error response's body: at least the 1,024 characters its error text holds. */
 const ERROR_TEXT_BYTES = 4_096;
 
+/** Why a body read was cut off: one reason for every request, made once. */
+const CUT_OFF = new Error("response body cut off");
+
 /**
  * Reads `res`'s body to its end, or until BODY_LIMIT_BYTES or BODY_WAIT_MS,
  * whichever comes first, and then aborts the rest through `stop` (the
- * request's own signal). Returns the first `keep` bytes. Never throws: a
+ * request's own controller). Returns the first `keep` bytes. Never throws: a
  * body that breaks off keeps what arrived.
  */
 async function readBody(res: Response, stop: AbortController, keep: number, deadlines: Deadlines): Promise<Uint8Array[]> {
+  if (!res.body) return [];
+  const length = Number(res.headers.get("content-length") ?? Number.NaN);
+  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
+  // A body of known, small length as sent (not decompressed on the way,
+  // which could make it any size): read whole, workerd's cheapest read. The
+  // wait is timed by aborting the request, which rejects the read: no race
+  // and no promise of its own, since nearly every delivery takes this path.
+  if (length <= BODY_LIMIT_BYTES && !encoded) {
+    const cancel = deadlines.add(BODY_WAIT_MS, () => stop.abort(CUT_OFF));
+    try {
+      const body = await res.arrayBuffer();
+      return keep > 0 ? [new Uint8Array(body, 0, Math.min(keep, body.byteLength))] : [];
+    } catch {
+      // Cut off by the wait, or broken off by the connection or the job's timeout.
+      stop.abort(CUT_OFF);
+      return [];
+    } finally {
+      cancel();
+    }
+  }
+  return readStream(res.body, stop, keep, deadlines);
+}
+
+/** {@link readBody} of a body of unknown or large length, or compressed: read in parts, up to BODY_LIMIT_BYTES. */
+async function readStream(body: ReadableStream<Uint8Array>, stop: AbortController, keep: number, deadlines: Deadlines): Promise<Uint8Array[]> {
   const kept: Uint8Array[] = [];
-  if (!res.body) return kept;
   let cancel = () => {};
   const late = new Promise<"late">((resolve) => {
     cancel = deadlines.add(BODY_WAIT_MS, () => resolve("late"));
   });
-  const length = Number(res.headers.get("content-length") ?? Number.NaN);
-  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
   let ended = false;
   try {
-    // A body of known, small length as sent (not decompressed on the way,
-    // which could make it any size): read whole, workerd's cheapest read.
-    if (length <= BODY_LIMIT_BYTES && !encoded) {
-      const read = res.arrayBuffer();
-      // A read left behind by the timer rejects when the request is aborted; that is not an error.
-      read.catch(() => {});
-      const r = await Promise.race([read, late]);
-      if (r !== "late") {
-        ended = true;
-        if (keep > 0) kept.push(new Uint8Array(r, 0, Math.min(keep, r.byteLength)));
-      }
-      return kept;
-    }
-    const reader = res.body.getReader();
+    const reader = body.getReader();
     let total = 0;
     let keptBytes = 0;
     for (;;) {
       const read = reader.read();
+      // A read left behind by the timer rejects when the request is aborted; that is not an error.
       read.catch(() => {});
       const r = await Promise.race([read, late]);
       if (r === "late") break;
@@ -100,7 +115,7 @@ async function readBody(res: Response, stop: AbortController, keep: number, dead
     // The body broke off (the connection, or the job's timeout): what arrived is kept.
   } finally {
     cancel();
-    if (!ended) stop.abort(new Error("response body cut off"));
+    if (!ended) stop.abort(CUT_OFF);
   }
   return kept;
 }
@@ -149,40 +164,57 @@ async function deliveryHeaders(job: JobContext, delivery: HttpDelivery, body: st
  * are permanent. Redirects are never followed: a target could bounce the
  * request to an address the guard refuses. Resolves to the response's
  * status; a failure carries it as `httpStatus`.
+ *
+ * `stop`, when given, is the controller of `job.signal` itself, which the
+ * handler may abort (the dispatch's, one per attempt); without it the
+ * request gets a controller of its own that the job's signal aborts.
  */
-export async function deliverHttp(job: JobContext, delivery: HttpDelivery): Promise<{ status: number }> {
+export async function deliverHttp(job: JobContext, delivery: HttpDelivery, stop?: AbortController): Promise<{ status: number }> {
   const url = job.target?.url ?? delivery.topicUrl;
   if (!url) throw new PermanentError(`topic ${job.topic} has no url and the job no target; set one with PUT /v1/topics/${job.topic}`);
-  const refused = forbiddenTarget(url, delivery.allowPrivate);
+  const refused = url === delivery.topicUrl && delivery.topicUrlRefused !== undefined ? delivery.topicUrlRefused : forbiddenTarget(url, delivery.allowPrivate);
   if (refused) throw new PermanentError(`refused target ${url}: ${refused}`);
   const method = job.target?.method ?? "POST";
   const body = method === "GET" ? undefined : JSON.stringify(job.payload ?? null);
   const headers = await deliveryHeaders(job, delivery, body);
+  if (stop) return request(job, delivery, url, { method, headers, body }, stop);
   // The request's own signal: the job's timeout aborts it, and so does the
   // handler when it stops reading a response body (which frees the connection).
-  const stop = new AbortController();
-  const onTimeout = () => stop.abort(job.signal.reason);
+  const own = new AbortController();
+  const onTimeout = () => own.abort(job.signal.reason);
   if (job.signal.aborted) onTimeout();
   else job.signal.addEventListener("abort", onTimeout, { once: true });
   try {
-    let res: Response;
-    try {
-      res = await job.fetch(url, { method, headers, body, redirect: "manual", signal: stop.signal });
-    } catch (err) {
-      throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
-    }
-    const deadlines = delivery.deadlines ?? new Deadlines();
-    if (res.ok) {
-      await readBody(res, stop, 0, deadlines);
-      return { status: res.status };
-    }
-    const text = `HTTP ${res.status}${(await firstKilobyte(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`;
-    if (res.status >= 500 || RETRYABLE.has(res.status)) {
-      throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
-    }
-    if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
-    throw new PermanentError(text, res.status);
+    return await request(job, delivery, url, { method, headers, body }, own);
   } finally {
     job.signal.removeEventListener("abort", onTimeout);
   }
+}
+
+/** What a delivery sends. */
+interface Sent {
+  method: string;
+  headers: Headers;
+  body: string | undefined;
+}
+
+/** Sends the delivery and reads its response into a status or an error, aborting through `stop` what it stops reading. */
+async function request(job: JobContext, delivery: HttpDelivery, url: string, sent: Sent, stop: AbortController): Promise<{ status: number }> {
+  let res: Response;
+  try {
+    res = await job.fetch(url, { method: sent.method, headers: sent.headers, body: sent.body, redirect: "manual", signal: stop.signal });
+  } catch (err) {
+    throw new RetryableError(`${job.signal.aborted ? "timed out" : "network error"}: ${(err as Error).message}`);
+  }
+  const deadlines = delivery.deadlines ?? new Deadlines();
+  if (res.ok) {
+    await readBody(res, stop, 0, deadlines);
+    return { status: res.status };
+  }
+  const text = `HTTP ${res.status}${(await firstKilobyte(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`;
+  if (res.status >= 500 || RETRYABLE.has(res.status)) {
+    throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
+  }
+  if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
+  throw new PermanentError(text, res.status);
 }

@@ -1,6 +1,7 @@
 import { Deadlines } from "../handlers/deadlines.js";
-import { deliverHttp } from "../handlers/http.js";
+import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
 import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext } from "../handlers/registry.js";
+import { forbiddenTarget } from "../handlers/ssrf.js";
 import { decideAfterFailure } from "../queue/policy/backoff.js";
 import type { ClaimedJob, Outcome } from "../queue/queue.js";
 import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
@@ -34,8 +35,13 @@ function errorText(err: unknown): string {
   return text.slice(0, 1_024);
 }
 
-/** Runs `work` with an AbortSignal that fires after `ms` (timed by the chunk's `deadlines`); a timeout is a retryable failure. */
-async function withTimeout<T>(deadlines: Deadlines, ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` with an AbortController whose signal fires after `ms` (timed by
+ * the chunk's `deadlines`); a timeout is a retryable failure. `work` gets the
+ * controller itself, so the http handler aborts its request through it
+ * rather than through a second controller listening to this one.
+ */
+async function withTimeout<T>(deadlines: Deadlines, ms: number, work: (controller: AbortController) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   let cancel = () => {};
   const timedOut = new Promise<never>((_, reject) => {
@@ -45,7 +51,7 @@ async function withTimeout<T>(deadlines: Deadlines, ms: number, work: (signal: A
     });
   });
   try {
-    return await Promise.race([work(controller.signal), timedOut]);
+    return await Promise.race([work(controller), timedOut]);
   } finally {
     cancel();
   }
@@ -98,6 +104,22 @@ function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch):
   return context;
 }
 
+/** How the http handler delivers one topic's chunk: its URL (checked once), secrets and signature scheme. */
+function httpDelivery(ctx: DispatchContext, deadlines: Deadlines): HttpDelivery {
+  const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
+  const delivery: HttpDelivery = {
+    allowPrivate: ctx.allowPrivateTargets,
+    deadlines,
+    signingSecrets: [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])],
+    signatureScheme: ctx.settings.signatureScheme,
+  };
+  if (ctx.settings.url !== undefined) {
+    delivery.topicUrl = ctx.settings.url;
+    delivery.topicUrlRefused = forbiddenTarget(ctx.settings.url, ctx.allowPrivateTargets);
+  }
+  return delivery;
+}
+
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 
 /** Handlers of `topic` one chunk runs at once: the topic's concurrency, its code handler's, else 10. */
@@ -129,6 +151,8 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
   };
   // One timer for the chunk's timeouts and body waits: two timers per job were some 6 % of a delivery's CPU.
   const deadlines = new Deadlines();
+  // The topic's delivery settings, the same for each of the chunk's jobs: made once, by the first.
+  let delivery: HttpDelivery | undefined;
 
   if (registered?.kind === "batch") {
     const outcomes: Outcome[] = [];
@@ -145,7 +169,7 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
             const startedAt = ctx.now();
             try {
               const timeout = Math.max(...group.map(timeoutOf));
-              results = await withTimeout(deadlines, timeout, async (signal) => {
+              results = await withTimeout(deadlines, timeout, async ({ signal }) => {
                 const r = await registered.fn(group.map((j) => contextOf(j, signal, ctx.fetch)));
                 if (!Array.isArray(r) || r.length !== group.length) {
                   throw new RetryableError(`batch handler returned ${Array.isArray(r) ? r.length : typeof r} results for ${group.length} jobs`);
@@ -177,18 +201,14 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
           ctx.onStart?.(1);
           const startedAt = ctx.now();
           try {
-            const httpStatus = await withTimeout(deadlines, timeoutOf(job), async (signal) => {
-              const context = contextOf(job, signal, ctx.fetch);
+            const httpStatus = await withTimeout(deadlines, timeoutOf(job), async (controller) => {
+              const context = contextOf(job, controller.signal, ctx.fetch);
               if (registered) {
                 await registered.fn(context);
                 return undefined;
               }
-              const delivery: Parameters<typeof deliverHttp>[1] = { allowPrivate: ctx.allowPrivateTargets, deadlines };
-              if (ctx.settings.url !== undefined) delivery.topicUrl = ctx.settings.url;
-              const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
-              delivery.signingSecrets = [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])];
-              delivery.signatureScheme = ctx.settings.signatureScheme;
-              return (await deliverHttp(context, delivery)).status;
+              delivery ??= httpDelivery(ctx, deadlines);
+              return (await deliverHttp(context, delivery, controller)).status;
             });
             return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now(), ...(httpStatus === undefined ? {} : { httpStatus }) }));
           } catch (err) {

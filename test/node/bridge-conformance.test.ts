@@ -1,7 +1,8 @@
 /**
  * Drives the real @upstash/redis client, with its default options
  * (auto-pipelining, base64 responses, read-your-writes), against the bridge
- * and a real redis-server.
+ * and a real redis-server; and with plain JSON responses, as delayline's
+ * own client asks (src/queue/redis.ts).
  */
 import { Redis } from "@upstash/redis";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -41,6 +42,12 @@ describe("strings", () => {
     expect(await raw.set(k("large"), large)).toBe("OK");
     expect(await raw.get(k("large"))).toBe(large);
     expect(await redis.strlen(k("large"))).toBe(3 * 1024 * 1024 + 4);
+
+    // Plain JSON responses (no base64) carry the same text, in a pipeline too.
+    const plain = new Redis({ url: inject("bridgeUrl"), token: inject("bridgeToken"), automaticDeserialization: false, responseEncoding: false });
+    expect(await plain.get(k("u"))).toBe(unicode);
+    expect(await plain.get(k("large"))).toBe(large);
+    expect(await plain.pipeline().get(k("u")).get(k("n")).get(k("missing")).exec()).toEqual([unicode, "42", null]);
   });
 
   it("keeps JSON values as the client serialised them", async () => {
