@@ -6,7 +6,8 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type autocannon from "autocannon";
-import type { Api } from "./producer.js";
+import type { Api } from "../harness/api.js";
+import { sleep } from "../harness/util.js";
 import type { ChaosReceiver } from "./receiver.js";
 
 export interface LoadResult {
@@ -90,7 +91,7 @@ export async function loadProducer(api: Api, token: string, connections: number,
   let loading = true;
   const watching = Promise.all(
     Array.from({ length: 20 }, async () => {
-      await new Promise((res) => setTimeout(res, 2_000));
+      await sleep(2_000);
       while (loading) {
         witness.sent++;
         const a = await api
@@ -98,7 +99,7 @@ export async function loadProducer(api: Api, token: string, connections: number,
           .catch((err: Error) => ({ status: 0, contentType: "", body: err.message }));
         witness.byStatus[a.status] = (witness.byStatus[a.status] ?? 0) + 1;
         if (a.status !== 201 && witness.samples.length < 5) witness.samples.push(`${a.status} ${a.contentType}: ${JSON.stringify(a.body).slice(0, 240)}`);
-        await new Promise((res) => setTimeout(res, 250));
+        await sleep(250);
       }
     }),
   );
@@ -194,7 +195,7 @@ export async function maxSustainedRate(
     const sends: Array<Promise<void>> = [];
     for (let sec = 0; sec < stepSec; sec++) {
       const at = since + sec * 1_000;
-      await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      await sleep(Math.max(0, at - Date.now()));
       for (let i = 0; i < rate; i += 1_000) {
         const jobs = Array.from({ length: Math.min(1_000, rate - i) }, (_, j) => ({ topic, payload: { sec, j } }));
         sends.push(
@@ -208,7 +209,7 @@ export async function maxSustainedRate(
         );
       }
       // Just before the next batch: what is left of this second's.
-      await new Promise((r) => setTimeout(r, Math.max(0, at + 900 - Date.now())));
+      await sleep(Math.max(0, at + 900 - Date.now()));
       backlog.push((await api.topic(topic)).ready);
     }
     await Promise.all(sends);
@@ -219,7 +220,7 @@ export async function maxSustainedRate(
     for (let i = 0; i < 3_000; i++) {
       const t = await api.topic(topic);
       if (t.ready + t.inflight === 0) break;
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
     // Kept up: the backlog did not trend up, and what was left at the end went within a few seconds.
     const keptUp = s < rate * 0.05 && Date.now() - drainStart < 5_000 && failed === 0;

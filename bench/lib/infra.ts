@@ -143,24 +143,3 @@ export function payload(i: number): { i: number; pad: string } {
   const base = JSON.stringify({ i, pad: "" }).length;
   return { i, pad: "x".repeat(Math.max(0, 100 - base)) };
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Runs `work(i)` for i in [0, n), at most `concurrency` at a time. */
-export async function pool(n: number, concurrency: number, work: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, concurrency) }, async () => {
-      while (next < n) await work(next++);
-    }),
-  );
-}
-
-/** Waits until `done()` holds, checking every `everyMs`; throws after `timeoutMs`. */
-export async function until(done: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
