@@ -13,7 +13,7 @@
  *    Commands = every call commandstats lists (scripts' inner commands
  *    included, as Upstash bills them) but CONFIG and INFO (the measurement's
  *    own). REST requests = the HTTP requests the bridge served in the same
- *    60 s (counted inside the stack's Node process, bench/lib/count-requests.ts).
+ *    60 s (counted inside the stack's Node process, harness/count-requests.ts).
  *    Target: 10,000-topic ÷ 1-topic ≤ 1.1.
  * 2. With the 10,000 topics in place: jobs on a new (10,001st) topic with
  *    target.url = a loopback receiver and delays of 1, 2, 5, 15, 30 and 45 s,
