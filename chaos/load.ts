@@ -2,11 +2,8 @@
  * Load on the producer (autocannon on loopback) and the highest enqueue rate
  * the tick keeps up with.
  */
-import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import type autocannon from "autocannon";
 import type { Api } from "../harness/api.js";
+import { autocannon } from "../harness/autocannon.js";
 import { sleep } from "../harness/util.js";
 import type { ChaosReceiver } from "./receiver.js";
 
@@ -32,56 +29,6 @@ export interface LoadResult {
   witness: { sent: number; byStatus: Record<string, number>; samples: string[] };
 }
 
-const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
-
-/**
- * autocannon in a process of its own: the bridge and the receiver live in
- * this one, and a load generator sharing their event loop would slow them down.
- */
-function run(options: {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: string;
-  connections: number;
-  duration: number;
-  timeout: number;
-  overallRate?: number;
-}): Promise<autocannon.Result> {
-  const args = [
-    autocannonBin,
-    "--json",
-    "--no-progress",
-    "-c",
-    String(options.connections),
-    "-d",
-    String(options.duration),
-    "-t",
-    String(options.timeout),
-    "-m",
-    options.method,
-    "-b",
-    options.body,
-  ];
-  for (const [k, v] of Object.entries(options.headers)) args.push("-H", `${k}=${v}`);
-  if (options.overallRate !== undefined) args.push("-R", String(options.overallRate));
-  args.push(options.url);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c));
-    child.stderr.on("data", (c: Buffer) => (err += c));
-    child.once("exit", (code) => {
-      try {
-        resolve(JSON.parse(out) as autocannon.Result);
-      } catch {
-        reject(new Error(`autocannon exited ${code}: ${err.slice(-500)}`));
-      }
-    });
-  });
-}
-
 /** `connections` keep-alive connections enqueueing as fast as they can for `durationSec`. */
 export async function loadProducer(api: Api, token: string, connections: number, durationSec: number): Promise<LoadResult> {
   const topic = "load";
@@ -103,7 +50,7 @@ export async function loadProducer(api: Api, token: string, connections: number,
       }
     }),
   );
-  const r = await run({
+  const r = await autocannon({
     url: `${api.url}/v1/jobs`,
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
