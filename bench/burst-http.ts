@@ -48,7 +48,8 @@ import { bundleWorker, workerName } from "../dev/miniflare-worker.js";
 import { startRedis } from "../dev/redis-launcher.js";
 import { waitForHealthy } from "../dev/worker-process.js";
 import { Delayline } from "../src/client/index.js";
-import { machine, sleep, startNpmStart, startReceiver, TOKEN } from "./lib/npm-start.js";
+import { sleep } from "../harness/util.js";
+import { machine, startNpmStart, startReceiver, TOKEN } from "./lib/npm-start.js";
 
 const root = join(import.meta.dirname, "..");
 const CONFIG = join(root, "wrangler.toml");

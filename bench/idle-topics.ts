@@ -13,7 +13,7 @@
  *    Commands = every call commandstats lists (scripts' inner commands
  *    included, as Upstash bills them) but CONFIG and INFO (the measurement's
  *    own). REST requests = the HTTP requests the bridge served in the same
- *    60 s (counted inside the stack's Node process, bench/lib/count-requests.ts).
+ *    60 s (counted inside the stack's Node process, harness/count-requests.ts).
  *    Target: 10,000-topic ÷ 1-topic ≤ 1.1.
  * 2. With the 10,000 topics in place: jobs on a new (10,001st) topic with
  *    target.url = a loopback receiver and delays of 1, 2, 5, 15, 30 and 45 s,
@@ -31,7 +31,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import { Keys } from "../src/queue/keys.js";
-import { machine, pool, sleep, startNpmStart, startReceiver, type LoggedLine, type NpmStart } from "./lib/npm-start.js";
+import { pool, sleep } from "../harness/util.js";
+import { machine, startNpmStart, startReceiver, type LoggedLine, type NpmStart } from "./lib/npm-start.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -164,8 +165,8 @@ try {
   for (const n of COUNTS) {
     const names = Array.from({ length: n - created }, (_, i) => topicName(created + i));
     const t = Date.now();
-    await pool(names, CONCURRENCY, async (name) => {
-      await stack.client.configureTopic(name, { maxAttempts: 3 });
+    await pool(names.length, CONCURRENCY, async (i) => {
+      await stack.client.configureTopic(names[i]!, { maxAttempts: 3 });
     });
     const ms = Date.now() - t;
     creation.push({ topics: n, created: names.length, ms, perSecond: Math.round((names.length * 1000) / Math.max(1, ms)) });

@@ -25,7 +25,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import { Keys } from "../src/queue/keys.js";
-import { machine, sleep, startNpmStart, startReceiver, type LoggedLine } from "./lib/npm-start.js";
+import { sleep } from "../harness/util.js";
+import { machine, startNpmStart, startReceiver, type LoggedLine } from "./lib/npm-start.js";
 import { summarize } from "./stats.js";
 
 const PROFILES = {

@@ -17,7 +17,8 @@ import IORedis from "ioredis";
 import type { Queue } from "../src/queue/queue.js";
 import { serveWorker, type ServedWorker } from "./floor/serve.js";
 import { directQueue, startStack, type Stack } from "./lib/delayline.js";
-import { sleep, startInfra, type Infra } from "./lib/infra.js";
+import { sleep } from "../harness/util.js";
+import { startInfra, type Infra } from "./lib/infra.js";
 import {
   bundleDeliveryWorkers,
   DELIVERY_SYSTEMS,

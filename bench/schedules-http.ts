@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import { Keys } from "../src/queue/keys.js";
-import { machine, sleep, startNpmStart, startReceiver } from "./lib/npm-start.js";
+import { sleep } from "../harness/util.js";
+import { machine, startNpmStart, startReceiver } from "./lib/npm-start.js";
 import { summarize } from "./stats.js";
 
 const { values: args } = parseArgs({ options: { span: { type: "string", default: "70000" }, lead: { type: "string", default: "3000" } } });

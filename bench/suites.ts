@@ -10,7 +10,8 @@ import type { Queue } from "../src/queue/queue.js";
 import { load as loadWorker, processCpuMs, type ServedWorker } from "./floor/serve.js";
 import { bull } from "./lib/bull.js";
 import { nodeQueue, PREFIX, startStack, type Stack } from "./lib/delayline.js";
-import { payload, pool, sleep, until, type Infra, type Usage } from "./lib/infra.js";
+import { pool, sleep, until } from "../harness/util.js";
+import { payload, type Infra, type Usage } from "./lib/infra.js";
 import { MigrateQueue, NaiveQueue, type Peer } from "./lib/peers.js";
 import { summarize } from "./stats.js";
 

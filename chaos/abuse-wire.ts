@@ -9,7 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { connect } from "node:net";
 import { join } from "node:path";
-import type { Api } from "./producer.js";
+import type { Api } from "../harness/api.js";
 
 export interface WireAttack {
   label: string;

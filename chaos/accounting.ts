@@ -1,5 +1,6 @@
-import type { Acked, Api } from "./producer.js";
-import { pool } from "./producer.js";
+import type { Api } from "../harness/api.js";
+import { pool, sleep } from "../harness/util.js";
+import type { Acked } from "./producer.js";
 import type { ChaosReceiver } from "./receiver.js";
 
 /**
@@ -42,11 +43,13 @@ export async function account(
     a.lost++;
     if (a.lostIds.length < 10) a.lostIds.push(id);
   };
-  await pool([...acked.values()], 8, async (job) => {
+  const jobs = [...acked.values()];
+  await pool(jobs.length, 8, async (i) => {
+    const job = jobs[i]!;
     let r = await api.request("GET", `/v1/jobs/${job.id}`);
     // A read that meets a moment of overload is asked again; only a definite answer counts.
     for (let i = 0; i < 10 && r.status === 503; i++) {
-      await new Promise((res) => setTimeout(res, 1_000));
+      await sleep(1_000);
       r = await api.request("GET", `/v1/jobs/${job.id}`);
     }
     if (r.status === 200) views?.set(job.id, { state: r.body.state, attempts: r.body.attempts });
@@ -87,7 +90,7 @@ export async function waitSettled(api: Api, remaining: Record<string, number>, t
       if (!done) break;
     }
     if (done) return { settled: true, ms: Date.now() - start };
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
   return { settled: false, ms: Date.now() - start };
 }

@@ -2,11 +2,9 @@
  * Load on the producer (autocannon on loopback) and the highest enqueue rate
  * the tick keeps up with.
  */
-import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import type autocannon from "autocannon";
-import type { Api } from "./producer.js";
+import type { Api } from "../harness/api.js";
+import { autocannon } from "../harness/autocannon.js";
+import { sleep } from "../harness/util.js";
 import type { ChaosReceiver } from "./receiver.js";
 
 export interface LoadResult {
@@ -31,56 +29,6 @@ export interface LoadResult {
   witness: { sent: number; byStatus: Record<string, number>; samples: string[] };
 }
 
-const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
-
-/**
- * autocannon in a process of its own: the bridge and the receiver live in
- * this one, and a load generator sharing their event loop would slow them down.
- */
-function run(options: {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: string;
-  connections: number;
-  duration: number;
-  timeout: number;
-  overallRate?: number;
-}): Promise<autocannon.Result> {
-  const args = [
-    autocannonBin,
-    "--json",
-    "--no-progress",
-    "-c",
-    String(options.connections),
-    "-d",
-    String(options.duration),
-    "-t",
-    String(options.timeout),
-    "-m",
-    options.method,
-    "-b",
-    options.body,
-  ];
-  for (const [k, v] of Object.entries(options.headers)) args.push("-H", `${k}=${v}`);
-  if (options.overallRate !== undefined) args.push("-R", String(options.overallRate));
-  args.push(options.url);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c));
-    child.stderr.on("data", (c: Buffer) => (err += c));
-    child.once("exit", (code) => {
-      try {
-        resolve(JSON.parse(out) as autocannon.Result);
-      } catch {
-        reject(new Error(`autocannon exited ${code}: ${err.slice(-500)}`));
-      }
-    });
-  });
-}
-
 /** `connections` keep-alive connections enqueueing as fast as they can for `durationSec`. */
 export async function loadProducer(api: Api, token: string, connections: number, durationSec: number): Promise<LoadResult> {
   const topic = "load";
@@ -90,7 +38,7 @@ export async function loadProducer(api: Api, token: string, connections: number,
   let loading = true;
   const watching = Promise.all(
     Array.from({ length: 20 }, async () => {
-      await new Promise((res) => setTimeout(res, 2_000));
+      await sleep(2_000);
       while (loading) {
         witness.sent++;
         const a = await api
@@ -98,11 +46,11 @@ export async function loadProducer(api: Api, token: string, connections: number,
           .catch((err: Error) => ({ status: 0, contentType: "", body: err.message }));
         witness.byStatus[a.status] = (witness.byStatus[a.status] ?? 0) + 1;
         if (a.status !== 201 && witness.samples.length < 5) witness.samples.push(`${a.status} ${a.contentType}: ${JSON.stringify(a.body).slice(0, 240)}`);
-        await new Promise((res) => setTimeout(res, 250));
+        await sleep(250);
       }
     }),
   );
-  const r = await run({
+  const r = await autocannon({
     url: `${api.url}/v1/jobs`,
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -194,7 +142,7 @@ export async function maxSustainedRate(
     const sends: Array<Promise<void>> = [];
     for (let sec = 0; sec < stepSec; sec++) {
       const at = since + sec * 1_000;
-      await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      await sleep(Math.max(0, at - Date.now()));
       for (let i = 0; i < rate; i += 1_000) {
         const jobs = Array.from({ length: Math.min(1_000, rate - i) }, (_, j) => ({ topic, payload: { sec, j } }));
         sends.push(
@@ -208,7 +156,7 @@ export async function maxSustainedRate(
         );
       }
       // Just before the next batch: what is left of this second's.
-      await new Promise((r) => setTimeout(r, Math.max(0, at + 900 - Date.now())));
+      await sleep(Math.max(0, at + 900 - Date.now()));
       backlog.push((await api.topic(topic)).ready);
     }
     await Promise.all(sends);
@@ -219,7 +167,7 @@ export async function maxSustainedRate(
     for (let i = 0; i < 3_000; i++) {
       const t = await api.topic(topic);
       if (t.ready + t.inflight === 0) break;
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
     // Kept up: the backlog did not trend up, and what was left at the end went within a few seconds.
     const keptUp = s < rate * 0.05 && Date.now() - drainStart < 5_000 && failed === 0;

@@ -1,72 +1,5 @@
-/** The API as the chaos runs see it: raw answers, every status counted. */
-export interface Answer {
-  status: number;
-  contentType: string;
-  body: any;
-  /** The Retry-After header in milliseconds (seconds form only), or null. */
-  retryAfterMs: number | null;
-}
-
-export class Api {
-  constructor(
-    readonly url: string,
-    private readonly token: string,
-  ) {}
-
-  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const send = () =>
-      fetch(this.url + path, {
-        method,
-        headers: { authorization: `Bearer ${this.token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(60_000),
-      });
-    let res: Response;
-    // Reads and settings are safe to repeat when a busy machine lets one time out; other writes are the caller's to retry.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        res = await send();
-        break;
-      } catch (err) {
-        if ((method !== "GET" && method !== "PUT") || attempt >= 3) throw err;
-      }
-    }
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      /* not JSON: kept as text */
-    }
-    const retryAfter = Number(res.headers.get("retry-after") ?? Number.NaN);
-    return {
-      status: res.status,
-      contentType: res.headers.get("content-type") ?? "",
-      body: parsed,
-      retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1_000 : null,
-    };
-  }
-
-  async ok(method: string, path: string, body?: unknown): Promise<any> {
-    const r = await this.request(method, path, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-    return r.body;
-  }
-
-  topic(name: string): Promise<{
-    scheduled: number;
-    ready: number;
-    inflight: number;
-    dead: number;
-    counters: { dispatched: number; succeeded: number; retried: number; dead: number };
-  }> {
-    return this.ok("GET", `/v1/topics/${name}`);
-  }
-
-  configureTopic(name: string, patch: Record<string, unknown>): Promise<unknown> {
-    return this.ok("PUT", `/v1/topics/${name}`, patch);
-  }
-}
+import type { Answer, Api } from "../harness/api.js";
+import { sleep } from "../harness/util.js";
 
 /** Every answer producers got, for the report: what came back, and when. */
 export class Answers {
@@ -160,7 +93,7 @@ export async function enqueueUntilAcked(api: Api, job: Record<string, unknown>, 
       answers.record(sentAt, "network");
       failedBefore = true;
       answers.retries++;
-      await new Promise((res) => setTimeout(res, retryDelayMs(attempt, null)));
+      await sleep(retryDelayMs(attempt, null));
       continue;
     }
     const counted = answers.record(sentAt, r.status, r.contentType, r.body);
@@ -172,7 +105,7 @@ export async function enqueueUntilAcked(api: Api, job: Record<string, unknown>, 
     if (counted !== 503 && counted !== "network") return null;
     failedBefore = true;
     answers.retries++;
-    await new Promise((res) => setTimeout(res, retryDelayMs(attempt, r)));
+    await sleep(retryDelayMs(attempt, r));
   }
   return null;
 }
@@ -195,7 +128,7 @@ export async function produce(
   for (let i = 0; i < total; i++) {
     const at = start + (i * 1000) / options.ratePerSec;
     const wait = at - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0) await sleep(wait);
     pending.push(
       enqueueUntilAcked(api, options.job(i), `${options.keyPrefix}-${i}`, options.answers, giveUpAt).then((a) => {
         if (a) acked.set(a.id, a);
@@ -205,20 +138,4 @@ export async function produce(
   }
   await Promise.all(pending);
   return { acked, unacked };
-}
-
-/** Runs `work` over `items`, `concurrency` at a time. */
-export async function pool<T, R>(items: T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= items.length) return;
-        out[i] = await work(items[i]!);
-      }
-    }),
-  );
-  return out;
 }

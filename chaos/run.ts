@@ -14,15 +14,13 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { abuseSuite, wireAbuse, type WireAttack } from "./abuse-wire.js";
 import { loadProducer, maxSustainedRate, type LoadResult, type RateStep } from "./load.js";
-import { Api } from "./producer.js";
+import { Api } from "../harness/api.js";
 import { ChaosReceiver } from "./receiver.js";
 import { failureRates, killRedis, killWorkerd, overlappingTicks, stopBridge, timeEdges, type Ctx, type ScenarioResult } from "./scenarios.js";
+import { CHAOS_SETTINGS } from "./settings.js";
 import { ChaosStack } from "./stack.js";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
-
-/** The Worker's settings for every run (the rest are wrangler.toml's). */
-export const CHAOS_SETTINGS = { TICK_POLL_MS: "250", TICK_SUBREQUEST_BUDGET: "5000", TICK_FANOUT: process.env.TICK_FANOUT ?? "4" };
 
 const SCENARIOS: Record<string, (ctx: Ctx) => Promise<ScenarioResult>> = {
   "failure-rates": failureRates,

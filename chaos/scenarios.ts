@@ -5,7 +5,9 @@
  * again after the fault, dead, or still scheduled — and lost, which must be 0.
  */
 import { account, waitSettled, type Accounting } from "./accounting.js";
-import { Answers, enqueueUntilAcked, produce, type Acked, type Api } from "./producer.js";
+import type { Api } from "../harness/api.js";
+import { sleep } from "../harness/util.js";
+import { Answers, enqueueUntilAcked, produce, type Acked } from "./producer.js";
 import { failsAttempt, type ChaosReceiver } from "./receiver.js";
 import type { ChaosStack } from "./stack.js";
 
@@ -27,8 +29,6 @@ export interface ScenarioResult {
   fault: Record<string, unknown>;
   durationMs: number;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Retry policy of the scenario topics (not the failure-rate ones, whose

@@ -16,6 +16,7 @@ import { freePort } from "../dev/ports.js";
 import { descendantsOf, isAlive } from "../dev/process-tree.js";
 import { startRedis, type RunningRedis } from "../dev/redis-launcher.js";
 import { startWorkerProcess, waitForHealthy, type WorkerProcess } from "../dev/worker-process.js";
+import { sleep } from "../harness/util.js";
 import { startDirectWorker, type DirectWorker } from "./direct-worker.js";
 
 export interface ChaosStackOptions {
@@ -54,7 +55,7 @@ export class ChaosStack {
       await stack.startWorker();
       // Kept from wrangler dev, which could reload once just after starting (it noticed the files the build had just
       // written). The host reloads only when a rebuilt bundle differs, so this wait is likely no longer needed.
-      await new Promise((r) => setTimeout(r, 5_000));
+      await sleep(5_000);
       await waitForHealthy(stack.url, 60_000, stack.worker?.child);
       return stack;
     } catch (err) {
@@ -155,7 +156,7 @@ export class ChaosStack {
     const deadline = Date.now() + ms;
     let n = this.workerdOpenFds();
     while (n > limit && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 1_000));
+      await sleep(1_000);
       n = this.workerdOpenFds();
     }
     return n;

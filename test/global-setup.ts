@@ -11,18 +11,18 @@ import { tsImport } from "tsx/esm/api";
  * workerd, and ioredis cannot be evaluated that way.
  */
 export default async function setup(project: TestProject) {
-  const { startTestStack } = (await tsImport("./stack.ts", import.meta.url)) as typeof import("./stack.js");
+  const { startRedisBridge } = (await tsImport("../harness/redis-bridge.ts", import.meta.url)) as typeof import("../harness/redis-bridge.js");
   const { startReceiver } = (await tsImport("./receiver.ts", import.meta.url)) as typeof import("./receiver.js");
   const receiver = await startReceiver();
-  const stack = await startTestStack();
+  const stack = await startRedisBridge();
   // A second Redis that only the cost test uses, so its command counts are exact.
-  const meter = await startTestStack();
+  const meter = await startRedisBridge();
   // And one for the fuzz test, which checks that rejected requests write no key at all.
-  const fuzz = await startTestStack();
+  const fuzz = await startRedisBridge();
   // And one for the abuse test, which checks that refused requests change no byte of Redis.
-  const abuse = await startTestStack();
+  const abuse = await startRedisBridge();
   // And one for the bulk-operation test, whose SLOWLOG holds only its own calls.
-  const slow = await startTestStack();
+  const slow = await startRedisBridge();
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);

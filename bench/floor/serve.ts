@@ -6,14 +6,13 @@
  * bridge and Redis; autocannon in a process of its own; and workerd's CPU
  * time per request from /proc.
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { startDirectWorker } from "../../chaos/direct-worker.js";
 import { freePort } from "../../dev/ports.js";
 import { descendantsOf } from "../../dev/process-tree.js";
 import { waitForHealthy } from "../../dev/worker-process.js";
+import { autocannon } from "../../harness/autocannon.js";
 import { BENCH_TOKEN } from "../lib/delayline.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -61,36 +60,20 @@ export interface LoadOutcome {
   p99Ms: number;
 }
 
-const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
-
 /**
  * `connections` keep-alive connections POSTing `body` to `url` for `seconds`,
  * from a process of its own (the bridge lives in this one, and a load
  * generator sharing its event loop would slow it down).
  */
-export function load(url: string, body: string, connections: number, seconds: number): Promise<LoadOutcome> {
-  const args = [autocannonBin, "--json", "--no-progress", "-c", String(connections), "-d", String(seconds), "-t", "30", "-m", "POST", "-b", body];
-  for (const h of [`authorization=Bearer ${BENCH_TOKEN}`, "content-type=application/json"]) args.push("-H", h);
-  args.push(url);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c));
-    child.stderr.on("data", (c: Buffer) => (err += c));
-    child.once("exit", (code) => {
-      try {
-        const r = JSON.parse(out) as {
-          "2xx": number;
-          non2xx: number;
-          errors: number;
-          duration: number;
-          latency: { p50: number; p99: number };
-        };
-        resolve({ perSec: r["2xx"] / r.duration, ok: r["2xx"], non2xx: r.non2xx, errors: r.errors, p50Ms: r.latency.p50, p99Ms: r.latency.p99 });
-      } catch {
-        reject(new Error(`autocannon exited ${code}: ${err.slice(-500)}`));
-      }
-    });
+export async function load(url: string, body: string, connections: number, seconds: number): Promise<LoadOutcome> {
+  const r = await autocannon({
+    url,
+    method: "POST",
+    headers: { authorization: `Bearer ${BENCH_TOKEN}`, "content-type": "application/json" },
+    body,
+    connections,
+    duration: seconds,
+    timeout: 30,
   });
+  return { perSec: r["2xx"] / r.duration, ok: r["2xx"], non2xx: r.non2xx, errors: r.errors, p50Ms: r.latency.p50, p99Ms: r.latency.p99 };
 }

@@ -5,25 +5,18 @@
  * and bridge; and the Queue in Node against the same bridge, for numbers
  * that need no Worker.
  */
-import { spawn } from "node:child_process";
 import type { Redis } from "@upstash/redis/cloudflare";
 import type IORedis from "ioredis";
-import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { freePort } from "../../dev/ports.js";
-import { Delayline } from "../../src/client/index.js";
+import { startNpmStart, type StackRedis } from "../../harness/npm-start.js";
+import type { Delayline } from "../../src/client/index.js";
 import { Queue } from "../../src/queue/queue.js";
 import { createRedis } from "../../src/queue/redis.js";
-import { sleep } from "./infra.js";
 
-const root = join(import.meta.dirname, "../..");
 export const BENCH_TOKEN = "bench-token-0123456789";
 /** The prefix the bench Worker uses (bench/worker/wrangler.toml). */
 export const PREFIX = "dl:{main}";
 
-/** Where the stack's Redis is: the bench's bridge (Upstash protocol), or a Redis the stack bridges itself. */
-export type StackRedis = { restUrl: string; restToken: string } | { redisUrl: string };
+export type { StackRedis } from "../../harness/npm-start.js";
 
 export interface Stack {
   url: string;
@@ -34,8 +27,8 @@ export interface Stack {
 }
 
 /**
- * Starts `npm start`'s stack with the bench Worker and `settings` (any of the
- * Worker's settings, e.g. TICK_POLL_MS) and resolves once it is ready.
+ * Starts `npm start`'s stack (harness/npm-start.ts) with the bench Worker and `settings` (any of the Worker's
+ * settings, e.g. TICK_POLL_MS) and resolves once it is ready.
  */
 export async function startStack(
   redis: StackRedis,
@@ -44,62 +37,30 @@ export async function startStack(
   /** Appends everything the stack prints here (for looking into a failed run). */
   logFile?: string,
 ): Promise<Stack> {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "delayline-bench-"));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...settings,
-    PORT: String(port),
-    DELAYLINE_DATA_DIR: dataDir,
-    DELAYLINE_TOKEN: BENCH_TOKEN,
-    WRANGLER_CONFIG: "bench/worker/wrangler.toml",
-  };
-  if ("restUrl" in redis) {
-    env.UPSTASH_REDIS_REST_URL = redis.restUrl;
-    env.UPSTASH_REDIS_REST_TOKEN = redis.restToken;
-  } else {
-    env.REDIS_URL = redis.redisUrl;
-    delete env.UPSTASH_REDIS_REST_URL;
-    delete env.UPSTASH_REDIS_REST_TOKEN;
-  }
-  const child = spawn(process.execPath, ["--import", "tsx", "dev/start.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  let ready = false;
-  const onData = (c: Buffer) => {
-    const text = c.toString();
-    output = (output + text).slice(-20_000);
-    if (logFile) appendFileSync(logFile, text.replace(/^(?=.)/gm, `${Date.now()} `));
-    if (text.includes("[delayline] ready")) ready = true;
-    for (const line of text.split("\n")) if (/\[delayline\]|error/i.test(line)) log(line.trim());
-  };
-  child.stdout!.on("data", onData);
-  child.stderr!.on("data", onData);
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      await Promise.race([exited, sleep(15_000)]);
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 90_000;
-  while (!ready) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`the delayline stack did not become ready:\n${output}`);
-    }
-    await sleep(100);
-  }
-  const url = `http://127.0.0.1:${port}`;
+  const stack = await startNpmStart({
+    name: "bench",
+    settings,
+    workerConfig: "bench/worker/wrangler.toml",
+    redis,
+    token: BENCH_TOKEN,
+    via: "node",
+    ...(logFile ? { logFile } : {}),
+    onLine: (line) => {
+      if (/\[delayline\]|error/i.test(line)) log(line.trim());
+    },
+    keepOutputChars: 20_000,
+    stopWaitMs: 15_000,
+  });
   return {
-    url,
-    client: new Delayline({ baseUrl: url, token: BENCH_TOKEN }),
+    url: stack.url,
+    client: stack.client,
+    // Read once, never retried: the handlers forget what they answer with.
     async samples() {
-      const res = await fetch(`${url}/__bench/samples`, { headers: { authorization: `Bearer ${BENCH_TOKEN}` } });
+      const res = await fetch(`${stack.url}/__bench/samples`, { headers: { authorization: `Bearer ${BENCH_TOKEN}` } });
       if (!res.ok) throw new Error(`/__bench/samples: ${res.status}`);
       return (await res.json()) as { handled: number; lastAt: number; samples: Array<[string, number, number]> };
     },
-    stop,
+    stop: stack.stop,
   };
 }
 

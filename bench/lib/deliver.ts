@@ -3,7 +3,7 @@
  * Workers here run in workerd through miniflare's API (chaos/direct-worker.ts,
  * no `wrangler dev` proxy), against the bench's bridge and redis-server, and
  * deliver to a loopback receiver in a process of its own
- * (deliver-receiver.ts). The tick's cron is played by calling the Worker's
+ * (harness/receiver-process.ts). The tick's cron is played by calling the Worker's
  * scheduled handler at start and at every minute boundary, as Cloudflare's
  * cron overlaps its invocations.
  *
@@ -27,8 +27,10 @@ import type { Queue } from "../../src/queue/queue.js";
 import { summarize } from "../stats.js";
 import { bull } from "./bull.js";
 import { BENCH_TOKEN, directQueue } from "./delayline.js";
-import { startDeliveryReceiver, type DeliveryReceiver, type RunArrivals } from "./deliver-receiver.js";
-import { payload, pool, sleep, until, type Infra } from "./infra.js";
+import { startReceiverProcess, type ReceiverProcess } from "../../harness/receiver-process.js";
+import type { RunArrivals } from "../../harness/receiver.js";
+import { pool, sleep, until } from "../../harness/util.js";
+import { payload, type Infra } from "./infra.js";
 
 /** Deliveries in flight at once, for every system. */
 export const DELIVERY_CONCURRENCY = 50;
@@ -148,7 +150,7 @@ export function startCron(worker: DirectWorker, log: (line: string) => void): { 
 
 /** The Workers, the receiver and the queue the delivery runs share. */
 export interface DeliveryRig {
-  receiver: DeliveryReceiver;
+  receiver: ReceiverProcess;
   infra: Infra;
   /**
    * Starts the floor Worker and the tick's Worker (throughput settings), stopping the sustained one.
@@ -195,7 +197,7 @@ export async function startDeliveryRig(
 ): Promise<DeliveryRig> {
   const dir = bundles.dir;
   await bundles.ready;
-  const receiver = await startDeliveryReceiver();
+  const receiver = await startReceiverProcess();
   const direct = new IORedis(infra.redis.url, { maxRetriesPerRequest: null });
   const vars = (prefix: string, settings: Record<string, string>) => ({
     ...settings,
@@ -259,7 +261,7 @@ export async function startDeliveryRig(
 let runCounter = 0;
 
 /** Waits until the receiver has `n` deliveries of `label` (or `timeoutMs` passes) and returns them. */
-async function collect(receiver: DeliveryReceiver, label: string, n: number, timeoutMs: number, what: string): Promise<RunArrivals> {
+async function collect(receiver: ReceiverProcess, label: string, n: number, timeoutMs: number, what: string): Promise<RunArrivals> {
   await until(async () => (await receiver.count(label)) >= n, timeoutMs, what, 100);
   // Stragglers (duplicates) get a moment to arrive.
   await sleep(200);

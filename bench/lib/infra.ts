@@ -4,8 +4,9 @@
  * sends itself, so Redis' CPU time can be split from the commands scripts run.
  */
 import IORedis from "ioredis";
-import { startBridge, type RunningBridge } from "../../dev/bridge/server.js";
-import { startRedis, type RunningRedis } from "../../dev/redis-launcher.js";
+import type { RunningBridge } from "../../dev/bridge/server.js";
+import type { RunningRedis } from "../../dev/redis-launcher.js";
+import { startRedisBridge } from "../../harness/redis-bridge.js";
 
 // Commands the clients in this process write on the wire (not those scripts
 // run inside Redis), by lower-case name. The metering connection is left out.
@@ -76,13 +77,12 @@ async function cpuUsec(meter: IORedis): Promise<number> {
  * AOF rewrite, whose fork would land in whichever run happened to grow the file.
  */
 export async function startInfra(): Promise<Infra> {
-  const redis = await startRedis({ appendfsync: "everysec" });
+  let bridgeRequests = 0;
+  const counted = { redis: { appendfsync: "everysec" as const }, log: () => void bridgeRequests++, tokenPrefix: "bench" };
+  const { redis, bridge, token: bridgeToken } = await startRedisBridge(counted);
   const meter = new IORedis(redis.url, { maxRetriesPerRequest: null });
   (meter as unknown as Countable)[METER] = true;
   await meter.config("SET", "auto-aof-rewrite-percentage", "0");
-  const bridgeToken = `bench-${crypto.randomUUID()}`;
-  let bridgeRequests = 0;
-  const bridge = await startBridge({ redisUrl: redis.url, token: bridgeToken, log: () => void bridgeRequests++ });
   let cpuAtReset = 0;
 
   const infra: Infra = {
@@ -142,25 +142,4 @@ export async function startInfra(): Promise<Infra> {
 export function payload(i: number): { i: number; pad: string } {
   const base = JSON.stringify({ i, pad: "" }).length;
   return { i, pad: "x".repeat(Math.max(0, 100 - base)) };
-}
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Runs `work(i)` for i in [0, n), at most `concurrency` at a time. */
-export async function pool(n: number, concurrency: number, work: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, concurrency) }, async () => {
-      while (next < n) await work(next++);
-    }),
-  );
-}
-
-/** Waits until `done()` holds, checking every `everyMs`; throws after `timeoutMs`. */
-export async function until(done: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }

@@ -17,7 +17,7 @@
  * with a due time, and dead-letter to a list.
  */
 import type IORedis from "ioredis";
-import { pool, sleep } from "./infra.js";
+import { pool, sleep } from "../../harness/util.js";
 
 /** A job as the peers store it: the member of their sorted set and list. */
 export interface PeerJob {

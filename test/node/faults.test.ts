@@ -6,11 +6,11 @@
  * still scheduled, and never lost.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Api } from "../../chaos/producer.js";
 import { ChaosReceiver } from "../../chaos/receiver.js";
-import { CHAOS_SETTINGS } from "../../chaos/run.js";
+import { CHAOS_SETTINGS } from "../../chaos/settings.js";
 import { killRedis, killWorkerd, stopBridge, type Ctx, type ScenarioResult } from "../../chaos/scenarios.js";
 import { ChaosStack } from "../../chaos/stack.js";
+import { Api } from "../../harness/api.js";
 
 let stack: ChaosStack;
 let receiver: ChaosReceiver;

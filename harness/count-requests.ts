@@ -1,6 +1,6 @@
 /**
  * Preloaded into `npm start`'s Node process (node --import) by
- * bench/lib/npm-start.ts when a benchmark counts the bridge's REST requests:
+ * harness/npm-start.ts (`countRequests`) when a benchmark counts the bridge's REST requests:
  * notes every HTTP request the server listening on BENCH_COUNT_PORT (the
  * bridge) receives, as [epoch ms, path]. On SIGUSR2 it writes what it noted
  * since the previous signal to BENCH_REQUEST_LOG (atomically, by rename)
