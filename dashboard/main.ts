@@ -239,7 +239,7 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
       () =>
         void act(async () => {
           replay.disabled = true;
-          await client!.replay(deadTopic!, { ids: [e.id] });
+          await client!.replayDeadLetters(deadTopic!, { ids: [e.id] });
           await Promise.all([openDead(deadTopic!), refresh()]);
         }),
     );
@@ -349,7 +349,7 @@ byId("dead-replay-all").addEventListener(
   "click",
   () =>
     void act(async () => {
-      await client!.replay(deadTopic!, { all: true });
+      await client!.replayDeadLetters(deadTopic!, { all: true });
       await Promise.all([openDead(deadTopic!), refresh()]);
     }),
 );
@@ -358,7 +358,7 @@ byId("dead-purge").addEventListener(
   () =>
     void act(async () => {
       if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
-      await client!.purgeDead(deadTopic!);
+      await client!.purgeDeadLetters(deadTopic!);
       await Promise.all([openDead(deadTopic!), refresh()]);
     }),
 );

@@ -432,7 +432,7 @@ export class Delayline {
    * batch on the server. `spread` ("10m") spreads the jobs over that long.
    * `notFound` lists the given ids that were not dead letters.
    */
-  async replay(
+  async replayDeadLetters(
     topic: string,
     what: ({ ids: string[] } | { all: true } | { failedFrom?: string | number; failedTo?: string | number; error?: string }) & {
       delay?: Duration;
@@ -455,7 +455,7 @@ export class Delayline {
   }
 
   /** Drops a topic's dead letters — all, or those a filter picks — call after call through the cursor; returns how many. */
-  async purgeDead(topic: string, filter: { failedFrom?: string | number; failedTo?: string | number; error?: string } = {}): Promise<number> {
+  async purgeDeadLetters(topic: string, filter: { failedFrom?: string | number; failedTo?: string | number; error?: string } = {}): Promise<number> {
     let purged = 0;
     let cursor: string | null = null;
     for (;;) {

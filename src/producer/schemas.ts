@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
 import { isConnectionHeader } from "../handlers/headers.js";
+import { backoffSchema } from "../queue/policy/backoff.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
 import {
@@ -344,13 +345,7 @@ export const TopicSettingsBody = z
   })
   .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
 
-const BackoffOut = z
-  .union([
-    z.object({ type: z.literal("fixed"), delay: z.number() }),
-    z.object({ type: z.literal("exponential"), delay: z.number(), factor: z.number(), maxDelay: z.number(), jitter: z.boolean() }),
-    z.object({ type: z.literal("schedule"), delays: z.array(z.number()) }),
-  ])
-  .openapi("BackoffSettings", { description: "Delays in ms" });
+const BackoffOut = backoffSchema.openapi("BackoffSettings", { description: "Delays in ms" });
 
 const Counters = z
   .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })

@@ -58,7 +58,7 @@ export async function deadLetter(ctx: QueueContext, id: string): Promise<DeadEnt
 /** Where replay-dead.lua puts letters back, and how it spreads them. */
 type ReplayOptions = { dueAt?: number; spreadMs?: number };
 
-export async function replayDead(
+export async function replayDeadLetters(
   ctx: QueueContext,
   topic: string,
   options: ReplayOptions & { ids: string[] },
@@ -77,7 +77,7 @@ export async function replayDead(
   return total;
 }
 
-export async function replayDeadStep(
+export async function replayDeadLettersStep(
   ctx: QueueContext,
   topic: string,
   options: DeadFilter & ReplayOptions & { after?: ListPosition } = {},
@@ -88,7 +88,7 @@ export async function replayDeadStep(
   return { replayed: count, next };
 }
 
-export async function purgeDeadStep(
+export async function purgeDeadLettersStep(
   ctx: QueueContext,
   topic: string,
   options: DeadFilter & { after?: ListPosition } = {},
@@ -100,21 +100,21 @@ export async function purgeDeadStep(
   return { purged: count, next };
 }
 
-export async function replayDeadMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {
+export async function replayDeadLettersMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {
   return everyStep(async (after) => {
-    const r = await replayDeadStep(ctx, topic, { ...options, ...(after ? { after } : {}) });
+    const r = await replayDeadLettersStep(ctx, topic, { ...options, ...(after ? { after } : {}) });
     return { count: r.replayed, next: r.next };
   });
 }
 
-export async function purgeDead(ctx: QueueContext, topic: string, filter: DeadFilter = {}): Promise<number> {
+export async function purgeDeadLetters(ctx: QueueContext, topic: string, filter: DeadFilter = {}): Promise<number> {
   return everyStep(async (after) => {
-    const r = await purgeDeadStep(ctx, topic, { ...filter, ...(after ? { after } : {}) });
+    const r = await purgeDeadLettersStep(ctx, topic, { ...filter, ...(after ? { after } : {}) });
     return { count: r.purged, next: r.next };
   });
 }
 
-export async function deleteDead(ctx: QueueContext, topic: string, id: string): Promise<boolean> {
+export async function deleteDeadLetter(ctx: QueueContext, topic: string, id: string): Promise<boolean> {
   await migrateDead(ctx, topic);
   const t = ctx.keys.topic(topic);
   return replies.purgeDead.ids.parse(await ctx.run(lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id])) === 1;

@@ -172,8 +172,8 @@ export class Queue {
    * letters of the topic (each once). Bounded Redis calls of
    * {@link DEAD_BATCH} letters (fewer with large payloads) each.
    */
-  replayDead(topic: string, options: { ids: string[]; dueAt?: number; spreadMs?: number }): Promise<{ replayed: number; notFound: string[] }> {
-    return deadLetters.replayDead(this.ctx, topic, options);
+  replayDeadLetters(topic: string, options: { ids: string[]; dueAt?: number; spreadMs?: number }): Promise<{ replayed: number; notFound: string[] }> {
+    return deadLetters.replayDeadLetters(this.ctx, topic, options);
   }
 
   /**
@@ -183,31 +183,31 @@ export class Queue {
    * At most {@link DEAD_BATCH} letters are looked at per call (fewer with
    * large payloads), so no call holds Redis for long.
    */
-  replayDeadStep(
+  replayDeadLettersStep(
     topic: string,
     options: DeadFilter & { after?: ListPosition; dueAt?: number; spreadMs?: number } = {},
   ): Promise<{ replayed: number; next: ListPosition | null }> {
-    return deadLetters.replayDeadStep(this.ctx, topic, options);
+    return deadLetters.replayDeadLettersStep(this.ctx, topic, options);
   }
 
-  /** One bounded step of dropping a topic's dead letters, as {@link replayDeadStep} walks them. */
-  purgeDeadStep(topic: string, options: DeadFilter & { after?: ListPosition } = {}): Promise<{ purged: number; next: ListPosition | null }> {
-    return deadLetters.purgeDeadStep(this.ctx, topic, options);
+  /** One bounded step of dropping a topic's dead letters, as {@link replayDeadLettersStep} walks them. */
+  purgeDeadLettersStep(topic: string, options: DeadFilter & { after?: ListPosition } = {}): Promise<{ purged: number; next: ListPosition | null }> {
+    return deadLetters.purgeDeadLettersStep(this.ctx, topic, options);
   }
 
   /** Replays every dead letter a filter picks (all without one), step after bounded step; returns how many. */
-  replayDeadMatching(topic: string, options: DeadFilter & { dueAt?: number; spreadMs?: number } = {}): Promise<number> {
-    return deadLetters.replayDeadMatching(this.ctx, topic, options);
+  replayDeadLettersMatching(topic: string, options: DeadFilter & { dueAt?: number; spreadMs?: number } = {}): Promise<number> {
+    return deadLetters.replayDeadLettersMatching(this.ctx, topic, options);
   }
 
   /** Drops every dead letter a filter picks (all without one), step after bounded step; returns how many. */
-  purgeDead(topic: string, filter: DeadFilter = {}): Promise<number> {
-    return deadLetters.purgeDead(this.ctx, topic, filter);
+  purgeDeadLetters(topic: string, filter: DeadFilter = {}): Promise<number> {
+    return deadLetters.purgeDeadLetters(this.ctx, topic, filter);
   }
 
   /** Drops one dead letter; false when the topic holds none for that id. */
-  deleteDead(topic: string, id: string): Promise<boolean> {
-    return deadLetters.deleteDead(this.ctx, topic, id);
+  deleteDeadLetter(topic: string, id: string): Promise<boolean> {
+    return deadLetters.deleteDeadLetter(this.ctx, topic, id);
   }
 
   /** Changes a topic's settings (null clears a field back to its default) and registers it. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Backoff } from "./policy/backoff.js";
+import { backoffSchema, type Backoff } from "./policy/backoff.js";
 
 /** Where the built-in http handler delivers a job. */
 export interface Target {
@@ -29,12 +29,6 @@ export interface JobRecord {
 }
 
 export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
-
-const backoffSchema = z.union([
-  z.object({ type: z.literal("fixed"), delay: z.number() }),
-  z.object({ type: z.literal("exponential"), delay: z.number(), factor: z.number(), maxDelay: z.number(), jitter: z.boolean() }),
-  z.object({ type: z.literal("schedule"), delays: z.array(z.number()).min(1) }),
-]);
 
 // Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({

@@ -1,6 +1,6 @@
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
-import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext } from "../handlers/registry.js";
+import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
 import { forbiddenTarget } from "../handlers/ssrf.js";
 import { decideAfterFailure } from "../queue/policy/backoff.js";
 import type { ClaimedJob, Outcome } from "../queue/queue.js";
@@ -138,73 +138,54 @@ export function handlerSlots(topic: string, settings: TopicSettings): number {
  */
 export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): Promise<Outcome[]> {
   if (jobs.length === 0) return [];
+  const topic = jobs[0]!.topic;
+  const registered = handlerFor(topic);
+  const chunk: ChunkRun = {
+    ctx,
+    slots: ctx.topicSlots ?? new Semaphore(handlerSlots(topic, ctx.settings)),
+    // One timer for the chunk's timeouts and body waits: two timers per job were some 6 % of a delivery's CPU.
+    deadlines: new Deadlines(),
+  };
+  if (registered?.kind === "batch") return dispatchBatches(jobs, registered, chunk);
+  return dispatchEach(jobs, registered?.fn, chunk);
+}
+
+/** What a chunk's handlers share while it is dispatched. */
+interface ChunkRun {
+  ctx: DispatchContext;
+  /** The topic's handler slots (inside the tick's overall ones). */
+  slots: Semaphore;
+  deadlines: Deadlines;
+}
+
+const timeoutOf = (job: ClaimedJob, ctx: DispatchContext) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
+
+/** Resolves when `job` is due (a job claimed ahead waits for its time, holding no slot). */
+async function whenDue(job: ClaimedJob, ctx: DispatchContext): Promise<void> {
+  if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
+}
+
+/** One handler call per job: the code handler's, else the http handler's delivery. */
+function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined, chunk: ChunkRun): Promise<Outcome[]> {
+  const { ctx, deadlines } = chunk;
+  // The topic's delivery settings, the same for each of the chunk's jobs: made once, by the first.
+  let delivery: HttpDelivery | undefined;
   const told = (o: Outcome) => {
     ctx.onOutcome?.(o);
     return o;
   };
-  const topic = jobs[0]!.topic;
-  const registered = handlerFor(topic);
-  const local = ctx.topicSlots ?? new Semaphore(handlerSlots(topic, ctx.settings));
-  const timeoutOf = (job: ClaimedJob) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
-  const whenDue = async (job: ClaimedJob) => {
-    if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
-  };
-  // One timer for the chunk's timeouts and body waits: two timers per job were some 6 % of a delivery's CPU.
-  const deadlines = new Deadlines();
-  // The topic's delivery settings, the same for each of the chunk's jobs: made once, by the first.
-  let delivery: HttpDelivery | undefined;
-
-  if (registered?.kind === "batch") {
-    const outcomes: Outcome[] = [];
-    const groups: ClaimedJob[][] = [];
-    for (let i = 0; i < jobs.length; i += registered.options.batchSize) groups.push(jobs.slice(i, i + registered.options.batchSize));
-    await Promise.all(
-      groups.map(async (group) => {
-        // A batch starts when its last job is due (claims for batch handlers take only due jobs).
-        await whenDue(group.reduce((a, b) => (b.dueAt > a.dueAt ? b : a)));
-        return local.run(() =>
-          ctx.overall.run(async () => {
-            let results: Array<BatchResult | Error>;
-            ctx.onStart?.(group.length);
-            const startedAt = ctx.now();
-            try {
-              const timeout = Math.max(...group.map(timeoutOf));
-              results = await withTimeout(deadlines, timeout, async ({ signal }) => {
-                const r = await registered.fn(group.map((j) => contextOf(j, signal, ctx.fetch)));
-                if (!Array.isArray(r) || r.length !== group.length) {
-                  throw new RetryableError(`batch handler returned ${Array.isArray(r) ? r.length : typeof r} results for ${group.length} jobs`);
-                }
-                return r;
-              });
-            } catch (err) {
-              results = group.map(() => asError(err));
-            }
-            const run = { startedAt, endedAt: ctx.now() };
-            for (const [i, job] of group.entries()) {
-              const o = outcomeOf(job, results[i], ctx, run);
-              outcomes.push(o);
-              ctx.onOutcome?.(o);
-            }
-          }),
-        );
-      }),
-    );
-    return outcomes;
-  }
-
   return Promise.all(
     jobs.map(async (job) => {
-      // Not before it is due: a job claimed ahead takes a slot only at its time.
-      await whenDue(job);
-      return local.run(() =>
+      await whenDue(job, ctx);
+      return chunk.slots.run(() =>
         ctx.overall.run(async () => {
           ctx.onStart?.(1);
           const startedAt = ctx.now();
           try {
-            const httpStatus = await withTimeout(deadlines, timeoutOf(job), async (controller) => {
+            const httpStatus = await withTimeout(deadlines, timeoutOf(job, ctx), async (controller) => {
               const context = contextOf(job, controller.signal, ctx.fetch);
-              if (registered) {
-                await registered.fn(context);
+              if (handler) {
+                await handler(context);
                 return undefined;
               }
               delivery ??= httpDelivery(ctx, deadlines);
@@ -218,4 +199,47 @@ export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): P
       );
     }),
   );
+}
+
+/** A batch handler's calls: the chunk in groups of its batchSize, one call and one timeout (the group's longest) per group. */
+async function dispatchBatches(jobs: ClaimedJob[], registered: Extract<Registered, { kind: "batch" }>, chunk: ChunkRun): Promise<Outcome[]> {
+  const { ctx, deadlines } = chunk;
+  const outcomes: Outcome[] = [];
+  const groups: ClaimedJob[][] = [];
+  for (let i = 0; i < jobs.length; i += registered.options.batchSize) groups.push(jobs.slice(i, i + registered.options.batchSize));
+  await Promise.all(
+    groups.map(async (group) => {
+      // A batch starts when its last job is due (claims for batch handlers take only due jobs).
+      await whenDue(
+        group.reduce((a, b) => (b.dueAt > a.dueAt ? b : a)),
+        ctx,
+      );
+      return chunk.slots.run(() =>
+        ctx.overall.run(async () => {
+          let results: Array<BatchResult | Error>;
+          ctx.onStart?.(group.length);
+          const startedAt = ctx.now();
+          try {
+            const timeout = Math.max(...group.map((j) => timeoutOf(j, ctx)));
+            results = await withTimeout(deadlines, timeout, async ({ signal }) => {
+              const r = await registered.fn(group.map((j) => contextOf(j, signal, ctx.fetch)));
+              if (!Array.isArray(r) || r.length !== group.length) {
+                throw new RetryableError(`batch handler returned ${Array.isArray(r) ? r.length : typeof r} results for ${group.length} jobs`);
+              }
+              return r;
+            });
+          } catch (err) {
+            results = group.map(() => asError(err));
+          }
+          const run = { startedAt, endedAt: ctx.now() };
+          for (const [i, job] of group.entries()) {
+            const o = outcomeOf(job, results[i], ctx, run);
+            outcomes.push(o);
+            ctx.onOutcome?.(o);
+          }
+        }),
+      );
+    }),
+  );
+  return outcomes;
 }

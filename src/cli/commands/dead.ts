@@ -83,7 +83,7 @@ export function deadCommands(program: Command, io: Io): void {
       if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
       const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
       const timing = { ...(o.delay !== undefined ? { delay: o.delay } : {}), ...(o.spread !== undefined ? { spread: o.spread } : {}) };
-      const r = await ctx.client().replay(topic, { ...what, ...timing });
+      const r = await ctx.client().replayDeadLetters(topic, { ...what, ...timing });
       ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
     }),
   );
@@ -99,7 +99,7 @@ export function deadCommands(program: Command, io: Io): void {
       const filter = filterOf(o);
       // Dropping every letter is never the default: it has to be asked for.
       if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
-      const purged = await ctx.client().purgeDead(topic, filter ?? {});
+      const purged = await ctx.client().purgeDeadLetters(topic, filter ?? {});
       ctx.print({ purged }, (r) => `purged ${r.purged}`);
     }),
   );

@@ -70,12 +70,12 @@ export const dead = router()
       const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
       let result: { replayed: number; notFound: string[]; cursor: string | null };
       if (body.ids) {
-        const r = await queue.replayDead(topic, { ids: body.ids, ...timing });
+        const r = await queue.replayDeadLetters(topic, { ids: body.ids, ...timing });
         result = { ...r, cursor: null };
       } else {
         const after = positionOf(body.cursor, topic, "body");
         const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
-        const r = await queue.replayDeadStep(topic, { ...filter, ...timing });
+        const r = await queue.replayDeadLettersStep(topic, { ...filter, ...timing });
         result = { replayed: r.replayed, notFound: [], cursor: r.next ? encodeCursor("dead", r.next) : null };
       }
       if (result.replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
@@ -103,7 +103,7 @@ export const dead = router()
       if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo)
         throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
       const after = positionOf(cursor, topic, "query");
-      const r = await c.get("queue").purgeDeadStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
+      const r = await c.get("queue").purgeDeadLettersStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
       return c.json({ purged: r.purged, cursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
     },
   )
@@ -122,7 +122,8 @@ export const dead = router()
     async (c) => {
       const { topic, id } = c.req.valid("param");
       // An id that is not one of this topic's jobs cannot be among its letters.
-      if (topicOfJobId(id) !== topic || !(await c.get("queue").deleteDead(topic, id))) throw new ApiProblem(404, `topic ${topic} holds no dead letter ${id}`);
+      if (topicOfJobId(id) !== topic || !(await c.get("queue").deleteDeadLetter(topic, id)))
+        throw new ApiProblem(404, `topic ${topic} holds no dead letter ${id}`);
       return c.json({ id, deleted: true as const }, 200);
     },
   );

@@ -6,6 +6,7 @@ import {
   MAX_BACKOFF_SCHEDULE_DELAYS,
   MAX_RETRY_AFTER_MS,
 } from "../../limits.js";
+import { z } from "zod";
 import { parseDuration, type Duration } from "./duration.js";
 
 export { MAX_RETRY_AFTER_MS };
@@ -16,11 +17,15 @@ export type BackoffInput =
   | { type: "exponential"; delay?: Duration; factor?: number; maxDelay?: Duration; jitter?: boolean }
   | { type: "schedule"; delays: Duration[] };
 
+/** Retry policy as stored, and as the API shows it: every delay in ms. Records are read through it. */
+export const backoffSchema = z.union([
+  z.object({ type: z.literal("fixed"), delay: z.number() }),
+  z.object({ type: z.literal("exponential"), delay: z.number(), factor: z.number(), maxDelay: z.number(), jitter: z.boolean() }),
+  z.object({ type: z.literal("schedule"), delays: z.array(z.number()).min(1) }),
+]);
+
 /** Retry policy as stored: every delay in ms. */
-export type Backoff =
-  | { type: "fixed"; delay: number }
-  | { type: "exponential"; delay: number; factor: number; maxDelay: number; jitter: boolean }
-  | { type: "schedule"; delays: number[] };
+export type Backoff = z.output<typeof backoffSchema>;
 
 /** Exponential from 1 s, doubling, capped at 1 h, with full jitter. */
 export const DEFAULT_BACKOFF: Extract<Backoff, { type: "exponential" }> = {

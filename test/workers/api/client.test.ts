@@ -87,10 +87,10 @@ describe("Delayline client", () => {
     expect(await dl.nack(w2!.id, 1, { error: "boom" })).toBe("dead");
     const dead = await dl.deadLetters("work", { limit: 10 });
     expect(dead.entries.map((e) => e.id)).toEqual([w2!.id]);
-    expect(await dl.replay("work", { ids: [w2!.id] })).toEqual({ replayed: 1, notFound: [] });
+    expect(await dl.replayDeadLetters("work", { ids: [w2!.id] })).toEqual({ replayed: 1, notFound: [] });
     const again = await dl.claim("work");
     await dl.nack(again[0]!.id, 1, { error: "again", permanent: true });
-    expect(await dl.purgeDead("work")).toBe(1);
+    expect(await dl.purgeDeadLetters("work")).toBe(1);
     expect((await dl.topics()).map((t) => t.topic)).toEqual(["mail", "work"]);
     expect((await dl.topic("work")).counters).toMatchObject({ succeeded: 1, dead: 2 });
     const stats = await dl.stats({ minutes: 5 });

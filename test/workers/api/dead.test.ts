@@ -56,7 +56,7 @@ describe("dead letters over HTTP", () => {
     expect((await call(env, "/v1/topics/work")).body.dead).toBe(0);
   });
 
-  it("the client's replay and purgeDead go through every cursor; deleteDeadLetter", async () => {
+  it("the client's replay and purgeDeadLetters go through every cursor; deleteDeadLetter", async () => {
     const env = isolatedEnv();
     const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
     const ids = await deadLetters(env, 4, (i) => `failure ${i}`);
@@ -66,9 +66,9 @@ describe("dead letters over HTTP", () => {
     expect(page.entries.map((e) => e.id)).toEqual([ids[3], ids[2]]);
     expect(page.entries[0]!.history).toEqual([expect.objectContaining({ attempt: 1, outcome: "dead", error: "failure 3" })]);
     expect((await dl.deadLetters("work", { cursor: page.nextCursor! })).entries.map((e) => e.id)).toEqual([ids[1]]);
-    expect(await dl.replay("work", { failedFrom: Date.now() - 60_000, error: "failure 1" })).toEqual({ replayed: 1, notFound: [] });
-    expect(await dl.purgeDead("work", { error: "failure" })).toBe(2);
-    expect(await dl.replay("work", { all: true })).toEqual({ replayed: 0, notFound: [] });
+    expect(await dl.replayDeadLetters("work", { failedFrom: Date.now() - 60_000, error: "failure 1" })).toEqual({ replayed: 1, notFound: [] });
+    expect(await dl.purgeDeadLetters("work", { error: "failure" })).toBe(2);
+    expect(await dl.replayDeadLetters("work", { all: true })).toEqual({ replayed: 0, notFound: [] });
   });
 
   it("refuses bad input with 422 before reaching Redis", async () => {

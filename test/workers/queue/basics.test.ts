@@ -272,7 +272,7 @@ describe("dead letters", () => {
     expect(rest.entries.map((e) => e.id)).toEqual([ids[2]]);
     expect(rest.next).toBeNull();
 
-    expect(await queue.replayDead("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({
+    expect(await queue.replayDeadLetters("d", { ids: [ids[3]!, "d.01ARZ3NDEKTSV4RRFFQ69G5FAV"] })).toEqual({
       replayed: 1,
       notFound: ["d.01ARZ3NDEKTSV4RRFFQ69G5FAV"],
     });
@@ -281,7 +281,7 @@ describe("dead letters", () => {
     expect(back.jobs.map((j) => [j.id, j.attempt])).toEqual([[ids[3], 1]]);
 
     clock.now = T0 + 10;
-    expect(await queue.replayDeadMatching("d", { dueAt: T0 + 5_000 })).toBe(2);
+    expect(await queue.replayDeadLettersMatching("d", { dueAt: T0 + 5_000 })).toBe(2);
     expect((await queue.deadLetters("d")).entries).toEqual([]);
     expect(await queue.get(ids[2]!)).toMatchObject({ state: "scheduled", attempts: 0, dueAt: T0 + 5_000 });
     // Equal due times keep the original order (ids sort in enqueue order).
@@ -297,8 +297,8 @@ describe("dead letters", () => {
       "p",
       c.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: "x" })),
     );
-    expect(await queue.purgeDead("p")).toBe(4);
-    expect(await queue.purgeDead("p")).toBe(0);
+    expect(await queue.purgeDeadLetters("p")).toBe(4);
+    expect(await queue.purgeDeadLetters("p")).toBe(0);
     expect((await queue.topicStats("p")).dead).toBe(0);
   });
 });

@@ -143,7 +143,7 @@ describe.sequential("bounded calls", () => {
     let steps = 0;
     let after: ListPosition | undefined;
     for (;;) {
-      const r = await queue.replayDeadStep("d", {
+      const r = await queue.replayDeadLettersStep("d", {
         failedFrom: T0 + 3_000,
         failedTo: T0 + 6_000,
         errorContains: "HTTP 503",
@@ -163,7 +163,7 @@ describe.sequential("bounded calls", () => {
 
     // Purge the rest: 8,000 letters.
     await timeEveryCall();
-    expect(await queue.purgeDead("d")).toBe(8_000);
+    expect(await queue.purgeDeadLetters("d")).toBe(8_000);
     const purgeCalls = await scriptCalls(lua.purgeDead.sha1);
     expect(purgeCalls).toHaveLength(Math.ceil(8_000 / DEAD_BATCH));
     expect(Math.max(...replayCalls, ...purgeCalls)).toBeLessThan(CALL_BOUND_US);

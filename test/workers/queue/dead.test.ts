@@ -39,9 +39,9 @@ describe("dead letters", () => {
     clock.now = T0 + 100;
     await queue.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "p", payload: 100 + i, maxAttempts: 1 })));
     await killAll(queue, "p", () => "later");
-    expect(await queue.deleteDead("p", newestFirst[9]!)).toBe(true);
-    expect(await queue.deleteDead("p", newestFirst[9]!)).toBe(false);
-    expect((await queue.replayDead("p", { ids: [newestFirst[12]!] })).replayed).toBe(1);
+    expect(await queue.deleteDeadLetter("p", newestFirst[9]!)).toBe(true);
+    expect(await queue.deleteDeadLetter("p", newestFirst[9]!)).toBe(false);
+    expect((await queue.replayDeadLetters("p", { ids: [newestFirst[12]!] })).replayed).toBe(1);
     const second = await queue.deadLetters("p", { limit: 10, after: first.next! });
     expect(second.entries.map((e) => e.id)).toEqual([...newestFirst.slice(10, 12), ...newestFirst.slice(13, 21)]);
 
@@ -63,7 +63,7 @@ describe("dead letters", () => {
       finishedAt: T0,
       history: [{ attempt: 1, startedAt: T0, durationMs: 12, outcome: "dead", httpStatus: 500, error: "HTTP 500" }],
     });
-    expect(await queue.deleteDead("r", id)).toBe(true);
+    expect(await queue.deleteDeadLetter("r", id)).toBe(true);
     expect(await queue.get(id)).toBeNull();
   });
 
@@ -84,7 +84,7 @@ describe("dead letters", () => {
       [ids[0], T0 - 1_000, []],
     ]);
     expect(await redis.exists(t.deadLegacy)).toBe(0);
-    expect((await queue.replayDead("old", { ids: [ids[0]!] })).replayed).toBe(1);
+    expect((await queue.replayDeadLetters("old", { ids: [ids[0]!] })).replayed).toBe(1);
     expect(await queue.get(ids[0]!)).toMatchObject({ state: "scheduled", attempts: 0, payload: { n: 0 }, history: [] });
     expect((await queue.topicStats("old")).dead).toBe(2);
   });

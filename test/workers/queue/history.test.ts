@@ -128,7 +128,7 @@ describe("attempt history", () => {
     const dead = await queue.enqueue({ topic: "r", payload: 2, maxAttempts: 1 });
     await queue.claim("r", { max: 1, leaseMs: 60_000 });
     await queue.settle("r", [{ id: dead.id, attempt: 1, kind: "dead", error: "broken", httpStatus: 500 }]);
-    expect((await queue.replayDead("r", { ids: [dead.id] })).replayed).toBe(1);
+    expect((await queue.replayDeadLetters("r", { ids: [dead.id] })).replayed).toBe(1);
     const replayed = await queue.get(dead.id);
     expect(replayed).toMatchObject({ state: "scheduled", attempts: 0 });
     expect(replayed!.history.map((h) => [h.attempt, h.outcome, h.httpStatus])).toEqual([[1, "dead", 500]]);

@@ -176,14 +176,14 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
         const topic = TOPICS[op.topic]!;
         const dead = (await queue.deadLetters(topic, { limit: 1_000 })).entries;
         const n = op.all
-          ? await queue.replayDeadMatching(topic)
-          : (await queue.replayDead(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
+          ? await queue.replayDeadLettersMatching(topic)
+          : (await queue.replayDeadLetters(topic, { ids: dead.length ? [pick(dead, op.pick)!.id] : [] })).replayed;
         counts.replayed += n;
         break;
       }
       case "purge": {
         for (const e of (await queue.deadLetters("b", { limit: 1_000 })).entries) purged.add(e.id);
-        await queue.purgeDead("b");
+        await queue.purgeDeadLetters("b");
         break;
       }
       case "tick":

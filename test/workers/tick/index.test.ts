@@ -81,7 +81,7 @@ describe("work added back", () => {
       expect(got.map((s) => s.payload)).toEqual([payload]);
       expect(got[0]!.at - got[0]!.dueAt).toBeLessThanOrEqual(100);
     };
-    await phase(async () => expect((await d.queue.replayDead(topic, { ids: [dead.id], dueAt: clock.now() + 500 })).replayed).toBe(1), "dead");
+    await phase(async () => expect((await d.queue.replayDeadLetters(topic, { ids: [dead.id], dueAt: clock.now() + 500 })).replayed).toBe(1), "dead");
     await phase(async () => expect(await d.queue.reschedule(later.id, clock.now() + 700)).toBe("rescheduled"), "later");
     // Paused, the tick's claim drops the topic from the index; resuming puts it back.
     await d.queue.configureTopic(topic, { paused: true });

@@ -186,7 +186,7 @@ describe("the loop", () => {
     expect((await d.queue.get(id))!.state).toBe("dead");
     fail = false;
     clock.t += 60_000;
-    expect(await d.queue.replayDead(topic, { ids: [id], dueAt: clock.t })).toEqual({ replayed: 1, notFound: [] });
+    expect(await d.queue.replayDeadLetters(topic, { ids: [id], dueAt: clock.t })).toEqual({ replayed: 1, notFound: [] });
     await d.tick({ scheduledTime: clock.t - 1_000, clock, windowMs: 10_000 });
     expect(await d.queue.get(id)).toMatchObject({ state: "succeeded", attempts: 1 });
     expect(seen.map((s) => s.attempt)).toEqual([1, 1]);
