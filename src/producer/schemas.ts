@@ -345,7 +345,10 @@ export const TopicSettingsBody = z
   })
   .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
 
-const BackoffOut = backoffSchema.openapi("BackoffSettings", { description: "Delays in ms" });
+// A union of its own over the stored shape's options: zod 4 gives a schema its
+// methods as it is made, and the queue's may be made before @hono/zod-openapi
+// has added .openapi (whichever module a Worker or test imports first).
+const BackoffOut = z.union(backoffSchema.options).openapi("BackoffSettings", { description: "Delays in ms" });
 
 const Counters = z
   .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })
