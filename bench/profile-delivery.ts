@@ -11,8 +11,9 @@
  * The profile file opens in Chrome's DevTools (Performance) or any
  * .cpuprofile viewer. Not part of `npm run bench`: profiling slows the run.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import WebSocket from "ws";
 import { freePort } from "../dev/ports.js";
@@ -21,7 +22,10 @@ import { startInfra } from "./lib/infra.js";
 
 const { values: args } = parseArgs({ options: { jobs: { type: "string" }, out: { type: "string" }, top: { type: "string" } } });
 const JOBS = Number(args.jobs ?? 20_000);
-const OUT = args.out ?? "bench/results/tmp/tick-delivery.cpuprofile";
+// bench/results/tmp/ is git-ignored, so a fresh clone has none.
+const TMP = join(import.meta.dirname, "results/tmp");
+mkdirSync(TMP, { recursive: true });
+const OUT = args.out ?? join(TMP, "tick-delivery.cpuprofile");
 const TOP = Number(args.top ?? 30);
 /** The profiler's sampling interval, µs. */
 const SAMPLING_US = 200;
@@ -91,7 +95,7 @@ function perFunction(p: Profile, deliveries: number): { self: Array<[string, num
 }
 
 const infra = await startInfra();
-const rig = await startDeliveryRig(infra, (line) => console.log(line), "bench/results/tmp/profile-delivery.log");
+const rig = await startDeliveryRig(infra, (line) => console.log(line), join(TMP, "profile-delivery.log"));
 try {
   const inspectorPort = await freePort();
   const workers = await rig.throughput({ inspectorPort });

@@ -26,12 +26,16 @@ async function serve(): Promise<void> {
   const receiver = await startReceiver([runArrivals()], { keepAliveTimeoutMs: 60_000 });
   console.log(JSON.stringify({ port: Number(new URL(receiver.url).port) }));
   process.on("SIGTERM", () => void receiver.close().then(() => process.exit(0)));
+  // The parent holds the other end of stdin: when it goes, even by a crash
+  // that never reached stop(), the pipe ends and so does this process.
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
 }
 
 /** Starts the receiver in a child process; deliveries for a run go to `${url}/r/<run>`. */
 export async function startReceiverProcess(): Promise<ReceiverProcess> {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], {
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["pipe", "pipe", "inherit"],
     env: { ...process.env, DELAYLINE_RECEIVER_PROCESS: "1" },
   });
   const port = await new Promise<number>((resolve, reject) => {
