@@ -36,6 +36,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpuMs } from "../harness/process-cpu.js";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -105,22 +106,6 @@ function openFds(pids: number[]): number {
     }
   }
   return n;
-}
-
-/** User + system CPU of the processes so far, ms. */
-function cpuMs(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone
-    }
-  }
-  // Linux reports clock ticks of 1/100 s.
-  return ticks * 10;
 }
 
 const PROBLEM = /"level":"error"|EMFILE|Too many open files|Your worker restarted|Address already in use/;
@@ -230,7 +215,7 @@ async function burst(stack: Stack, jobs: number, leadMs: number) {
   try {
     const processes = stackProcesses();
     const pids = processes.workerd;
-    const cpuNow = () => ({ workerd: cpuMs(pids), node: cpuMs(processes.node), redis: cpuMs(processes.redis) });
+    const cpuNow = () => ({ workerd: cpuMs(...pids), node: cpuMs(...processes.node), redis: cpuMs(...processes.redis) });
     const fdsIdle = openFds(pids);
     const enqueueStarted = Date.now();
     const dueAt = enqueueStarted + leadMs;
@@ -326,10 +311,10 @@ interface Inbound {
  */
 async function inbound(url: string, seconds: number): Promise<Inbound> {
   const processes = stackProcesses();
-  const before = { workerd: cpuMs(processes.workerd), redis: cpuMs(processes.redis), node: cpuMs(processes.node), bench: cpuMs([process.pid]) };
+  const before = { workerd: cpuMs(...processes.workerd), redis: cpuMs(...processes.redis), node: cpuMs(...processes.node), bench: cpuMs(process.pid) };
   const r = await autocannon(url, seconds);
   const per = (role: keyof typeof before) => {
-    const now = role === "bench" ? cpuMs([process.pid]) : cpuMs(processes[role]);
+    const now = role === "bench" ? cpuMs(process.pid) : cpuMs(...processes[role]);
     return Math.round(((now - before[role]) / Math.max(1, r.total)) * 1000) / 1000;
   };
   return { ...r, cpuMsPerRequest: { workerd: per("workerd"), node: per("node"), redis: per("redis"), bench: per("bench") } };

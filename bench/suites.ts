@@ -7,7 +7,8 @@ import IORedis from "ioredis";
 import { startRedis } from "../dev/redis-launcher.js";
 import { normalizeBackoff } from "../src/queue/policy/backoff.js";
 import type { Queue } from "../src/queue/queue.js";
-import { load as loadWorker, processCpuMs, type ServedWorker } from "./floor/serve.js";
+import { cpuMs } from "../harness/process-cpu.js";
+import { load as loadWorker, type ServedWorker } from "./floor/serve.js";
 import { bull } from "./lib/bull.js";
 import { nodeQueue, PREFIX, startStack, type Stack } from "./lib/delayline.js";
 import { pool, sleep, until } from "../harness/util.js";
@@ -700,10 +701,10 @@ export async function floorEnqueueRun(
   }
   const worker = workers[system];
   const body = JSON.stringify({ topic: "bench-enqueue", payload: payload(0), delay: "1h" });
-  const cpuBefore = processCpuMs(worker.pid);
+  const cpuBefore = cpuMs(worker.pid);
   const r = await loadWorker(`${worker.url}/v1/jobs`, body, FLOOR_CONNECTIONS, seconds);
   const failed = r.non2xx + r.errors;
   // A run that answered errors measured something else; repeat() tries it once more.
   if (failed > r.ok / 1_000) throw new Error(`${system}: ${r.non2xx} non-2xx answers and ${r.errors} errors for ${r.ok} 2xx`);
-  return { perSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, workerdCpuMs: (processCpuMs(worker.pid) - cpuBefore) / r.ok, failed, load };
+  return { perSec: r.perSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, workerdCpuMs: (cpuMs(worker.pid) - cpuBefore) / r.ok, failed, load };
 }

@@ -6,7 +6,6 @@
  * bridge and Redis; autocannon in a process of its own; and workerd's CPU
  * time per request from /proc.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDirectWorker } from "../../chaos/direct-worker.js";
 import { freePort } from "../../dev/ports.js";
@@ -42,12 +41,6 @@ export async function serveWorker(config: "delayline" | "floor", bridge: { url: 
     await worker.stop();
     throw err;
   }
-}
-
-/** CPU time (user + system) a process has used, ms, at the kernel's 10 ms resolution. */
-export function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** What autocannon saw: 2xx answers per second, latency, failures. */

@@ -15,8 +15,7 @@
  *   the tick at its default settings: does it keep up, how late, and what
  *   it spends per job in Redis commands and REST requests.
  */
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import IORedis from "ioredis";
@@ -27,6 +26,7 @@ import type { Queue } from "../../src/queue/queue.js";
 import { summarize } from "../stats.js";
 import { bull } from "./bull.js";
 import { BENCH_TOKEN, directQueue } from "./delayline.js";
+import { cpuMs } from "../../harness/process-cpu.js";
 import { startReceiverProcess, type ReceiverProcess } from "../../harness/receiver-process.js";
 import type { RunArrivals } from "../../harness/receiver.js";
 import { pool, sleep, until } from "../../harness/util.js";
@@ -113,19 +113,8 @@ export interface SustainedRun {
   cpuUsPerJob: number;
 }
 
-const clockTicks = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
-
 /** A process' user + system CPU time so far, µs (0 when it cannot be read). */
-function cpuUs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks;
-  } catch {
-    return 0;
-  }
-}
+const cpuUs = (pid: number | undefined) => cpuMs(pid) * 1_000;
 
 const selfCpuUs = () => {
   const u = process.cpuUsage();
