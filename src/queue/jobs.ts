@@ -102,7 +102,16 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
   const { jobs, leaseDeadline, conf, ...rest } = replies.claim.parse(raw);
   return {
     // A job taken ahead is leased from its due time.
-    jobs: jobs.map((j): ClaimedJob => ({ ...j, topic, leaseExpiresAt: leaseDeadline + Math.max(0, j.dueAt - now) })),
+    jobs: jobs.map(
+      (j): ClaimedJob => ({
+        id: j.id,
+        topic,
+        attempt: j.attempt,
+        dueAt: j.dueAt,
+        leaseExpiresAt: leaseDeadline + Math.max(0, j.dueAt - now),
+        record: j.record,
+      }),
+    ),
     ...rest,
     topic: mode === "push" && rest.heldBy !== "mode" ? decodeTopicConf(conf, ctx.defaults) : null,
   };
@@ -138,7 +147,7 @@ export async function settle(
     [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, t.metrics, t.deadAt, ctx.doneKey(now), ctx.keys.topicIndex, t.deadEntries],
     args,
   );
-  const applied = replies.settle.length(outcomes.length).parse(raw);
+  const applied = replies.settle.parse(raw, outcomes.length);
   return outcomes.map((o, i) => ({ id: o.id, applied: applied[i]! }));
 }
 

@@ -43,6 +43,7 @@ const more = coded(Code.More, { More: true, Done: false });
 const time = numericReply.transform((n) => (n === Code.Time.None ? null : n));
 const score = z.union([z.string(), z.number()]);
 const listedValue = z.union([z.string(), z.number(), z.null()]);
+const cell = z.union([z.string(), z.number()]);
 const text = (v: unknown) => (typeof v === "string" ? v : null);
 
 const repeat = coded(Code.Repeat, { Repeat: true, New: false });
@@ -51,7 +52,6 @@ const ours = coded(Code.Lock, { Ours: true, NotOurs: false });
 const paused = coded(Code.Paused, { Paused: true, Active: false });
 const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
 const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode" } as const);
-const cell = z.union([z.string(), z.number()]);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
 const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({
@@ -61,6 +61,67 @@ const step = z.tuple([intReply, more, score, z.string()]).transform(([count, has
 
 /** The rest of `{ Code.Write.TopicLimit, topics registered, the cap }`. */
 const topicLimitOf = (reply: ReadonlyArray<unknown>) => ({ result: "topic-limit", count: intReply.parse(reply[1]), limit: intReply.parse(reply[2]) }) as const;
+
+/** claim.lua's reply before its jobs: the topic as the claim left it. */
+const claimHead = z
+  .tuple([time, numericReply, numericReply, paused, numericReply, heldBy, time, numericReply, flatHash])
+  .transform(([nextDueAt, retried, dead, isPaused, rateLimitedForMs, held, nextLookAt, leaseDeadline, conf]) => ({
+    nextDueAt,
+    reaped: { retried, dead },
+    paused: isPaused,
+    rateLimitedForMs,
+    heldBy: held,
+    nextLookAt,
+    leaseDeadline,
+    conf,
+  }));
+const CLAIM_HEAD = 9;
+
+/** A reply that breaks its script's contract: a bug, as a failed schema is. */
+function malformed(script: string, what: string, value: unknown): never {
+  throw new TypeError(`${script} reply: ${what} is ${JSON.stringify(value) ?? String(value)}`);
+}
+
+/** A Redis number as Lua returns it (an integer) or as Redis stores it (a numeric string, e.g. a score). */
+function numericCell(v: unknown, script: string, what: string): number {
+  if (typeof v === "number") return v;
+  if (typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  return malformed(script, what, v);
+}
+
+/**
+ * claim.lua: the topic as the claim left it (next due time, leases reaped,
+ * whether it is paused, how long the rate limit holds, what held jobs back,
+ * its index score, the lease deadline of a job due now, the conf it read),
+ * then per job taken its id, attempt, due time and record. The jobs, up to a
+ * thousand, are read by hand rather than by a schema per cell (in workerd
+ * zod walks a schema instead of compiling it); they are checked as strictly.
+ */
+function claimReply(raw: unknown) {
+  if (!Array.isArray(raw) || (raw.length - CLAIM_HEAD) % 4 !== 0) return malformed("claim", "the reply", raw);
+  const head = claimHead.parse(raw.slice(0, CLAIM_HEAD));
+  const jobs: Array<{ id: string; attempt: number; dueAt: number; record: JobRecord }> = [];
+  for (let i = CLAIM_HEAD; i < raw.length; i += 4) {
+    const [id, attempt, dueAt, record] = [raw[i], raw[i + 1], raw[i + 2], raw[i + 3]];
+    if (typeof id !== "string") return malformed("claim", "a job id", id);
+    if (!Number.isSafeInteger(attempt)) return malformed("claim", "an attempt", attempt);
+    if (typeof record !== "string") return malformed("claim", "a record", record);
+    jobs.push({ id, attempt, dueAt: numericCell(dueAt, "claim", "a due time"), record: parseRecord(record) });
+  }
+  return { ...head, jobs };
+}
+
+/** settle.lua: per outcome, whether it applied (Code.Fenced); `n` outcomes were sent. */
+function settleReply(raw: unknown, n: number): boolean[] {
+  if (!Array.isArray(raw) || raw.length !== n) return malformed("settle", `the reply to ${n} outcomes`, raw);
+  const applied: boolean[] = [];
+  for (const code of raw) {
+    if (code === Code.Fenced.Applied) applied.push(true);
+    else if (code === Code.Fenced.Stale) applied.push(false);
+    else return malformed("settle", "a code", code);
+  }
+  return applied;
+}
 
 export const replies = {
   /** enqueue.lua: per job its id, whether it repeats an idempotency key and its due time; or the topic limit. */
@@ -79,23 +140,10 @@ export const replies = {
    * its index score, the lease deadline of a job due now, the conf it read),
    * then per job taken its id, attempt, due time and record.
    */
-  claim: z
-    .tuple([time, numericReply, numericReply, paused, numericReply, heldBy, time, numericReply, flatHash], cell)
-    .transform(([nextDueAt, retried, dead, isPaused, rateLimitedForMs, held, nextLookAt, leaseDeadline, conf, ...rows]) => {
-      const jobs: Array<{ id: string; attempt: number; dueAt: number; record: JobRecord }> = [];
-      for (let i = 0; i + 3 < rows.length; i += 4) {
-        jobs.push({
-          id: String(rows[i]),
-          attempt: intReply.parse(rows[i + 1]),
-          dueAt: numericReply.parse(rows[i + 2]),
-          record: parseRecord(String(rows[i + 3])),
-        });
-      }
-      return { nextDueAt, reaped: { retried, dead }, paused: isPaused, rateLimitedForMs, heldBy: held, nextLookAt, leaseDeadline, conf, jobs };
-    }),
+  claim: { parse: claimReply },
 
-  /** settle.lua: per outcome, whether it applied; the caller says how many (`.length(n)`). */
-  settle: z.array(fenced),
+  /** settle.lua: per outcome, whether it applied; `n` outcomes were sent. */
+  settle: { parse: settleReply },
 
   cancel: coded(Code.JobChange, { Changed: "cancelled", NotScheduled: "not-found", InFlight: "inflight" } as const),
 
