@@ -154,11 +154,62 @@ export interface SignedDelivery {
 }
 
 /** The headers that sign a delivery in `scheme` with each of `secrets` (current first): none without a secret. */
-export async function signatureHeaders(scheme: SignatureScheme, secrets: readonly string[], delivery: SignedDelivery): Promise<Record<string, string>> {
-  if (secrets.length === 0) return {};
-  const t = delivery.timestampSec ?? Math.floor(Date.now() / 1000);
-  if (scheme === "delayline") return { "delayline-signature": await signPayload(secrets, delivery.body, t) };
-  return { "webhook-id": delivery.id, "webhook-timestamp": String(t), "webhook-signature": await signStandard(secrets, delivery.id, t, delivery.body) };
+export function signatureHeaders(scheme: SignatureScheme, secrets: readonly string[], delivery: SignedDelivery): Promise<Record<string, string>> {
+  return deliverySigner(scheme, secrets)(delivery);
+}
+
+/** Signs one delivery: the headers {@link signatureHeaders} gives. */
+export type DeliverySigner = (delivery: SignedDelivery) => Promise<Record<string, string>>;
+
+const hex = (mac: ArrayBuffer) => {
+  const bytes = new Uint8Array(mac);
+  let text = "";
+  for (let i = 0; i < bytes.length; i++) text += HEX[bytes[i]!]!;
+  return text;
+};
+
+/**
+ * {@link signatureHeaders} for the many deliveries of one topic's chunk:
+ * the keys are imported once and held, so a delivery then costs one
+ * encoding of what it signs and one MAC per secret.
+ */
+export function deliverySigner(scheme: SignatureScheme, secrets: readonly string[]): DeliverySigner {
+  if (secrets.length === 0) return () => Promise.resolve({});
+  const imports = secrets.map((s) => (scheme === "delayline" ? hmacKey(`utf8:${s}`, () => utf8(s)) : standardKey(s)));
+  let keys: HmacKey[] | undefined;
+  const imported = Promise.all(imports).then((k) => {
+    keys = k;
+    return k;
+  });
+  // Awaited by the first deliveries; this only keeps a failure nobody waits for from counting as unhandled.
+  imported.catch(() => {});
+  // Promise chains rather than async functions: a chunk signs a thousand deliveries, and each layer is a promise more.
+  const macs = (text: string): Promise<ArrayBuffer[]> => {
+    const data = encoder.encode(text);
+    const sign = (held: HmacKey[]) =>
+      held.length === 1
+        ? crypto.subtle.sign("HMAC", held[0]!, data).then((mac) => [mac])
+        : Promise.all(held.map((key) => crypto.subtle.sign("HMAC", key, data)));
+    return keys ? sign(keys) : imported.then(sign);
+  };
+  if (scheme === "delayline") {
+    return ({ body, timestampSec }) => {
+      const t = timestampSec ?? Math.floor(Date.now() / 1000);
+      return macs(`${t}.${body}`).then((list) => {
+        let value = `t=${t}`;
+        for (const mac of list) value += `,v1=${hex(mac)}`;
+        return { "delayline-signature": value };
+      });
+    };
+  }
+  return ({ id, body, timestampSec }) => {
+    const t = timestampSec ?? Math.floor(Date.now() / 1000);
+    return macs(`${id}.${t}.${body}`).then((list) => ({
+      "webhook-id": id,
+      "webhook-timestamp": String(t),
+      "webhook-signature": list.map((mac) => `v1,${base64(new Uint8Array(mac))}`).join(" "),
+    }));
+  };
 }
 
 /** `"<t>.<body>"`, the text a timestamped signature covers, as bytes when the body is bytes. */

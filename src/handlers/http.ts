@@ -1,4 +1,4 @@
-import { signatureHeaders, type SignatureScheme } from "../client/signature.js";
+import { deliverySigner, type DeliverySigner, type SignatureScheme } from "../client/signature.js";
 import { Deadlines } from "./deadlines.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
@@ -22,6 +22,8 @@ export interface HttpDelivery {
   deadlines?: Deadlines;
   /** What the SSRF guard says of `topicUrl` (null: allowed), worked out once for a chunk's deliveries. Default: asked per delivery. */
   topicUrlRefused?: string | null;
+  /** Signs with `signingSecrets` in `signatureScheme`, made once for a chunk's deliveries (its keys imported once). Default: one per delivery. */
+  signer?: DeliverySigner;
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
@@ -58,14 +60,15 @@ const CUT_OFF = new Error("response body cut off");
  * body that breaks off keeps what arrived.
  */
 async function readBody(res: Response, stop: AbortController, keep: number, deadlines: Deadlines): Promise<Uint8Array[]> {
-  if (!res.body) return [];
-  const length = Number(res.headers.get("content-length") ?? Number.NaN);
-  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
+  const headers = res.headers;
+  const length = Number(headers.get("content-length") ?? Number.NaN);
+  const encoding = headers.get("content-encoding");
   // A body of known, small length as sent (not decompressed on the way,
-  // which could make it any size): read whole, workerd's cheapest read. The
-  // wait is timed by aborting the request, which rejects the read: no race
-  // and no promise of its own, since nearly every delivery takes this path.
-  if (length <= BODY_LIMIT_BYTES && !encoded) {
+  // which could make it any size): read whole, workerd's cheapest read (a
+  // response without a body reads as empty). The wait is timed by aborting
+  // the request, which rejects the read: no race and no promise of its own,
+  // since nearly every delivery takes this path.
+  if (length <= BODY_LIMIT_BYTES && (encoding === null || encoding.toLowerCase() === "identity")) {
     const cancel = deadlines.add(BODY_WAIT_MS, () => stop.abort(CUT_OFF));
     try {
       const body = await res.arrayBuffer();
@@ -78,7 +81,7 @@ async function readBody(res: Response, stop: AbortController, keep: number, dead
       cancel();
     }
   }
-  return readStream(res.body, stop, keep, deadlines);
+  return res.body ? readStream(res.body, stop, keep, deadlines) : [];
 }
 
 /** {@link readBody} of a body of unknown or large length, or compressed: read in parts, up to BODY_LIMIT_BYTES. */
@@ -130,30 +133,41 @@ async function firstKilobyte(res: Response, stop: AbortController, deadlines: De
 }
 
 /**
- * A delivery's request headers, each once whatever the case of its name: the
- * job's own (a Content-Type of its own replaces application/json), then
- * delayline's, which always win. Headers is case-insensitive where a plain
- * object is not: {"Content-Type": …, "content-type": …} would go out joined.
+ * A delivery's request headers: delayline's, and the job's own when it has
+ * any. Most jobs have none, and those get a plain object, which fetch reads
+ * in one go; a job's own go into a Headers first, which is case-insensitive
+ * where a plain object is not ({"Content-Type": …, "content-type": …} would
+ * go out joined): each once, a Content-Type of its own replacing
+ * application/json, and delayline's always winning.
  */
-async function deliveryHeaders(job: JobContext, delivery: HttpDelivery, body: string | undefined): Promise<Headers> {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(job.target?.headers ?? {})) {
-    if (!isDelaylineHeader(name) && !isConnectionHeader(name)) headers.set(name, value);
-  }
-  if (!headers.has("content-type")) headers.set("content-type", "application/json");
-  headers.set("user-agent", "delayline");
-  headers.set("delayline-job-id", job.id);
-  headers.set("delayline-topic", job.topic);
-  headers.set("delayline-attempt", String(job.attempt));
-  if (job.schedule) {
-    headers.set("delayline-schedule-id", job.schedule.id);
-    headers.set("delayline-scheduled-for", new Date(job.schedule.scheduledFor).toISOString());
-  }
+async function deliveryHeaders(job: JobContext, delivery: HttpDelivery, body: string | undefined): Promise<Record<string, string> | Headers> {
   // Signed at each attempt: the timestamp is the attempt's (a receiver's
   // replay window), while Standard Webhooks' webhook-id, the job id, stays
   // the same across retries so a receiver can deduplicate by it.
-  const signed = await signatureHeaders(delivery.signatureScheme ?? "delayline", delivery.signingSecrets ?? [], { id: job.id, body: body ?? "" });
-  for (const [name, value] of Object.entries(signed)) headers.set(name, value);
+  const sign = delivery.signer ?? deliverySigner(delivery.signatureScheme ?? "delayline", delivery.signingSecrets ?? []);
+  const signed = await sign({ id: job.id, body: body ?? "" });
+  const own = job.target?.headers;
+  const ours: Record<string, string> = {
+    "user-agent": "delayline",
+    "delayline-job-id": job.id,
+    "delayline-topic": job.topic,
+    "delayline-attempt": String(job.attempt),
+  };
+  if (job.schedule) {
+    ours["delayline-schedule-id"] = job.schedule.id;
+    ours["delayline-scheduled-for"] = new Date(job.schedule.scheduledFor).toISOString();
+  }
+  for (const name in signed) ours[name] = signed[name]!;
+  if (own === undefined) {
+    ours["content-type"] = "application/json";
+    return ours;
+  }
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(own)) {
+    if (!isDelaylineHeader(name) && !isConnectionHeader(name)) headers.set(name, value);
+  }
+  if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  for (const name in ours) headers.set(name, ours[name]!);
   return headers;
 }
 
@@ -194,7 +208,7 @@ export async function deliverHttp(job: JobContext, delivery: HttpDelivery, stop?
 /** What a delivery sends. */
 interface Sent {
   method: string;
-  headers: Headers;
+  headers: Record<string, string> | Headers;
   body: string | undefined;
 }
 

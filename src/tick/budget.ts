@@ -69,7 +69,13 @@ export class SubrequestBudget {
   }
 }
 
-/** A concurrency limit shared by every topic of one tick. */
+/**
+ * A concurrency limit: the tick's overall one (shared by every topic of an
+ * invocation) and a topic's handler slots. Taking a free slot is synchronous
+ * (no promise: a chunk's lanes take one per job); a slot given back goes
+ * straight to the longest waiter, so nobody taking one synchronously can
+ * overtake it.
+ */
 export class Semaphore {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
@@ -81,14 +87,29 @@ export class Semaphore {
     return this.active === 0 && this.waiting.length === 0;
   }
 
+  /** Takes a slot: at once (undefined) when one is free, else the promise of one. Give it back with {@link release}. */
+  acquire(): Promise<void> | undefined {
+    if (this.active < this.size) {
+      this.active++;
+      return undefined;
+    }
+    return new Promise<void>((r) => this.waiting.push(r));
+  }
+
+  /** Gives back a slot taken with {@link acquire}: to the longest waiter, else free. */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active--;
+  }
+
   async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.size) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
+    const wait = this.acquire();
+    if (wait) await wait;
     try {
       return await work();
     } finally {
-      this.active--;
-      this.waiting.shift()?.();
+      this.release();
     }
   }
 }

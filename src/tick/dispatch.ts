@@ -1,3 +1,4 @@
+import { deliverySigner } from "../client/signature.js";
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
 import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
@@ -71,9 +72,12 @@ function httpStatusOf(err: Error): number | undefined {
 
 function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchContext, run: Run): Outcome {
   const observed = { latenessMs: run.startedAt - job.dueAt, durationMs: run.endedAt - run.startedAt };
-  const httpStatus = result instanceof Error ? httpStatusOf(result) : run.httpStatus;
-  const attempt = { observed, startedAt: run.startedAt, ...(httpStatus === undefined ? {} : { httpStatus }) };
-  if (!(result instanceof Error)) return { id: job.id, attempt: job.attempt, kind: "ack", ...attempt };
+  if (!(result instanceof Error)) {
+    const ack: Outcome = { id: job.id, attempt: job.attempt, kind: "ack", observed, startedAt: run.startedAt };
+    if (run.httpStatus !== undefined) ack.httpStatus = run.httpStatus;
+    return ack;
+  }
+  const httpStatus = httpStatusOf(result);
   const decision = decideAfterFailure({
     attempt: job.attempt,
     maxAttempts: job.record.maxAttempts ?? ctx.settings.maxAttempts,
@@ -83,6 +87,7 @@ function outcomeOf(job: ClaimedJob, result: BatchResult | Error, ctx: DispatchCo
     ...(result instanceof RetryableError && result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
   });
   const error = errorText(result);
+  const attempt = { observed, startedAt: run.startedAt, ...(httpStatus === undefined ? {} : { httpStatus }) };
   return decision.kind === "retry"
     ? { id: job.id, attempt: job.attempt, kind: "retry", at: decision.at, error, ...attempt }
     : { id: job.id, attempt: job.attempt, kind: "dead", error, ...attempt };
@@ -107,11 +112,13 @@ function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch):
 /** How the http handler delivers one topic's chunk: its URL (checked once), secrets and signature scheme. */
 function httpDelivery(ctx: DispatchContext, deadlines: Deadlines): HttpDelivery {
   const secret = ctx.secrets.signingSecret ?? ctx.deploymentSigningSecret;
+  const signingSecrets = [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])];
   const delivery: HttpDelivery = {
     allowPrivate: ctx.allowPrivateTargets,
     deadlines,
-    signingSecrets: [...(secret !== undefined ? [secret] : []), ...(ctx.secrets.previousSigningSecrets ?? [])],
+    signingSecrets,
     signatureScheme: ctx.settings.signatureScheme,
+    signer: deliverySigner(ctx.settings.signatureScheme, signingSecrets),
   };
   if (ctx.settings.url !== undefined) {
     delivery.topicUrl = ctx.settings.url;
@@ -165,40 +172,94 @@ async function whenDue(job: ClaimedJob, ctx: DispatchContext): Promise<void> {
   if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
 }
 
-/** One handler call per job: the code handler's, else the http handler's delivery. */
-function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined, chunk: ChunkRun): Promise<Outcome[]> {
+/**
+ * One handler call per job — the code handler's, else the http handler's
+ * delivery — in lanes, as many as can run at once: each lane takes the next
+ * job (in the claim's order, which is due order), waits for its due time,
+ * then for a topic slot and an overall slot, runs it, and goes on to the
+ * next. A job per lane rather than a promise per job waiting its turn: the
+ * wait for a free slot costs nothing (most of a backlog's jobs used to wait
+ * in two queues), and the chunk's jobs start in order all the same.
+ */
+async function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined, chunk: ChunkRun): Promise<Outcome[]> {
+  const { ctx, slots } = chunk;
+  const outcomes = new Array<Outcome>(jobs.length);
+  const attempt = handler ? callHandler(handler, chunk) : deliver(chunk);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < jobs.length; i = next++) {
+      const job = jobs[i]!;
+      if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
+      const slot = slots.acquire();
+      if (slot) await slot;
+      const overall = ctx.overall.acquire();
+      if (overall) await overall;
+      try {
+        ctx.onStart?.(1);
+        const outcome = await attempt(job);
+        outcomes[i] = outcome;
+        ctx.onOutcome?.(outcome);
+      } finally {
+        ctx.overall.release();
+        slots.release();
+      }
+    }
+  };
+  const lanes = Math.min(jobs.length, slots.size, ctx.overall.size);
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return outcomes;
+}
+
+/** One attempt of a job by a code handler: its outcome (never rejects). The handler is raced against its timeout: it may ignore its signal. */
+function callHandler(handler: JobHandler, chunk: ChunkRun): (job: ClaimedJob) => Promise<Outcome> {
+  const { ctx, deadlines } = chunk;
+  return async (job) => {
+    const startedAt = ctx.now();
+    try {
+      await withTimeout(deadlines, timeoutOf(job, ctx), async (controller) => {
+        await handler(contextOf(job, controller.signal, ctx.fetch));
+      });
+      return outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now() });
+    } catch (err) {
+      return outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() });
+    }
+  };
+}
+
+/**
+ * One attempt of a job by the built-in http handler: its outcome (never
+ * rejects). Its timeout aborts the request (which ends the fetch or the body
+ * read at once), so unlike a code handler's it needs no race; a timeout that
+ * fired before the delivery ended is a timeout, as a code handler's.
+ */
+function deliver(chunk: ChunkRun): (job: ClaimedJob) => Promise<Outcome> {
   const { ctx, deadlines } = chunk;
   // The topic's delivery settings, the same for each of the chunk's jobs: made once, by the first.
   let delivery: HttpDelivery | undefined;
-  const told = (o: Outcome) => {
-    ctx.onOutcome?.(o);
-    return o;
+  return async (job) => {
+    const startedAt = ctx.now();
+    const ms = timeoutOf(job, ctx);
+    const controller = new AbortController();
+    let timedOut = false;
+    const cancel = deadlines.add(ms, () => {
+      timedOut = true;
+      controller.abort(new Error(`timed out after ${ms} ms`));
+    });
+    let result: Error | undefined;
+    let httpStatus: number | undefined;
+    try {
+      delivery ??= httpDelivery(ctx, deadlines);
+      httpStatus = (await deliverHttp(contextOf(job, controller.signal, ctx.fetch), delivery, controller)).status;
+    } catch (err) {
+      result = asError(err);
+    } finally {
+      cancel();
+    }
+    if (timedOut) result = new RetryableError(`timed out after ${ms} ms`);
+    const run: Run = { startedAt, endedAt: ctx.now() };
+    if (result === undefined && httpStatus !== undefined) run.httpStatus = httpStatus;
+    return outcomeOf(job, result, ctx, run);
   };
-  return Promise.all(
-    jobs.map(async (job) => {
-      await whenDue(job, ctx);
-      return chunk.slots.run(() =>
-        ctx.overall.run(async () => {
-          ctx.onStart?.(1);
-          const startedAt = ctx.now();
-          try {
-            const httpStatus = await withTimeout(deadlines, timeoutOf(job, ctx), async (controller) => {
-              const context = contextOf(job, controller.signal, ctx.fetch);
-              if (handler) {
-                await handler(context);
-                return undefined;
-              }
-              delivery ??= httpDelivery(ctx, deadlines);
-              return (await deliverHttp(context, delivery, controller)).status;
-            });
-            return told(outcomeOf(job, undefined, ctx, { startedAt, endedAt: ctx.now(), ...(httpStatus === undefined ? {} : { httpStatus }) }));
-          } catch (err) {
-            return told(outcomeOf(job, asError(err), ctx, { startedAt, endedAt: ctx.now() }));
-          }
-        }),
-      );
-    }),
-  );
 }
 
 /** A batch handler's calls: the chunk in groups of its batchSize, one call and one timeout (the group's longest) per group. */

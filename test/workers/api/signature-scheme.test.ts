@@ -4,7 +4,16 @@
  * but never a secret.
  */
 import { describe, expect, it } from "vitest";
-import { hmacHex, parseSignature, signatureHeaders, signPayload, verifySignature, verifyStandardSignature } from "../../../src/client/signature.js";
+import {
+  deliverySigner,
+  hmacHex,
+  parseSignature,
+  signatureHeaders,
+  signPayload,
+  signStandard,
+  verifySignature,
+  verifyStandardSignature,
+} from "../../../src/client/signature.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const whsec = (bytes: number, fill = 7) => `whsec_${btoa(String.fromCharCode(...new Uint8Array(bytes).fill(fill)))}`;
@@ -83,6 +92,34 @@ describe("the client's signature functions", () => {
     expect(await verifyStandardSignature({ ...base, id: "t.01JD8X3Q5T4W9Y7ZC2B6N0M1KS" })).toEqual({ ok: false, reason: "mismatch" });
     expect(await verifyStandardSignature({ ...base, secrets: [whsec(32, 4), secret] })).toEqual({ ok: true });
     expect(await signatureHeaders("standard", [], { id: "x", body: "" })).toEqual({});
+  });
+
+  it("a delivery signer, its keys imported once, signs each of many deliveries as signPayload and signStandard do, with every secret", async () => {
+    const plain = ["current-secret-0123456789", "previous-secret-0123456789"];
+    const standard = [whsec(32, 5), whsec(24, 6)];
+    const delayline = deliverySigner("delayline", plain);
+    const webhooks = deliverySigner("standard", standard);
+    const deliveries = Array.from({ length: 20 }, (_, i) => ({
+      id: `t.01JD8X3Q5T4W9Y7ZC2B6N0M1K${i % 10}`,
+      body: JSON.stringify({ i }),
+      timestampSec: 1_800_000_000 + i,
+    }));
+    // Side by side, as a chunk's deliveries start: the first ones wait for the keys, the rest find them.
+    const signed = await Promise.all(deliveries.map(async (d) => [await delayline(d), await webhooks(d)] as const));
+    for (const [i, d] of deliveries.entries()) {
+      expect(signed[i]![0]).toEqual({ "delayline-signature": await signPayload(plain, d.body, d.timestampSec) });
+      expect(signed[i]![1]).toEqual({
+        "webhook-id": d.id,
+        "webhook-timestamp": String(d.timestampSec),
+        "webhook-signature": await signStandard(standard, d.id, d.timestampSec, d.body),
+      });
+    }
+    expect(
+      await verifySignature({ header: signed[3]![0]["delayline-signature"], body: deliveries[3]!.body, secrets: plain[1]!, nowSec: 1_800_000_003 }),
+    ).toEqual({
+      ok: true,
+    });
+    expect(await deliverySigner("delayline", [])(deliveries[0]!)).toEqual({});
   });
 
   it("parseSignature keeps every v1= (and skips Stripe's v0=); a malformed one makes the header malformed", async () => {
