@@ -79,6 +79,9 @@ describe("POST /v1/jobs", () => {
     isProblem(await call(env, "/v1/jobs", { raw: "topic=x", headers: { "content-type": "application/x-www-form-urlencoded" } }), 415);
     isProblem(await call(env, "/v1/jobs", { raw: "x".repeat(10_000), headers }), 413);
     isProblem(await call(env, "/v1/jobs", { body: { topic: "t", payload: "y".repeat(2_000) } }), 413);
+    // Counted in UTF-8 bytes as serialized: 500 two-byte characters are 1,002 bytes, 400 of them 802.
+    isProblem(await call(env, "/v1/jobs", { body: { topic: "t", payload: "é".repeat(500) } }), 413);
+    expect((await call(env, "/v1/jobs", { body: { topic: "t", payload: "é".repeat(400) } })).status).toBe(201);
   });
 
   it("401 with WWW-Authenticate without a token or with a wrong one; several tokens rotate", async () => {
