@@ -306,6 +306,7 @@ function deliverySection(r: Results): string[] {
   const bull = d.bullmq?.jobsPerSec;
   const label: Record<DeliverySystem, string> = {
     floor: "floor Worker (bench/floor/deliver-worker.ts): only the fetches",
+    requestFloor: "floor Worker making delayline's request: its headers, signed, a timeout signal",
     delayline: "delayline's tick (http handler, signed)",
     bullmq: "BullMQ worker, Node `fetch`",
   };
@@ -318,6 +319,11 @@ function deliverySection(r: Results): string[] {
     ];
   };
   const t = deliveryTargets(r);
+  // No target: how the distance from the floor splits between what a delivery must send and what the pipeline adds.
+  const split = [
+    `- the floor making delayline's request ÷ the floor (the request's own cost): ${times(ratio(d.requestFloor?.jobsPerSec.median, floor?.median))}`,
+    `- http delivery ÷ the floor making delayline's request (the pipeline's own cost): ${times(ratio(d.delayline?.jobsPerSec.median, d.requestFloor?.jobsPerSec.median))}`,
+  ];
   return [
     `## http delivery at the architecture's floor`,
     ``,
@@ -326,10 +332,12 @@ function deliverySection(r: Results): string[] {
     `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | ms without an arrival for ≥ 20 ms, each run | REST requests / Redis commands per delivery |`,
     `|---|---|---|---|---|---|---|---|---|`,
     ...rowOf("floor"),
+    ...rowOf("requestFloor"),
     ...rowOf("delayline"),
     ...rowOf("bullmq"),
     ``,
     ...t.map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
+    ...split,
     ``,
   ];
 }

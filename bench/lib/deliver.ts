@@ -63,8 +63,13 @@ export const THROUGHPUT_SETTINGS = {
  */
 export const SUSTAINED_SETTINGS = { TICK_IDLE_PEEK_MS: "0" };
 
-export type DeliverySystem = "floor" | "delayline" | "bullmq";
-export const DELIVERY_SYSTEMS: DeliverySystem[] = ["floor", "delayline", "bullmq"];
+/**
+ * `floor`: the floor Worker's plain fetches; `requestFloor`: the same Worker
+ * making the request a delivery must send (headers, signature, timeout
+ * signal), so the tick's distance from it is the pipeline's own cost.
+ */
+export type DeliverySystem = "floor" | "requestFloor" | "delayline" | "bullmq";
+export const DELIVERY_SYSTEMS: DeliverySystem[] = ["floor", "requestFloor", "delayline", "bullmq"];
 
 /** One throughput run of one system. */
 export interface DeliveryRun {
@@ -295,15 +300,16 @@ export async function deliveryRun(
   const url = `${rig.receiver.url}/r/${label}`;
   const timeoutMs = 60_000 + n * 5;
 
-  if (system === "floor") {
+  if (system === "floor" || system === "requestFloor") {
     const before = cpuUs(workers.floor.workerdPid);
+    const request = system === "floor" ? "plain" : "delayline";
     const res = await fetch(`${workers.floor.url}/deliver`, {
       method: "POST",
-      body: JSON.stringify({ url, n, concurrency: DELIVERY_CONCURRENCY, body: JSON.stringify(payload(0)) }),
+      body: JSON.stringify({ url, n, concurrency: DELIVERY_CONCURRENCY, body: JSON.stringify(payload(0)), request }),
     });
     const answer = (await res.json()) as { ok: number; failed: number };
     const cpu = cpuUs(workers.floor.workerdPid) - before;
-    if (answer.ok !== n) throw new Error(`floor: ${answer.ok} of ${n} deliveries succeeded`);
+    if (answer.ok !== n) throw new Error(`${system}: ${answer.ok} of ${n} deliveries succeeded`);
     return throughputOf(await collect(rig.receiver, label, n, timeoutMs, "the floor's deliveries"), cpu);
   }
 
