@@ -102,11 +102,13 @@ function claimReply(raw: unknown) {
   const head = claimHead.parse(raw.slice(0, CLAIM_HEAD));
   const jobs: Array<{ id: string; attempt: number; dueAt: number; record: JobRecord }> = [];
   for (let i = CLAIM_HEAD; i < raw.length; i += 4) {
-    const [id, attempt, dueAt, record] = [raw[i], raw[i + 1], raw[i + 2], raw[i + 3]];
+    const id: unknown = raw[i];
+    const attempt: unknown = raw[i + 1];
+    const record: unknown = raw[i + 3];
     if (typeof id !== "string") return malformed("claim", "a job id", id);
     if (!Number.isSafeInteger(attempt)) return malformed("claim", "an attempt", attempt);
     if (typeof record !== "string") return malformed("claim", "a record", record);
-    jobs.push({ id, attempt, dueAt: numericCell(dueAt, "claim", "a due time"), record: parseRecord(record) });
+    jobs.push({ id, attempt: attempt as number, dueAt: numericCell(raw[i + 2], "claim", "a due time"), record: parseRecord(record) });
   }
   return { ...head, jobs };
 }
@@ -134,15 +136,10 @@ export const replies = {
     return { result: "written", jobs } as const;
   }),
 
-  /**
-   * claim.lua: the topic as the claim left it (next due time, leases reaped,
-   * whether it is paused, how long the rate limit holds, what held jobs back,
-   * its index score, the lease deadline of a job due now, the conf it read),
-   * then per job taken its id, attempt, due time and record.
-   */
+  /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
 
-  /** settle.lua: per outcome, whether it applied; `n` outcomes were sent. */
+  /** settle.lua: see {@link settleReply}. */
   settle: { parse: settleReply },
 
   cancel: coded(Code.JobChange, { Changed: "cancelled", NotScheduled: "not-found", InFlight: "inflight" } as const),

@@ -50,7 +50,7 @@ export const jobRecordSchema = z.object({
  * types — is checked by hand: in workerd zod cannot generate code for a
  * schema (no eval) and walks it instead, which was a tenth of a busy tick's
  * CPU. Anything else (a field to drop, a wrong type) goes through the
- * schema, for its result or its error; the two agree (types.test.ts).
+ * schema, for its result or its error; the two agree (replies.test.ts).
  */
 export function parseRecord(text: string): JobRecord {
   const value: unknown = JSON.parse(text);

@@ -167,9 +167,9 @@ interface ChunkRun {
 
 const timeoutOf = (job: ClaimedJob, ctx: DispatchContext) => job.record.timeoutMs ?? ctx.settings.timeoutMs;
 
-/** Resolves when `job` is due (a job claimed ahead waits for its time, holding no slot). */
-async function whenDue(job: ClaimedJob, ctx: DispatchContext): Promise<void> {
-  if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
+/** Resolves when `job` is due (a job claimed ahead waits for its time, holding no slot); nothing to wait for when it is. */
+function whenDue(job: ClaimedJob, ctx: DispatchContext): Promise<void> | undefined {
+  return ctx.until && job.dueAt > ctx.now() ? ctx.until(job.dueAt) : undefined;
 }
 
 /**
@@ -189,7 +189,8 @@ async function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined,
   const lane = async () => {
     for (let i = next++; i < jobs.length; i = next++) {
       const job = jobs[i]!;
-      if (ctx.until && job.dueAt > ctx.now()) await ctx.until(job.dueAt);
+      const due = whenDue(job, ctx);
+      if (due) await due;
       const slot = slots.acquire();
       if (slot) await slot;
       const overall = ctx.overall.acquire();
