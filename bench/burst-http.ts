@@ -159,6 +159,8 @@ async function startDirect(): Promise<Stack> {
       DELAYLINE_TOKEN: TOKEN,
     },
     serviceBindings: { TICK_RUNNER: { name, entrypoint: "TickChunk" } },
+    // Outbound fetches straight out, as npm start's Worker and on Cloudflare (dev/miniflare-worker.ts).
+    stripCfConnectingIp: false,
     ...(withAssets && assets ? { assets } : {}),
   });
   const shared = {
