@@ -96,7 +96,7 @@ export async function workerName(configPath: string): Promise<string> {
  * The static assets are the Worker's ASSETS binding, not a router in front
  * of it: with `assets` on the Worker itself, miniflare sends every request
  * through its asset router first — JavaScript on the Worker's own workerd
- * thread: 1.78× the workerd CPU per `POST /v1/jobs` in bench/burst-http.ts —
+ * thread: about twice the workerd CPU per `POST /v1/jobs` in bench/burst-http.ts —
  * where Cloudflare's edge routes before the Worker, off its CPU. The Worker serves every page itself through ASSETS (GET /docs/*,
  * /dashboard/*, /favicon.ico, with the pages' headers), so the pages answer
  * the same.
