@@ -108,8 +108,8 @@ export function equalConstantTime(a: string, b: string): boolean {
  */
 export async function signPayload(secret: string | readonly string[], body: string, timestampSec: number = Math.floor(Date.now() / 1000)): Promise<string> {
   const secrets = typeof secret === "string" ? [secret] : secret;
-  const macs = await Promise.all(secrets.map((s) => hmacHex(s, `${timestampSec}.${body}`)));
-  return [`t=${timestampSec}`, ...macs.map((m) => `v1=${m}`)].join(",");
+  if (secrets.length === 0) return `t=${timestampSec}`;
+  return (await deliverySigner("delayline", secrets)({ id: "", body, timestampSec }))["delayline-signature"]!;
 }
 
 /**
@@ -139,8 +139,8 @@ export function parseSignature(header: string): { t: number; v1: string[] } | nu
  */
 export async function signStandard(secret: string | readonly string[], id: string, timestampSec: number, body: string): Promise<string> {
   const secrets = typeof secret === "string" ? [secret] : secret;
-  const macs = await Promise.all(secrets.map((s) => hmac(standardKey(s), `${id}.${timestampSec}.${body}`)));
-  return macs.map((m) => `v1,${base64(m)}`).join(" ");
+  if (secrets.length === 0) return "";
+  return (await deliverySigner("standard", secrets)({ id, body, timestampSec }))["webhook-signature"]!;
 }
 
 /** What {@link signatureHeaders} signs. */

@@ -22,7 +22,7 @@ export interface HttpDelivery {
   deadlines?: Deadlines;
   /** What the SSRF guard says of `topicUrl` (null: allowed), worked out once for a chunk's deliveries. Default: asked per delivery. */
   topicUrlRefused?: string | null;
-  /** Signs with `signingSecrets` in `signatureScheme`, made once for a chunk's deliveries (its keys imported once). Default: one per delivery. */
+  /** Signs the deliveries, made once for a chunk's (its keys imported once); when given, `signingSecrets` and `signatureScheme` are not read. Default: one per delivery, from those two. */
   signer?: DeliverySigner;
 }
 

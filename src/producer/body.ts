@@ -17,6 +17,16 @@ export function depthExceeds(value: unknown, limit: number): boolean {
   return false;
 }
 
+const encoder = new TextEncoder();
+// JSON text escapes control characters, so printable ASCII is all the ASCII it can hold but DEL.
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/** Bytes of `value`'s JSON in UTF-8 (a payload's size, as its limit counts it): the text's length when it is ASCII, as most are, without encoding it. */
+export function serializedBytes(value: unknown): number {
+  const json = JSON.stringify(value);
+  return PRINTABLE_ASCII.test(json) ? json.length : encoder.encode(json).length;
+}
+
 /** Reads a body as strict UTF-8 (invalid bytes are a 400, never replaced). */
 export async function readUtf8(req: Request): Promise<string | Response> {
   try {

@@ -8,6 +8,7 @@ import {
   intReply,
   metaSchema,
   nullableString,
+  NUMERIC_TEXT,
   numericReply,
   parseDefinition,
   parseRecord,
@@ -85,7 +86,7 @@ function malformed(script: string, what: string, value: unknown): never {
 /** A Redis number as Lua returns it (an integer) or as Redis stores it (a numeric string, e.g. a score). */
 function numericCell(v: unknown, script: string, what: string): number {
   if (typeof v === "number") return v;
-  if (typeof v === "string" && /^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  if (typeof v === "string" && NUMERIC_TEXT.test(v)) return Number(v);
   return malformed(script, what, v);
 }
 

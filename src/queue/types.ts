@@ -178,7 +178,9 @@ export type DeadEntry = z.infer<typeof deadEntrySchema>;
 
 /** Redis replies arrive as strings, integers or null; Lua numbers as integers. */
 export const intReply = z.number().int();
-export const numericReply = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/)]).transform(Number);
+/** A number as Redis stores it in a string (a score, a hash field). */
+export const NUMERIC_TEXT = /^-?\d+(\.\d+)?$/;
+export const numericReply = z.union([z.number(), z.string().regex(NUMERIC_TEXT)]).transform(Number);
 export const stringReply = z.string();
 export const nullableString = z.string().nullable();
 export const flatHash = z.array(z.string()).transform((flat) => {

@@ -116,8 +116,6 @@ function httpDelivery(ctx: DispatchContext, deadlines: Deadlines): HttpDelivery 
   const delivery: HttpDelivery = {
     allowPrivate: ctx.allowPrivateTargets,
     deadlines,
-    signingSecrets,
-    signatureScheme: ctx.settings.signatureScheme,
     signer: deliverySigner(ctx.settings.signatureScheme, signingSecrets),
   };
   if (ctx.settings.url !== undefined) {

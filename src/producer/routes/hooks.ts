@@ -5,13 +5,11 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { equalConstantTime, hmacHex, parseSignature, verifySignature } from "../../client/signature.js";
 import { bearerToken, tokenMatches } from "../auth.js";
 import { webhookSecret } from "../webhook-secrets.js";
-import { depthExceeds, readUtf8 } from "../body.js";
+import { depthExceeds, readUtf8, serializedBytes } from "../body.js";
 import { ApiProblem } from "../problem.js";
 import { JobId, TopicName } from "../schemas.js";
 import { parseDuration } from "../../queue/policy/duration.js";
 import { MAX_DELAY_DAYS, MAX_DELAY_MS, MAX_JSON_DEPTH } from "../../limits.js";
-
-const encoder = new TextEncoder();
 
 function parseDelay(text: string | undefined): number {
   if (text === undefined) return 0;
@@ -129,7 +127,7 @@ export const hooks = router().openapi(
     } else {
       payload = { contentType: type, text };
     }
-    const size = encoder.encode(JSON.stringify(payload)).length;
+    const size = serializedBytes(payload);
     if (size > settings.maxPayloadBytes) throw new ApiProblem(413, `the payload is ${size} bytes; the limit is ${settings.maxPayloadBytes}`);
     const r = await queue.enqueue({ topic, payload, delayMs: delay ?? 0, ...(idempotencyKey ? { idempotencyKey } : {}) });
     if (!r.deduplicated) await wakeSoonJobs(c, [r]);

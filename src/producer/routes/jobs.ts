@@ -6,6 +6,7 @@ import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import { json, problemResponses, router, wakeSoonJobs, type AppEnv } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
+import { serializedBytes } from "../body.js";
 import { ApiProblem, invalid, validationProblem } from "../problem.js";
 import { AckBody, historyView, BatchBody, EnqueueResponse, iso, JobBody, JobId, JobView, NackBody, RescheduleBody } from "../schemas.js";
 
@@ -19,12 +20,6 @@ const IdempotencyHeader = z.object({
     .openapi({ param: { name: "idempotency-key", in: "header" } }),
 });
 
-const encoder = new TextEncoder();
-// Printable ASCII: JSON text escapes control characters, so that is all ASCII it can hold but DEL.
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
-/** Bytes of JSON text in UTF-8: its length when it is ASCII, as most payloads are, without encoding it. */
-const utf8Length = (json: string) => (PRINTABLE_ASCII.test(json) ? json.length : encoder.encode(json).length);
-
 /**
  * The checks of a job a schema cannot make: the payload's size, and a target
  * the deployment would refuse to deliver to (refused here, so no job is
@@ -32,7 +27,7 @@ const utf8Length = (json: string) => (PRINTABLE_ASCII.test(json) ? json.length :
  */
 export function checkPayloadAndTarget(body: { payload?: unknown; target?: { url: string } }, settings: Settings, at = ""): void {
   const maxPayloadBytes = settings.maxPayloadBytes;
-  const size = utf8Length(JSON.stringify(body.payload ?? null));
+  const size = serializedBytes(body.payload ?? null);
   if (size > maxPayloadBytes) {
     throw new ApiProblem(413, `${at}payload is ${size} bytes serialized; the limit is ${maxPayloadBytes}`);
   }
