@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { encodeReply, parseCommand } from "./encoding.js";
-import { type RedisPool, RedisUnavailableError, TransactionDiscardedError } from "./pool.js";
+import { type RedisPool, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
 
 /** Options of the Upstash-compatible REST app. */
 export interface BridgeAppOptions {
@@ -54,6 +54,8 @@ export function createBridgeApp(options: BridgeAppOptions): Hono {
   );
 
   const base64 = (c: Context) => (c.req.header("upstash-encoding") ?? "").toLowerCase() === "base64";
+  // Replies base64-encoded must keep their bytes; the others are text either way.
+  const form = (b64: boolean): ReplyForm => (b64 ? "bytes" : "text");
 
   async function readJson(c: Context): Promise<unknown> {
     const text = await c.req.text();
@@ -73,20 +75,21 @@ export function createBridgeApp(options: BridgeAppOptions): Hono {
 
   app.post("/", async (c) => {
     const { name, args } = parseCommand(await readJson(c));
-    const outcome = await pool.command(name, args);
+    const b64 = base64(c);
+    const outcome = await pool.command(name, args, form(b64));
     if ("error" in outcome) return c.json({ error: outcome.error }, 400);
-    return c.json({ result: encodeReply(outcome.result, base64(c)) });
+    return c.json({ result: encodeReply(outcome.result, b64) });
   });
 
   app.post("/pipeline", async (c) => {
-    const outcomes = await pool.pipeline(readCommands(await readJson(c)));
     const b64 = base64(c);
+    const outcomes = await pool.pipeline(readCommands(await readJson(c)), form(b64));
     return c.json(outcomes.map((o) => ("error" in o ? { error: o.error } : { result: encodeReply(o.result, b64) })));
   });
 
   app.post("/multi-exec", async (c) => {
-    const outcomes = await pool.transaction(readCommands(await readJson(c)));
     const b64 = base64(c);
+    const outcomes = await pool.transaction(readCommands(await readJson(c)), form(b64));
     return c.json(outcomes.map((o) => ("error" in o ? { error: o.error } : { result: encodeReply(o.result, b64) })));
   });
 

@@ -23,6 +23,23 @@ export class RedisUnavailableError extends Error {
 type Outcome = { result: Reply } | { error: string };
 
 /**
+ * How replies come back: `bytes` as Buffers (binary values survive, for
+ * base64 replies), `text` as UTF-8 strings (what a reply without base64
+ * becomes anyway, without a Buffer per value on the way).
+ */
+export type ReplyForm = "bytes" | "text";
+
+/** Queues or sends `name` on `target` (a connection, pipeline or transaction) with replies in `form`. */
+function send<T>(
+  target: { call(name: string, ...args: string[]): T; callBuffer(name: string, ...args: string[]): T },
+  form: ReplyForm,
+  name: string,
+  args: string[],
+): T {
+  return form === "text" ? target.call(name, ...args) : target.callBuffer(name, ...args);
+}
+
+/**
  * Commands the bridge refuses: they block a shared connection, change its
  * state for every other request, or never return.
  */
@@ -127,13 +144,13 @@ export class RedisPool {
   }
 
   /** One command; a Redis error is returned as `{ error }`, a connection failure throws. */
-  async command(name: string, args: Buffer[]): Promise<Outcome> {
+  async command(name: string, args: string[], form: ReplyForm = "bytes"): Promise<Outcome> {
     const refused = refusal(name);
     if (refused) return { error: refused };
     const conn = this.sharedConnection();
     this.ensureOpen(conn);
     try {
-      return { result: (await conn.callBuffer(name, ...args)) as Reply };
+      return { result: (await send(conn, form, name, args)) as Reply };
     } catch (err) {
       if (isConnectionError(err)) throw new RedisUnavailableError(`Redis is unreachable: ${(err as Error).message}`);
       return { error: (err as Error).message };
@@ -141,15 +158,15 @@ export class RedisPool {
   }
 
   /** Commands in order on one connection; each gets its own result or error. */
-  async pipeline(commands: Array<{ name: string; args: Buffer[] }>): Promise<Outcome[]> {
+  async pipeline(commands: Array<{ name: string; args: string[] }>, form: ReplyForm = "bytes"): Promise<Outcome[]> {
     const conn = this.sharedConnection();
     this.ensureOpen(conn);
     const pipe = conn.pipeline();
     const refusals = commands.map((c) => refusal(c.name));
     for (const [i, c] of commands.entries()) {
       // A refused command still occupies its slot so results line up.
-      if (refusals[i]) pipe.callBuffer("ECHO", Buffer.alloc(0));
-      else pipe.callBuffer(c.name, ...c.args);
+      if (refusals[i]) pipe.callBuffer("ECHO", "");
+      else send(pipe, form, c.name, c.args);
     }
     const replies = await pipe.exec();
     if (!replies) throw new RedisUnavailableError("Redis is unreachable");
@@ -167,7 +184,7 @@ export class RedisPool {
    * MULTI … EXEC on a connection this call holds alone. A transaction Redis
    * discards (a queued command was rejected) throws {@link TransactionDiscardedError}.
    */
-  async transaction(commands: Array<{ name: string; args: Buffer[] }>): Promise<Outcome[]> {
+  async transaction(commands: Array<{ name: string; args: string[] }>, form: ReplyForm = "bytes"): Promise<Outcome[]> {
     for (const c of commands) {
       const refused = refusal(c.name);
       if (refused) throw new TransactionDiscardedError(`EXECABORT ${refused}`);
@@ -177,7 +194,7 @@ export class RedisPool {
     try {
       this.ensureOpen(conn);
       const multi = conn.multi();
-      for (const c of commands) multi.callBuffer(c.name, ...c.args);
+      for (const c of commands) send(multi, form, c.name, c.args);
       let replies: Array<[Error | null, unknown]> | null;
       try {
         replies = await multi.exec();

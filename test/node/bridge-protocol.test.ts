@@ -79,6 +79,18 @@ describe("single commands", () => {
     expect((await post("/", ["ZSCORE", `${k}z`, "m"])).body.result).toBe("1764000000123");
   });
 
+  it("passes thousands of mixed arguments through in order, on every endpoint, as text and as base64", async () => {
+    // A settle's shape: thousands of ids, numbers, empty strings and UTF-8 text in one script call.
+    const args = Array.from({ length: 7_000 }, (_, i) => [`job:${i}`, i, "", "é✓", true, 1_764_000_000_123 + i, "ack"][i % 7]!);
+    const text = args.map(String);
+    const script = ["EVAL", "return ARGV", 0, ...args];
+    expect((await post("/", script)).body).toEqual({ result: text });
+    expect((await post("/", script, { "upstash-encoding": "base64" })).body).toEqual({ result: text.map(b64) });
+    for (const path of ["/pipeline", "/multi-exec"]) {
+      expect((await post(path, [script, ["ECHO", "ü"]])).body).toEqual([{ result: text }, { result: "ü" }]);
+    }
+  });
+
   it("answers a Redis error with 400 and its text, errors never base64", async () => {
     const res = await post("/", ["EVALSHA", "f".repeat(40), 0], { "upstash-encoding": "base64" });
     expect(res.status).toBe(400);
