@@ -37,6 +37,8 @@ export interface DeliverySummary {
   /** delayline: the tick's REST requests and Redis commands per delivery. */
   requestsPerJob?: Series;
   commandsPerJob?: Series;
+  /** delayline and BullMQ: CPU of the services called (redis-server; delayline also the REST bridge), µs per delivery. */
+  serviceCpuUsPerJob?: Series;
 }
 
 export interface Results {
@@ -315,7 +317,7 @@ function deliverySection(r: Results): string[] {
     if (!s) return [];
     const runs = s.jobsPerSec.runs.map((v) => Math.round(v).toLocaleString("en-US")).join(", ");
     return [
-      `| ${label[system]} | ${cell(s.jobsPerSec)} | ${runs} | ${times(ratio(s.jobsPerSec.median, floor?.median))} | ${times(ratio(s.jobsPerSec.median, bull?.median))} | ${cell(s.cpuUsPerJob)} | ${s.connections.runs.join(", ")} | ${s.pausedMs ? s.pausedMs.runs.map((v) => Math.round(v)).join(", ") : "—"} | ${s.requestsPerJob ? `${cell(s.requestsPerJob)} / ${cell(s.commandsPerJob)}` : "—"} |`,
+      `| ${label[system]} | ${cell(s.jobsPerSec)} | ${runs} | ${times(ratio(s.jobsPerSec.median, floor?.median))} | ${times(ratio(s.jobsPerSec.median, bull?.median))} | ${cell(s.cpuUsPerJob)} | ${s.connections.runs.join(", ")} | ${s.pausedMs ? s.pausedMs.runs.map((v) => Math.round(v)).join(", ") : "—"} | ${s.requestsPerJob ? `${cell(s.requestsPerJob)} / ${cell(s.commandsPerJob)}` : "—"} | ${s.serviceCpuUsPerJob ? cell(s.serviceCpuUsPerJob) : "—"} |`,
     ];
   };
   const t = deliveryTargets(r);
@@ -327,10 +329,10 @@ function deliverySection(r: Results): string[] {
   return [
     `## http delivery at the architecture's floor`,
     ``,
-    `${r.delivery?.floor?.jobsPerSec.runs.length ?? 0} alternating runs of ${(r.sizes as { delivery?: { run: number } }).delivery?.run?.toLocaleString("en-US") ?? "?"} POSTs of a 100-byte body to a loopback receiver (its own process), at most 50 in flight; rate = deliveries at the receiver from its first to its last. CPU: the delivering process (workerd; BullMQ: the bench's Node process).`,
+    `${r.delivery?.floor?.jobsPerSec.runs.length ?? 0} alternating runs of ${(r.sizes as { delivery?: { run: number } }).delivery?.run?.toLocaleString("en-US") ?? "?"} POSTs of a 100-byte body to a loopback receiver (its own process), at most 50 in flight; rate = deliveries at the receiver from its first to its last. CPU: the delivering process (workerd; BullMQ: the bench's Node process). Services: what the deliverer calls, on the same two cores — redis-server, and for delayline also the REST bridge standing in for Upstash (the bench's own process), which in production runs elsewhere.`,
     ``,
-    `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | ms without an arrival for ≥ 20 ms, each run | REST requests / Redis commands per delivery |`,
-    `|---|---|---|---|---|---|---|---|---|`,
+    `| system | deliveries/s | each run | ÷ floor | ÷ BullMQ | CPU µs per delivery | new connections, each run | ms without an arrival for ≥ 20 ms, each run | REST requests / Redis commands per delivery | services' CPU µs per delivery |`,
+    `|---|---|---|---|---|---|---|---|---|---|`,
     ...rowOf("floor"),
     ...rowOf("requestFloor"),
     ...rowOf("delayline"),

@@ -570,6 +570,7 @@ const results: Results = {
                     commandsPerJob: seriesOf(runs, (r) => r.commandsPerJob!, "commands/delivery"),
                   }
                 : {}),
+              ...(runs[0]?.serviceCpuUsPerJob !== undefined ? { serviceCpuUsPerJob: seriesOf(runs, (r) => r.serviceCpuUsPerJob!, "µs/delivery") } : {}),
             },
           ]),
         )

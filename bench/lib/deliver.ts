@@ -88,6 +88,13 @@ export interface DeliveryRun {
   /** delayline: the tick's REST requests and Redis commands per delivery. */
   requestsPerJob?: number;
   commandsPerJob?: number;
+  /**
+   * delayline and BullMQ: CPU of the services they call, µs per delivery, over
+   * the same span: redis-server's, and for delayline also the bench's own
+   * process, which serves the REST bridge standing in for Upstash. It shares
+   * the machine's two cores with the deliverer here, where Upstash would not.
+   */
+  serviceCpuUsPerJob?: number;
 }
 
 /** One sustained-rate run. */
@@ -325,11 +332,18 @@ export async function deliveryRun(
     );
     await rig.infra.resetStats();
     const before = cpuUs(workers.tick.workerdPid);
+    const bridgeBefore = selfCpuUs();
     await queue.configureTopic(topic, { paused: false });
     const arrivals = await collect(rig.receiver, label, n, timeoutMs, "the tick's deliveries");
     const cpu = cpuUs(workers.tick.workerdPid) - before;
+    const bridge = selfCpuUs() - bridgeBefore;
     const usage = await rig.infra.usage();
-    return { ...throughputOf(arrivals, cpu), requestsPerJob: usage.bridgeRequests / n, commandsPerJob: usage.commands / n };
+    return {
+      ...throughputOf(arrivals, cpu),
+      requestsPerJob: usage.bridgeRequests / n,
+      commandsPerJob: usage.commands / n,
+      serviceCpuUsPerJob: (bridge + usage.processCpuUsec) / n,
+    };
   }
 
   const b = await bull(rig.infra.redis.port);
@@ -339,6 +353,7 @@ export async function deliveryRun(
       b.addBulk(Array.from({ length: Math.min(1_000, n - k * 1_000) }, (_, j) => ({ due, payload: payload(k * 1_000 + j) }))),
     );
     await sleep(Math.max(0, due + 5 - Date.now()));
+    await rig.infra.resetStats();
     const before = selfCpuUs();
     const w = b.work(async (job) => {
       const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(job.data) });
@@ -347,8 +362,9 @@ export async function deliveryRun(
     });
     const arrivals = await collect(rig.receiver, label, n, timeoutMs, "BullMQ's deliveries");
     const cpu = selfCpuUs() - before;
+    const usage = await rig.infra.usage();
     await w.close();
-    return throughputOf(arrivals, cpu);
+    return { ...throughputOf(arrivals, cpu), serviceCpuUsPerJob: usage.processCpuUsec / n };
   } finally {
     await b.close();
   }
