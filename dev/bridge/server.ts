@@ -1,6 +1,6 @@
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
-import { createBridgeApp, type BridgeAppOptions } from "./app.js";
+import { createBridgeHandler, type BridgeAppOptions } from "./app.js";
 import { RedisPool, type PoolOptions } from "./pool.js";
 
 /** Options of a running bridge. */
@@ -28,11 +28,11 @@ export interface RunningBridge {
 export async function startBridge(options: BridgeOptions): Promise<RunningBridge> {
   const pool = new RedisPool(options);
   await pool.waitReady(options.connectTimeoutMs ?? 2_000);
-  const app = createBridgeApp({ ...options, pool });
   const host = options.host ?? "127.0.0.1";
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? 0, hostname: host }, () => resolve(s));
-    s.once("error", reject);
+  const server = createServer(createBridgeHandler({ ...options, pool }));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
@@ -41,9 +41,8 @@ export async function startBridge(options: BridgeOptions): Promise<RunningBridge
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Keep-alive sockets would hold close() open; idle ones can go now.
-        const http = server as unknown as { closeIdleConnections?: () => void; closeAllConnections?: () => void };
-        if (connections === "all") http.closeAllConnections?.();
-        else http.closeIdleConnections?.();
+        if (connections === "all") server.closeAllConnections();
+        else server.closeIdleConnections();
       });
       await pool.close();
     })());

@@ -192,6 +192,47 @@ const slowCall = (bridgeUrl: string, token: string) =>
     ]),
   });
 
+describe("what the bridge refuses", () => {
+  it("answers 404 {error} for another endpoint or method, after the token", async () => {
+    for (const [method, path] of [
+      ["POST", "/nope"],
+      ["GET", "/"],
+      ["POST", "/pipeline/extra"],
+    ] as const) {
+      const res = await fetch(url() + path, { method, headers: auth(), ...(method === "POST" ? { body: "[]" } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(((await res.json()) as { error: string }).error).toBe(`no such endpoint: ${method} ${path}`);
+    }
+    expect((await fetch(`${url()}/nope`, { method: "POST", body: "[]" })).status).toBe(401);
+    // A query string is not part of the endpoint.
+    expect((await post("/?x=1", ["PING"])).body).toEqual({ result: "PONG" });
+  });
+
+  it("answers 413 {error} for a body over its limit, declared or streamed, and goes on serving", async () => {
+    const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-limit", maxBodyBytes: 1_000 });
+    try {
+      const headers = { authorization: "Bearer t0ken-limit" };
+      const big = JSON.stringify(["SET", key("big"), "z".repeat(2_000)]);
+      const declared = await fetch(bridge.url, { method: "POST", headers, body: big });
+      expect(declared.status).toBe(413);
+      expect(await declared.json()).toEqual({ error: "request body too large" });
+      // Without a Content-Length (chunked), the limit is counted as the body arrives.
+      const stream = new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(big));
+          c.close();
+        },
+      });
+      const streamed = await fetch(bridge.url, { method: "POST", headers, body: stream, duplex: "half" } as RequestInit);
+      expect(streamed.status).toBe(413);
+      const ok = await fetch(bridge.url, { method: "POST", headers, body: JSON.stringify(["PING"]) });
+      expect(await ok.json()).toEqual({ result: "PONG" });
+    } finally {
+      await bridge.close();
+    }
+  });
+});
+
 describe("outages", () => {
   it("answers a JSON 503 promptly when Redis is unreachable, and recovers when it returns", async () => {
     const port = await freePort();
