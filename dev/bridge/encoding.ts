@@ -24,10 +24,10 @@ export function encodeReply(reply: Reply, base64: boolean): Json {
 
 /**
  * An argument as Redis gets it: a JSON string as its UTF-8, a number or a
- * boolean as its text. Kept a string (ioredis writes it as UTF-8): a command
- * whose arguments are all strings goes out as one write, where Buffers went
- * out one write each — a settle's seven thousand arguments were most of the
- * bridge's CPU.
+ * boolean as its text. Kept a string (ioredis writes it as UTF-8): ioredis
+ * builds a command whose arguments are all strings as one string, where it
+ * assembled Buffer arguments piece by piece into a Buffer — for a settle's
+ * seven thousand arguments, most of the bridge's CPU.
  */
 export function toArgument(value: unknown): string {
   if (typeof value === "string") return value;
