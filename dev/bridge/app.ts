@@ -62,16 +62,19 @@ export function createBridgeHandler(options: BridgeAppOptions): (req: IncomingMe
   const each = (outcomes: Awaited<ReturnType<RedisPool["pipeline"]>>, b64: boolean): Answer[] =>
     outcomes.map((o) => ("error" in o ? { error: o.error } : { result: encodeReply(o.result, b64) }));
 
-  const routes: Record<string, (body: unknown, b64: boolean) => Promise<Answer | Answer[]>> = {
-    "/": async (body, b64) => {
-      const { name, args } = parseCommand(body);
-      const outcome = await pool.command(name, args, form(b64));
-      if ("error" in outcome) throw new Refusal(400, outcome.error);
-      return { result: encodeReply(outcome.result, b64) };
-    },
-    "/pipeline": async (body, b64) => each(await pool.pipeline(readCommands(body), form(b64)), b64),
-    "/multi-exec": async (body, b64) => each(await pool.transaction(readCommands(body), form(b64)), b64),
-  };
+  const routes = new Map<string, (body: unknown, b64: boolean) => Promise<Answer | Answer[]>>([
+    [
+      "/",
+      async (body, b64) => {
+        const { name, args } = parseCommand(body);
+        const outcome = await pool.command(name, args, form(b64));
+        if ("error" in outcome) throw new Refusal(400, outcome.error);
+        return { result: encodeReply(outcome.result, b64) };
+      },
+    ],
+    ["/pipeline", async (body, b64) => each(await pool.pipeline(readCommands(body), form(b64)), b64)],
+    ["/multi-exec", async (body, b64) => each(await pool.transaction(readCommands(body), form(b64)), b64)],
+  ]);
 
   /** The body as text, or a 413 past the limit (what is left of it is read and dropped, so the connection stays usable). */
   function readBody(req: IncomingMessage): Promise<string> {
@@ -115,7 +118,7 @@ export function createBridgeHandler(options: BridgeAppOptions): (req: IncomingMe
       return { status: 401, body: { error: "Unauthorized: missing or wrong bearer token" } };
     }
     const text = await readBody(req);
-    const route = req.method === "POST" ? routes[path] : undefined;
+    const route = req.method === "POST" ? routes.get(path) : undefined;
     if (!route) return { status: 404, body: { error: `no such endpoint: ${req.method} ${path}` } };
     let body: unknown;
     try {
