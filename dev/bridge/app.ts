@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { encodeReply, type Json, parseCommand } from "./encoding.js";
-import { type RedisPool, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
+import { type Outcome, type RedisPool, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
 
 /** Options of the Upstash-compatible REST handler. */
 export interface BridgeAppOptions {
@@ -59,7 +59,7 @@ export function createBridgeHandler(options: BridgeAppOptions): (req: IncomingMe
 
   /** One command's answer, or a pipeline's or transaction's answers in order. */
   type Answer = { result: Json } | { error: string };
-  const each = (outcomes: Awaited<ReturnType<RedisPool["pipeline"]>>, b64: boolean): Answer[] =>
+  const each = (outcomes: Outcome[], b64: boolean): Answer[] =>
     outcomes.map((o) => ("error" in o ? { error: o.error } : { result: encodeReply(o.result, b64) }));
 
   const routes = new Map<string, (body: unknown, b64: boolean) => Promise<Answer | Answer[]>>([
@@ -76,23 +76,25 @@ export function createBridgeHandler(options: BridgeAppOptions): (req: IncomingMe
     ["/multi-exec", async (body, b64) => each(await pool.transaction(readCommands(body), form(b64)), b64)],
   ]);
 
+  const tooLarge = () => new Refusal(413, "request body too large");
+
   /** The body as text, or a 413 past the limit (what is left of it is read and dropped, so the connection stays usable). */
   function readBody(req: IncomingMessage): Promise<string> {
     const declared = Number(req.headers["content-length"]);
     if (declared > maxBodyBytes) {
       req.resume();
-      return Promise.reject(new Refusal(413, "request body too large"));
+      return Promise.reject(tooLarge());
     }
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let bytes = 0;
-      let tooLarge = false;
+      let refused = false;
       req.on("data", (chunk: Buffer) => {
-        if (tooLarge) return;
+        if (refused) return;
         bytes += chunk.length;
         if (bytes > maxBodyBytes) {
-          tooLarge = true;
-          reject(new Refusal(413, "request body too large"));
+          refused = true;
+          reject(tooLarge());
           return;
         }
         chunks.push(chunk);

@@ -20,7 +20,8 @@ export class RedisUnavailableError extends Error {
   override name = "RedisUnavailableError";
 }
 
-type Outcome = { result: Reply } | { error: string };
+/** One command's reply or Redis' error for it. */
+export type Outcome = { result: Reply } | { error: string };
 
 /**
  * How replies come back: `bytes` as Buffers (binary values survive, for
