@@ -309,6 +309,7 @@ function deliverySection(r: Results): string[] {
   const label: Record<DeliverySystem, string> = {
     floor: "floor Worker (bench/floor/deliver-worker.ts): only the fetches",
     requestFloor: "floor Worker making delayline's request: its headers, signed, a timeout signal",
+    dispatchFloor: "floor Worker running delayline's dispatch on jobs in memory: no Redis",
     delayline: "delayline's tick (http handler, signed)",
     bullmq: "BullMQ worker, Node `fetch`",
   };
@@ -321,10 +322,13 @@ function deliverySection(r: Results): string[] {
     ];
   };
   const t = deliveryTargets(r);
-  // No target: how the distance from the floor splits between what a delivery must send and what the pipeline adds.
+  // No target: how the distance from the floor splits, step by step: what a delivery must send, delayline's dispatch of it, and Redis.
+  const median = (system: DeliverySystem) => d[system]?.jobsPerSec.median;
   const split = [
-    `- the floor making delayline's request ÷ the floor (the request's own cost): ${times(ratio(d.requestFloor?.jobsPerSec.median, floor?.median))}`,
-    `- http delivery ÷ the floor making delayline's request (the pipeline's own cost): ${times(ratio(d.delayline?.jobsPerSec.median, d.requestFloor?.jobsPerSec.median))}`,
+    `- the floor making delayline's request ÷ the floor (the request's own cost): ${times(ratio(median("requestFloor"), floor?.median))}`,
+    `- http delivery ÷ the floor making delayline's request (the pipeline's own cost): ${times(ratio(median("delayline"), median("requestFloor")))}, of which`,
+    `  - the floor running delayline's dispatch ÷ the floor making delayline's request (dispatch's own cost): ${times(ratio(median("dispatchFloor"), median("requestFloor")))}`,
+    `  - http delivery ÷ the floor running delayline's dispatch (Redis: claim, settle and the rounds between): ${times(ratio(median("delayline"), median("dispatchFloor")))}`,
   ];
   return [
     `## http delivery at the architecture's floor`,
@@ -335,6 +339,7 @@ function deliverySection(r: Results): string[] {
     `|---|---|---|---|---|---|---|---|---|---|`,
     ...rowOf("floor"),
     ...rowOf("requestFloor"),
+    ...rowOf("dispatchFloor"),
     ...rowOf("delayline"),
     ...rowOf("bullmq"),
     ``,

@@ -13,15 +13,25 @@
  *   headers and a Delayline-Signature (delayline's own signer, its key
  *   imported once), and an AbortSignal for its timeout. What is left between
  *   this and the tick is the pipeline's own work (claim, dispatch, settle).
+ * - `dispatch`: delayline's own dispatch (src/tick/dispatch.ts: lanes, handler
+ *   slots, the job's timeout, the bounded body read, an outcome per job) on
+ *   jobs made in memory, in chunks of 1,000 as a claim returns them, the next
+ *   chunk started once the last one's jobs have all started (as the tick
+ *   claims at a chunk's tail). What is left between this and the tick is
+ *   Redis: claim, settle and the scheduling round between them.
  */
 import { deliverySigner } from "../../src/client/signature.js";
+import type { ClaimedJob } from "../../src/queue/queue.js";
+import { decodeTopicConf, DEFAULT_TOPIC_DEFAULTS } from "../../src/queue/topics.js";
+import { Semaphore } from "../../src/tick/budget.js";
+import { dispatchChunk } from "../../src/tick/dispatch.js";
 
 interface DeliverRequest {
   url: string;
   n: number;
   concurrency: number;
   body: string;
-  request?: "plain" | "delayline";
+  request?: "plain" | "delayline" | "dispatch";
 }
 
 /** The bench's deployment secret (bench/lib/deliver.ts), which the tick signs with. */
@@ -42,11 +52,57 @@ async function delaylineRequest(i: number, payload: unknown, sign: ReturnType<ty
   return { method: "POST", headers, body, redirect: "manual", signal: new AbortController().signal };
 }
 
+/** Jobs a claim returns at most (TICK_CHUNK in the bench's tick). */
+const CHUNK = 1_000;
+
+/** `n` deliveries of `payload` to `url` through delayline's dispatch, `concurrency` at once; how many were acked. */
+async function dispatchRun(url: string, n: number, concurrency: number, payload: unknown): Promise<number> {
+  // The topic as the tick reads it: its url, a concurrency above a chunk (as the bench's topic), the rest default.
+  const { settings } = decodeTopicConf({ url, concurrency: String(CHUNK) }, DEFAULT_TOPIC_DEFAULTS);
+  const overall = new Semaphore(concurrency);
+  const running: Array<Promise<unknown>> = [];
+  let acked = 0;
+  const chunk = (from: number) => {
+    const now = Date.now();
+    const jobs: ClaimedJob[] = [];
+    for (let i = from; i < Math.min(n, from + CHUNK); i++) {
+      const id = `floor:01KBA0000000000000${String(i).padStart(8, "0")}`;
+      jobs.push({ id, topic: "floor", attempt: 1, dueAt: now, leaseExpiresAt: now + 60_000, record: { payload, createdAt: now } });
+    }
+    let started = 0;
+    running.push(
+      dispatchChunk(jobs, {
+        settings,
+        secrets: {},
+        deploymentSigningSecret: SIGNING_SECRET,
+        allowPrivateTargets: true,
+        // Called as the tick's counting fetch calls it, through a function of its own.
+        fetch: (input, init) => fetch(input, init),
+        overall,
+        now: Date.now,
+        onStart: () => {
+          if (++started === jobs.length && from + CHUNK < n) chunk(from + CHUNK);
+        },
+        onOutcome: (o) => {
+          if (o.kind === "ack") acked++;
+        },
+      }),
+    );
+  };
+  chunk(0);
+  for (let i = 0; i < running.length; i++) await running[i];
+  return acked;
+}
+
 export default {
   async fetch(request: Request): Promise<Response> {
     if (new URL(request.url).pathname !== "/deliver") return new Response("not found", { status: 404 });
     const { url, n, concurrency, body, request: shape = "plain" } = (await request.json()) as DeliverRequest;
     const payload: unknown = JSON.parse(body);
+    if (shape === "dispatch") {
+      const acked = await dispatchRun(url, n, concurrency, payload);
+      return Response.json({ ok: acked, failed: n - acked });
+    }
     const sign = deliverySigner("delayline", [SIGNING_SECRET]);
     let next = 0;
     let ok = 0;

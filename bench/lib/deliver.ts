@@ -66,10 +66,15 @@ export const SUSTAINED_SETTINGS = { TICK_IDLE_PEEK_MS: "0" };
 /**
  * `floor`: the floor Worker's plain fetches; `requestFloor`: the same Worker
  * making the request a delivery must send (headers, signature, timeout
- * signal), so the tick's distance from it is the pipeline's own cost.
+ * signal), so the tick's distance from it is the pipeline's own cost;
+ * `dispatchFloor`: the same Worker running delayline's dispatch on jobs made
+ * in memory, which splits that cost into dispatch and Redis (claim, settle).
  */
-export type DeliverySystem = "floor" | "requestFloor" | "delayline" | "bullmq";
-export const DELIVERY_SYSTEMS: DeliverySystem[] = ["floor", "requestFloor", "delayline", "bullmq"];
+export type DeliverySystem = "floor" | "requestFloor" | "dispatchFloor" | "delayline" | "bullmq";
+export const DELIVERY_SYSTEMS: DeliverySystem[] = ["floor", "requestFloor", "dispatchFloor", "delayline", "bullmq"];
+
+/** What the floor Worker is asked to send, per system it plays. */
+const FLOOR_REQUEST = { floor: "plain", requestFloor: "delayline", dispatchFloor: "dispatch" } as const;
 
 /** One throughput run of one system. */
 export interface DeliveryRun {
@@ -307,9 +312,9 @@ export async function deliveryRun(
   const url = `${rig.receiver.url}/r/${label}`;
   const timeoutMs = 60_000 + n * 5;
 
-  if (system === "floor" || system === "requestFloor") {
+  if (system === "floor" || system === "requestFloor" || system === "dispatchFloor") {
     const before = cpuUs(workers.floor.workerdPid);
-    const request = system === "floor" ? "plain" : "delayline";
+    const request = FLOOR_REQUEST[system];
     const res = await fetch(`${workers.floor.url}/deliver`, {
       method: "POST",
       body: JSON.stringify({ url, n, concurrency: DELIVERY_CONCURRENCY, body: JSON.stringify(payload(0)), request }),
