@@ -289,15 +289,34 @@ export function renderMarkdown(r: Results): string {
 
 const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n).toLocaleString("en-US")}` : "—");
 
+/**
+ * The ratio of two systems' rates in each round of alternating runs (the
+ * runs of one round are minutes apart at most, so a machine that slows down
+ * for a while moves both): " (each round: …)", or "" when a run failed and
+ * the rounds no longer pair up.
+ */
+function eachRound(a: Series | undefined, b: Series | undefined): string {
+  if (!a || !b || a.runs.length !== b.runs.length || a.runs.length < 2) return "";
+  return ` (each round: ${a.runs.map((x, i) => times(ratio(x, b.runs[i]))).join(", ")})`;
+}
+
 /** http delivery: the tick beside BullMQ and the floor Worker, with the ratios issue 18 sets targets on. */
 export function deliveryTargets(r: Results): Array<{ name: string; value: string; met: boolean | undefined }> {
   const d = r.delivery;
-  const dl = d?.delayline?.jobsPerSec.median;
-  const vsFloor = ratio(dl, d?.floor?.jobsPerSec.median);
-  const vsBull = ratio(dl, d?.bullmq?.jobsPerSec.median);
+  const dl = d?.delayline?.jobsPerSec;
+  const vsFloor = ratio(dl?.median, d?.floor?.jobsPerSec.median);
+  const vsBull = ratio(dl?.median, d?.bullmq?.jobsPerSec.median);
   return [
-    { name: "http delivery ≥ 0.8× the floor", value: times(vsFloor), met: vsFloor === undefined ? undefined : vsFloor >= 0.8 },
-    { name: "http delivery ≥ 1× BullMQ", value: times(vsBull), met: vsBull === undefined ? undefined : vsBull >= 1 },
+    {
+      name: "http delivery ≥ 0.8× the floor",
+      value: `${times(vsFloor)}${eachRound(dl, d?.floor?.jobsPerSec)}`,
+      met: vsFloor === undefined ? undefined : vsFloor >= 0.8,
+    },
+    {
+      name: "http delivery ≥ 1× BullMQ",
+      value: `${times(vsBull)}${eachRound(dl, d?.bullmq?.jobsPerSec)}`,
+      met: vsBull === undefined ? undefined : vsBull >= 1,
+    },
   ];
 }
 
@@ -323,12 +342,16 @@ function deliverySection(r: Results): string[] {
   };
   const t = deliveryTargets(r);
   // No target: how the distance from the floor splits, step by step: what a delivery must send, delayline's dispatch of it, and Redis.
-  const median = (system: DeliverySystem) => d[system]?.jobsPerSec.median;
+  const of = (a: DeliverySystem, b: DeliverySystem) => {
+    const x = a === "floor" ? floor : d[a]?.jobsPerSec;
+    const y = b === "floor" ? floor : d[b]?.jobsPerSec;
+    return `${times(ratio(x?.median, y?.median))}${eachRound(x, y)}`;
+  };
   const split = [
-    `- the floor making delayline's request ÷ the floor (the request's own cost): ${times(ratio(median("requestFloor"), floor?.median))}`,
-    `- http delivery ÷ the floor making delayline's request (the pipeline's own cost): ${times(ratio(median("delayline"), median("requestFloor")))}, of which`,
-    `  - the floor running delayline's dispatch ÷ the floor making delayline's request (dispatch's own cost): ${times(ratio(median("dispatchFloor"), median("requestFloor")))}`,
-    `  - http delivery ÷ the floor running delayline's dispatch (Redis: claim, settle and the rounds between): ${times(ratio(median("delayline"), median("dispatchFloor")))}`,
+    `- the floor making delayline's request ÷ the floor (the request's own cost): ${of("requestFloor", "floor")}`,
+    `- http delivery ÷ the floor making delayline's request (the pipeline's own cost): ${of("delayline", "requestFloor")}, of which`,
+    `  - the floor running delayline's dispatch ÷ the floor making delayline's request (dispatch's own cost): ${of("dispatchFloor", "requestFloor")}`,
+    `  - http delivery ÷ the floor running delayline's dispatch (Redis: claim, settle and the rounds between): ${of("delayline", "dispatchFloor")}`,
   ];
   return [
     `## http delivery at the architecture's floor`,
