@@ -291,9 +291,9 @@ const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n).toLocaleString(
 
 /**
  * The ratio of two systems' rates in each round of alternating runs (the
- * runs of one round are minutes apart at most, so a machine that slows down
- * for a while moves both): " (each round: …)", or "" when a run failed and
- * the rounds no longer pair up.
+ * runs of one round follow each other, so a machine that slows down for a
+ * while slows both): " (each round: …)", or "" when a run failed and the
+ * rounds no longer pair up.
  */
 function eachRound(a: Series | undefined, b: Series | undefined): string {
   if (!a || !b || a.runs.length !== b.runs.length || a.runs.length < 2) return "";
@@ -343,8 +343,8 @@ function deliverySection(r: Results): string[] {
   const t = deliveryTargets(r);
   // No target: how the distance from the floor splits, step by step: what a delivery must send, delayline's dispatch of it, and Redis.
   const of = (a: DeliverySystem, b: DeliverySystem) => {
-    const x = a === "floor" ? floor : d[a]?.jobsPerSec;
-    const y = b === "floor" ? floor : d[b]?.jobsPerSec;
+    const x = d[a]?.jobsPerSec;
+    const y = d[b]?.jobsPerSec;
     return `${times(ratio(x?.median, y?.median))}${eachRound(x, y)}`;
   };
   const split = [
