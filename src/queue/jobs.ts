@@ -127,7 +127,7 @@ export async function settle(
   if (outcomes.length > MAX_BATCH) throw new RangeError(`settle at most ${MAX_BATCH} outcomes at once`);
   const now = options.now ?? ctx.now();
   const t = ctx.keys.topic(topic);
-  const observed = observationVector(outcomes.flatMap((o) => (o.observed ? [o.observed] : [])));
+  const observed = observationVector(outcomes.map((o) => o.observed));
   const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
   const args: Array<string | number> = [now, ctx.deadLetterCap, ctx.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
   for (const o of outcomes) {

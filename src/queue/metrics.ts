@@ -58,18 +58,22 @@ export interface MetricsSnapshot {
 }
 
 function bucketOf(bounds: readonly number[], ms: number): number {
-  const i = bounds.findIndex((b) => ms <= b);
-  return i < 0 ? bounds.length : i;
+  // A loop, not findIndex: twice per settled outcome, and a closure each time showed in the tick's profile.
+  let i = 0;
+  while (i < bounds.length && ms > bounds[i]!) i++;
+  return i;
 }
 
 /**
  * The histogram part of a chunk's metrics vector (its counter slots are left
- * 0: the scripts count outcomes that applied). Null when nothing was observed.
+ * 0: the scripts count outcomes that applied), from the observations given
+ * (undefined: an outcome without one). Null when nothing was observed.
  */
-export function observationVector(observations: Observation[]): number[] | null {
-  if (observations.length === 0) return null;
-  const v = new Array<number>(VECTOR_LENGTH).fill(0);
+export function observationVector(observations: ReadonlyArray<Observation | undefined>): number[] | null {
+  let v: number[] | null = null;
   for (const o of observations) {
+    if (o === undefined) continue;
+    v ??= new Array<number>(VECTOR_LENGTH).fill(0);
     const lateness = Math.max(0, Math.round(o.latenessMs));
     const duration = Math.max(0, Math.round(o.durationMs));
     v[LATENESS_AT + bucketOf(LATENESS_BOUNDS_MS, lateness)]! += 1;

@@ -68,6 +68,27 @@ describe("metrics", () => {
     expect((await queue.topicStats("m")).metrics.lateness.count).toBe(minutes);
   });
 
+  it("a value on a bucket's bound counts in that bucket, one above the last bound in +Inf, and outcomes without an observation not at all", () => {
+    const v = observationVector([
+      { latenessMs: 10, durationMs: 5 },
+      undefined,
+      { latenessMs: 10.4, durationMs: 60_001 },
+      { latenessMs: 600_001, durationMs: 0 },
+      { latenessMs: -3, durationMs: 5.6 },
+    ]);
+    const s = snapshotOf(v);
+    // Lateness bounds 10, 25, …, 600,000, then +Inf; a negative lateness reads as 0.
+    expect(s.lateness.counts[0]).toBe(3);
+    expect(s.lateness.counts.at(-1)).toBe(1);
+    expect(s.lateness.count).toBe(4);
+    expect(s.lateness.sumMs).toBe(10 + 10 + 600_001);
+    // Duration bounds 5, 10, …, 60,000, then +Inf; 5.6 rounds to 6, above the first bound.
+    expect(s.duration.counts.slice(0, 2)).toEqual([2, 1]);
+    expect(s.duration.counts.at(-1)).toBe(1);
+    expect(observationVector([undefined, undefined])).toBeNull();
+    expect(observationVector([])).toBeNull();
+  });
+
   it("quantiles interpolate inside buckets as Prometheus' histogram_quantile does", () => {
     const h = snapshotOf(observationVector([...Array(50).fill(5), ...Array(50).fill(40)].map((latenessMs) => ({ latenessMs, durationMs: 0 })))).lateness;
     expect(h.count).toBe(100);
