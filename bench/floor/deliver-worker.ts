@@ -37,9 +37,12 @@ interface DeliverRequest {
 /** The bench's deployment secret (bench/lib/deliver.ts), which the tick signs with. */
 const SIGNING_SECRET = "bench-signing-secret-0123456789";
 
+/** The i-th job of a run, with an id shaped as delayline's are. */
+const jobId = (i: number) => `floor:01KBA0000000000000${String(i).padStart(8, "0")}`;
+
 /** A request as a delayline delivery makes it: the i-th of the run. */
 async function delaylineRequest(i: number, payload: unknown, sign: ReturnType<typeof deliverySigner>): Promise<RequestInit> {
-  const id = `floor:01KBA0000000000000${String(i).padStart(8, "0")}`;
+  const id = jobId(i);
   const body = JSON.stringify(payload);
   const headers: Record<string, string> = {
     "user-agent": "delayline",
@@ -66,8 +69,7 @@ async function dispatchRun(url: string, n: number, concurrency: number, payload:
     const now = Date.now();
     const jobs: ClaimedJob[] = [];
     for (let i = from; i < Math.min(n, from + CHUNK); i++) {
-      const id = `floor:01KBA0000000000000${String(i).padStart(8, "0")}`;
-      jobs.push({ id, topic: "floor", attempt: 1, dueAt: now, leaseExpiresAt: now + 60_000, record: { payload, createdAt: now } });
+      jobs.push({ id: jobId(i), topic: "floor", attempt: 1, dueAt: now, leaseExpiresAt: now + 60_000, record: { payload, createdAt: now } });
     }
     let started = 0;
     running.push(
