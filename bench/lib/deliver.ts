@@ -76,6 +76,9 @@ export const DELIVERY_SYSTEMS: DeliverySystem[] = ["floor", "requestFloor", "dis
 /** What the floor Worker is asked to send, per system it plays. */
 const FLOOR_REQUEST = { floor: "plain", requestFloor: "delayline", dispatchFloor: "dispatch" } as const;
 
+/** The systems the floor Worker plays: those {@link FLOOR_REQUEST} names. */
+const playedByFloor = (system: DeliverySystem): system is keyof typeof FLOOR_REQUEST => Object.hasOwn(FLOOR_REQUEST, system);
+
 /** One throughput run of one system. */
 export interface DeliveryRun {
   jobs: number;
@@ -312,7 +315,7 @@ export async function deliveryRun(
   const url = `${rig.receiver.url}/r/${label}`;
   const timeoutMs = 60_000 + n * 5;
 
-  if (system === "floor" || system === "requestFloor" || system === "dispatchFloor") {
+  if (playedByFloor(system)) {
     const before = cpuUs(workers.floor.workerdPid);
     const request = FLOOR_REQUEST[system];
     const res = await fetch(`${workers.floor.url}/deliver`, {
