@@ -8,14 +8,17 @@
  *   DELAYLINE_TOKEN       API token (default dev-token)
  *   REDIS_PORT            local redis-server port (default: a free one)
  *   BRIDGE_PORT           REST bridge port (default: a free one)
- *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data)
+ *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data); one npm start per
+ *                         directory (dev/data-dir-lock.ts): a second one exits at once, naming the first one's pid
  *   REDIS_URL             use this Redis instead of starting one
  *   UPSTASH_REDIS_REST_URL + UPSTASH_REDIS_REST_TOKEN   use Upstash: no local Redis or bridge
  *   WRANGLER_CONFIG       the Worker's wrangler config (default wrangler.toml; the benchmarks run bench/worker/wrangler.toml)
  *   any other setting (TICK_POLL_MS, …) is passed to the Worker's vars.
  *
  * The settings are checked with the Worker's own schema before anything
- * starts; a bad one ends `npm start` at once, naming it and its rule.
+ * starts; a bad one ends `npm start` at once, naming it and its rule. So does
+ * a data directory another npm start holds, and a port (PORT, REDIS_PORT,
+ * BRIDGE_PORT) something already listens on.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -23,7 +26,8 @@ import { dirname, join, resolve } from "node:path";
 import { SETTING_NAMES, validateSettings } from "../src/env.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
-import { portFromEnv } from "./ports.js";
+import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
+import { assertPortFree, portFromEnv, portInUse } from "./ports.js";
 import { startRedis, type RunningRedis } from "./redis-launcher.js";
 import { startWorkerProcess, waitForHealthy, type WorkerProcess } from "./worker-process.js";
 
@@ -34,6 +38,7 @@ let redis: RunningRedis | undefined;
 let bridge: RunningBridge | undefined;
 let worker: WorkerProcess | undefined;
 let cron: CronDriver | undefined;
+let lock: DataDirLock | undefined;
 let stopping: Promise<void> | undefined;
 
 async function stopAll(code: number): Promise<never> {
@@ -42,6 +47,8 @@ async function stopAll(code: number): Promise<never> {
     await worker?.stop();
     await bridge?.close().catch(() => {});
     await redis?.stop().catch(() => {});
+    // Last: the directory is free only once its redis-server is gone.
+    lock?.release();
   })();
   await stopping;
   process.exit(code);
@@ -93,12 +100,20 @@ async function main() {
   let restUrl = process.env.UPSTASH_REDIS_REST_URL;
   let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
   checkSettings(fromEnvironment, apiToken, Boolean(restUrl && restToken));
+  const port = portFromEnv("PORT", 8787);
+  const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
+
+  // Before anything starts: this data directory is ours alone, and the ports we were told to use are free
+  // (on the host the Worker, Redis and the bridge bind), so nothing else can answer in their place.
+  lock = lockDataDir(dataDir, port);
+  await assertPortFree("PORT", port);
+  const ownRedis = !(restUrl && restToken) && !process.env.REDIS_URL;
+  if (ownRedis) await assertPortFree("REDIS_PORT", portFromEnv("REDIS_PORT", 0));
+  if (!(restUrl && restToken)) await assertPortFree("BRIDGE_PORT", portFromEnv("BRIDGE_PORT", 0));
 
   // The Worker imports generated files (Lua scripts, API reference); rebuild them in case a source changed.
   const built = spawnSync(process.execPath, [join(root, "scripts/build.mjs")], { stdio: "inherit" });
   if (built.status !== 0) throw new Error("generating the Lua module and the API reference failed");
-  const port = portFromEnv("PORT", 8787);
-  const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
 
   // The Worker's host starts first and bundles the Worker while Redis and the bridge come up; its bindings follow.
   let bindingsReady!: (vars: Record<string, string>) => void;
@@ -124,6 +139,7 @@ async function main() {
       log("using the Redis at REDIS_URL");
     } else {
       redis = await startRedis({ port: portFromEnv("REDIS_PORT", 0), dataDir: join(dataDir, "redis") });
+      lock.recordRedis(redis.pid);
       redisUrl = redis.url;
       log(`redis-server on ${redis.url} (append-only file in ${redis.dataDir})`);
     }
@@ -142,13 +158,20 @@ async function main() {
   });
 
   const workerUrl = running.url;
+  // Only once our own workerd listens does an answer on the port come from our Worker.
+  await running.listening.catch(async (err: Error) => {
+    throw (await portInUse(port)) ? new Error(`PORT ${port} was taken while the Worker started: set PORT=… to a free port`) : err;
+  });
   await waitForHealthy(workerUrl, 60_000, running.child);
   cron = startCronDriver({ workerUrl, log: (l) => log(`cron: ${l}`) });
   log("ready");
   console.log(`
   API        ${workerUrl}
   token      ${apiToken}
+  dashboard  ${workerUrl}/dashboard
+  docs       ${workerUrl}/docs
   health     curl ${workerUrl}/healthz
+  data       ${dataDir}
 `);
 }
 

@@ -129,6 +129,8 @@ const digest = async (file: string) =>
 let builtDigest = await digest(built.entry);
 mf = new MiniflareClass(await options(built));
 await mf.ready.catch((err: Error) => fail(`workerd did not start: ${err.message}`));
+// npm start waits for this before it asks /healthz: an answer before it could come from another server on the port.
+process.send?.({ listening: true });
 
 if (!args["no-watch"]) watchSources();
 

@@ -26,6 +26,11 @@ export interface WorkerProcess {
   url: string;
   /** The host process; workerd runs under it. */
   child: ChildProcess;
+  /**
+   * Resolves once workerd listens on the port (the host says so over IPC); rejects if the host exits first. Until
+   * then whatever answers on the port is not this Worker.
+   */
+  listening: Promise<void>;
   /** The host and everything under it (workerd): SIGTERM, then SIGKILL what is left after 5 s. */
   stop(): Promise<void>;
 }
@@ -71,10 +76,17 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
     () => {},
   );
   child.channel?.unref();
+  const listening = new Promise<void>((resolveListening, rejectListening) => {
+    child.on("message", (message: { listening?: boolean }) => message?.listening && resolveListening());
+    child.once("exit", (code, signal) => rejectListening(new Error(`the Worker's process exited (${signal ?? `code ${code}`}) before it listened`)));
+  });
+  // Whoever does not wait for it must not see an unhandled rejection.
+  listening.catch(() => {});
   let stopping: Promise<void> | undefined;
   return {
     url: `http://127.0.0.1:${options.port}`,
     child,
+    listening,
     stop: () => (stopping ??= stopTree(child)),
   };
 }

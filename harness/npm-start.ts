@@ -47,6 +47,8 @@ export interface NpmStartOptions {
   redis?: StackRedis;
   /** The API token. Default a fresh random one. */
   token?: string;
+  /** The stack's data dir (DELAYLINE_DATA_DIR), removed by stop() all the same. Default a fresh temp dir. */
+  dataDir?: string;
   /**
    * "npm" runs `npm start`, as a user does; "node" runs what its script runs (`node --import tsx dev/start.ts`) with
    * nothing in between, which a preload (`countRequests`) needs. Default "npm".
@@ -77,6 +79,8 @@ export interface NpmStart {
   redisPort: number;
   bridgePort: number;
   token: string;
+  /** Its data dir (DELAYLINE_DATA_DIR). */
+  dataDir: string;
   client: Delayline;
   /** The spawned process (every process of the stack descends from it). */
   pid: number;
@@ -102,7 +106,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
   const port = await freePort();
   const [redisPort, bridgePort] = own ? [await freePort(), await freePort()] : [0, 0];
   const token = options.token ?? `stack-${randomUUID()}`;
-  const dataDir = mkdtempSync(join(tmpdir(), `delayline-${name}-`));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `delayline-${name}-`));
   const requestLog = join(dataDir, "bridge-requests.json");
 
   const env: NodeJS.ProcessEnv = {};
@@ -199,6 +203,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
     redisPort,
     bridgePort,
     token,
+    dataDir,
     client: new Delayline({ baseUrl: url, token }),
     pid: child.pid!,
     output: () => output,
