@@ -2,6 +2,7 @@
 import { Command, Option } from "commander";
 import { deadCommands } from "./commands/dead.js";
 import { jobCommands } from "./commands/jobs.js";
+import { listenCommand } from "./commands/listen.js";
 import { scheduleCommands } from "./commands/schedules.js";
 import { statusCommand } from "./commands/status.js";
 import { topicCommands } from "./commands/topics.js";
@@ -26,5 +27,6 @@ export function buildProgram(io: Io): Command {
   topicCommands(program, io);
   scheduleCommands(program, io);
   deadCommands(program, io);
+  listenCommand(program, io);
   return program;
 }
