@@ -2,12 +2,14 @@
  * `delayline listen`, run as a user runs it (`npm run listen` runs the same
  * command from source): its own process on a free loopback port, deliveries
  * POSTed to it as the http handler sends them (signed with the client's
- * signPayload / signStandard), and what it prints and answers.
+ * signPayload / signStandard), and what it prints and answers; and the
+ * README's first job, from `npm start` to the listener.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, expect, it } from "vitest";
+import { startNpmStart } from "../../harness/npm-start.js";
 import { signPayload, signStandard } from "../../src/client/index.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -149,4 +151,30 @@ it("says when its port is taken, and exits 1", async () => {
   const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
   expect(code).toBe(1);
   expect(stderr).toContain(`127.0.0.1:${port} is in use: pick another with --port`);
+});
+
+it("the README's first job: enqueued against npm start with the listener as its target, its delivery is printed", { timeout: 150_000 }, async () => {
+  const stack = await startNpmStart({ name: "listen" });
+  try {
+    const l = await listen([]);
+    // The README's curl, as a request: topic, payload, a short delay, the listener as the target.
+    const res = await fetch(`${stack.url}/v1/jobs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ topic: "listen-first-job", payload: { hi: "there" }, delay: "1s", target: { url: `${l.url}/hooks/hello` } }),
+    });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    await l.printed(`delayline-job-id: ${id}`);
+    await l.printed('body: {"hi":"there"}');
+    const out = l.output();
+    expect(out).toMatch(/ POST \/hooks\/hello {2}→ 200\n/);
+    expect(out).toContain("  delayline-topic: listen-first-job\n");
+    expect(out).toContain("  user-agent: delayline\n");
+    // The stack names the dashboard and the docs in its banner.
+    expect(stack.output()).toContain(`dashboard  ${stack.url}/dashboard`);
+    expect(stack.output()).toContain(`docs       ${stack.url}/docs`);
+  } finally {
+    await stack.stop();
+  }
 });
