@@ -20,6 +20,11 @@ export function buildProgram(io: Io): Command {
     .version(version, "-V, --version", "print the package's version")
     .showHelpAfterError()
     .configureHelp({ showGlobalOptions: true })
+    .addHelpText(
+      "after",
+      "\nThe options above go before or after a command; where a command has an option of the same name\n" +
+        "(topics set --url, the topic's URL), after it they are the command's: give the Worker's before the command, or in DELAYLINE_URL.",
+    )
     .configureOutput({ writeOut: (s) => io.stdout(s.replace(/\n$/, "")), writeErr: (s) => io.stderr(s.replace(/\n$/, "")) });
   for (const option of globalOptions(true)) program.addOption(option);
 
