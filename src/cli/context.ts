@@ -3,7 +3,7 @@
  * token, --json), the client built from them, printing a result as a table
  * or as JSON, and turning any failure into a message on stderr and exit 1.
  */
-import { InvalidArgumentError, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { Delayline, DelaylineError } from "../client/index.js";
 
 export interface GlobalOptions {
@@ -14,12 +14,75 @@ export interface GlobalOptions {
   retries?: number;
 }
 
+/**
+ * An option of the program as a whole (the Worker's URL, the token, --json, …). Only an option of this class is
+ * ever read as a global one: a command's own option of the same name (`topics set --url`, the topic's URL) is a
+ * plain {@link Option} and never reaches the connection.
+ */
+export class GlobalOption extends Option {}
+
+/**
+ * The global options, made fresh for each command that carries them: the root program (with the environment
+ * variables), and a hidden copy on every command that has no option of that name itself, so that a global option may
+ * follow the command too (`delayline topics list --json`). Options are parsed positionally (each command reads only its
+ * own until its subcommand), so where a command has an option of the same name, after that command it means the
+ * command's option, and the global one goes before the command (or in DELAYLINE_URL / DELAYLINE_TOKEN).
+ */
+export function globalOptions(root: boolean): GlobalOption[] {
+  const options = [
+    new GlobalOption("--url <url>", "the Worker's URL"),
+    new GlobalOption("--token <token>", "an API token"),
+    new GlobalOption("--json", "print JSON instead of tables (errors: the problem document on stderr)"),
+    new GlobalOption("--timeout <ms>", "each request attempt's timeout (default 10000)").argParser(wholeNumber(0, 600_000)),
+    new GlobalOption(
+      "--retries <n>",
+      "retries of a request that is safe to repeat, after a 503, 429, network error or timeout (default 5; 0 for none)",
+    ).argParser(wholeNumber(0, 100)),
+  ];
+  if (root) {
+    options[0]!.env("DELAYLINE_URL");
+    options[1]!.env("DELAYLINE_TOKEN");
+  } else {
+    for (const o of options) o.hideHelp();
+  }
+  return options;
+}
+
+/** Gives every command below `root` a hidden copy of each global option it has no option of the same name for. */
+export function spreadGlobalOptions(root: Command): void {
+  for (const command of root.commands) {
+    for (const option of globalOptions(false)) {
+      if (!command.options.some((o) => o.long === option.long)) command.addOption(option);
+    }
+    spreadGlobalOptions(command);
+  }
+}
+
+/** The global options in effect for `command`: the root's (flags or environment), then any copy given after a command (the last wins). */
+export function globalValues(command: Command): GlobalOptions {
+  const chain: Command[] = [];
+  for (let c: Command | null = command; c; c = c.parent) chain.unshift(c);
+  const values: Record<string, unknown> = {};
+  for (const [i, c] of chain.entries()) {
+    for (const option of c.options) {
+      if (!(option instanceof GlobalOption)) continue;
+      const key = option.attributeName();
+      const value = c.getOptionValue(key);
+      // The root's value may come from the environment; a copy's only from the command line.
+      if (value !== undefined && (i === 0 || c.getOptionValueSource(key) === "cli")) values[key] = value;
+    }
+  }
+  return values as GlobalOptions;
+}
+
 /** A mistake in how the CLI was called that the API never saw. */
 export class UsageError extends Error {}
 
 /** The process's streams and environment, passed in so that nothing below reaches for globals. */
 export interface Io {
   env: Record<string, string | undefined>;
+  /** All of standard input, as text (read when a command is given `-` for a file). */
+  stdin: () => Promise<string>;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
 }
@@ -30,8 +93,9 @@ export class Context {
     private readonly command: Command,
   ) {}
 
+  /** Only the global options ({@link globalValues}): never a command's own option that shares a name with one. */
   get options(): GlobalOptions {
-    return this.command.optsWithGlobals<GlobalOptions>();
+    return globalValues(this.command);
   }
 
   get json(): boolean {
@@ -41,7 +105,7 @@ export class Context {
   /** The client for --url/--token, else DELAYLINE_URL/DELAYLINE_TOKEN. */
   client(): Delayline {
     const o = this.options;
-    const baseUrl = o.url ?? this.io.env.DELAYLINE_URL;
+    const baseUrl = this.workerUrl;
     const token = o.token ?? this.io.env.DELAYLINE_TOKEN;
     if (!baseUrl) throw new UsageError("no Worker URL: set DELAYLINE_URL or pass --url");
     if (!token) throw new UsageError("no API token: set DELAYLINE_TOKEN or pass --token");
@@ -53,9 +117,28 @@ export class Context {
     });
   }
 
-  /** Prints `data` as JSON with --json, else the text `render` makes of it. */
+  /** The Worker's URL in effect (--url, else DELAYLINE_URL), for messages. */
+  get workerUrl(): string | undefined {
+    return this.options.url ?? this.io.env.DELAYLINE_URL;
+  }
+
+  /**
+   * Prints `data` as JSON with --json, else the text `render` makes of it. An answer a renderer cannot read (a 2xx
+   * from something that is not the Worker: a wrong --url) is reported as such, not as a crash.
+   */
   print<T>(data: T, render: (data: T) => string): void {
-    this.io.stdout(this.json ? JSON.stringify(data, null, 2) : render(data));
+    if (this.json) {
+      this.io.stdout(JSON.stringify(data, null, 2));
+      return;
+    }
+    let text: string;
+    try {
+      text = render(data);
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      throw new Error(`the answer is not one delayline's API gives (${err.message}): is ${this.workerUrl} the Worker's URL?`);
+    }
+    this.io.stdout(text);
   }
 }
 

@@ -15,7 +15,7 @@ export class DelaylineError extends Error {
   /** How many attempts were made before this error was thrown (1 when the request was not retried). */
   attempts = 1;
   constructor(
-    /** The HTTP status; 0 when no answer arrived (network error, timeout). */
+    /** The HTTP status; 0 when no answer of the API arrived (network error, timeout, or a 2xx that is not the API's). */
     readonly status: number,
     readonly problem: Problem,
     options?: { cause?: unknown },

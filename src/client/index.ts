@@ -154,6 +154,17 @@ export interface DelaylineOptions {
 }
 
 /** 200 ms doubling to 5 s, each a random half to all of it. */
+/** A 2xx answer that is not the API's (not a JSON object): the base URL names something else. */
+function notTheApi(method: string, url: string, text: string): DelaylineError {
+  const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  return new DelaylineError(0, {
+    type: "urn:delayline:client:not-the-api",
+    title: "Not delayline's API",
+    status: 0,
+    detail: `${method} ${url} answered ${JSON.stringify(shown)}, not a JSON object as delayline's API does: is the base URL the Worker's?`,
+  });
+}
+
 const defaultBackoff = (retryCount: number): number => Math.min(5_000, 200 * 2 ** retryCount) * (0.5 + Math.random() / 2);
 
 /** A Retry-After past this is not waited for: the error goes to the caller, who can decide to wait that long. */
@@ -200,7 +211,16 @@ export class Delayline {
 
   private async request<T>(method: string, path: string, body: unknown, how: SendOptions): Promise<T> {
     const text = await this.send(method, path, body, how);
-    return (text ? JSON.parse(text) : null) as T;
+    if (!text) return null as T;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    // Every answer of the API is a JSON object: anything else came from something that is not the Worker (a wrong baseUrl).
+    if (parsed === null || typeof parsed !== "object") throw notTheApi(method, this.base + path, text);
+    return parsed as T;
   }
 
   /**

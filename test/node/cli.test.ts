@@ -6,9 +6,16 @@
  * detail on stderr and a non-zero exit on errors.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Command, Option } from "commander";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { requestLog, startReceiver, type ReceiverPart } from "../../harness/receiver.js";
+import { GlobalOption } from "../../src/cli/context.js";
+import { buildProgram } from "../../src/cli/program.js";
 import { Delayline } from "../../src/client/index.js";
+import { TopicSettingsBody } from "../../src/producer/schemas.js";
 import { startLocalStack, type LocalStack } from "../local-stack.js";
 
 let stack: LocalStack;
@@ -29,15 +36,23 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI from source, as `npm run cli -- …` does, with the stack's URL and token in its environment. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+/**
+ * Runs the CLI from source, as `npm run cli -- …` does, with the stack's URL and token in its environment;
+ * `stdin` is piped to it (else its standard input is empty). A run still going after `killAfterMs` is stopped.
+ */
+function cli(args: string[], env: Record<string, string> = {}, stdin = "", killAfterMs = 0): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ["--import", "tsx", "src/cli/main.ts", ...args],
-      { cwd: join(import.meta.dirname, "../.."), env: { ...process.env, DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token, ...env } },
+      {
+        cwd: join(import.meta.dirname, "../.."),
+        env: { ...process.env, DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token, ...env },
+        timeout: killAfterMs,
+      },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
+    child.stdin!.end(stdin);
   });
 }
 
@@ -193,4 +208,210 @@ it("a request the API refuses exits 1 with its detail and each field's rule", { 
   const noUrl = await cli(["status"], { DELAYLINE_URL: "" });
   expect(noUrl.code).toBe(1);
   expect(noUrl.stderr).toMatch(/no Worker URL: set DELAYLINE_URL or pass --url/);
+});
+
+/** The CLI's commands as commander holds them: every command with no subcommands, by its path ("topics set"). */
+function leafCommands(): Array<{ path: string; command: Command }> {
+  const program = buildProgram({ env: {}, stdin: async () => "", stdout: () => {}, stderr: () => {} });
+  const leaves: Array<{ path: string; command: Command }> = [];
+  const walk = (command: Command, path: string[]) => {
+    for (const sub of command.commands) {
+      if (sub.commands.length === 0) leaves.push({ path: [...path, sub.name()].join(" "), command: sub });
+      else walk(sub, [...path, sub.name()]);
+    }
+  };
+  walk(program, []);
+  return leaves;
+}
+
+/** A command's own options: not the global ones it carries a copy of. */
+function ownOptions(command: Command): Option[] {
+  return command.options.filter((o) => !(o instanceof GlobalOption));
+}
+
+/** An option that takes a URL, by its name, its value's name or its description. */
+function takesUrl(option: Option): boolean {
+  return (option.required || option.optional) && (/url|uri|target|endpoint|host/i.test(option.flags) || /\bURL\b/.test(option.description));
+}
+
+const whsec = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString("base64")}`;
+
+it("topics set sets every topic setting, each read back with topics show and from the API; --clear resets them", { timeout: 90_000 }, async () => {
+  const log = requestLog();
+  const receiver = await startReceiver([log]);
+  try {
+    const target = `${receiver.url}/every-option`;
+    // Each option of `topics set` (but --clear) with a value not its default, and what the topic then shows.
+    const given: Record<string, { args: string[]; shows: Record<string, unknown> }> = {
+      url: { args: [target], shows: { url: target } },
+      mode: { args: ["pull"], shows: { mode: "pull" } },
+      ratePerSec: { args: ["12.5"], shows: { ratePerSec: 12.5 } },
+      burst: { args: ["7"], shows: { burst: 7 } },
+      concurrency: { args: ["3"], shows: { concurrency: 3 } },
+      maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },
+      timeoutMs: { args: ["4321"], shows: { timeoutMs: 4321 } },
+      backoff: { args: ['{"type":"schedule","delays":["10s","1m"]}'], shows: { backoff: { type: "schedule", delays: [10_000, 60_000] } } },
+      signatureScheme: { args: ["standard"], shows: { signatureScheme: "standard" } },
+      signingSecret: { args: [whsec(1)], shows: { hasSigningSecret: true } },
+      previousSigningSecrets: { args: [whsec(2), whsec(3)], shows: { hasPreviousSigningSecrets: true } },
+      webhookSecret: { args: ["an-ingest-secret-of-some-length"], shows: { hasWebhookSecret: true } },
+    };
+    const set = leafCommands().find((c) => c.path === "topics set")!.command;
+    const options = ownOptions(set).filter((o) => o.long !== "--clear");
+    // Every option the command has is given here, and every setting the API takes has an option (paused: topics pause / resume).
+    expect(options.map((o) => o.attributeName()).sort()).toEqual(Object.keys(given).sort());
+    expect(
+      Object.keys(TopicSettingsBody.shape)
+        .filter((k) => k !== "paused")
+        .sort(),
+    ).toEqual(Object.keys(given).sort());
+
+    const args = options.flatMap((o) => [o.long!, ...given[o.attributeName()]!.args]);
+    const made = await json(["topics", "set", "cli-every", ...args]);
+    const expected = Object.assign({}, ...Object.values(given).map((g) => g.shows)) as Record<string, unknown>;
+    expect(made.settings).toMatchObject(expected);
+    expect((await json(["topics", "show", "cli-every"])).settings).toMatchObject(expected);
+    expect((await dl.topic("cli-every")).settings).toMatchObject(expected);
+    // The target is a setting, never an address the CLI talks to.
+    expect(log.deliveries).toEqual([]);
+
+    // The URL alone is a setting too (it used to be "nothing to set").
+    expect((await json(["topics", "set", "cli-url-only", "--url", target])).settings.url).toBe(target);
+    // With the Worker's URL and token as flags: before the command, where `topics set` has a --url of its own.
+    const before = await cli(["--url", stack.url, "--token", stack.token, "topics", "set", "cli-before", "--url", target, "--json"], {
+      DELAYLINE_URL: "",
+      DELAYLINE_TOKEN: "",
+    });
+    expect(before.code, before.stderr).toBe(0);
+    expect((await dl.topic("cli-before")).settings.url).toBe(target);
+    // After a command with no option of that name, the global ones still work.
+    const after = await cli(["topics", "list", "--url", stack.url, "--token", stack.token, "--json"], { DELAYLINE_URL: "", DELAYLINE_TOKEN: "" });
+    expect(after.code, after.stderr).toBe(0);
+    expect(JSON.parse(after.stdout).topics.map((t: { topic: string }) => t.topic)).toContain("cli-before");
+    expect(log.deliveries).toEqual([]);
+
+    const cleared = await json(["topics", "set", "cli-every", "--clear", ...Object.keys(given)]);
+    expect(cleared.settings).toMatchObject({ mode: "push", signatureScheme: "delayline", hasSigningSecret: false, hasPreviousSigningSecrets: false });
+    expect(cleared.settings).not.toHaveProperty("url");
+    expect(cleared.settings).not.toHaveProperty("ratePerSec");
+  } finally {
+    await receiver.close();
+  }
+});
+
+it("the API token reaches no host but the Worker's: every command, with a receiver's URL in every option that takes a URL", { timeout: 300_000 }, async () => {
+  const log = requestLog();
+  const receiver = await startReceiver([log]);
+  try {
+    // What a command needs beyond its arguments to get past its own checks, and to enqueue nothing due now
+    // (a due job would be delivered to the receiver: a delivery, not the CLI talking to it).
+    const extra: Record<string, string[]> = {
+      enqueue: ["--delay", "1h"],
+      // A setting besides the URL: with the URL alone, the old CLI said "nothing to set" and sent nothing.
+      "topics set": ["--max-attempts", "5"],
+      "schedules create": ["--every", "1h", "--start-at", String(Date.now() + 86_400_000)],
+      "dead replay": ["--all"],
+      "dead purge": ["--all"],
+    };
+    const sample = (path: string, name: string) =>
+      name === "topic"
+        ? "cli-leak"
+        : path.startsWith("schedules")
+          ? "cli-leak-schedule"
+          : /^ids?$/.test(name)
+            ? "cli-leak.01ARZ3NDEKTSV4RRFFQ69G5FAV"
+            : "cli-leak";
+    const urlOptions: string[] = [];
+    const runs: Array<{ args: string[]; run: Run }> = [];
+    for (const { path, command } of leafCommands()) {
+      const args = path.split(" ");
+      for (const a of command.registeredArguments) if (a.required) args.push(sample(path, a.name()));
+      for (const option of ownOptions(command)) {
+        if (takesUrl(option)) {
+          urlOptions.push(`${path} ${option.long}`);
+          args.push(option.long!, `${receiver.url}/${path.replace(" ", "-")}${option.long}`);
+        } else if (option.mandatory) args.push(option.long!, "cli-leak");
+      }
+      args.push(...(extra[path] ?? []));
+      // A command that keeps running (one that listens) is stopped after 30 s; what it sent until then counts.
+      runs.push({ args, run: await cli(args, {}, "", 30_000) });
+    }
+    // The options that take a URL were found (a new one is by the same rule).
+    expect(urlOptions).toEqual(expect.arrayContaining(["enqueue --target", "topics set --url", "schedules create --target"]));
+    for (const { args, run } of runs) {
+      // Each ran as given: commander took every option, and the CLI had its Worker and token.
+      expect(run.stderr, args.join(" ")).not.toMatch(
+        /error: (unknown option|missing required|required option|too many arguments|option '|no Worker URL|no API token)/,
+      );
+    }
+    expect(log.deliveries.filter((d) => Object.values(d.headers).some((v) => v.includes(stack.token)))).toEqual([]);
+    // Not only no token: no request at all.
+    expect(log.deliveries.map((d) => `${d.method} ${d.path}`)).toEqual([]);
+    // And the receiver's URL did reach the option it was given to.
+    expect((await dl.topic("cli-leak")).settings.url).toBe(`${receiver.url}/topics-set--url`);
+  } finally {
+    await receiver.close();
+    await dl.schedules.delete("cli-leak-schedule");
+    await dl.deleteTopic("cli-leak", { purge: true });
+  }
+});
+
+it("an answer from something that is not the Worker is an error saying so, not a crash", { timeout: 60_000 }, async () => {
+  const json200: ReceiverPart = {
+    answer(arrival, res) {
+      if (!arrival.url.pathname.startsWith("/json/")) return false;
+      res.setHeader("content-type", "application/json");
+      res.end("{}");
+      return true;
+    },
+  };
+  const elsewhere = await startReceiver([json200]);
+  try {
+    const env = { DELAYLINE_URL: elsewhere.url, DELAYLINE_TOKEN: "not-the-stack-token" };
+    const text = await cli(["topics", "show", "t"], env);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toBe(
+      `error: GET ${elsewhere.url}/v1/topics/t answered "ok", not a JSON object as delayline's API does: is the base URL the Worker's? [Not delayline's API]\n`,
+    );
+    for (const args of [
+      ["topics", "show", "t"],
+      ["topics", "set", "t", "--mode", "pull"],
+    ]) {
+      const r = await cli(args, { ...env, DELAYLINE_URL: `${elsewhere.url}/json` });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error: the answer is not one delayline's API gives \(.*backoff.*\): is http:\/\/127\.0\.0\.1:\d+\/json the Worker's URL\?\n$/);
+    }
+  } finally {
+    await elsewhere.close();
+  }
+});
+
+it("--version and version print the package's version", { timeout: 60_000 }, async () => {
+  const { version } = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+  expect(await cli(["--version"])).toMatchObject({ code: 0, stdout: `${version}\n` });
+  expect(await cli(["-V"])).toMatchObject({ code: 0, stdout: `${version}\n` });
+  expect(await cli(["version"])).toMatchObject({ code: 0, stdout: `${version}\n` });
+  expect(await json(["version"])).toEqual({ version });
+});
+
+it("enqueue reads the payload from standard input with --payload-file -, or from a file", { timeout: 60_000 }, async () => {
+  const piped = await cli(["enqueue", "cli-stdin", "--payload-file", "-", "--delay", "1h", "--json"], {}, '{"from":"stdin","n":[1,2]}\n');
+  expect(piped.code, piped.stderr).toBe(0);
+  const { id } = JSON.parse(piped.stdout) as { id: string };
+  expect((await dl.get(id))!.payload).toEqual({ from: "stdin", n: [1, 2] });
+
+  const file = join(mkdtempSync(join(tmpdir(), "delayline-cli-")), "payload.json");
+  writeFileSync(file, '"a file"');
+  const fromFile = await json(["enqueue", "cli-stdin", "--payload-file", file, "--delay", "1h"]);
+  expect((await dl.get(fromFile.id))!.payload).toBe("a file");
+
+  const notJson = await cli(["enqueue", "cli-stdin", "--payload-file", "-"], {}, "not json");
+  expect(notJson.code).toBe(1);
+  expect(notJson.stderr).toMatch(/^error: --payload-file: standard input is not JSON \(/);
+  const empty = await cli(["enqueue", "cli-stdin", "--payload-file", "-"]);
+  expect(empty).toMatchObject({ code: 1, stderr: "error: --payload-file: standard input is empty: give the payload as JSON\n" });
+  const both = await cli(["enqueue", "cli-stdin", '"arg"', "--payload-file", "-"], {}, '"stdin"');
+  expect(both).toMatchObject({ code: 1, stderr: "error: give the payload as an argument or --payload-file, not both\n" });
+  await dl.cancel(id);
+  await dl.cancel(fromFile.id);
 });

@@ -10,7 +10,7 @@
  *    (WRANGLER_CONFIG), where a job enqueued through its API runs that handler.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +22,15 @@ const root = join(import.meta.dirname, "../..");
 const work = mkdtempSync(join(tmpdir(), "delayline-package-"));
 const project = join(work, "my-worker");
 const require = createRequire(import.meta.url);
-const ours = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const ours = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  scripts: Record<string, string>;
+  files: string[];
+};
+// Where the package is packed: a copy of what it ships beside the repository's manifest (see beforeAll).
+const stage = join(work, "stage");
+const BUILD_STEP = "npm run build:package && ";
 // The versions this repository pins: what its npm ci put in npm's cache.
 const versionOf = (name: string) => ours.dependencies[name] ?? ours.devDependencies[name]!;
 
@@ -40,7 +48,16 @@ beforeAll(async () => {
   // is already built (npm ci's prepare, npm test's typecheck); rebuilding it
   // here would rewrite pages other tests are serving meanwhile.
   run(process.execPath, ["scripts/build-package.mjs"], root);
-  run("npm", ["pack", "--ignore-scripts", "--pack-destination", work], root);
+  // `npm pack` with its lifecycle scripts (prepack strips the manifest, postpack puts it back), run on a copy of
+  // what the package ships with the repository's manifest, so the repository's package.json is never rewritten
+  // while other tests read it (npm start). Its prepack is the repository's but the build, done just above.
+  mkdirSync(join(stage, "scripts"), { recursive: true });
+  for (const f of [...ours.files, "README.md", "LICENSE"]) cpSync(join(root, f), join(stage, f), { recursive: true });
+  cpSync(join(root, "scripts/pack-manifest.mjs"), join(stage, "scripts/pack-manifest.mjs"));
+  expect(ours.scripts).toMatchObject({ prepack: `${BUILD_STEP}node scripts/pack-manifest.mjs strip`, postpack: "node scripts/pack-manifest.mjs restore" });
+  const staged = { ...ours, scripts: { ...ours.scripts, prepack: ours.scripts.prepack!.slice(BUILD_STEP.length) } };
+  writeFileSync(join(stage, "package.json"), `${JSON.stringify(staged, null, 2)}\n`);
+  run("npm", ["pack", "--pack-destination", work], stage);
   const tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz"))!);
 
   mkdirSync(join(project, "src"), { recursive: true });
@@ -75,6 +92,27 @@ it("installs with JavaScript and type declarations only: no TypeScript sources, 
   );
 });
 
+it("the packed package.json has no scripts and no devDependencies; packing leaves the manifest it packed as it was, also when npm fails", {
+  timeout: 120_000,
+}, async () => {
+  const tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz"))!);
+  const packed = JSON.parse(run("tar", ["-xzOf", tarball, "package/package.json"], work)) as Record<string, unknown>;
+  expect(packed).not.toHaveProperty("scripts");
+  expect(packed).not.toHaveProperty("devDependencies");
+  expect(packed).toMatchObject({ name: "delayline", version: expect.any(String), bin: { delayline: "dist/cli/main.js" }, dependencies: ours.dependencies });
+  const before = readFileSync(join(stage, "package.json"), "utf8");
+  expect(JSON.parse(before).scripts).toMatchObject({ prepare: expect.any(String), test: expect.any(String), start: expect.any(String) });
+  expect(existsSync(join(stage, ".package.json.packing"))).toBe(false);
+
+  // A pack that fails after prepack (nowhere to write the tarball): postpack never runs, and the watcher prepack
+  // left puts the manifest back once npm has exited.
+  const failed = spawnSync("npm", ["pack", "--pack-destination", join(work, "no-such-dir")], { cwd: stage, encoding: "utf8" });
+  expect(failed.status).not.toBe(0);
+  for (let i = 0; i < 100 && existsSync(join(stage, ".package.json.packing")); i++) await new Promise((r) => setTimeout(r, 100));
+  expect(readFileSync(join(stage, "package.json"), "utf8")).toBe(before);
+  expect(existsSync(join(stage, ".package.json.packing"))).toBe(false);
+});
+
 it("delayline/client works from a plain node ESM script against npm start", { timeout: 180_000 }, async () => {
   const stack = await startLocalStack();
   stacks.push(stack);
@@ -100,6 +138,8 @@ console.log(JSON.stringify({ id, state: got?.state, payload: got?.payload, after
     run("npx", ["--no-install", "delayline", "get", out.id as string, "--json"], project, { DELAYLINE_URL: stack.url, DELAYLINE_TOKEN: stack.token }),
   ) as { state: string };
   expect(job.state).toBe("cancelled");
+  // Its version is the package's, read from the installed package.json.
+  expect(run("npx", ["--no-install", "delayline", "--version"], project).trim()).toBe(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
 });
 
 it("a Worker of the user's own imports delayline by name, type-checks, and runs its handler in workerd", { timeout: 240_000 }, async () => {

@@ -2,7 +2,8 @@
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js";
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
-import { action, durationArg, instantArg, jsonValue, wholeNumber, type Io } from "../context.js";
+import { readFile } from "node:fs/promises";
+import { action, durationArg, instantArg, jsonValue, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table, when } from "../table.js";
 
 export function jobCommands(program: Command, io: Io): void {
@@ -11,6 +12,7 @@ export function jobCommands(program: Command, io: Io): void {
     .description("enqueue one job")
     .argument("<topic>", "the job's topic")
     .argument("[payload]", "the payload, as JSON", jsonValue)
+    .option("--payload-file <path>", 'read the payload (JSON) from this file; "-" reads it from standard input')
     .option("--delay <duration>", 'run after this long: "90s", "1h", or ms', durationArg)
     .option("--run-at <instant>", "run at this time: ISO 8601 or epoch ms", instantArg)
     .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
@@ -20,7 +22,9 @@ export function jobCommands(program: Command, io: Io): void {
     .action(
       action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
         const job: JobRequest = { topic };
+        if (payload !== undefined && o.payloadFile !== undefined) throw new UsageError("give the payload as an argument or --payload-file, not both");
         if (payload !== undefined) job.payload = payload;
+        if (o.payloadFile !== undefined) job.payload = await readPayload(ctx.io, o.payloadFile as string);
         if (o.delay !== undefined) job.delay = o.delay as string | number;
         if (o.runAt !== undefined) job.runAt = o.runAt as string | number;
         if (o.maxAttempts !== undefined) job.maxAttempts = o.maxAttempts as number;
@@ -112,6 +116,18 @@ export function jobCommands(program: Command, io: Io): void {
         },
       ),
     );
+}
+
+/** The JSON payload in a file, or on standard input for "-". */
+async function readPayload(io: Io, path: string): Promise<unknown> {
+  const text = path === "-" ? await io.stdin() : await readFile(path, "utf8");
+  const where = path === "-" ? "standard input" : path;
+  if (text.trim() === "") throw new UsageError(`--payload-file: ${where} is empty: give the payload as JSON`);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--payload-file: ${where} is not JSON (${(err as Error).message})`);
+  }
 }
 
 function renderJob(job: Job): string {

@@ -2,7 +2,7 @@
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
 import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
-import { action, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 
 /** Settings `topics set --clear` can reset to their defaults. */
@@ -59,13 +59,18 @@ export function topicCommands(program: Command, io: Io): void {
     .command("set")
     .description("change a topic's settings (creates the topic)")
     .argument("<topic>")
-    .option("--url <url>", "where its jobs are delivered")
+    .option("--url <url>", "the topic's delivery URL (not the Worker's: see below)")
     .addOption(new Option("--mode <mode>", "push (delivered by the tick) or pull (claimed by consumers)").choices(["push", "pull"]))
     .option("--rate-per-sec <n>", "most deliveries a second", positiveNumber)
     .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, MAX_BURST))
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, MAX_CONCURRENCY))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
+    .option(
+      "--backoff <json>",
+      'the wait between attempts, as JSON: \'{"type":"fixed","delay":"30s"}\', \'{"type":"exponential","delay":"1s","factor":2,"maxDelay":"1h","jitter":true}\' or \'{"type":"schedule","delays":["10s","1m","10m"]}\'',
+      jsonValue,
+    )
     .addOption(
       new Option("--signature-scheme <scheme>", "how deliveries are signed: delayline (Stripe's format) or standard (Standard Webhooks)").choices([
         "delayline",
@@ -76,6 +81,10 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--previous-signing-secrets <secret...>", "while rotating: old secrets deliveries are also signed with (write-only)")
     .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
     .option("--clear <setting...>", `reset settings to their defaults: ${CLEARABLE.join(", ")}`)
+    .addHelpText(
+      "after",
+      "\nHere --url is the topic's delivery URL. The Worker's URL goes before the command (delayline --url <worker> topics set …) or in DELAYLINE_URL.",
+    )
     .action(
       action(io, async (ctx, topic: string, o: Record<string, unknown>) => {
         const patch: Record<string, unknown> = {};
@@ -87,6 +96,7 @@ export function topicCommands(program: Command, io: Io): void {
           "concurrency",
           "maxAttempts",
           "timeoutMs",
+          "backoff",
           "signatureScheme",
           "signingSecret",
           "previousSigningSecrets",

@@ -223,4 +223,20 @@ describe("client errors", () => {
     expect(await down.dl.health()).toEqual({ ok: false, redis: "down", lastTickAt: null, tickAgeMs: null });
     expect(down.sent).toHaveLength(1);
   });
+
+  it("a 2xx that is not a JSON object (a base URL that is not the Worker's) is an error naming the request, not a value", async () => {
+    for (const [body, shown] of [
+      ["ok", '"ok"'],
+      ["<html>hello</html>", '"<html>hello</html>"'],
+      ["42", '"42"'],
+    ] as const) {
+      const dl = new Delayline({ baseUrl: "http://not-the-worker.test", token: TOKEN, fetch: async () => new Response(body, { status: 200 }) });
+      const err = (await dl.topic("t").catch((e: unknown) => e)) as DelaylineError;
+      expect(err).toBeInstanceOf(DelaylineError);
+      expect(err.problem).toMatchObject({ type: "urn:delayline:client:not-the-api", status: 0 });
+      expect(err.problem.detail).toBe(
+        `GET http://not-the-worker.test/v1/topics/t answered ${shown}, not a JSON object as delayline's API does: is the base URL the Worker's?`,
+      );
+    }
+  });
 });
