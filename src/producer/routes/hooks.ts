@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { readIngestSignature, verifiedIngestKey } from "../ingest-signatures.js";
+import { keptWebhookHeaders, MAX_WEBHOOK_HEADER_BYTES, WEBHOOK_HEADERS } from "../webhook-headers.js";
 import { bearerToken, tokenMatches } from "../auth.js";
 import { webhookSecret } from "../webhook-secrets.js";
 import { depthExceeds, readUtf8, serializedBytes } from "../body.js";
@@ -39,7 +40,9 @@ export const hooks = router().openapi(
       'Standard Webhooks\' webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<t>.<body>"> (timestamps more than 300 s from now are refused); ' +
       "or X-Delayline-Signature / GitHub's X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>. " +
       "A replay makes no second job (202 with the first job's id and deduplicated: true): signed requests are deduplicated within the idempotency window " +
-      "by what the signature covers — the timestamp and body, a Stripe event's id, the webhook-id, or the body — never by the signature header.",
+      "by what the signature covers — the timestamp and body, a Stripe event's id, the webhook-id, or the body — never by the signature header. " +
+      `The provider's event headers are kept in the job's webhookHeaders (lower-case names), for its handler and sent on by the http handler: ${WEBHOOK_HEADERS.join(", ")}; ` +
+      `a value over ${MAX_WEBHOOK_HEADER_BYTES} bytes is refused with 431.`,
     security: [{ bearer: [] }, { signature: [] }] as Array<Record<string, string[]>>,
     request: {
       params: z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) }),
@@ -47,7 +50,7 @@ export const hooks = router().openapi(
     },
     responses: {
       202: { description: "Accepted as a job", ...json(z.object({ id: JobId, deduplicated: z.boolean() })) },
-      ...problemResponses([400, 401, 413, 422, 503]),
+      ...problemResponses([400, 401, 413, 422, 431, 503]),
     },
   }),
   async (c) => {
@@ -57,6 +60,8 @@ export const hooks = router().openapi(
     const queue = c.get("queue");
     const raw = new Uint8Array(await c.req.raw.arrayBuffer());
 
+    // Refused before the signature's secret is read: a header check needs no Redis.
+    const webhookHeaders = keptWebhookHeaders((name) => c.req.header(name));
     let idempotencyKey: string | undefined;
     const token = bearerToken(c.req.header("authorization"));
     if (!(token !== null && tokenMatches(token, settings.apiTokens))) {
@@ -82,7 +87,13 @@ export const hooks = router().openapi(
     }
     const size = serializedBytes(payload);
     if (size > settings.maxPayloadBytes) throw new ApiProblem(413, `the payload is ${size} bytes; the limit is ${settings.maxPayloadBytes}`);
-    const r = await queue.enqueue({ topic, payload, delayMs: delay ?? 0, ...(idempotencyKey ? { idempotencyKey } : {}) });
+    const r = await queue.enqueue({
+      topic,
+      payload,
+      delayMs: delay,
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+      ...(webhookHeaders ? { webhookHeaders } : {}),
+    });
     if (!r.deduplicated) await wakeSoonJobs(c, [r]);
     return c.json({ id: r.id, deduplicated: r.deduplicated }, 202);
   },
