@@ -145,6 +145,8 @@ const out = {
   benchmark: "wait of a no-delay job: ordinary enqueue vs webhook ingest, npm start",
   date: new Date().toISOString(),
   machine: machine(),
+  mode: ASLEEP ? "each sent once the tick sleeps" : "sent while the tick polls",
+  burst: BURST,
   rounds: ROUNDS,
   gapMs: GAP,
   stats,
@@ -153,7 +155,7 @@ const out = {
 };
 const md =
   `# Wait of a no-delay job through \`npm start\`: ordinary vs ingest\n\n${out.date}, ${out.machine.cpus} × ${out.machine.model}; ${ROUNDS} rounds, ` +
-  `${GAP}–${2 * GAP} ms apart. Wait = receiver arrival − createdAt.\n\n| variant | n | missing | p50 | p99 | max | p50 ÷ ordinary | p99 ÷ ordinary |\n|---|---|---|---|---|---|---|---|\n` +
+  `${BURST} job(s) of each variant a round, ${out.mode}${ASLEEP ? "" : `, ${GAP}–${2 * GAP} ms apart`}. Wait = receiver arrival − createdAt.\n\n| variant | n | missing | p50 | p99 | max | p50 ÷ ordinary | p99 ÷ ordinary |\n|---|---|---|---|---|---|---|---|\n` +
   variants
     .map(
       (v) =>
