@@ -146,7 +146,8 @@ async function deliveryHeaders(job: JobContext, delivery: HttpDelivery, body: st
   // the same across retries so a receiver can deduplicate by it.
   const sign = delivery.signer ?? deliverySigner(delivery.signatureScheme ?? "delayline", delivery.signingSecrets ?? []);
   const signed = await sign({ id: job.id, body: body ?? "" });
-  const own = job.target?.headers;
+  // An ingested webhook's provider headers go on with it (X-GitHub-Event …); the job's own target headers win over them.
+  const own = job.webhookHeaders === undefined ? job.target?.headers : { ...job.webhookHeaders, ...job.target?.headers };
   const ours: Record<string, string> = {
     "user-agent": "delayline",
     "delayline-job-id": job.id,

@@ -14,6 +14,12 @@ export interface JobContext {
   payload: unknown;
   /** The schedule whose occurrence made this job, and that occurrence (epoch ms), when a schedule made it. */
   schedule?: { id: string; scheduledFor: number };
+  /**
+   * An ingested webhook's provider headers (`POST /v1/hooks/:topic`), lower-case
+   * names such as `x-github-event`: the allowlist of src/producer/webhook-headers.ts.
+   * The http handler sends them on with the delivery.
+   */
+  webhookHeaders?: Record<string, string>;
   /** The job's http target, when it was enqueued with one. */
   target?: { url: string; method?: string; headers?: Record<string, string> };
   /** Aborted when the job's timeout passes. */

@@ -49,7 +49,7 @@ app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
   name: "X-Delayline-Signature",
   description:
     't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> (refused more than 300 s from now), or sha256=<hex HMAC-SHA256 of the raw body>, ' +
-    "with the topic's webhookSecret (webhook ingest only)",
+    "with the topic's webhookSecret (webhook ingest only; Stripe-Signature, Standard Webhooks' webhook-signature and X-Hub-Signature-256 are accepted too)",
 });
 app.doc31("/openapi.json", {
   openapi: "3.1.0",

@@ -195,6 +195,10 @@ export const JobView = z
     finishedAt: z.string().optional(),
     scheduleId: z.string().optional().openapi({ description: "The schedule whose occurrence made this job" }),
     scheduledFor: z.string().optional().openapi({ description: "That occurrence (ISO 8601); also sent as Delayline-Scheduled-For" }),
+    webhookHeaders: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({ description: "An ingested webhook's provider headers (lower-case names, e.g. x-github-event), kept for its handler" }),
     history: History,
   })
   .openapi("Job");

@@ -13,6 +13,10 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
+/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers. */
+const originOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders"> =>
+  r.webhookHeaders !== undefined ? { ...scheduleOf(r), webhookHeaders: r.webhookHeaders } : scheduleOf(r);
+
 export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | null> {
   const topic = topicOfJobId(id);
   if (!topic) return null;
@@ -34,7 +38,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
       lastError: m.e ?? null,
       createdAt: job.createdAt,
       payload: job.payload,
-      ...scheduleOf(job),
+      ...originOf(job),
       history: m.h ?? [],
     };
     if (lease !== null) view.leaseExpiresAt = lease;
@@ -53,6 +57,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
       createdAt: e.job.createdAt,
       payload: e.job.payload,
       finishedAt: e.failedAt,
+      ...originOf(e.job),
       history: e.history,
     };
   }
@@ -69,7 +74,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
     createdAt: d.job.createdAt,
     payload: d.job.payload,
     finishedAt: d.finishedAt,
-    ...scheduleOf(d.job),
+    ...originOf(d.job),
     history: d.history,
   };
 }

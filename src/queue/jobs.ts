@@ -39,6 +39,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     if (input.target !== undefined) record.target = input.target;
     if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
     if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
+    if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
     const due = ctx.keys.topic(input.topic).due;
     keys.push(due, input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : due);
     let flags = input.idempotencyKey !== undefined ? "i" : "-";

@@ -26,6 +26,8 @@ export interface JobRecord {
   scheduleId?: string;
   /** That occurrence, epoch ms. */
   scheduledFor?: number;
+  /** An ingested webhook's provider headers (lower-case names), for its handler: see src/producer/webhook-headers.ts. */
+  webhookHeaders?: Record<string, string>;
 }
 
 export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
@@ -41,6 +43,7 @@ export const jobRecordSchema = z.object({
   idempotencyKey: z.string().optional(),
   scheduleId: z.string().optional(),
   scheduledFor: z.number().optional(),
+  webhookHeaders: z.record(z.string(), z.string()).optional(),
 }) satisfies z.ZodType<JobRecord>;
 
 /**
@@ -83,11 +86,20 @@ function isStoredRecord(v: unknown): v is JobRecord {
       case "target":
         if (!isStoredTarget(field)) return false;
         break;
+      case "webhookHeaders":
+        if (!isStringRecord(field)) return false;
+        break;
       // A job's own backoff is rare: the schema checks it, and may reshape it.
       default:
         return false;
     }
   }
+  return true;
+}
+
+function isStringRecord(v: unknown): boolean {
+  if (!isObject(v)) return false;
+  for (const name in v) if (typeof v[name] !== "string") return false;
   return true;
 }
 

@@ -22,6 +22,8 @@ export interface EnqueueInput {
   timeoutMs?: number;
   /** A repeat of this key within the idempotency window returns the first job's id. */
   idempotencyKey?: string;
+  /** An ingested webhook's provider headers, kept in the record for its handler. */
+  webhookHeaders?: Record<string, string>;
 }
 
 export interface EnqueueResult {
@@ -128,6 +130,8 @@ export interface JobSnapshot {
   /** The schedule whose occurrence made this job, and that occurrence (epoch ms). */
   scheduleId?: string;
   scheduledFor?: number;
+  /** An ingested webhook's provider headers (lower-case names). */
+  webhookHeaders?: Record<string, string>;
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }

@@ -104,6 +104,7 @@ function contextOf(job: ClaimedJob, signal: AbortSignal, fetcher: typeof fetch):
     fetch: fetcher,
   };
   if (job.record.target) context.target = job.record.target;
+  if (job.record.webhookHeaders) context.webhookHeaders = job.record.webhookHeaders;
   if (job.record.scheduleId !== undefined && job.record.scheduledFor !== undefined)
     context.schedule = { id: job.record.scheduleId, scheduledFor: job.record.scheduledFor };
   return context;

@@ -41,7 +41,7 @@ function deployment(overrides: Partial<Env> = {}) {
   const api = async (method: string, path: string, body: unknown) => {
     const res = await app.request(
       path,
-      { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) },
+      { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) },
       env,
     );
     expect(res.status, await res.clone().text()).toBeLessThan(300);
@@ -50,7 +50,14 @@ function deployment(overrides: Partial<Env> = {}) {
   const s = settings(env);
   /** Delivers the topic's due jobs, as one chunk of the tick would. */
   const deliver = (topic: string) => runChunk({ queue: queueFromSettings(s), settings: s, topic, max: 10, log: () => {} });
-  return { api, deliver };
+  /** POST /v1/hooks/:topic without a token: the status and JSON answer. */
+  const hook = async (topic: string, body: string, headers: Record<string, string>) => {
+    const res = await app.request(`/v1/hooks/${topic}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body }, env);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  /** The topic's scheduled jobs. */
+  const scheduled = async (topic: string) => (await api("GET", `/v1/topics/${topic}`, undefined)).scheduled;
+  return { api, deliver, hook, scheduled };
 }
 
 /** Enqueues one job for the receiver, delivers it and returns what the receiver got. */
@@ -108,5 +115,76 @@ describe("the standard scheme and standardwebhooks' verifier", () => {
     expect(new Webhook(old).verify(got.body, got.headers)).toBe("text payload");
     expect(new Webhook(next).verify(got.body, got.headers)).toBe("text payload");
     expect(() => new Webhook(whsec(5)).verify(got.body, got.headers)).toThrow(/No matching signature/);
+  });
+});
+
+describe("webhook ingest verifies what Stripe's and standardwebhooks' libraries sign", () => {
+  it("Stripe: a header from generateTestHeaderString is accepted; Stripe's retry of the event (signed again) and a replay with extra v1s make no second job", async () => {
+    const d = deployment();
+    const secret = "whsec_stripe_test_secret_0123456789";
+    await d.api("PUT", "/v1/topics/stripe-in", { webhookSecret: secret });
+    const payload = JSON.stringify({ id: "evt_1Q2w3E4r5T6y", object: "event", type: "invoice.paid", data: { object: { id: "in_1" } } });
+    const now = Math.floor(Date.now() / 1000);
+    const header = stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: now - 10 });
+    const first = await d.hook("stripe-in", payload, { "stripe-signature": header });
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    for (const again of [
+      header,
+      `${header},v1=${"0".repeat(64)}`,
+      `v1=${"f".repeat(64)},${header}`,
+      stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: now }),
+    ]) {
+      expect(await d.hook("stripe-in", payload, { "stripe-signature": again }), again).toEqual({ status: 202, body: { id: first.body.id, deduplicated: true } });
+    }
+    const other = JSON.stringify({ id: "evt_9Z8x7C6v5B4n", object: "event", type: "invoice.paid" });
+    const second = await d.hook("stripe-in", other, { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload: other, secret }) });
+    expect(second.body.deduplicated).toBe(false);
+    // Another secret, a changed body, an expired timestamp: 401.
+    const bad = [
+      { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload, secret: "whsec_another_secret_0123456789" }) },
+      { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload: payload.replace("in_1", "in_2"), secret }) },
+      { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: now - 301 }) },
+    ];
+    for (const headers of bad) expect((await d.hook("stripe-in", payload, headers)).status, headers["stripe-signature"]).toBe(401);
+    expect(await d.scheduled("stripe-in")).toBe(2);
+  });
+
+  it("Standard Webhooks: Webhook.sign's headers are accepted; a retry with the same webhook-id (signed again) is no second job; a bad signature is 401", async () => {
+    const d = deployment();
+    const secret = whsec(9);
+    await d.api("PUT", "/v1/topics/sw-in", { webhookSecret: secret });
+    const wh = new Webhook(secret);
+    const payload = JSON.stringify({ type: "user.created", data: { id: 42 } });
+    const signed = (id: string, at: Date, body = payload) => ({
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": wh.sign(id, at, body),
+    });
+    const headers = signed("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", new Date(Date.now() - 20_000));
+    const first = await d.hook("sw-in", payload, headers);
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    for (const again of [
+      headers,
+      signed("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", new Date()),
+      { ...headers, "webhook-signature": `v1,${Buffer.alloc(32).toString("base64")} ${headers["webhook-signature"]}` },
+      { ...headers, "webhook-signature": `${headers["webhook-signature"]}  v1,AAAA` },
+    ]) {
+      expect(await d.hook("sw-in", payload, again), JSON.stringify(again)).toEqual({ status: 202, body: { id: first.body.id, deduplicated: true } });
+    }
+    // The kept headers: the message id and its timestamp.
+    const job = await d.api("GET", `/v1/jobs/${first.body.id}`, undefined);
+    expect(job.webhookHeaders).toEqual({ "webhook-id": headers["webhook-id"], "webhook-timestamp": headers["webhook-timestamp"] });
+    const second = await d.hook("sw-in", payload, signed("msg_2KWPBgLlAfxdpx2AI54pPJ85f4X", new Date()));
+    expect(second.body.deduplicated).toBe(false);
+    const bad = [
+      signed("msg_other", new Date(), payload.replace("42", "43")),
+      { ...signed("msg_other2", new Date()), "webhook-id": "msg_other3" },
+      { "webhook-id": "msg_x", "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": new Webhook(whsec(10)).sign("msg_x", new Date(), payload) },
+      signed("msg_old", new Date(Date.now() - 301_000)),
+    ];
+    for (const h of bad) expect((await d.hook("sw-in", payload, h)).status, JSON.stringify(h)).toBe(401);
+    expect(await d.scheduled("sw-in")).toBe(2);
   });
 });

@@ -152,6 +152,7 @@ jobs
           ...(job.leaseExpiresAt !== undefined ? { leaseExpiresAt: iso(job.leaseExpiresAt) } : {}),
           ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
           ...(job.scheduleId !== undefined && job.scheduledFor !== undefined ? { scheduleId: job.scheduleId, scheduledFor: iso(job.scheduledFor) } : {}),
+          ...(job.webhookHeaders !== undefined ? { webhookHeaders: job.webhookHeaders } : {}),
           history: historyView(job.history),
         },
         200,

@@ -868,7 +868,7 @@ describe("webhook signatures", () => {
     expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(1);
   });
 
-  it("malformed, expired and future timestamped signatures are 401 without asking Redis", async () => {
+  it("malformed, expired and future timestamped signatures (ours, Stripe's, Standard Webhooks') are 401, and an oversized kept header 431, without asking Redis", async () => {
     const env = prod();
     const body = '{"event":"paid"}';
     const now = Math.floor(Date.now() / 1000);
@@ -889,6 +889,31 @@ describe("webhook signatures", () => {
       await sig("301 s old", `t=${now - 301},v1=${await mac(now - 301)}`),
       await sig("a day ahead", `t=${now + 86_400},v1=${await mac(now + 86_400)}`),
       await sig("the epoch", `t=0,v1=${await mac(0)}`),
+      ...[
+        ["Stripe-Signature an hour old", { "stripe-signature": `t=${now - 3_600},v1=${await mac(now - 3_600)}` }],
+        ["Stripe-Signature without v1", { "stripe-signature": `t=${now},v0=${await mac(now)}` }],
+        ["Stripe-Signature not hex", { "stripe-signature": `t=${now},v1=zz` }],
+        ["webhook-signature without webhook-id", { "webhook-timestamp": String(now), "webhook-signature": "v1,AAAA" }],
+        ["webhook-signature without webhook-timestamp", { "webhook-id": "msg_1", "webhook-signature": "v1,AAAA" }],
+        ["webhook-timestamp an hour old", { "webhook-id": "msg_1", "webhook-timestamp": String(now - 3_600), "webhook-signature": "v1,AAAA" }],
+        ["webhook-timestamp not a number", { "webhook-id": "msg_1", "webhook-timestamp": "soon", "webhook-signature": "v1,AAAA" }],
+        ["webhook-id with a dot", { "webhook-id": "msg.1", "webhook-timestamp": String(now), "webhook-signature": "v1,AAAA" }],
+        ["webhook-id over 200 characters", { "webhook-id": "m".repeat(201), "webhook-timestamp": String(now), "webhook-signature": "v1,AAAA" }],
+        ["webhook-signature of another version", { "webhook-id": "msg_1", "webhook-timestamp": String(now), "webhook-signature": "v1a,AAAA" }],
+      ].map(
+        ([label, headers]): Attack => ({
+          label: label as string,
+          path: "/v1/hooks/ts",
+          options: { raw: body, token: null, headers: { ...json, ...(headers as Record<string, string>) } },
+          status: 401,
+        }),
+      ),
+      {
+        label: "a kept header over 256 bytes",
+        path: "/v1/hooks/ts",
+        options: { raw: body, token: null, headers: { ...json, "x-github-event": "e".repeat(257), "x-delayline-signature": `t=${now},v1=${await mac(now)}` } },
+        status: 431,
+      },
     ]);
   });
 

@@ -207,7 +207,45 @@ describe("POST /v1/hooks/:topic", () => {
     expect((await call(env, "/v1/topics/ts")).body.scheduled).toBe(2);
   });
 
-  it("deduplicates GitHub deliveries by X-GitHub-Delivery, so a redelivery after the secret changed makes no second job", async () => {
+  it("a replay with extra, reordered, repeated or re-spaced v1 values makes no second job; another body or time does", async () => {
+    const env = isolatedEnv();
+    const secret = "webhook-secret-0123456789";
+    await call(env, "/v1/topics/replay", { method: "PUT", body: { webhookSecret: secret } });
+    const body = '{"event":"paid","amount":42}';
+    const send = (signature: string, text = body) =>
+      call(env, "/v1/hooks/replay", { raw: text, token: null, headers: { "content-type": "application/json", "x-delayline-signature": signature } });
+    const t = Math.floor(Date.now() / 1000);
+    const mac = await hmac(secret, `${t}.${body}`);
+    const first = await send(`t=${t},v1=${mac}`);
+    expect(first.status).toBe(202);
+    expect(first.body.deduplicated).toBe(false);
+    const zeros = "0".repeat(64);
+    const variants = [
+      `t=${t},v1=${mac},v1=${zeros}`,
+      `t=${t},v1=${zeros},v1=${mac}`,
+      `v1=${mac},t=${t}`,
+      `t=${t}, v1=${mac}`,
+      ` t=${t} ,  v1=${mac} `,
+      `t=${t},v1=${mac},v1=${mac}`,
+      `t=${t},v1=${mac},v0=${zeros}`,
+      ...Array.from({ length: 9 }, (_, i) => `t=${t},v1=${mac}${`,v1=${i.toString(16).repeat(64)}`.repeat(i % 3)}`),
+      `t=${t},${Array.from({ length: 9 }, (_, i) => `v1=${String(i).repeat(64)}`).join(",")},v1=${mac}`,
+    ];
+    for (const signature of variants) {
+      const r = await send(signature);
+      expect(r.status, signature).toBe(202);
+      expect(r.body, signature).toEqual({ id: first.body.id, deduplicated: true });
+    }
+    // Another body (signed) is another job; so is the same body signed at another second.
+    const other = '{"event":"paid","amount":43}';
+    const second = await send(`t=${t},v1=${await hmac(secret, `${t}.${other}`)},v1=${zeros}`, other);
+    expect(second.body.deduplicated).toBe(false);
+    expect(second.body.id).not.toBe(first.body.id);
+    expect((await send(`t=${t - 1},v1=${await hmac(secret, `${t - 1}.${body}`)}`)).body.deduplicated).toBe(false);
+    expect((await call(env, "/v1/topics/replay")).body.scheduled).toBe(3);
+  });
+
+  it("deduplicates body-signed deliveries by the body, so a redelivery after the secret changed, or under another X-GitHub-Delivery, makes no second job", async () => {
     const env = isolatedEnv();
     const headers = { "content-type": "application/json", "x-github-event": "push" };
     await call(env, "/v1/topics/gh", { method: "PUT", body: { webhookSecret: "old-webhook-secret-0123" } });
@@ -226,9 +264,12 @@ describe("POST /v1/hooks/:topic", () => {
     const again = await deliver("new-webhook-secret-4567", "72d3162e-cc78-11e3-81ab-4c9367dc0958");
     expect(again.status).toBe(202);
     expect(again.body).toEqual({ id: first.body.id, deduplicated: true });
-    // The old secret no longer works; another delivery of the same body is another event.
+    // The old secret no longer works. GitHub signs neither a timestamp nor X-GitHub-Delivery: a captured
+    // request replayed under another delivery id is the same signed body, so no second job.
     expect((await deliver("old-webhook-secret-0123", "0b989ba4-242f-11e5-81e1-ffffffffffff")).status).toBe(401);
-    const other = await deliver("new-webhook-secret-4567", "0b989ba4-242f-11e5-81e1-ffffffffffff");
+    const replayed = await deliver("new-webhook-secret-4567", "0b989ba4-242f-11e5-81e1-ffffffffffff");
+    expect(replayed.body).toEqual({ id: first.body.id, deduplicated: true });
+    const other = await deliver("new-webhook-secret-4567", "0b989ba4-242f-11e5-81e1-ffffffffffff", body.replace("abc123", "def456"));
     expect(other.body.deduplicated).toBe(false);
     expect(other.body.id).not.toBe(first.body.id);
     expect((await call(env, "/v1/topics/gh")).body.scheduled).toBe(2);
