@@ -32,6 +32,7 @@ import {
 } from "./errors.js";
 
 export {
+  CLIENT_PROBLEM_TYPES,
   DelaylineAuthError,
   DelaylineConflictError,
   DelaylineError,
@@ -40,6 +41,7 @@ export {
   DelaylineUnavailableError,
   DelaylineValidationError,
   type Problem,
+  type ProblemType,
 } from "./errors.js";
 
 // Every request and response type is the API's own zod schema, imported as a

@@ -4,6 +4,7 @@ import { isConnectionHeader } from "../handlers/headers.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
+import { PROBLEM_TYPES } from "./problem.js";
 import {
   ATTEMPT_ERROR_BYTES,
   ATTEMPT_HISTORY_LIMIT,
@@ -469,7 +470,10 @@ export const NackBody = z
 
 export const Problem = z
   .object({
-    type: z.string(),
+    type: z.string().openapi({
+      description: `What went wrong, as a URN a program can switch on: ${Object.values(PROBLEM_TYPES).join(", ")}. The client adds urn:delayline:client:* for answers it never got or could not read.`,
+      examples: [PROBLEM_TYPES.validation],
+    }),
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
