@@ -406,7 +406,7 @@ export class Delayline {
         SAFE,
       );
       cancelled += r.cancelled;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return { cancelled, inflight: r.inflight, ...(r.notScheduled === undefined ? {} : { notScheduled: r.notScheduled }) };
     }
   }
@@ -451,7 +451,7 @@ export class Delayline {
         SAFE,
       );
       replayed += r.replayed;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return { replayed, notFound: r.notFound };
     }
   }
@@ -464,14 +464,14 @@ export class Delayline {
       const q = new URLSearchParams();
       for (const [name, value] of Object.entries({ ...filter, cursor })) if (value !== undefined && value !== null) q.set(name, String(value));
       const qs = q.toString();
-      const r: { purged: number; cursor: string | null } = await this.request(
+      const r: { purged: number; nextCursor: string | null } = await this.request(
         "DELETE",
         `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`,
         undefined,
         SAFE,
       );
       purged += r.purged;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return purged;
     }
   }
@@ -565,7 +565,7 @@ export class Delayline {
     do {
       const page: SchedulePage = await this.schedules.list(cursor === undefined ? {} : { cursor });
       yield* page.schedules;
-      cursor = page.cursor ?? undefined;
+      cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
   }
 }

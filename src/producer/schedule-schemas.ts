@@ -108,6 +108,6 @@ export const ScheduleView = z
 export const ScheduleList = z
   .object({
     schedules: z.array(ScheduleView),
-    cursor: z.string().nullable().openapi({ description: "Pass as ?cursor= for the next page; null on the last" }),
+    nextCursor: z.string().nullable().openapi({ description: "Pass as ?cursor= for the next page; null on the last" }),
   })
   .openapi("ScheduleList");

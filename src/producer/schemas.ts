@@ -262,7 +262,7 @@ export const BulkCancelBody = z
     dueFrom: Instant.optional(),
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
-    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (a window or all): goes on from there" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
   })
   .strict()
   .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
@@ -285,7 +285,10 @@ export const BulkCancelResult = z
       .int()
       .optional()
       .openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
-    cursor: z.string().nullable().openapi({ description: "A window or all: pass it back to go on; null when the window is done. Always null with ids" }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "A window or all: pass it back as `cursor` to go on; null when the window is done. Always null with ids" }),
   })
   .openapi("BulkCancelled");
 
@@ -400,7 +403,7 @@ export const ReplayBody = z
       description:
         'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
     }),
-    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (all or a filter): goes on from there" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
   })
   .strict()
   .refine(
@@ -424,8 +427,9 @@ export const ReplayResult = z
       description:
         "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter",
     }),
-    cursor: z.string().nullable().openapi({
-      description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids",
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "All or a filter: a call replays a bounded batch; pass it back as `cursor` with the same body to go on; null when done. Always null with ids",
     }),
   })
   .openapi("Replayed");
@@ -441,7 +445,7 @@ export const PurgeQuery = z.object({
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
-  cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call: goes on from there" }),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
 });
 
 export const ClaimBody = z

@@ -103,7 +103,7 @@ export const schedules = router()
       request: {
         query: z.object({
           limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
-          cursor: ScheduleId.optional().openapi({ description: "The cursor the previous page returned" }),
+          cursor: ScheduleId.optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
       responses: { 200: { description: "A page", ...json(ScheduleList) }, ...problemResponses([401, 422, 503]) },
@@ -112,7 +112,7 @@ export const schedules = router()
       const { limit, cursor } = c.req.valid("query");
       const queue = c.get("queue");
       const page = await queue.schedules.list({ limit, ...(cursor ? { cursor } : {}) });
-      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), cursor: page.cursor }, 200);
+      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), nextCursor: page.cursor }, 200);
     },
   )
   .openapi(

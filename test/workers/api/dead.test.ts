@@ -45,14 +45,14 @@ describe("dead letters over HTTP", () => {
     });
 
     const replay = await call(env, "/v1/topics/work/dead/replay", { body: { error: "503", spread: "10m" } });
-    expect(replay.body).toEqual({ replayed: 3, notFound: [], cursor: null });
+    expect(replay.body).toEqual({ replayed: 3, notFound: [], nextCursor: null });
     for (const id of [ids[0], ids[2], ids[4]]) {
       const job = (await call(env, `/v1/jobs/${id}`)).body;
       expect(job.state).toBe("scheduled");
       expect(Date.parse(job.dueAt) - Date.now()).toBeLessThanOrEqual(600_000);
       expect(job.history.map((h: { outcome: string }) => h.outcome)).toEqual(["dead"]);
     }
-    expect((await call(env, "/v1/topics/work/dead?error=400", { method: "DELETE" })).body).toEqual({ purged: 3, cursor: null });
+    expect((await call(env, "/v1/topics/work/dead?error=400", { method: "DELETE" })).body).toEqual({ purged: 3, nextCursor: null });
     expect((await call(env, "/v1/topics/work")).body.dead).toBe(0);
   });
 

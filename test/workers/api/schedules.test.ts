@@ -42,7 +42,7 @@ describe("PUT /v1/schedules/:id validation", () => {
       ).toBe(true);
     }
     expect((await put(env, "bad id!", { topic: "t", every: "1m" })).status).toBe(422);
-    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], cursor: null });
+    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], nextCursor: null });
     // Nothing reached Redis: none of the schedules' keys (nor a topic) exists under the test's prefix.
     const redis = createRedis(settings(env));
     const k = keysFor(env.DELAYLINE_PREFIX!);
@@ -241,7 +241,7 @@ describe("a schedule's life", () => {
       expect(page.status).toBe(200);
       expect(page.body.schedules.length).toBeLessThanOrEqual(2);
       seen.push(...page.body.schedules.map((s: { id: string }) => s.id));
-      cursor = page.body.cursor;
+      cursor = page.body.nextCursor;
     } while (cursor);
     expect(seen).toEqual(["a", "b", "c", "d", "e"]);
 
