@@ -160,12 +160,18 @@ export const EnqueueResponse = z
 
 export const AttemptView = z
   .object({
-    attempt: z.number().int(),
-    startedAt: z.string().nullable().openapi({ description: "When the handler started (pull consumers: when the job was claimed); null when unknown" }),
+    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay marker" }),
+    run: z.number().int().openapi({
+      description: "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay. Attempts count per run",
+    }),
+    startedAt: z.string().nullable().openapi({
+      description: "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; null when unknown",
+    }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed"]).openapi({
       description:
-        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on",
+        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
+        "replayed: no attempt but the marker of a dead-letter replay, which opens the next run",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
@@ -177,9 +183,9 @@ export function historyView(history: AttemptRecord[]): Array<z.input<typeof Atte
   return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
 }
 
-const History = z
-  .array(AttemptView)
-  .openapi({ description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT}); a replay keeps them and counts attempts afresh` });
+const History = z.array(AttemptView).openapi({
+  description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT} entries); a dead-letter replay keeps them, adds a "replayed" marker and opens a new run, whose attempts count from 1 again`,
+});
 
 export const JobView = z
   .object({
