@@ -246,15 +246,19 @@ export interface StoredSchedule {
 }
 
 const targetSchema = z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() });
+// A stored time or interval: any number JSON gives, ±Infinity included (a literal past a double's range, such as
+// 1e400, parses to it). A schedule stored with one still parses, so its listing shows the field as unreadable
+// (src/schedules/shown-times.ts) instead of failing.
+const storedNumber = z.union([z.number(), z.literal(Number.POSITIVE_INFINITY), z.literal(Number.NEGATIVE_INFINITY)]);
 const definitionSchema = z.object({
   cron: z.string().optional(),
-  every: z.number().optional(),
+  every: storedNumber.optional(),
   timezone: z.string(),
-  startAt: z.number().optional(),
-  endAt: z.number().optional(),
+  startAt: storedNumber.optional(),
+  endAt: storedNumber.optional(),
   limit: z.number().optional(),
-  grace: z.number(),
-  anchor: z.number(),
+  grace: storedNumber,
+  anchor: storedNumber,
   job: z.object({
     topic: z.string(),
     payload: z.unknown(),
@@ -263,14 +267,14 @@ const definitionSchema = z.object({
     backoff: z.custom<Backoff>().optional(),
     timeoutMs: z.number().optional(),
   }),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+  createdAt: storedNumber,
+  updatedAt: storedNumber,
 });
 const stateSchema = z.object({
   rev: z.number().int(),
-  next: z.number().nullable(),
+  next: storedNumber.nullable(),
   runs: z.number().int(),
-  lastRunAt: z.number().nullable(),
+  lastRunAt: storedNumber.nullable(),
   lastJobId: z.string().nullable(),
   paused: z.boolean(),
 });

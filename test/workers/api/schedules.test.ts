@@ -77,7 +77,10 @@ describe("a schedule stored with a time no date holds", () => {
     await redis.hset(k.scheduleDefs, {
       bad: JSON.stringify({ ...def, every: 99_999_999_999 * 86_400_000, anchor: huge, startAt: huge, endAt: 8_640_000_000_000_001 }),
     });
-    await redis.hset(k.scheduleState, { bad: JSON.stringify({ ...state, next: huge, lastRunAt: 1e20 }) });
+    // next: 1e400 is past a double's range (JSON gives Infinity); lastRunAt past the largest date.
+    const stateText = JSON.stringify({ ...state, next: 0, lastRunAt: 1e20 }).replace('"next":0', '"next":1e400');
+    expect(stateText).toContain('"next":1e400');
+    await redis.hset(k.scheduleState, { bad: stateText });
 
     const list = await call(env, "/v1/schedules");
     expect(list.status).toBe(200);
