@@ -97,7 +97,7 @@ export class ScheduleTable {
     for (let page = 0; page < this.pages; page++) {
       const got = await client.schedules.list({ limit: PAGE, ...(cursor ? { cursor } : {}) });
       schedules.push(...got.schedules);
-      cursor = got.cursor;
+      cursor = got.nextCursor;
       if (cursor === null) break;
     }
     if (generation !== this.generation) return;

@@ -111,6 +111,21 @@ export const DEFAULT_IDEMPOTENCY_WINDOW_MS = DAY_MS;
 /** Default MAX_TOPICS: most topics that may exist, so a flood of names cannot grow the topic index without bound. */
 export const DEFAULT_MAX_TOPICS = 10_000;
 
+// ---- Schedules -----------------------------------------------------------------------
+
+/**
+ * The latest instant a schedule may name or reach (9999-12-31T23:59:59.999Z): the last one ISO 8601 writes with
+ * four year digits. A schedule's startAt and endAt must be no later; occurrences past it do not exist, so every time
+ * a schedule shows (next run, next runs, last run) is a date every client can read.
+ */
+export const LATEST_SCHEDULE_TIME_MS = 253_402_300_799_999;
+
+/** Days a schedule's `every` may reach: a decade, past any interval a calendar (cron) does not express better. */
+export const MAX_SCHEDULE_EVERY_DAYS = 3_650;
+
+/** {@link MAX_SCHEDULE_EVERY_DAYS} in ms. */
+export const MAX_SCHEDULE_EVERY_MS = MAX_SCHEDULE_EVERY_DAYS * DAY_MS;
+
 // ---- Retries -------------------------------------------------------------------------
 
 /** Default backoff's first delay: 1 s. */

@@ -5,9 +5,23 @@
  * no answer arrived).
  */
 import type { z } from "@hono/zod-openapi";
+import type { ProblemType as ServerProblemType } from "../producer/problem.js";
 import type * as schemas from "../producer/schemas.js";
 
 export type Problem = z.output<typeof schemas.Problem>;
+
+/** The problem types the client makes up itself, for an answer it never got or could not read as a problem document. */
+export const CLIENT_PROBLEM_TYPES = {
+  /** No answer arrived (connection refused, reset, DNS). */
+  network: "urn:delayline:client:network",
+  /** No answer within the client's timeout. */
+  timeout: "urn:delayline:client:timeout",
+  /** An answer that is not a problem document (e.g. from a proxy in front of the Worker); `status` is its status. */
+  notProblem: "urn:delayline:client:not-problem",
+} as const;
+
+/** Every `type` a {@link DelaylineError} can carry: the API's (`urn:delayline:*`, listed in the OpenAPI Problem schema) or the client's own. */
+export type ProblemType = ServerProblemType | (typeof CLIENT_PROBLEM_TYPES)[keyof typeof CLIENT_PROBLEM_TYPES];
 
 /** A non-2xx answer, or none at all. `status` and `problem` say what went wrong. */
 export class DelaylineError extends Error {
@@ -21,6 +35,11 @@ export class DelaylineError extends Error {
     options?: { cause?: unknown },
   ) {
     super(`${status === 0 ? problem.title : `${status} ${problem.title}`}: ${problem.detail}`, options);
+  }
+
+  /** The problem's `type` (e.g. `urn:delayline:not-found`, `urn:delayline:client:timeout`): what to switch on, rather than `detail`. */
+  get type(): ProblemType {
+    return this.problem.type as ProblemType;
   }
 }
 
@@ -83,7 +102,7 @@ export function errorFromResponse(res: Response, text: string): DelaylineError {
     parsed && typeof parsed === "object" && "status" in parsed && "detail" in parsed
       ? (parsed as Problem)
       : {
-          type: "about:blank",
+          type: CLIENT_PROBLEM_TYPES.notProblem,
           title: res.statusText || `HTTP ${res.status}`,
           status: res.status,
           detail: text.slice(0, 200) || res.statusText || `HTTP ${res.status}`,
@@ -108,7 +127,7 @@ export function errorFromFailure(cause: unknown, timedOut: boolean, timeoutMs: n
     : `${describe(cause)}; the request may or may not have taken effect`;
   return new DelaylineUnavailableError(
     0,
-    { type: timedOut ? "urn:delayline:client:timeout" : "urn:delayline:client:network", title: timedOut ? "Timeout" : "Network Error", status: 0, detail },
+    { type: timedOut ? CLIENT_PROBLEM_TYPES.timeout : CLIENT_PROBLEM_TYPES.network, title: timedOut ? "Timeout" : "Network Error", status: 0, detail },
     { cause },
   );
 }

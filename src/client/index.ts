@@ -32,6 +32,7 @@ import {
 } from "./errors.js";
 
 export {
+  CLIENT_PROBLEM_TYPES,
   DelaylineAuthError,
   DelaylineConflictError,
   DelaylineError,
@@ -40,6 +41,7 @@ export {
   DelaylineUnavailableError,
   DelaylineValidationError,
   type Problem,
+  type ProblemType,
 } from "./errors.js";
 
 // Every request and response type is the API's own zod schema, imported as a
@@ -424,7 +426,7 @@ export class Delayline {
         SAFE,
       );
       cancelled += r.cancelled;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return { cancelled, inflight: r.inflight, ...(r.notScheduled === undefined ? {} : { notScheduled: r.notScheduled }) };
     }
   }
@@ -469,7 +471,7 @@ export class Delayline {
         SAFE,
       );
       replayed += r.replayed;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return { replayed, notFound: r.notFound };
     }
   }
@@ -482,14 +484,14 @@ export class Delayline {
       const q = new URLSearchParams();
       for (const [name, value] of Object.entries({ ...filter, cursor })) if (value !== undefined && value !== null) q.set(name, String(value));
       const qs = q.toString();
-      const r: { purged: number; cursor: string | null } = await this.request(
+      const r: { purged: number; nextCursor: string | null } = await this.request(
         "DELETE",
         `/v1/topics/${Delayline.seg(topic)}/dead${qs ? `?${qs}` : ""}`,
         undefined,
         SAFE,
       );
       purged += r.purged;
-      cursor = r.cursor;
+      cursor = r.nextCursor;
       if (cursor === null) return purged;
     }
   }
@@ -583,7 +585,7 @@ export class Delayline {
     do {
       const page: SchedulePage = await this.schedules.list(cursor === undefined ? {} : { cursor });
       yield* page.schedules;
-      cursor = page.cursor ?? undefined;
+      cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
   }
 }

@@ -10,7 +10,7 @@ import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
 import { withPageHeaders } from "./page-headers.js";
-import { ApiProblem, problem } from "./problem.js";
+import { ApiProblem, PROBLEM_TYPES, problem } from "./problem.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
 import { schedules } from "./routes/schedules.js";
@@ -31,6 +31,20 @@ export const app = router();
  * locally one answers a flood of headers with a 500), so the API states its own.
  */
 const MAX_HEADER_BYTES = 32 * 1024;
+
+// Every answer (JSON, problem+json, /metrics' text, the pages) says what it is
+// and nothing else: a browser must not sniff an API answer into HTML or script.
+// Registered first so it also sees what later middleware, notFound and onError return.
+app.use(async (c, next) => {
+  await next();
+  try {
+    c.res.headers.set("x-content-type-options", "nosniff");
+  } catch {
+    // Immutable headers (a response passed through from a fetch): copy it.
+    c.res = new Response(c.res.body, c.res);
+    c.res.headers.set("x-content-type-options", "nosniff");
+  }
+});
 
 app.use(async (c, next) => {
   let size = 0;
@@ -215,7 +229,7 @@ app.notFound((c) => {
 app.onError((err, c) => {
   if (err instanceof SettingsError) {
     console.error(JSON.stringify({ level: "error", msg: err.message }));
-    return problem(500, err.message, { type: "urn:delayline:settings" });
+    return problem(500, err.message, { type: PROBLEM_TYPES.settings });
   }
   if (err instanceof RedisUnavailableError) {
     // Usually nothing changed, but not always: Redis may have run a write whose
@@ -224,9 +238,9 @@ app.onError((err, c) => {
       headers: { "retry-after": "1" },
     });
   }
-  if (err instanceof TopicLimitError) return problem(422, err.message, { type: "urn:delayline:topic-limit" });
+  if (err instanceof TopicLimitError) return problem(422, err.message, { type: PROBLEM_TYPES.topicLimit });
   if (err instanceof ApiProblem) {
-    return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { type: "urn:delayline:validation", errors: err.errors } : {}) });
+    return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { errors: err.errors } : {}) });
   }
   // Hono's own 4xx (e.g. malformed JSON caught by its validator).
   if (err instanceof HTTPException && err.status >= 400 && err.status < 500) return problem(err.status, err.message || "bad request");

@@ -25,14 +25,72 @@ const TITLES: Record<number, string> = {
   503: "Service Unavailable",
 };
 
+/**
+ * Every problem `type` the API answers with, each once: a program tells
+ * problems apart by these rather than by parsing `detail`. A status has one
+ * type unless a case of it is acted on differently (a 422 from the topic cap,
+ * a 500 from the deployment's settings). The client adds its own
+ * `urn:delayline:client:*` types for answers it never got.
+ */
+export const PROBLEM_TYPES = {
+  /** 400: malformed JSON, invalid UTF-8, JSON nested too deep, a request the router cannot read. */
+  badRequest: "urn:delayline:bad-request",
+  /** 401: no bearer token, a wrong one, or a webhook signature that does not verify. */
+  unauthorized: "urn:delayline:unauthorized",
+  /** 404: no such route, job, topic, schedule or dead letter. */
+  notFound: "urn:delayline:not-found",
+  /** 405: the path exists but not with this method (see `Allow`). */
+  methodNotAllowed: "urn:delayline:method-not-allowed",
+  /** 409: the request conflicts with the current state (a job in flight, a stale attempt, a topic of the other mode). */
+  conflict: "urn:delayline:conflict",
+  /** 413: the body or a payload is larger than the limit. */
+  payloadTooLarge: "urn:delayline:payload-too-large",
+  /** 415: the body is not application/json. */
+  unsupportedMediaType: "urn:delayline:unsupported-media-type",
+  /** 422: the request breaks the schema or a rule; `errors` names each field. */
+  validation: "urn:delayline:validation",
+  /** 422: a new topic would pass the deployment's topic cap. */
+  topicLimit: "urn:delayline:topic-limit",
+  /** 431: the request headers are larger than 32 KiB. */
+  headersTooLarge: "urn:delayline:headers-too-large",
+  /** 500: the deployment's settings are wrong (`detail` names the setting). */
+  settings: "urn:delayline:settings",
+  /** 500: an error the API did not expect (logged). */
+  internal: "urn:delayline:internal",
+  /** 503: Redis did not answer; the request may or may not have taken effect. */
+  unavailable: "urn:delayline:unavailable",
+} as const;
+
+export type ProblemType = (typeof PROBLEM_TYPES)[keyof typeof PROBLEM_TYPES];
+
+/** The type a status gets when nothing more specific applies. */
+const TYPE_BY_STATUS: Record<number, ProblemType> = {
+  400: PROBLEM_TYPES.badRequest,
+  401: PROBLEM_TYPES.unauthorized,
+  404: PROBLEM_TYPES.notFound,
+  405: PROBLEM_TYPES.methodNotAllowed,
+  409: PROBLEM_TYPES.conflict,
+  413: PROBLEM_TYPES.payloadTooLarge,
+  415: PROBLEM_TYPES.unsupportedMediaType,
+  422: PROBLEM_TYPES.validation,
+  431: PROBLEM_TYPES.headersTooLarge,
+  500: PROBLEM_TYPES.internal,
+  503: PROBLEM_TYPES.unavailable,
+};
+
+/** The type of a problem with `status`: a 4xx hono raised that has no entry of its own is a bad request. */
+export function problemType(status: number): ProblemType {
+  return TYPE_BY_STATUS[status] ?? (status >= 500 ? PROBLEM_TYPES.internal : PROBLEM_TYPES.badRequest);
+}
+
 /** A `Response` carrying a problem document as `application/problem+json`. */
 export function problem(
   status: number,
   detail: string,
-  extra: { type?: string; errors?: ProblemDocument["errors"]; headers?: Record<string, string> } = {},
+  extra: { type?: ProblemType; errors?: ProblemDocument["errors"]; headers?: Record<string, string> } = {},
 ): Response {
   const body: ProblemDocument = {
-    type: extra.type ?? "about:blank",
+    type: extra.type ?? problemType(status),
     title: TITLES[status] ?? "Error",
     status,
     detail,
@@ -69,5 +127,5 @@ export function validationProblem(error: ZodError, where: string): Response {
     path: i.path.reduce<string>((acc, p) => (typeof p === "number" ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)), ""),
     message: i.message,
   }));
-  return problem(422, `the ${where} does not match the schema`, { type: "urn:delayline:validation", errors });
+  return problem(422, `the ${where} does not match the schema`, { type: PROBLEM_TYPES.validation, errors });
 }

@@ -1,5 +1,13 @@
 import { z } from "@hono/zod-openapi";
-import { MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../limits.js";
+import {
+  LATEST_SCHEDULE_TIME_MS,
+  MAX_MAX_ATTEMPTS,
+  MAX_SCHEDULE_EVERY_DAYS,
+  MAX_SCHEDULE_EVERY_MS,
+  MAX_TIMEOUT_MS,
+  MIN_MAX_ATTEMPTS,
+  MIN_TIMEOUT_MS,
+} from "../limits.js";
 import { cronProblem, isTimeZone } from "../schedules/occurrences.js";
 import { BackoffBody, Duration, Instant, TargetBody, TopicName } from "./schemas.js";
 
@@ -11,6 +19,10 @@ export const ScheduleId = z
 
 const DEFAULT_GRACE_MS = 60_000;
 
+const LATEST = new Date(LATEST_SCHEDULE_TIME_MS).toISOString();
+// A later instant would make dates no client reads (ISO 8601 with a 6-digit year), or none at all past 8.64e15.
+const ScheduleInstant = Instant.refine((ms) => ms <= LATEST_SCHEDULE_TIME_MS, `must be no later than ${LATEST}`);
+
 export const ScheduleBody = z
   .object({
     cron: z
@@ -19,11 +31,14 @@ export const ScheduleBody = z
       .optional()
       .openapi({ description: "5 fields (minute hour day-of-month month day-of-week), or 6 with leading seconds", example: "0 9 * * 1-5" }),
     every: Duration.refine((ms) => ms >= 1_000, "must be at least 1 s")
+      .refine((ms) => ms <= MAX_SCHEDULE_EVERY_MS, `must be at most ${MAX_SCHEDULE_EVERY_DAYS} days`)
       .optional()
-      .openapi({ description: 'An interval such as "30s" (at least 1 s)' }),
+      .openapi({ description: `An interval such as "30s" (at least 1 s, at most ${MAX_SCHEDULE_EVERY_DAYS} days)` }),
     timezone: z.string().max(64).default("UTC").openapi({ description: "IANA time zone the cron expression is read in", example: "Europe/Berlin" }),
-    startAt: Instant.optional().openapi({ description: "No occurrence before this; for `every`, the first occurrence (default one interval after creation)" }),
-    endAt: Instant.optional().openapi({ description: "No occurrence after this (inclusive)" }),
+    startAt: ScheduleInstant.optional().openapi({
+      description: `No occurrence before this; for \`every\`, the first occurrence (default one interval after creation). At most ${LATEST}`,
+    }),
+    endAt: ScheduleInstant.optional().openapi({ description: `No occurrence after this (inclusive). At most ${LATEST}; no occurrence falls later anyway` }),
     limit: z.number().int().min(1).max(1_000_000_000).optional().openapi({ description: "Most occurrences in all" }),
     grace: Duration.optional().openapi({
       description: 'Occurrences missed by more than this (e.g. after an outage) collapse into one job for the latest of them. Default "1m".',
@@ -77,14 +92,22 @@ export const ScheduleView = z
       .enum(["scheduled", "inflight", "succeeded", "dead", "cancelled"])
       .nullable()
       .openapi({ description: "null when there is none or it is past retention" }),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: z.string().nullable(),
+    updatedAt: z.string().nullable(),
+    unreadable: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .openapi({
+        description:
+          "Fields of the stored schedule that cannot be shown (they read null or []), e.g. a time past the largest date written before the API refused one. " +
+          "Absent when every field could be shown; PUT the schedule again (or DELETE it) to mend it.",
+      }),
   })
   .openapi("Schedule");
 
 export const ScheduleList = z
   .object({
     schedules: z.array(ScheduleView),
-    cursor: z.string().nullable().openapi({ description: "Pass as ?cursor= for the next page; null on the last" }),
+    nextCursor: z.string().nullable().openapi({ description: "Pass as ?cursor= for the next page; null on the last" }),
   })
   .openapi("ScheduleList");

@@ -4,6 +4,7 @@ import { isConnectionHeader } from "../handlers/headers.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
+import { PROBLEM_TYPES } from "./problem.js";
 import {
   ATTEMPT_ERROR_BYTES,
   ATTEMPT_HISTORY_LIMIT,
@@ -159,12 +160,18 @@ export const EnqueueResponse = z
 
 export const AttemptView = z
   .object({
-    attempt: z.number().int(),
-    startedAt: z.string().nullable().openapi({ description: "When the handler started (pull consumers: when the job was claimed); null when unknown" }),
+    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay marker" }),
+    run: z.number().int().openapi({
+      description: "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay. Attempts count per run",
+    }),
+    startedAt: z.string().nullable().openapi({
+      description: "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; null when unknown",
+    }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed"]).openapi({
       description:
-        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on",
+        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
+        "replayed: no attempt but the marker of a dead-letter replay, which opens the next run",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
@@ -176,9 +183,9 @@ export function historyView(history: AttemptRecord[]): Array<z.input<typeof Atte
   return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
 }
 
-const History = z
-  .array(AttemptView)
-  .openapi({ description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT}); a replay keeps them and counts attempts afresh` });
+const History = z.array(AttemptView).openapi({
+  description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT} entries); a dead-letter replay keeps them, adds a "replayed" marker and opens a new run, whose attempts count from 1 again`,
+});
 
 export const JobView = z
   .object({
@@ -265,7 +272,7 @@ export const BulkCancelBody = z
     dueFrom: Instant.optional(),
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
-    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (a window or all): goes on from there" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
   })
   .strict()
   .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
@@ -288,7 +295,10 @@ export const BulkCancelResult = z
       .int()
       .optional()
       .openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
-    cursor: z.string().nullable().openapi({ description: "A window or all: pass it back to go on; null when the window is done. Always null with ids" }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "A window or all: pass it back as `cursor` to go on; null when the window is done. Always null with ids" }),
   })
   .openapi("BulkCancelled");
 
@@ -403,7 +413,7 @@ export const ReplayBody = z
       description:
         'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
     }),
-    cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call (all or a filter): goes on from there" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
   })
   .strict()
   .refine(
@@ -427,8 +437,9 @@ export const ReplayResult = z
       description:
         "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter",
     }),
-    cursor: z.string().nullable().openapi({
-      description: "All or a filter: a call replays a bounded batch; pass the cursor back with the same body to go on; null when done. Always null with ids",
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "All or a filter: a call replays a bounded batch; pass it back as `cursor` with the same body to go on; null when done. Always null with ids",
     }),
   })
   .openapi("Replayed");
@@ -444,7 +455,7 @@ export const PurgeQuery = z.object({
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
-  cursor: z.string().max(200).optional().openapi({ description: "The cursor of the previous call: goes on from there" }),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
 });
 
 export const ClaimBody = z
@@ -473,7 +484,10 @@ export const NackBody = z
 
 export const Problem = z
   .object({
-    type: z.string(),
+    type: z.string().openapi({
+      description: `What went wrong, as a URN a program can switch on: ${Object.values(PROBLEM_TYPES).join(", ")}. The client adds urn:delayline:client:* for answers it never got or could not read.`,
+      examples: [PROBLEM_TYPES.validation],
+    }),
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),

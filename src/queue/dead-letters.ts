@@ -139,7 +139,7 @@ function replayKeys(ctx: QueueContext, topic: string): string[] {
 
 function replayArgs(ctx: QueueContext, topic: string, options: ReplayOptions, mode: "ids" | "walk"): Array<string | number> {
   const due = Math.max(ctx.now(), Math.round(options.dueAt ?? 0));
-  return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, DEAD_BATCH, BULK_CALL_BYTES, mode];
+  return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, DEAD_BATCH, BULK_CALL_BYTES, mode, ctx.now()];
 }
 
 /** The window and filter arguments of a walk (replay-dead.lua, purge-dead.lua). */

@@ -40,8 +40,8 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
     if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
     if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
-    const due = ctx.keys.topic(input.topic).due;
-    keys.push(due, input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : due);
+    const t = ctx.keys.topic(input.topic);
+    keys.push(t.due, input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : t.due, t.purged);
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
     if (!seen.isRegistered(input.topic, now)) {
       flags += "r";

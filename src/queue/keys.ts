@@ -29,6 +29,8 @@
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
+ *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
+ *                                   (enqueue.lua); expires after the idempotency window, as every such key has
  *   <p>:sched:defs           HASH   schedule id -> definition JSON (as PUT gave it, normalized)
  *   <p>:sched:state          HASH   schedule id -> state JSON {rev, next, runs, lastRunAt, lastJobId, paused, …}
  *   <p>:sched:ids            ZSET   schedule id -> 0 (paging in id order)
@@ -50,6 +52,8 @@ export interface TopicKeys {
   conf: string;
   bucket: string;
   metrics: string;
+  /** When the topic was last purged (delete-topic.lua), so idempotency keys of the jobs it dropped are free. */
+  purged: string;
 }
 
 export class Keys {
@@ -94,6 +98,7 @@ export class Keys {
       conf: `${t}:conf`,
       bucket: `${t}:bucket`,
       metrics: `${t}:metrics`,
+      purged: `${t}:purged`,
     };
   }
 

@@ -49,10 +49,13 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
     ctx.keys.parked,
     t.deadEntries,
     t.deadLegacy,
+    t.purged,
   ];
   const purged = { scheduled: 0, dead: 0 };
   for (;;) {
-    const r = replies.deleteTopic.parse(await ctx.run(lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH]));
+    const r = replies.deleteTopic.parse(
+      await ctx.run(lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), ctx.idempotencyWindowMs]),
+    );
     purged.scheduled += r.dropped;
     purged.dead += r.droppedDead;
     if (r.result === "deleted") {

@@ -118,18 +118,22 @@ function isStoredTarget(v: unknown): boolean {
 }
 
 /** How an attempt ended, as its job's attempt history records it. */
-export type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale";
+export type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed";
 
-/** One entry of a job's attempt history. */
+/** One entry of a job's attempt history: an attempt, or the marker of a dead-letter replay. */
 export interface AttemptRecord {
+  /** The attempt's number within its run (1 first); 0 on a replay marker. */
   attempt: number;
+  /** The job's run the entry belongs to: 1 until a dead-letter replay, one more after each (a replay marker opens its run). */
+  run: number;
   /** When the handler started (for a pull consumer: when the job was claimed), epoch ms; null when unknown. */
   startedAt: number | null;
   /** How long the attempt ran until it settled (or until its lease was reaped), ms; null when unknown. */
   durationMs: number | null;
   /**
    * ok, retry, dead; "expired": the lease expired before the attempt settled;
-   * "stale": the attempt settled after its lease had expired and the job had moved on.
+   * "stale": the attempt settled after its lease had expired and the job had moved on;
+   * "replayed": not an attempt but the replay of the dead job (startedAt: when), which opens the next run.
    */
   outcome: AttemptOutcome;
   /** The HTTP status of the delivery's response (http deliveries that got one). */
@@ -144,12 +148,13 @@ const storedAttempt = z
     n: z.number().int(),
     t: z.number().optional(),
     ms: z.number().optional(),
-    o: z.enum(["ok", "retry", "dead", "expired", "stale"]),
+    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed"]),
+    r: z.number().int().optional(),
     st: z.number().int().optional(),
     e: z.string().optional(),
   })
   .transform((s): AttemptRecord => {
-    const r: AttemptRecord = { attempt: s.n, startedAt: s.t ?? null, durationMs: s.ms ?? null, outcome: s.o };
+    const r: AttemptRecord = { attempt: s.n, run: s.r ?? 1, startedAt: s.t ?? null, durationMs: s.ms ?? null, outcome: s.o };
     if (s.st !== undefined) r.httpStatus = s.st;
     if (s.e !== undefined) r.error = s.e;
     return r;
@@ -253,15 +258,19 @@ export interface StoredSchedule {
 }
 
 const targetSchema = z.object({ url: z.string(), method: z.string().optional(), headers: z.record(z.string(), z.string()).optional() });
+// A stored time or interval: any number JSON gives, ±Infinity included (a literal past a double's range, such as
+// 1e400, parses to it). A schedule stored with one still parses, so its listing shows the field as unreadable
+// (src/schedules/shown-times.ts) instead of failing.
+const storedNumber = z.union([z.number(), z.literal(Number.POSITIVE_INFINITY), z.literal(Number.NEGATIVE_INFINITY)]);
 const definitionSchema = z.object({
   cron: z.string().optional(),
-  every: z.number().optional(),
+  every: storedNumber.optional(),
   timezone: z.string(),
-  startAt: z.number().optional(),
-  endAt: z.number().optional(),
+  startAt: storedNumber.optional(),
+  endAt: storedNumber.optional(),
   limit: z.number().optional(),
-  grace: z.number(),
-  anchor: z.number(),
+  grace: storedNumber,
+  anchor: storedNumber,
   job: z.object({
     topic: z.string(),
     payload: z.unknown(),
@@ -270,14 +279,14 @@ const definitionSchema = z.object({
     backoff: z.custom<Backoff>().optional(),
     timeoutMs: z.number().optional(),
   }),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+  createdAt: storedNumber,
+  updatedAt: storedNumber,
 });
 const stateSchema = z.object({
   rev: z.number().int(),
-  next: z.number().nullable(),
+  next: storedNumber.nullable(),
   runs: z.number().int(),
-  lastRunAt: z.number().nullable(),
+  lastRunAt: storedNumber.nullable(),
   lastJobId: z.string().nullable(),
   paused: z.boolean(),
 });

@@ -1,5 +1,9 @@
+import { LATEST_SCHEDULE_TIME_MS } from "../limits.js";
 import type { ScheduleDefinition, ScheduleState, Schedules, StoredSchedule } from "../queue/schedules.js";
-import { firstAtOrAfter, type ScheduleTiming } from "./occurrences.js";
+import { firstAtOrAfter, timingOf } from "./occurrences.js";
+import { type UnreadableField, unshowableOnWrite } from "./shown-times.js";
+
+export { timingOf };
 
 /** What PUT /v1/schedules/:id sets, validated: a definition but what the store derives (the anchor, the times it was written). */
 export type ScheduleInput = Omit<ScheduleDefinition, "anchor" | "createdAt" | "updatedAt">;
@@ -9,17 +13,16 @@ export class ScheduleConflictError extends Error {
   override name = "ScheduleConflictError";
 }
 
+/** The schedule would show a time no date can hold (e.g. an occurrence past the latest date); nothing was written. */
+export class ScheduleTimeError extends Error {
+  override name = "ScheduleTimeError";
+  constructor(readonly fields: UnreadableField[]) {
+    super(`the schedule would show times that are not dates: ${fields.map((f) => f.path).join(", ")}`);
+  }
+}
+
 /** How many times a write is tried against a schedule others keep changing. */
 const WRITE_TRIES = 5;
-
-export function timingOf(d: ScheduleDefinition): ScheduleTiming {
-  const t: ScheduleTiming = { timezone: d.timezone, anchor: d.anchor };
-  if (d.cron !== undefined) t.cron = d.cron;
-  if (d.every !== undefined) t.every = d.every;
-  if (d.startAt !== undefined) t.startAt = d.startAt;
-  if (d.endAt !== undefined) t.endAt = d.endAt;
-  return t;
-}
 
 /**
  * The occurrence to fire next, from `from` on (and after the last one fired),
@@ -56,18 +59,29 @@ export async function upsertSchedule(store: Schedules, id: string, input: Schedu
   const schedule = await withRetries(store, id, async (old) => {
     const sameEvery = old !== null && old.definition.every !== undefined && old.definition.every === input.every && old.definition.startAt === input.startAt;
     const anchor = input.startAt ?? (sameEvery ? old.definition.anchor : now + (input.every ?? 0));
-    const definition: ScheduleDefinition = { ...input, anchor, createdAt: old?.definition.createdAt ?? now, updatedAt: now };
+    // What an old schedule holds past the latest date (stored before such times were refused) is not carried over.
+    const createdAt = old !== null && old.definition.createdAt <= LATEST_SCHEDULE_TIME_MS ? old.definition.createdAt : now;
+    const definition: ScheduleDefinition = { ...input, anchor, createdAt, updatedAt: now };
     const runs = old?.state.runs ?? 0;
-    const lastRunAt = old?.state.lastRunAt ?? null;
+    const oldLast = old?.state.lastRunAt ?? null;
+    const lastRunAt = oldLast !== null && oldLast <= LATEST_SCHEDULE_TIME_MS ? oldLast : null;
     const paused = old?.state.paused ?? false;
     let next: number | null = null;
     if (!paused) {
       const kept = old !== null && sameTiming(old.definition, definition) ? old.state.next : null;
-      const fits = kept !== null && (definition.endAt === undefined || kept <= definition.endAt) && (definition.limit === undefined || runs < definition.limit);
+      // A next occurrence past the latest date (stored before such times were refused) is not kept: it is computed again.
+      const fits =
+        kept !== null &&
+        kept <= LATEST_SCHEDULE_TIME_MS &&
+        (definition.endAt === undefined || kept <= definition.endAt) &&
+        (definition.limit === undefined || runs < definition.limit);
       next = fits ? kept : nextOccurrence(definition, { runs, lastRunAt }, now);
     }
     const rev = old?.state.rev ?? 0;
     const state: ScheduleState = { rev: rev + 1, next, runs, lastRunAt, lastJobId: old?.state.lastJobId ?? null, paused };
+    // Checked before the write: a schedule a listing could not show is never stored.
+    const unshowable = unshowableOnWrite(definition, state);
+    if (unshowable.length > 0) throw new ScheduleTimeError(unshowable);
     if (!(await store.write(id, rev, definition, state))) return false;
     created = old === null;
     return { id, definition, state };

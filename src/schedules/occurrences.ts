@@ -1,4 +1,6 @@
 import { Cron } from "croner";
+import { LATEST_SCHEDULE_TIME_MS } from "../limits.js";
+import type { ScheduleDefinition } from "../queue/schedules.js";
 
 /**
  * When a schedule fires: a cron expression (5 fields, or 6 with leading
@@ -18,6 +20,16 @@ export interface ScheduleTiming {
   endAt?: number;
   /** For `every`: the first occurrence (startAt, else one interval after the schedule was created). */
   anchor: number;
+}
+
+/** The timing part of a stored definition. */
+export function timingOf(d: ScheduleDefinition): ScheduleTiming {
+  const t: ScheduleTiming = { timezone: d.timezone, anchor: d.anchor };
+  if (d.cron !== undefined) t.cron = d.cron;
+  if (d.every !== undefined) t.every = d.every;
+  if (d.startAt !== undefined) t.startAt = d.startAt;
+  if (d.endAt !== undefined) t.endAt = d.endAt;
+  return t;
 }
 
 // Daylight saving, as croner does it for fixed-time jobs (Vixie cron's rule):
@@ -54,9 +66,10 @@ export function cronProblem(expression: string): string | null {
   }
 }
 
-/** The first occurrence at or after `from`, or null when there is none (past endAt). */
+/** The first occurrence at or after `from`, or null when there is none (past endAt, or past LATEST_SCHEDULE_TIME_MS: no date shown breaks). */
 export function firstAtOrAfter(t: ScheduleTiming, from: number): number | null {
   const start = Math.max(from, t.startAt ?? -Infinity);
+  if (!(start <= LATEST_SCHEDULE_TIME_MS)) return null;
   let at: number | null;
   if (t.every !== undefined) {
     at = start <= t.anchor ? t.anchor : t.anchor + Math.ceil((start - t.anchor) / t.every) * t.every;
@@ -65,7 +78,7 @@ export function firstAtOrAfter(t: ScheduleTiming, from: number): number | null {
     const next = cronOf(t.cron!, t.timezone).nextRun(new Date(start - 1));
     at = next ? next.getTime() : null;
   }
-  return at !== null && (t.endAt === undefined || at <= t.endAt) ? at : null;
+  return at !== null && at <= LATEST_SCHEDULE_TIME_MS && (t.endAt === undefined || at <= t.endAt) ? at : null;
 }
 
 /** The first occurrence strictly after `after`. */

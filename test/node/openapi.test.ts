@@ -56,3 +56,47 @@ it("redocly lint (recommended rules) finds no error, and no warning but /healthz
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+it("one cursor name: every listing and resumable batch answers nextCursor (and takes cursor); no answer carries a field named cursor", async () => {
+  type Schema = { $ref?: string; properties?: Record<string, unknown> };
+  const doc = (await served()) as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          parameters?: Array<{ name: string; in: string }>;
+          requestBody?: { content: Record<string, { schema: Schema }> };
+          responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+        }
+      >
+    >;
+    components: { schemas: Record<string, Schema> };
+  };
+  const resolve = (s: Schema): Schema => (s.$ref ? resolve(doc.components.schemas[s.$ref.replace("#/components/schemas/", "")]!) : s);
+  const answering: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const ok = op.responses["200"]?.content?.["application/json"]?.schema;
+      const props = ok ? Object.keys(resolve(ok).properties ?? {}) : [];
+      expect(props, `${method} ${path}`).not.toContain("cursor");
+      if (!props.includes("nextCursor")) continue;
+      answering.push(`${method} ${path}`);
+      // What answers nextCursor takes it back as cursor, in the query or the body.
+      const inQuery = (op.parameters ?? []).some((p) => p.name === "cursor" && p.in === "query");
+      const body = op.requestBody?.content["application/json"]?.schema;
+      const inBody = body ? "cursor" in (resolve(body).properties ?? {}) : false;
+      expect(inQuery || inBody, `${method} ${path} takes cursor`).toBe(true);
+    }
+  }
+  expect(answering).toEqual(
+    expect.arrayContaining([
+      "get /v1/schedules",
+      "get /v1/topics/{topic}/jobs",
+      "post /v1/topics/{topic}/jobs/cancel",
+      "get /v1/topics/{topic}/dead",
+      "post /v1/topics/{topic}/dead/replay",
+      "delete /v1/topics/{topic}/dead",
+    ]),
+  );
+});

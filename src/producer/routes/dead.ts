@@ -68,15 +68,15 @@ export const dead = router()
       const queue = c.get("queue");
       const dueAt = Date.now() + (body.delay ?? 0);
       const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
-      let result: { replayed: number; notFound: string[]; cursor: string | null };
+      let result: { replayed: number; notFound: string[]; nextCursor: string | null };
       if (body.ids) {
         const r = await queue.replayDeadLetters(topic, { ids: body.ids, ...timing });
-        result = { ...r, cursor: null };
+        result = { ...r, nextCursor: null };
       } else {
         const after = positionOf(body.cursor, topic, "body");
         const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
         const r = await queue.replayDeadLettersStep(topic, { ...filter, ...timing });
-        result = { replayed: r.replayed, notFound: [], cursor: r.next ? encodeCursor("dead", r.next) : null };
+        result = { replayed: r.replayed, notFound: [], nextCursor: r.next ? encodeCursor("dead", r.next) : null };
       }
       if (result.replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
       return c.json(result, 200);
@@ -92,7 +92,7 @@ export const dead = router()
       responses: {
         200: {
           description: "Purged, and where to go on (null when done)",
-          ...json(z.object({ purged: z.number().int(), cursor: z.string().nullable() })),
+          ...json(z.object({ purged: z.number().int(), nextCursor: z.string().nullable() })),
         },
         ...problemResponses([401, 422, 503]),
       },
@@ -104,7 +104,7 @@ export const dead = router()
         throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
       const after = positionOf(cursor, topic, "query");
       const r = await c.get("queue").purgeDeadLettersStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
-      return c.json({ purged: r.purged, cursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
+      return c.json({ purged: r.purged, nextCursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
     },
   )
   .openapi(

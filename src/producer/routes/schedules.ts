@@ -3,17 +3,14 @@ import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../../limits.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { Queue } from "../../queue/queue.js";
 import type { JobTemplate, StoredSchedule } from "../../queue/schedules.js";
-import { pauseSchedule, resumeSchedule, ScheduleConflictError, timingOf, upsertSchedule, type ScheduleInput } from "../../schedules/lifecycle.js";
-import { isoInZone, occurrencesFrom } from "../../schedules/occurrences.js";
+import { pauseSchedule, resumeSchedule, ScheduleConflictError, ScheduleTimeError, upsertSchedule, type ScheduleInput } from "../../schedules/lifecycle.js";
+import { shownTimes } from "../../schedules/shown-times.js";
 import { json, problemResponses, router, wakeSoonSchedule } from "../context.js";
-import { ApiProblem } from "../problem.js";
+import { ApiProblem, invalid } from "../problem.js";
 import { ScheduleBody, ScheduleId, ScheduleList, ScheduleView } from "../schedule-schemas.js";
-import { iso } from "../schemas.js";
 import { checkPayloadAndTarget } from "./jobs.js";
 
 const IdParam = z.object({ id: ScheduleId.openapi({ param: { name: "id", in: "path" } }) });
-/** How many upcoming occurrences a schedule's view lists. */
-const NEXT_RUNS = 5;
 
 function toInput(body: ScheduleBody): ScheduleInput {
   const job: JobTemplate = { topic: body.topic, payload: body.payload ?? null };
@@ -30,21 +27,19 @@ function toInput(body: ScheduleBody): ScheduleInput {
   return input;
 }
 
-/** The API's view of a schedule; the last job's state is looked up (null past retention). */
+/** The API's view of a schedule; the last job's state is looked up (null past retention). A time that cannot be shown reads null (see `unreadable`). */
 async function view(queue: Queue, s: StoredSchedule): Promise<z.input<typeof ScheduleView>> {
   const d = s.definition;
   const st = s.state;
-  const tz = d.timezone;
-  const left = d.limit === undefined ? NEXT_RUNS : Math.min(NEXT_RUNS, d.limit - st.runs);
-  const upcoming = st.next === null || left <= 0 ? [] : occurrencesFrom(timingOf(d), st.next, left);
+  const times = shownTimes(d, st);
   const lastJob = st.lastJobId ? await queue.get(st.lastJobId) : null;
   return {
     id: s.id,
     cron: d.cron ?? null,
     every: d.every ?? null,
-    timezone: tz,
-    startAt: d.startAt === undefined ? null : isoInZone(d.startAt, tz),
-    endAt: d.endAt === undefined ? null : isoInZone(d.endAt, tz),
+    timezone: d.timezone,
+    startAt: times.startAt,
+    endAt: times.endAt,
     limit: d.limit ?? null,
     grace: d.grace,
     topic: d.job.topic,
@@ -54,19 +49,21 @@ async function view(queue: Queue, s: StoredSchedule): Promise<z.input<typeof Sch
     ...(d.job.backoff !== undefined ? { backoff: d.job.backoff } : {}),
     ...(d.job.timeoutMs !== undefined ? { timeoutMs: d.job.timeoutMs } : {}),
     paused: st.paused,
-    nextRunAt: st.next === null ? null : isoInZone(st.next, tz),
-    nextRuns: upcoming.map((t) => isoInZone(t, tz)),
+    nextRunAt: times.nextRunAt,
+    nextRuns: times.nextRuns,
     runs: st.runs,
-    lastRunAt: st.lastRunAt === null ? null : isoInZone(st.lastRunAt, tz),
+    lastRunAt: times.lastRunAt,
     lastJobId: st.lastJobId,
     lastJobState: lastJob?.state ?? null,
-    createdAt: iso(d.createdAt),
-    updatedAt: iso(d.updatedAt),
+    createdAt: times.createdAt,
+    updatedAt: times.updatedAt,
+    ...(times.unreadable.length > 0 ? { unreadable: times.unreadable } : {}),
   };
 }
 
 const conflict = (err: unknown): never => {
   if (err instanceof ScheduleConflictError) throw new ApiProblem(409, err.message);
+  if (err instanceof ScheduleTimeError) throw invalid("body", err.fields);
   throw err;
 };
 
@@ -106,7 +103,7 @@ export const schedules = router()
       request: {
         query: z.object({
           limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
-          cursor: ScheduleId.optional().openapi({ description: "The cursor the previous page returned" }),
+          cursor: ScheduleId.optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
       responses: { 200: { description: "A page", ...json(ScheduleList) }, ...problemResponses([401, 422, 503]) },
@@ -115,7 +112,7 @@ export const schedules = router()
       const { limit, cursor } = c.req.valid("query");
       const queue = c.get("queue");
       const page = await queue.schedules.list({ limit, ...(cursor ? { cursor } : {}) });
-      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), cursor: page.cursor }, 200);
+      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), nextCursor: page.cursor }, 200);
     },
   )
   .openapi(

@@ -92,7 +92,7 @@ export const topicJobs = router()
         const foreign = body.ids.findIndex((id) => topicOfJobId(id) !== topic);
         if (foreign >= 0) throw invalid("body", [{ path: `ids[${foreign}]`, message: `not a job id of topic ${topic}` }]);
         const r = await queue.cancelIds(topic, body.ids);
-        return c.json({ cancelled: r.cancelled, inflight: r.inflight, notScheduled: r.notScheduled, cursor: null }, 200);
+        return c.json({ cancelled: r.cancelled, inflight: r.inflight, notScheduled: r.notScheduled, nextCursor: null }, 200);
       }
       const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, "scheduled", topic);
       if (after && "refused" in after) throw invalid("body", [{ path: "cursor", message: after.refused }]);
@@ -101,6 +101,6 @@ export const topicJobs = router()
         ...(body.dueTo === undefined ? {} : { dueTo: body.dueTo }),
         ...(after ? { after } : {}),
       });
-      return c.json({ cancelled: r.cancelled, inflight: r.inflight, cursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
+      return c.json({ cancelled: r.cancelled, inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
     },
   );

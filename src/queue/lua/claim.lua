@@ -117,7 +117,7 @@ if #expired > 0 then
       local maxAttempts = job.maxAttempts or tonumber(conf.maxAttempts) or defaultMaxAttempts
       local err = "lease expired: attempt " .. attempts .. " did not settle in time"
       local started = meta.s
-      local history = appendAttempt(meta.h, { n = attempts, t = started, ms = started and math.max(0, now - started), o = "expired", e = err })
+      local history = appendAttempt(meta.h, inRun({ n = attempts, t = started, ms = started and math.max(0, now - started), o = "expired", e = err }, meta.h))
       if attempts >= maxAttempts then
         local e = cjson.encode(err)
         local hist = historyJson(history)

@@ -5,6 +5,9 @@
   and (unless purging) nothing scheduled and no dead letters. Purging drops
   scheduled jobs, then dead letters, at most ARGV[3] per call, so no call
   holds Redis for long; the caller repeats the call until it answers 1.
+  Each purging call marks the topic purged now (KEYS[14], kept for the
+  idempotency window): enqueue.lua then treats the idempotency keys of jobs
+  made before the mark that are gone as free, so purging touches no key of them.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
@@ -19,10 +22,13 @@
   KEYS[11] parked set      topics that are pull or paused
   KEYS[12] dead letters    hash id -> dead-letter entry JSON
   KEYS[13] old dead list   dead letters of earlier versions not yet moved (migrate-dead.lua)
+  KEYS[14] purge mark      string: ms of the topic's last purge
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
   ARGV[3]  most scheduled jobs (or dead letters) dropped per call
+  ARGV[4]  now, ms (the purge mark)
+  ARGV[5]  idempotency window, ms (how long the purge mark is kept)
 
   Returns  { code, scheduled jobs dropped by this call, dead letters dropped by this call,
              scheduled jobs, in flight, dead letters (as found) }
@@ -35,6 +41,7 @@ local scheduled, inflight = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey)
 local dead = rcall("ZCARD", deadKey) + rcall("LLEN", KEYS[13])
 if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead } end
 if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead } end
+if purge then rcall("SET", KEYS[14], ARGV[4], "PX", ARGV[5]) end
 
 local dropped = 0
 if scheduled > 0 then

@@ -1,7 +1,10 @@
 --[[
   enqueue: stores jobs and schedules them, one or a batch in one atomic call.
   A job with an idempotency key that was seen within the window is not stored
-  again; its existing id is returned instead. Each topic's earliest new due
+  again; its existing id is returned instead — unless the topic was purged
+  since that job was made (the topic's purge mark, written by delete-topic.lua,
+  is later than the id's ULID time) and the job is gone: a purge frees its
+  keys, without deleting them one by one. Each topic's earliest new due
   time lowers its score in the topic index (lib/index.lua). Topics flagged
   "r" are registered; when that would take the registry past its cap,
   nothing is written.
@@ -9,8 +12,9 @@
   KEYS[1]        jobs hash: job id -> job record JSON
   KEYS[2]        topics set: topic registry
   KEYS[3]        topic index: zset topic -> when the tick should next look at it
-  KEYS[2+2i]     due zset of job i's topic              (i = 1..n)
-  KEYS[3+2i]     idempotency key of job i, or the due key again when the job has none
+  KEYS[1+3i]     due zset of job i's topic              (i = 1..n)
+  KEYS[2+3i]     idempotency key of job i, or the due key again when the job has none
+  KEYS[3+3i]     purge mark of job i's topic: string, ms of its last purge (read only on a repeat)
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -28,6 +32,26 @@
 local rcall = redis.call
 local jobsKey, topicsKey, indexKey = KEYS[1], KEYS[2], KEYS[3]
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+
+-- The ms a job id's ULID (its last 26 characters; the first 10 are the time) was made at, or nil.
+local CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+local function idTime(id)
+  local t = 0
+  for c in string.gmatch(string.sub(id, -26, -17), ".") do
+    local v = string.find(CROCKFORD, c, 1, true)
+    if not v then return nil end
+    t = t * 32 + (v - 1)
+  end
+  return t
+end
+
+-- Whether a repeat's job was made before its topic's last purge and is gone: its key is then free.
+local function purgedSince(existing, purgeKey)
+  local mark = rcall("GET", purgeKey)
+  if not mark then return false end
+  local made = idTime(existing)
+  return made ~= nil and made <= tonumber(mark) and rcall("HEXISTS", jobsKey, existing) == 0
+end
 
 -- The cap is checked before anything is written: a batch is all or nothing.
 local register, newTopics = {}, 0
@@ -51,12 +75,16 @@ local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 for i = 1, n do
   local a = 4 + 5 * (i - 1)
   local id, due, record, topic, flags = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local dueKey, idemKey = KEYS[2 + 2 * i], KEYS[3 + 2 * i]
+  local dueKey, idemKey, purgeKey = KEYS[1 + 3 * i], KEYS[2 + 3 * i], KEYS[3 + 3 * i]
   local existing = false
   if string.find(flags, "i", 1, true) then
-    -- SET NX is the check and the claim in one command; only a repeat pays a GET.
+    -- SET NX is the check and the claim in one command; only a repeat pays a GET (and the purge mark's).
     if not rcall("SET", idemKey, id, "NX", "PX", window) then
       existing = rcall("GET", idemKey)
+      if existing and purgedSince(existing, purgeKey) then
+        rcall("SET", idemKey, id, "PX", window)
+        existing = false
+      end
     end
   end
   if existing then

@@ -4,8 +4,10 @@
   first, within a failed-time window, whose error holds a text; lib/dead.lua)
   — and lowers the topic's score in the topic index to their earliest due
   time. A replayed job keeps its attempt history (in its meta, with 0
-  attempts), so the attempts before the replay stay visible; its attempt
-  numbers start again at 1. Each job is due at ARGV[1] plus a random share of
+  attempts), so the attempts before the replay stay visible, and the replay
+  adds a marker entry to it (outcome "replayed", its time, and the run it
+  opens: lib/records.lua). Attempts count per run: the replayed job's start
+  again at 1, each entry naming its run. Each job is due at ARGV[1] plus a random share of
   ARGV[2], so a large replay does not reach a recovering endpoint at once.
 
   KEYS[1]  dead-letter set zset id -> failed ms
@@ -21,14 +23,15 @@
   ARGV[4]  topic name
   ARGV[5]  most letters looked at by this call
   ARGV[6]  most bytes of entries read by this call (at least one batch of LUA_READ_BATCH is read)
-  ARGV[7]  "walk" (ARGV[8…12]) or "ids" (ARGV[8…])
+  ARGV[7]  "walk" (ARGV[9…13]) or "ids" (ARGV[9…])
+  ARGV[8]  now, epoch ms (the replay marker's time)
   with "walk":
-  ARGV[8]  earliest failed time, or "-inf"
-  ARGV[9]  latest failed time, or "+inf"
-  ARGV[10] position score: where the previous call stopped, or "" for the window's start
-  ARGV[11] position id ("" without a position)
-  ARGV[12] text the error must hold, "" for any
-  with "ids": the job ids, each once, from ARGV[8] (at most ARGV[5])
+  ARGV[9]  earliest failed time, or "-inf"
+  ARGV[10] latest failed time, or "+inf"
+  ARGV[11] position score: where the previous call stopped, or "" for the window's start
+  ARGV[12] position id ("" without a position)
+  ARGV[13] text the error must hold, "" for any
+  with "ids": the job ids, each once, from ARGV[9] (at most ARGV[5])
 
   Returns  "walk": { replayed, 1 when the window may hold more else 0, position score, position id }
            "ids":  { replayed, how many of the given ids were handled (the caller sends the rest
@@ -37,10 +40,11 @@
 -- @include index
 -- @include position
 -- @include dead
+-- @include records
 local rcall = redis.call
 local atKey, entriesKey, dueKey, jobsKey, metaKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local base, spread, topic = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
-local max, budget, mode = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local max, budget, mode, now = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 math.randomseed(tonumber(ARGV[3]))
 
 -- unpack() is limited to a few thousand values; large variadic calls go in slices.
@@ -53,7 +57,7 @@ end
 -- Schedules the picked letters ({ id, parts }) and drops them from the dead letters.
 local function replay(picked)
   if #picked == 0 then return 0 end
-  local records, dues, metas, noHistory, ids = {}, {}, {}, {}, {}
+  local records, dues, metas, ids = {}, {}, {}, {}
   local earliest
   for _, p in ipairs(picked) do
     local due = base
@@ -64,30 +68,28 @@ local function replay(picked)
     records[#records + 1] = p.parts.record
     dues[#dues + 1] = due
     dues[#dues + 1] = p.id
-    if p.parts.history ~= "[]" then
-      metas[#metas + 1] = p.id
-      metas[#metas + 1] = '{"a":0,"h":' .. p.parts.history .. '}'
-    else
-      noHistory[#noHistory + 1] = p.id
-    end
+    -- The history is decoded only here, at most 25 entries a letter: the marker must go in, and the oldest out past the limit.
+    local history = p.parts.history ~= "[]" and cjson.decode(p.parts.history) or nil
+    metas[#metas + 1] = p.id
+    metas[#metas + 1] = '{"a":0,"h":' .. historyJson(replayMarker(history, now)) .. '}'
+
   end
   callInSlices("HSET", jobsKey, records)
   callInSlices("ZADD", dueKey, dues)
-  if #metas > 0 then callInSlices("HSET", metaKey, metas) end
-  if #noHistory > 0 then callInSlices("HDEL", metaKey, noHistory) end
+  callInSlices("HSET", metaKey, metas)
   dropDead(atKey, entriesKey, ids)
   lowerIndex(indexKey, topic, earliest)
   return #picked
 end
 
 if mode == "walk" then
-  local picked, score, id, more = walkDead(atKey, entriesKey, ARGV[8], ARGV[9], ARGV[10], ARGV[11], max, budget, ARGV[12])
+  local picked, score, id, more = walkDead(atKey, entriesKey, ARGV[9], ARGV[10], ARGV[11], ARGV[12], max, budget, ARGV[13])
   return { replay(picked), more and 1 or 0, score, id }
 end
 
 -- The caller gives each id once.
 local wanted = {}
-for i = 8, math.min(#ARGV, 7 + max) do wanted[#wanted + 1] = ARGV[i] end
+for i = 9, math.min(#ARGV, 8 + max) do wanted[#wanted + 1] = ARGV[i] end
 local picked, missing, bytes, handled = {}, {}, 0, 0
 while handled < #wanted and bytes <= budget do
   local slice = {}

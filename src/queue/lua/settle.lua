@@ -112,7 +112,7 @@ for _, i in ipairs(staleIdx) do
         staleMetas[id] = meta
         staleOrder[#staleOrder + 1] = id
       end
-      meta.h = appendAttempt(meta.h, attemptEntry(i, "stale", nil))
+      meta.h = appendAttempt(meta.h, inRun(attemptEntry(i, "stale", nil), meta.h))
     end
   end
 end
@@ -148,7 +148,7 @@ for _, i in ipairs(live) do
   local id, kind, at, err = ids[i], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local meta = liveMeta[i]
   local attempts = meta.a
-  local history = appendAttempt(meta.h, attemptEntry(i, OUTCOME[kind], meta))
+  local history = appendAttempt(meta.h, inRun(attemptEntry(i, OUTCOME[kind], meta), meta.h))
   leaseIds[#leaseIds + 1] = id
   if kind == "retry" then
     dueArgs[#dueArgs + 1] = at

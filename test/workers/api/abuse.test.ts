@@ -544,7 +544,7 @@ describe("Lua-looking strings", () => {
     }
     // Replaying ids that are Lua text finds nothing and writes nothing.
     const before = await digest();
-    expect((await call(env, "/v1/topics/pulled/dead/replay", { body: { ids: LUA } })).body).toEqual({ replayed: 0, notFound: LUA, cursor: null });
+    expect((await call(env, "/v1/topics/pulled/dead/replay", { body: { ids: LUA } })).body).toEqual({ replayed: 0, notFound: LUA, nextCursor: null });
     expect(await digest()).toBe(before);
 
     // Nothing ran: the canary outside every prefix lives, and no key was made outside the deployments' prefixes.

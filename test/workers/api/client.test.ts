@@ -24,7 +24,7 @@ describe("Delayline client", () => {
     const ids: string[] = [];
     for await (const s of dl.schedules.all()) ids.push(s.id);
     expect(ids).toEqual(["a", "b", "c", "digest"]);
-    expect((await dl.schedules.list({ limit: 2 })).cursor).toBe("b");
+    expect((await dl.schedules.list({ limit: 2 })).nextCursor).toBe("b");
     expect((await dl.schedules.pause("a")).paused).toBe(true);
     expect((await dl.schedules.resume("a")).paused).toBe(false);
     expect(await dl.schedules.delete("a")).toBe(true);

@@ -1,8 +1,9 @@
 import { createExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { Delayline } from "../../../src/client/index.js";
 import worker from "../../../app/worker.js";
-import type { Env } from "../../../src/env.js";
+import { settings, type Env } from "../../../src/env.js";
+import { tickOnce } from "../fixtures.js";
 import { call, isolatedEnv, TOKEN } from "./helpers.js";
 
 /** A pull topic `work` with `n` dead letters; the i-th failed with `error(i)`. Returns their ids in the order they died. */
@@ -45,14 +46,14 @@ describe("dead letters over HTTP", () => {
     });
 
     const replay = await call(env, "/v1/topics/work/dead/replay", { body: { error: "503", spread: "10m" } });
-    expect(replay.body).toEqual({ replayed: 3, notFound: [], cursor: null });
+    expect(replay.body).toEqual({ replayed: 3, notFound: [], nextCursor: null });
     for (const id of [ids[0], ids[2], ids[4]]) {
       const job = (await call(env, `/v1/jobs/${id}`)).body;
       expect(job.state).toBe("scheduled");
       expect(Date.parse(job.dueAt) - Date.now()).toBeLessThanOrEqual(600_000);
-      expect(job.history.map((h: { outcome: string }) => h.outcome)).toEqual(["dead"]);
+      expect(job.history.map((h: { outcome: string }) => h.outcome)).toEqual(["dead", "replayed"]);
     }
-    expect((await call(env, "/v1/topics/work/dead?error=400", { method: "DELETE" })).body).toEqual({ purged: 3, cursor: null });
+    expect((await call(env, "/v1/topics/work/dead?error=400", { method: "DELETE" })).body).toEqual({ purged: 3, nextCursor: null });
     expect((await call(env, "/v1/topics/work")).body.dead).toBe(0);
   });
 
@@ -105,5 +106,55 @@ describe("dead letters over HTTP", () => {
     }
     expect((await call(offline, "/v1/topics/work/dead/not-an-id", { method: "DELETE" })).status).toBe(404);
     expect((await call(offline, `/v1/topics/work/dead/${id}`, { method: "DELETE" })).status).toBe(503);
+  });
+});
+
+describe("attempt history across a replay", () => {
+  /** Ticks until the job is in `state` (bounded: a slow machine only waits longer). */
+  async function tickUntil(env: Env, id: string, state: string): Promise<void> {
+    for (let i = 0; i < 30; i++) {
+      await tickOnce(settings(env), { scheduledTime: Date.now(), windowMs: 500 });
+      if ((await call(env, `/v1/jobs/${id}`)).body.state === state) return;
+    }
+    throw new Error(`job ${id} never reached ${state}`);
+  }
+
+  it("attempts count per run; the replay is a marker opening run 2, and each entry names its run (GET /v1/jobs/:id)", async () => {
+    const env = isolatedEnv();
+    const url = `${inject("receiverUrl")}/replay-history-${crypto.randomUUID()}/status/500`;
+    expect((await call(env, "/v1/topics/flaky", { method: "PUT", body: { url, maxAttempts: 3, backoff: { type: "fixed", delay: 0 } } })).status).toBe(200);
+    const { id } = (await call(env, "/v1/jobs", { body: { topic: "flaky", payload: { n: 1 } } })).body;
+    await tickUntil(env, id, "dead");
+    const beforeReplay = Date.now();
+    expect((await call(env, "/v1/topics/flaky/dead/replay", { body: { ids: [id] } })).body).toEqual({ replayed: 1, notFound: [], nextCursor: null });
+    const replayed = (await call(env, `/v1/jobs/${id}`)).body;
+    expect(replayed).toMatchObject({ state: "scheduled", attempts: 0 });
+    await tickUntil(env, id, "dead");
+
+    const job = (await call(env, `/v1/jobs/${id}`)).body;
+    expect(job).toMatchObject({ state: "dead", attempts: 3 });
+    const rows = job.history.map((h: { attempt: number; run: number; outcome: string; httpStatus?: number }) => [
+      h.run,
+      h.attempt,
+      h.outcome,
+      h.httpStatus ?? null,
+    ]);
+    expect(rows).toEqual([
+      [1, 1, "retry", 500],
+      [1, 2, "retry", 500],
+      [1, 3, "dead", 500],
+      [2, 0, "replayed", null],
+      [2, 1, "retry", 500],
+      [2, 2, "retry", 500],
+      [2, 3, "dead", 500],
+    ]);
+    // The marker says when: after the first run ended, before the second began.
+    const [firstDead, marker, secondFirst] = [job.history[2], job.history[3], job.history[4]];
+    expect(Date.parse(marker.startedAt)).toBeGreaterThanOrEqual(beforeReplay);
+    expect(Date.parse(marker.startedAt)).toBeGreaterThanOrEqual(Date.parse(firstDead.startedAt));
+    expect(Date.parse(secondFirst.startedAt)).toBeGreaterThanOrEqual(Date.parse(marker.startedAt));
+    // The dead letter shows the same history.
+    const letter = (await call(env, "/v1/topics/flaky/dead")).body.entries[0];
+    expect(letter.history.map((h: { run: number; outcome: string }) => `${h.run}:${h.outcome}`)).toEqual(rows.map((r: unknown[]) => `${r[0]}:${r[2]}`));
   });
 });

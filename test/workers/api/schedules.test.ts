@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { settings } from "../../../src/env.js";
+import { keys as keysFor } from "../../../src/queue/keys.js";
+import { createRedis } from "../../../src/queue/redis.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const put = (env: ReturnType<typeof isolatedEnv>, id: string, body: unknown) => call(env, `/v1/schedules/${id}`, { method: "PUT", body });
@@ -17,6 +20,16 @@ describe("PUT /v1/schedules/:id validation", () => {
       [{ topic: "t", every: "1m", startAt: "2027-01-02T00:00:00Z", endAt: "2027-01-01T00:00:00Z" }, /before startAt/, "endAt"],
       [{ topic: "no spaces", every: "1m" }, /A–Z/, "topic"],
       [{ topic: "t", every: "1m", surprise: 1 }, /./, ""],
+      // Times past the latest date a client reads (these were stored, then broke every listing).
+      [{ topic: "t", every: "99999999999d" }, /at most 3650 days/, "every"],
+      [{ topic: "t", every: 8_640_000_000_000_000 }, /at most 3650 days/, "every"],
+      [{ topic: "t", every: "3651d" }, /at most 3650 days/, "every"],
+      [{ topic: "t", every: "1h", startAt: 8_639_999_999_999_999 }, /no later than 9999-12-31T23:59:59.999Z/, "startAt"],
+      [{ topic: "t", cron: "0 9 * * *", startAt: 8_640_000_000_000_000 }, /no later than/, "startAt"],
+      [{ topic: "t", every: "1h", endAt: 8_640_000_000_000_000 }, /no later than/, "endAt"],
+      [{ topic: "t", every: "1h", startAt: 8_640_000_000_000_001 }, /./, "startAt"],
+      // In range as an instant, but its next runs fall in the year 10000 where the schedule's time zone is: no date shows them.
+      [{ topic: "t", cron: "* * * * *", timezone: "Pacific/Kiritimati", startAt: "9999-12-31T23:00:00Z" }, /cannot be shown as a date/, "startAt"],
     ];
     for (const [body, message, path] of cases) {
       const r = await put(env, "s1", body);
@@ -29,7 +42,75 @@ describe("PUT /v1/schedules/:id validation", () => {
       ).toBe(true);
     }
     expect((await put(env, "bad id!", { topic: "t", every: "1m" })).status).toBe(422);
-    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], cursor: null });
+    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], nextCursor: null });
+    // Nothing reached Redis: none of the schedules' keys (nor a topic) exists under the test's prefix.
+    const redis = createRedis(settings(env));
+    const k = keysFor(env.DELAYLINE_PREFIX!);
+    expect(await redis.exists(k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topics, k.topicIndex)).toBe(0);
+  });
+
+  it("a refused replacement leaves the stored schedule as it was", async () => {
+    const env = isolatedEnv();
+    const created = await put(env, "kept", { topic: "t", every: "1h" });
+    expect(created.status).toBe(201);
+    const redis = createRedis(settings(env));
+    const k = keysFor(env.DELAYLINE_PREFIX!);
+    const before = await Promise.all([redis.hget(k.scheduleDefs, "kept"), redis.hget(k.scheduleState, "kept"), redis.zscore(k.schedulesDue, "kept")]);
+    const refused = await put(env, "kept", { topic: "t", every: "99999999999d" });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: "every" })]);
+    expect(await Promise.all([redis.hget(k.scheduleDefs, "kept"), redis.hget(k.scheduleState, "kept"), redis.zscore(k.schedulesDue, "kept")])).toEqual(before);
+    expect((await call(env, "/v1/schedules/kept")).body).toEqual(created.body);
+  });
+});
+
+describe("a schedule stored with a time no date holds", () => {
+  it("cannot break a listing: GET /v1/schedules and GET /v1/schedules/:id answer 200, the bad fields null and named, the rest listed; a PUT mends it", async () => {
+    const env = isolatedEnv();
+    for (const id of ["a", "bad", "c"]) expect((await put(env, id, { topic: "t", every: "1h" })).status).toBe(201);
+    // What an earlier version stored for `every: "99999999999d"` (and a startAt near the largest date), written straight into Redis.
+    const redis = createRedis(settings(env));
+    const k = keysFor(env.DELAYLINE_PREFIX!);
+    const def = JSON.parse((await redis.hget<string>(k.scheduleDefs, "bad"))!);
+    const state = JSON.parse((await redis.hget<string>(k.scheduleState, "bad"))!);
+    const huge = 8_639_999_999_999_999 + 99_999_999_999 * 86_400_000;
+    await redis.hset(k.scheduleDefs, {
+      bad: JSON.stringify({ ...def, every: 99_999_999_999 * 86_400_000, anchor: huge, startAt: huge, endAt: 8_640_000_000_000_001 }),
+    });
+    // next: 1e400 is past a double's range (JSON gives Infinity); lastRunAt past the largest date.
+    const stateText = JSON.stringify({ ...state, next: 0, lastRunAt: 1e20 }).replace('"next":0', '"next":1e400');
+    expect(stateText).toContain('"next":1e400');
+    await redis.hset(k.scheduleState, { bad: stateText });
+
+    const list = await call(env, "/v1/schedules");
+    expect(list.status).toBe(200);
+    expect(list.body.schedules.map((s: { id: string }) => s.id)).toEqual(["a", "bad", "c"]);
+    const [a, bad, c] = list.body.schedules;
+    for (const good of [a, c]) {
+      expect(good.unreadable).toBeUndefined();
+      expect(Date.parse(good.nextRunAt)).toBeGreaterThan(Date.now());
+      expect(good.nextRuns).toHaveLength(5);
+    }
+    expect(bad).toMatchObject({
+      id: "bad",
+      topic: "t",
+      startAt: null,
+      endAt: null,
+      nextRunAt: null,
+      nextRuns: [],
+      lastRunAt: null,
+      createdAt: def.createdAt ? expect.any(String) : null,
+    });
+    expect(bad.unreadable.map((u: { path: string }) => u.path).sort()).toEqual(["endAt", "lastRunAt", "nextRunAt", "startAt"]);
+    const one = await call(env, "/v1/schedules/bad");
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(bad);
+
+    // Writing it again with a good timing mends it.
+    const mended = await put(env, "bad", { topic: "t", every: "1h" });
+    expect(mended.status).toBe(200);
+    expect(mended.body.unreadable).toBeUndefined();
+    expect(Date.parse(mended.body.nextRunAt)).toBeGreaterThan(Date.now());
   });
 });
 
@@ -163,7 +244,7 @@ describe("a schedule's life", () => {
       expect(page.status).toBe(200);
       expect(page.body.schedules.length).toBeLessThanOrEqual(2);
       seen.push(...page.body.schedules.map((s: { id: string }) => s.id));
-      cursor = page.body.cursor;
+      cursor = page.body.nextCursor;
     } while (cursor);
     expect(seen).toEqual(["a", "b", "c", "d", "e"]);
 

@@ -100,7 +100,7 @@ describe("POST /v1/topics/:topic/jobs/cancel", () => {
       });
       expect(res.status).toBe(200);
       cancelled += res.body.cancelled;
-      cursor = res.body.cursor;
+      cursor = res.body.nextCursor;
       calls++;
     } while (cursor);
     expect(cancelled).toBe(1_000);
@@ -111,14 +111,14 @@ describe("POST /v1/topics/:topic/jobs/cancel", () => {
     expect((await call(env, `/v1/jobs/${ids[2]}`)).body.state).toBe("cancelled");
 
     const byIds = await call(env, "/v1/topics/t/jobs/cancel", { body: { ids: [ids[0], ids[2], "t.01ARZ3NDEKTSV4RRFFQ69G5FAV"] } });
-    expect(byIds.body).toEqual({ cancelled: 1, inflight: 0, notScheduled: 2, cursor: null });
+    expect(byIds.body).toEqual({ cancelled: 1, inflight: 0, notScheduled: 2, nextCursor: null });
 
     let all = 0;
     cursor = null;
     do {
       const res: Awaited<ReturnType<typeof call>> = await call(env, "/v1/topics/t/jobs/cancel", { body: { all: true, ...(cursor ? { cursor } : {}) } });
       all += res.body.cancelled;
-      cursor = res.body.cursor;
+      cursor = res.body.nextCursor;
     } while (cursor);
     expect(all).toBe(999);
     expect((await call(env, "/v1/topics/t")).body.scheduled).toBe(0);

@@ -23,6 +23,36 @@ describe("DELETE /v1/topics/:topic", () => {
     expect((await call(env, `/v1/jobs/${job.body.id}`)).status).toBe(404);
   });
 
+  it("a purge frees the idempotency keys of the jobs it dropped; a key used after the purge deduplicates again; another topic's keys are kept", async () => {
+    const env = isolatedEnv();
+    const enqueue = (topic: string, key: string) => call(env, "/v1/jobs", { body: { topic, payload: key, delay: "1h" }, headers: { "idempotency-key": key } });
+    const first = await enqueue("keyed", "order-1");
+    const dead = await enqueue("keyed", "order-2");
+    const other = await enqueue("kept", "order-1");
+    expect([first.status, dead.status, other.status]).toEqual([201, 201, 201]);
+    expect((await enqueue("keyed", "order-1")).body).toMatchObject({ id: first.body.id, deduplicated: true });
+
+    const purged = await call(env, "/v1/topics/keyed?purge=true", { method: "DELETE" });
+    expect(purged.body).toEqual({ topic: "keyed", deleted: true, purged: { scheduled: 2, dead: 0 } });
+    expect((await call(env, `/v1/jobs/${first.body.id}`)).status).toBe(404);
+
+    // The same key makes a new job, which is there to read, and then deduplicates to it.
+    const again = await enqueue("keyed", "order-1");
+    expect(again.status).toBe(201);
+    expect(again.body.deduplicated).toBe(false);
+    expect(again.body.id).not.toBe(first.body.id);
+    expect((await call(env, `/v1/jobs/${again.body.id}`)).status).toBe(200);
+    const repeat = await enqueue("keyed", "order-1");
+    expect(repeat.body).toMatchObject({ id: again.body.id, deduplicated: true });
+    expect((await call(env, `/v1/jobs/${repeat.body.id}`)).status).toBe(200);
+    // A batch takes the same script: the other dropped job's key is free there too.
+    const batch = await call(env, "/v1/jobs/batch", { body: { jobs: [{ topic: "keyed", payload: 2, delay: "1h", idempotencyKey: "order-2" }] } });
+    expect(batch.body.jobs[0]).toMatchObject({ deduplicated: false });
+    expect(batch.body.jobs[0].id).not.toBe(dead.body.id);
+    // Another topic's key with the same name still answers its job.
+    expect((await enqueue("kept", "order-1")).body).toMatchObject({ id: other.body.id, deduplicated: true });
+  });
+
   it("purges thousands of scheduled jobs in bounded calls", async () => {
     const env = isolatedEnv();
     for (let i = 0; i < 3; i++) {

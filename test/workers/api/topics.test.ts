@@ -97,11 +97,11 @@ describe("pull consumers and dead letters", () => {
     expect((await call(env, `/v1/topics/work/dead?cursor=${dead.body.nextCursor}`)).body.entries.map((e: { id: string }) => e.id)).toEqual([ids[2]]);
     expect((await call(env, "/v1/topics/work/dead?cursor=1")).status).toBe(422);
     expect((await call(env, "/v1/topics/work/dead?limit=0")).status).toBe(422);
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1, notFound: [], cursor: null });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [ids[2]] } })).body).toEqual({ replayed: 1, notFound: [], nextCursor: null });
     expect((await call(env, "/v1/topics/work/dead/replay", { body: {} })).status).toBe(422);
     const replayed = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
     expect(replayed.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[2], 1]]);
-    expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1, cursor: null });
+    expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1, nextCursor: null });
     expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2 });
   });
 });
@@ -117,14 +117,18 @@ describe("POST /v1/topics/:topic/dead/replay", () => {
     expect(claimed.id).toBe(dead);
     await call(env, `/v1/jobs/${dead}/nack`, { body: { attempt: 1, error: "boom" } });
 
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown"] } })).body).toEqual({ replayed: 0, notFound: ["unknown"], cursor: null });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown"] } })).body).toEqual({
+      replayed: 0,
+      notFound: ["unknown"],
+      nextCursor: null,
+    });
     const elsewhere = "other.01ARZ3NDEKTSV4RRFFQ69G5FAV";
     const mixed = await call(env, "/v1/topics/work/dead/replay", { body: { ids: ["unknown", dead, scheduled, "unknown", elsewhere, dead] } });
     expect(mixed.status).toBe(200);
-    expect(mixed.body).toEqual({ replayed: 1, notFound: ["unknown", scheduled, elsewhere], cursor: null });
+    expect(mixed.body).toEqual({ replayed: 1, notFound: ["unknown", scheduled, elsewhere], nextCursor: null });
     // Replayed, it is no longer dead.
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [dead] } })).body).toEqual({ replayed: 0, notFound: [dead], cursor: null });
-    expect((await call(env, "/v1/topics/work/dead/replay", { body: { all: true } })).body).toEqual({ replayed: 0, notFound: [], cursor: null });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { ids: [dead] } })).body).toEqual({ replayed: 0, notFound: [dead], nextCursor: null });
+    expect((await call(env, "/v1/topics/work/dead/replay", { body: { all: true } })).body).toEqual({ replayed: 0, notFound: [], nextCursor: null });
   });
 });
 

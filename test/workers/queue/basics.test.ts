@@ -159,8 +159,8 @@ describe("claim and settle", () => {
         lastError: "HTTP 404",
         failedAt: T0 + 500,
         history: [
-          { attempt: 1, startedAt: T0, durationMs: 0, outcome: "retry", error: "HTTP 503" },
-          { attempt: 2, startedAt: T0 + 500, durationMs: 0, outcome: "dead", error: "HTTP 404" },
+          { attempt: 1, run: 1, startedAt: T0, durationMs: 0, outcome: "retry", error: "HTTP 503" },
+          { attempt: 2, run: 1, startedAt: T0 + 500, durationMs: 0, outcome: "dead", error: "HTTP 404" },
         ],
         job: expect.objectContaining({ payload: 1, createdAt: T0 }),
       },

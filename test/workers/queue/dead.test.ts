@@ -61,7 +61,7 @@ describe("dead letters", () => {
       payload: { keep: true },
       lastError: "HTTP 500",
       finishedAt: T0,
-      history: [{ attempt: 1, startedAt: T0, durationMs: 12, outcome: "dead", httpStatus: 500, error: "HTTP 500" }],
+      history: [{ attempt: 1, run: 1, startedAt: T0, durationMs: 12, outcome: "dead", httpStatus: 500, error: "HTTP 500" }],
     });
     expect(await queue.deleteDeadLetter("r", id)).toBe(true);
     expect(await queue.get(id)).toBeNull();
@@ -85,7 +85,12 @@ describe("dead letters", () => {
     ]);
     expect(await redis.exists(t.deadLegacy)).toBe(0);
     expect((await queue.replayDeadLetters("old", { ids: [ids[0]!] })).replayed).toBe(1);
-    expect(await queue.get(ids[0]!)).toMatchObject({ state: "scheduled", attempts: 0, payload: { n: 0 }, history: [] });
+    expect(await queue.get(ids[0]!)).toMatchObject({
+      state: "scheduled",
+      attempts: 0,
+      payload: { n: 0 },
+      history: [{ attempt: 0, run: 2, startedAt: T0, durationMs: null, outcome: "replayed" }],
+    });
     expect((await queue.topicStats("old")).dead).toBe(2);
   });
 });

@@ -35,9 +35,9 @@ describe("attempt history", () => {
     const job = await queue.get(id);
     expect(job!.state).toBe("succeeded");
     expect(job!.history).toEqual([
-      { attempt: 1, startedAt: T0, durationMs: 5_000, outcome: "expired", error: "lease expired: attempt 1 did not settle in time" },
-      { attempt: 1, startedAt: T0 + 10, durationMs: 5_990, outcome: "stale", httpStatus: 200 },
-      { attempt: 2, startedAt: T0 + 5_100, durationMs: 1_900, outcome: "ok" },
+      { attempt: 1, run: 1, startedAt: T0, durationMs: 5_000, outcome: "expired", error: "lease expired: attempt 1 did not settle in time" },
+      { attempt: 1, run: 1, startedAt: T0 + 10, durationMs: 5_990, outcome: "stale", httpStatus: 200 },
+      { attempt: 2, run: 1, startedAt: T0 + 5_100, durationMs: 1_900, outcome: "ok" },
     ]);
   });
 
@@ -70,8 +70,8 @@ describe("attempt history", () => {
     clock.now = T0 + 3_200;
     expect(await queue.ack(id, 2)).toBe("acked");
     expect((await queue.get(id))!.history).toEqual([
-      { attempt: 1, startedAt: T0, durationMs: 2_500, outcome: "retry", error: "no" },
-      { attempt: 2, startedAt: T0 + 3_000, durationMs: 200, outcome: "ok" },
+      { attempt: 1, run: 1, startedAt: T0, durationMs: 2_500, outcome: "retry", error: "no" },
+      { attempt: 2, run: 1, startedAt: T0 + 3_000, durationMs: 200, outcome: "ok" },
     ]);
   });
 
@@ -114,7 +114,7 @@ describe("attempt history", () => {
     expect(new TextEncoder().encode(attempt!.error).length).toBe(1_023);
   });
 
-  it("a cancelled job keeps its attempts; a replayed dead letter keeps them and counts attempts afresh", async () => {
+  it("a cancelled job keeps its attempts; a replayed dead letter keeps them, marks the replay and counts attempts afresh in run 2", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
     const cancelled = await queue.enqueue({ topic: "c", payload: 1, backoff: noDelay });
@@ -131,13 +131,18 @@ describe("attempt history", () => {
     expect((await queue.replayDeadLetters("r", { ids: [dead.id] })).replayed).toBe(1);
     const replayed = await queue.get(dead.id);
     expect(replayed).toMatchObject({ state: "scheduled", attempts: 0 });
-    expect(replayed!.history.map((h) => [h.attempt, h.outcome, h.httpStatus])).toEqual([[1, "dead", 500]]);
+    // The replay is a marker at its time, opening run 2; attempts count per run.
+    expect(replayed!.history.map((h) => [h.run, h.attempt, h.outcome, h.httpStatus, h.startedAt])).toEqual([
+      [1, 1, "dead", 500, T0],
+      [2, 0, "replayed", undefined, T0],
+    ]);
     const [again] = (await queue.claim("r", { max: 1, leaseMs: 60_000 })).jobs;
     expect(again!.attempt).toBe(1);
     await queue.settle("r", [{ id: dead.id, attempt: 1, kind: "ack", httpStatus: 204 }]);
-    expect((await queue.get(dead.id))!.history.map((h) => [h.attempt, h.outcome, h.httpStatus])).toEqual([
-      [1, "dead", 500],
-      [1, "ok", 204],
+    expect((await queue.get(dead.id))!.history.map((h) => [h.run, h.attempt, h.outcome, h.httpStatus])).toEqual([
+      [1, 1, "dead", 500],
+      [2, 0, "replayed", undefined],
+      [2, 1, "ok", 204],
     ]);
   });
 

@@ -10,7 +10,11 @@
   status,"e":error}, with outcome "ok", "retry", "dead", "expired" (the lease
   expired before the attempt settled; written by the claim that reaped it) or
   "stale" (an attempt settled after its lease had expired and the job had
-  moved on). A live job keeps its history in its meta ("h"), a finished job
+  moved on). A dead-letter replay adds a marker {"n":0,"t":replayed ms,
+  "o":"replayed","r":run}: attempts count per run (a replay starts them at 1
+  again), and each entry carries its run in "r" (absent: run 1), taken from
+  the entry before it, so a run costs no field outside the history and no
+  byte on a job that was never replayed. A live job keeps its history in its meta ("h"), a finished job
   in its done record and a dead letter in its entry ("history"), so writing
   it costs no command of its own: it rides on the writes each transition
   makes anyway. Only the last HISTORY_LIMIT entries are kept.
@@ -27,6 +31,23 @@ local function appendAttempt(history, entry)
   local kept = {}
   for i = #h - HISTORY_LIMIT + 1, #h do kept[#kept + 1] = h[i] end
   return kept
+end
+
+-- The run a job is in: the last entry's (a replay marker opens a run), or nil for run 1.
+local function runOf(history)
+  local last = history and history[#history]
+  return last and last.r or nil
+end
+
+-- An attempt entry with the run it belongs to (the history's so far).
+local function inRun(entry, history)
+  entry.r = runOf(history)
+  return entry
+end
+
+-- A history with a replay's marker added: the next run, starting at `now`.
+local function replayMarker(history, now)
+  return appendAttempt(history, { n = 0, t = now, o = "replayed", r = (runOf(history) or 1) + 1 })
 end
 
 -- A history as JSON text; "[]" for none (cjson would encode an empty table as {}).
