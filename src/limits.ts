@@ -158,11 +158,12 @@ export const MAX_STATS_PAGE_LIMIT = 100;
 
 /**
  * Most topic-minutes of per-minute series one `GET /v1/stats` page holds: a
- * page ends after floor(this / minutes) topics (100 at minutes=60, 4 at
- * 1,440), so the HMGET replies it pipelines (≤ ~160 bytes a minute) stay
- * under ~1 MB and its JSON (~190 bytes a minute) under ~1.2 MB.
+ * page ends after floor(this / minutes) topics (50 at minutes=60, 2 at
+ * 1,440), so the HMGET replies it pipelines (≤ ~180 bytes a minute with
+ * full histograms) stay under ~0.6 MB and its JSON (~175 bytes a minute
+ * idle, ≤ ~250 busy) under ~1 MB.
  */
-export const STATS_PAGE_SERIES_MINUTES = 6_000;
+export const STATS_PAGE_SERIES_MINUTES = 3_000;
 
 /** Default METRICS_TOPICS: topics `/metrics` gives series of their own (the busiest by backlog, then traffic); the rest are summed into one `topic="(others)"` series. */
 export const DEFAULT_METRICS_TOPICS = 100;

@@ -538,7 +538,7 @@ export class Delayline {
    * The tick's heartbeat and one page of topics (name order) with their
    * backlog, counters, histograms and `minutes` (default 60, 0–1,440) of
    * per-minute series: `limit` topics (default 50, at most 100; fewer when
-   * minutes × topics would pass 6,000). Pass `nextCursor` back as `cursor`
+   * minutes × topics would pass 3,000). Pass `nextCursor` back as `cursor`
    * for the next page; `total` counts every topic.
    */
   stats(options: { minutes?: number; limit?: number; cursor?: string } = {}): Promise<Stats> {

@@ -75,7 +75,7 @@ describe("topic listings page", () => {
     expect((await call(env, `/v1/stats?cursor=${btoa("d:1:x")}`)).status).toBe(422);
   });
 
-  it("GET /v1/stats pages the same way; a long series makes pages shorter (minutes × topics ≤ 6,000) and the walk still lists every topic", async () => {
+  it("GET /v1/stats pages the same way; a long series makes pages shorter (minutes × topics ≤ 3,000) and the walk still lists every topic", async () => {
     const env = await withTopics();
     const byLimit = await walk(env, "/v1/stats?minutes=0&limit=10");
     expect(byLimit.topics).toEqual(names);
@@ -84,10 +84,12 @@ describe("topic listings page", () => {
     const first = await call(env, "/v1/stats?minutes=5&limit=4");
     expect(first.body.tick).toBeDefined();
     expect(first.body.topics[0].series).toHaveLength(5);
-    // 1,440 minutes: at most floor(6,000 / 1,440) = 4 topics a page, whatever the limit asked.
+    // 1,440 minutes: at most floor(3,000 / 1,440) = 2 topics a page, whatever the limit asked.
     const day = await walk(env, "/v1/stats?minutes=1440&limit=100");
     expect(day.topics).toEqual(names);
-    expect(Math.max(...day.sizes)).toBe(4);
+    expect(Math.max(...day.sizes)).toBe(2);
+    // 200 minutes: floor(3,000 / 200) = 15 a page although 100 were asked (at 60 minutes, 50).
+    expect((await walk(env, "/v1/stats?minutes=200&limit=100")).sizes).toEqual([15, 8]);
     // Default: 50 topics a page, so 23 fit on one.
     const one = await call(env, "/v1/stats");
     expect(one.body.topics).toHaveLength(TOPICS);
