@@ -6,9 +6,11 @@
  * A few dozen topics and small pages prove the paging (bench/topics-10k.ts
  * measures 10,000).
  */
-import { inject } from "vitest";
-import { describe, expect, it } from "vitest";
-import { call, isolatedEnv } from "./helpers.js";
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, inject, it } from "vitest";
+import worker from "../../../app/worker.js";
+import { Delayline } from "../../../src/client/index.js";
+import { call, isolatedEnv, TOKEN } from "./helpers.js";
 
 const TOPICS = 23;
 const names = Array.from({ length: TOPICS }, (_, i) => `p-${String(i).padStart(2, "0")}`);
@@ -94,6 +96,25 @@ describe("topic listings page", () => {
     const one = await call(env, "/v1/stats");
     expect(one.body.topics).toHaveLength(TOPICS);
     expect(one.body.nextCursor).toBeNull();
+  });
+});
+
+describe("the client follows the pages", () => {
+  it("listTopics is a page; allTopics and topics() read every page; statsPages yields each stats page", async () => {
+    const env = await withTopics();
+    const dl = new Delayline({ baseUrl: "http://delayline.test/", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
+    const first = await dl.listTopics({ limit: 4 });
+    expect(first.topics.map((t) => t.topic)).toEqual(names.slice(0, 4));
+    expect(first.total).toBe(TOPICS);
+    const second = await dl.listTopics({ limit: 4, cursor: first.nextCursor! });
+    expect(second.topics.map((t) => t.topic)).toEqual(names.slice(4, 8));
+    const walked: string[] = [];
+    for await (const t of dl.allTopics({ limit: 4 })) walked.push(t.topic);
+    expect(walked).toEqual(names);
+    expect((await dl.topics()).map((t) => t.topic)).toEqual(names);
+    const pages: number[] = [];
+    for await (const page of dl.statsPages({ minutes: 0, limit: 10 })) pages.push(page.topics.length);
+    expect(pages).toEqual([10, 10, 3]);
   });
 });
 
