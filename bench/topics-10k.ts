@@ -16,6 +16,9 @@
  * the full one: bench/results/tmp/).
  *
  *   npm run bench:topics-10k [-- --topics 10000 --walk-1440 true]
+ *
+ * bench/results/topics-10k-before.json and the second table of topics-10k.md are
+ * this script run against a02fd52 (before the paging), on the same machine.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
