@@ -102,7 +102,7 @@ export const metrics = router().openapi(
     operationId: "getMetrics",
     summary: "Prometheus metrics (text exposition format 0.0.4)",
     description:
-      'Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic="(others)" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × ~2.7 KB (~280 KB at the default) however many topics there are. The Worker reads every topic for it, 250 per pipelined request.',
+      'Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic="(others)" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 43 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request.',
     responses: {
       200: { description: "Metrics", content: { [PROMETHEUS_CONTENT_TYPE]: { schema: z.string() } } },
       ...problemResponses([401, 503]),
