@@ -12,7 +12,9 @@
  *   GET /metrics                     the busiest METRICS_TOPICS (default 100) and the rest summed
  *
  * Bytes are the answers' bodies; a walk reports its pages, its largest page
- * and its total. Writes bench/results/topics-10k.{json,md} (other runs than
+ * and its total, and the Redis REST requests the Worker made for it (counted
+ * at the bridge, harness/count-requests.ts) with the largest one's reply: an
+ * upper bound of any one command's reply, which Upstash caps at 10 MB. Writes bench/results/topics-10k.{json,md} (other runs than
  * the full one: bench/results/tmp/).
  *
  *   npm run bench:topics-10k [-- --topics 10000 --walk-1440 true]
@@ -32,7 +34,7 @@ const { values: args } = parseArgs({
   },
 });
 const TOPICS = Number(args.topics);
-const full = TOPICS === 10_000;
+const full = TOPICS === 10_000 && args["walk-1440"] === "true";
 const root = join(import.meta.dirname, "..");
 const log = (line: string) => console.error(`[bench:topics-10k] ${new Date().toISOString().slice(11, 19)} ${line}`);
 const topicName = (i: number) => `t-${String(i).padStart(5, "0")}`;
@@ -45,10 +47,13 @@ interface Read {
   largestPageBytes: number;
   ms: number;
   topics: number;
+  /** Redis REST requests (pipelines or single commands) the read made, and the largest reply among them, bytes. */
+  redisRequests: number;
+  largestRedisReplyBytes: number;
   detail?: string;
 }
 
-const stack = await startNpmStart({ name: "topics-10k", settings: { MAX_TOPICS: String(Math.max(TOPICS, 10_000)) } });
+const stack = await startNpmStart({ name: "topics-10k", settings: { MAX_TOPICS: String(Math.max(TOPICS, 10_000)) }, countRequests: true });
 const reads: Read[] = [];
 let createMs = 0;
 try {
@@ -61,13 +66,15 @@ try {
   createMs = Date.now() - t0;
   log(`${TOPICS} topics created in ${createMs} ms`);
 
+  type Answer = { status: number; bytes: number; ms: number; json: { topics?: unknown[]; nextCursor?: string | null; detail?: string } | null; text: Buffer };
+
   /** One GET: status, body bytes, ms, and the body when it is JSON. */
-  async function get(path: string) {
+  async function get(path: string): Promise<Answer> {
     const t = performance.now();
     const res = await fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     const body = Buffer.from(await res.arrayBuffer());
     const ms = performance.now() - t;
-    let json: { topics?: unknown[]; nextCursor?: string | null; detail?: string } | null = null;
+    let json: Answer["json"] = null;
     try {
       json = JSON.parse(body.toString("utf8"));
     } catch {}
@@ -78,10 +85,16 @@ try {
   async function measure(what: string, path: string, walk: boolean): Promise<void> {
     const t = performance.now();
     let cursor: string | null = null;
-    const r: Read = { what, status: 0, pages: 0, bytes: 0, largestPageBytes: 0, ms: 0, topics: 0 };
+    await stack.bridgeRequests().catch(() => []);
+    const r: Read = { what, status: 0, pages: 0, bytes: 0, largestPageBytes: 0, ms: 0, topics: 0, redisRequests: 0, largestRedisReplyBytes: 0 };
     do {
       const sep = path.includes("?") ? "&" : "?";
-      const page = await get(cursor === null ? path : `${path}${sep}cursor=${encodeURIComponent(cursor)}`);
+      const page: Answer | Error = await get(cursor === null ? path : `${path}${sep}cursor=${encodeURIComponent(cursor)}`).catch((err: Error) => err);
+      if (page instanceof Error) {
+        // The Worker dropped the connection (what the unpaged code did under a day of series at 10,000 topics).
+        r.detail = `${page.message}: ${String((page.cause as Error | undefined)?.message ?? "")}`;
+        break;
+      }
       r.status = page.status;
       r.pages++;
       r.bytes += page.bytes;
@@ -95,9 +108,14 @@ try {
       cursor = walk ? (page.json?.nextCursor ?? null) : null;
     } while (cursor !== null);
     r.ms = Math.round(performance.now() - t);
+    // The tick's own requests in the same span are counted too; they are small.
+    // A stack too busy to write its request log in 5 s (the unpaged code under a day of series) reads as none counted.
+    const redis = await stack.bridgeRequests().catch(() => [] as Array<[number, string, number]>);
+    r.redisRequests = redis.length;
+    r.largestRedisReplyBytes = Math.max(0, ...redis.map(([, , bytes]) => bytes));
     reads.push(r);
     log(
-      `${what}: ${r.status}, ${r.pages} page(s), ${r.bytes.toLocaleString("en")} bytes (largest ${r.largestPageBytes.toLocaleString("en")}), ${r.topics} topics, ${r.ms} ms${r.detail ? ` — ${r.detail}` : ""}`,
+      `${what}: ${r.status}, ${r.pages} page(s), ${r.bytes.toLocaleString("en")} bytes (largest ${r.largestPageBytes.toLocaleString("en")}), ${r.topics} topics, ${r.ms} ms; ${r.redisRequests} Redis requests, largest reply ${r.largestRedisReplyBytes.toLocaleString("en")} bytes${r.detail ? ` — ${r.detail}` : ""}`,
     );
   }
 
@@ -122,11 +140,11 @@ const md = [
   "",
   `${result.at}, ${result.machine.cpus} CPUs (${result.machine.model}), load ${JSON.stringify(result.machine.loadavg)}; topics created in ${createMs} ms.`,
   "",
-  "| read | status | pages | bytes | largest page | topics | ms |",
-  "|---|---|---|---|---|---|---|",
+  "| read | status | pages | bytes | largest page | topics | ms | Redis requests | largest Redis reply |",
+  "|---|---|---|---|---|---|---|---|---|",
   ...reads.map(
     (r) =>
-      `| ${r.what} | ${r.status} | ${r.pages} | ${r.bytes.toLocaleString("en")} | ${r.largestPageBytes.toLocaleString("en")} | ${r.topics.toLocaleString("en")} | ${r.ms.toLocaleString("en")} |`,
+      `| ${r.what} | ${r.status} | ${r.pages} | ${r.bytes.toLocaleString("en")} | ${r.largestPageBytes.toLocaleString("en")} | ${r.topics.toLocaleString("en")} | ${r.ms.toLocaleString("en")} | ${r.redisRequests.toLocaleString("en")} | ${r.largestRedisReplyBytes.toLocaleString("en")} |`,
   ),
   "",
 ].join("\n");
