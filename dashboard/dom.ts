@@ -33,3 +33,30 @@ export function fmtMs(ms: number | null): string {
 }
 
 export const fmtAgo = (iso: string | null, now: number) => (iso === null ? "never" : `${fmtMs(Math.max(0, now - Date.parse(iso)))} ago`);
+
+// One format for every time the dashboard shows: "Thu, Dec 3, 2026, 13:54:52 UTC".
+// UTC unless a time belongs to a zone of its own (a schedule's), so times on
+// the page compare at a glance; the ISO value is in each cell's title.
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** A time (ISO text or epoch ms) in the dashboard's one format, in `timeZone` (default UTC); "–" for none. */
+export function fmtTime(at: string | number | null | undefined, timeZone = "UTC"): string {
+  if (at === null || at === undefined || at === "") return "–";
+  let format = timeFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en", {
+      timeZone,
+      weekday: "short",
+      year: "numeric",
+      month: "short",
+      day: "numeric",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "short",
+    });
+    timeFormats.set(timeZone, format);
+  }
+  return format.format(new Date(at));
+}

@@ -5,7 +5,7 @@
  * browser, a dead letter or the search box by id.
  */
 import type { Delayline, Job, ListedJob } from "../src/client/index.js";
-import { byId, el, fmtMs } from "./dom.js";
+import { byId, el, fmtCount, fmtMs, fmtTime } from "./dom.js";
 
 const PAGE = 50;
 
@@ -21,7 +21,9 @@ export interface BrowserHost {
   changed(): Promise<void>;
 }
 
-const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "–");
+const when = (iso: string | null | undefined) => fmtTime(iso);
+
+const NOUN: Record<State, string> = { scheduled: "scheduled", inflight: "in flight", dead: "dead" };
 
 export class JobBrowser {
   private topic: string | null = null;
@@ -47,20 +49,26 @@ export class JobBrowser {
     });
   }
 
-  /** Shows the first page of a topic's jobs in a state. */
+  /** Shows the first page of a topic's jobs in a state, and brings the browser into view (it sits below the charts). */
   async open(topic: string, state: State): Promise<void> {
     this.topic = topic;
     this.state = state;
     byId("jobs-topic").textContent = topic;
     byId<HTMLSelectElement>("jobs-state").value = state;
     byId("jobs").hidden = false;
+    byId("jobs").scrollIntoView({ block: "start" });
     await this.load(false);
+    byId("jobs").scrollIntoView({ block: "start" });
   }
 
   private async load(more: boolean): Promise<void> {
     const client = this.host.client();
     if (!client || !this.topic) return;
-    const page = await client.listJobs(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) });
+    // The total is the topic's count of jobs in the state (one ZCARD in the topic's stats script), read beside the page.
+    const [page, topic] = await Promise.all([
+      client.listJobs(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) }),
+      client.topic(this.topic),
+    ]);
     this.cursor = page.nextCursor;
     byId("jobs-more").hidden = page.nextCursor === null;
     const body = byId("jobs-list").querySelector("tbody")!;
@@ -68,6 +76,9 @@ export class JobBrowser {
     if (more) body.append(...rows);
     else body.replaceChildren(...rows);
     byId("jobs-empty").hidden = body.children.length > 0;
+    const total = this.state === "scheduled" ? topic.scheduled : this.state === "inflight" ? topic.inflight : topic.dead;
+    byId("jobs-total").textContent = `${fmtCount(body.children.length)} shown of ${fmtCount(total)} ${NOUN[this.state]}`;
+    byId("jobs-total").dataset.total = String(total);
     byId("jobs-cancel-selected").hidden = this.state !== "scheduled";
     this.selectionChanged();
   }
@@ -126,6 +137,7 @@ export class JobBrowser {
     missing.textContent = job === null ? `No job ${id}: unknown, or finished longer ago than the retention window.` : "";
     for (const part of ["job-facts", "job-payload-box", "job-history-box"]) byId(part).hidden = job === null;
     if (job) this.renderJob(job);
+    byId("job").scrollIntoView({ block: "start" });
   }
 
   private renderJob(job: Job): void {

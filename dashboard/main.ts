@@ -5,12 +5,14 @@
  * with replay and purge, and the recurring schedules with pause, resume and
  * delete. It talks to
  * the API with the typed client and the token the operator pastes, which it
- * keeps in sessionStorage (this tab only). It refreshes itself every 5 s.
+ * keeps in sessionStorage (this tab only). It refreshes itself 5 s after its
+ * last refresh ended, so no two stats requests are ever in flight; topics come
+ * a page of 50 at a time ("More topics"), and a refresh reloads as many pages.
  */
 import uPlot from "uplot";
 import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
-import { byId, el, fmtAgo, fmtCount, fmtMs } from "./dom.js";
+import { byId, el, fmtAgo, fmtCount, fmtMs, fmtTime } from "./dom.js";
 import { JobBrowser } from "./job-browser.js";
 import { ScheduleTable } from "./schedules.js";
 
@@ -20,6 +22,8 @@ const MINUTES = 60;
 /** A cron heartbeat older than this means the tick is not being invoked. */
 const HEARTBEAT_STALE_MS = 2.5 * 60_000;
 const DEAD_PAGE = 50;
+/** Topics per stats page (the API's default; at most 100). */
+const TOPIC_PAGE = 50;
 
 // ---- charts ------------------------------------------------------------
 
@@ -69,7 +73,12 @@ let stats: Stats | null = null;
 let chartTopic = "";
 let deadTopic: string | null = null;
 let deadCursor: string | null = null;
-let timer: ReturnType<typeof setInterval> | undefined;
+let timer: ReturnType<typeof setTimeout> | undefined;
+/** Pages of topics shown: a refresh reads as many, so "More topics" survives it. */
+let topicPages = 1;
+/** The refresh under way, if any: a refresh asked for meanwhile runs once after it, never beside it. */
+let refreshing: Promise<void> | null = null;
+let refreshAgain = false;
 let charts: { throughput: Chart; backlog: Chart; lateness: Chart } | null = null;
 
 function showBanner(message: string | null): void {
@@ -79,8 +88,7 @@ function showBanner(message: string | null): void {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof DelaylineError)
-    return err.status === 503 ? `Redis is unreachable (503): ${err.problem.detail}` : `${err.status} ${err.problem.title}: ${err.problem.detail}`;
+  if (err instanceof DelaylineError) return `${err.status} ${err.problem.title}: ${err.problem.detail}`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -175,7 +183,7 @@ function renderTopics(s: Stats): void {
   const picker = byId<HTMLSelectElement>("chart-topic");
   const options = ["", ...s.topics.map((t) => t.topic)];
   if ([...picker.options].map((o) => o.value).join("\n") !== options.join("\n")) {
-    picker.replaceChildren(...options.map((v) => el("option", { text: v === "" ? "all topics" : v })));
+    picker.replaceChildren(...options.map((v) => el("option", { text: v === "" ? "all topics shown" : v })));
     for (const [i, o] of [...picker.options].entries()) o.value = options[i]!;
   }
   if (!options.includes(chartTopic)) chartTopic = "";
@@ -249,7 +257,7 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
       { data: { job: e.id } },
       el("td", {}, openJob(e.id)),
       el("td", { text: String(e.attempts), className: "num" }),
-      el("td", { text: new Date(e.failedAt).toLocaleString(), title: e.failedAt }),
+      el("td", { text: fmtTime(e.failedAt), title: e.failedAt }),
       el("td", { text: e.lastError ?? "–" }),
       el("td", { text: payload.length > 200 ? `${payload.slice(0, 200)}…` : payload, className: "payload mono" }),
       el("td", { className: "num" }, replay),
@@ -269,21 +277,64 @@ async function openDead(topic: string, more = false): Promise<void> {
   byId("dead-topic").textContent = topic;
   byId("dead-more").hidden = page.nextCursor === null;
   renderDeadEntries(page.entries, more);
+  if (!more) byId("dead").scrollIntoView({ block: "start" });
 }
 
 // ---- lifecycle -----------------------------------------------------------
 
-async function refresh(): Promise<void> {
-  if (!client) return;
+/** The stats of the pages of topics shown, page after page (one stats request at a time), with the first page's heartbeat. */
+async function readStats(c: Delayline): Promise<Stats> {
+  let first: Stats | null = null;
+  const topics: Stats["topics"] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < topicPages; page++) {
+    const got: Stats = await c.stats({ minutes: MINUTES, limit: TOPIC_PAGE, ...(cursor === null ? {} : { cursor }) });
+    first ??= got;
+    topics.push(...got.topics);
+    cursor = got.nextCursor;
+    if (cursor === null) break;
+  }
+  return { ...first!, topics, nextCursor: cursor };
+}
+
+/**
+ * Reads and draws the stats once. A refresh asked for while one runs (a
+ * button's action, "More topics") runs once after it, so the page never has
+ * two stats requests in flight; the next poll is set only when it is done.
+ */
+function refresh(): Promise<void> {
+  if (refreshing) {
+    refreshAgain = true;
+    return refreshing;
+  }
+  clearTimeout(timer);
+  refreshing = (async () => {
+    do {
+      refreshAgain = false;
+      await refreshOnce();
+    } while (refreshAgain && client);
+  })().finally(() => {
+    refreshing = null;
+    if (client) timer = setTimeout(() => void refresh(), REFRESH_MS);
+  });
+  return refreshing;
+}
+
+async function refreshOnce(): Promise<void> {
+  const c = client;
+  if (!c) return;
   try {
     // Both at once: a refresh takes one round trip, and a failure of either shows in the banner.
-    const [fresh] = await Promise.all([client.stats({ minutes: MINUTES }), schedules.refresh()]);
+    const [fresh] = await Promise.all([readStats(c), schedules.refresh()]);
+    if (client !== c) return;
     stats = fresh;
     const now = Date.parse(stats.now);
     renderHeartbeat(stats, now);
     renderTopics(stats);
     renderCharts(stats);
-    byId("updated").textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+    byId("topics-count").textContent = `${fmtCount(stats.topics.length)} of ${fmtCount(stats.total)}`;
+    byId("topics-more").hidden = stats.nextCursor === null;
+    byId("updated").textContent = `updated ${fmtTime(now)}`;
     showBanner(null);
   } catch (err) {
     if (err instanceof DelaylineError && err.status === 401) return signOut("The token is no longer accepted.");
@@ -293,6 +344,7 @@ async function refresh(): Promise<void> {
 
 function start(token: string): void {
   client = new Delayline({ baseUrl: location.origin, token });
+  topicPages = 1;
   byId("login").hidden = true;
   byId("app").hidden = false;
   byId("sign-out").hidden = false;
@@ -305,12 +357,11 @@ function start(token: string): void {
     ]),
   };
   void refresh();
-  timer = setInterval(() => void refresh(), REFRESH_MS);
 }
 
 function signOut(message?: string): void {
   sessionStorage.removeItem(TOKEN_KEY);
-  clearInterval(timer);
+  clearTimeout(timer);
   client = null;
   byId("app").hidden = true;
   byId("sign-out").hidden = true;
@@ -327,7 +378,7 @@ byId("login").addEventListener("submit", (event) => {
   const error = byId("login-error");
   // Check the token before keeping it: a wrong one should say so here, not later.
   new Delayline({ baseUrl: location.origin, token })
-    .stats({ minutes: 0 })
+    .stats({ minutes: 0, limit: 1 })
     .then(() => {
       sessionStorage.setItem(TOKEN_KEY, token);
       error.hidden = true;
@@ -339,6 +390,10 @@ byId("login").addEventListener("submit", (event) => {
     });
 });
 byId("sign-out").addEventListener("click", () => signOut());
+byId("topics-more").addEventListener("click", () => {
+  topicPages++;
+  void refresh();
+});
 byId<HTMLSelectElement>("chart-topic").addEventListener("change", (e) => selectChartTopic((e.target as HTMLSelectElement).value));
 byId("dead-close").addEventListener("click", () => {
   byId("dead").hidden = true;

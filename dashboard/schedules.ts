@@ -6,7 +6,7 @@
  */
 import cronstrue from "cronstrue";
 import type { Delayline, Schedule } from "../src/client/index.js";
-import { byId, el, fmtCount, fmtMs } from "./dom.js";
+import { byId, el, fmtCount, fmtMs, fmtTime } from "./dom.js";
 
 const PAGE = 50;
 
@@ -46,29 +46,9 @@ export function describeEvery(ms: number): string {
   return `every ${fmtCount(ms)} ms`;
 }
 
-// One formatter per time zone: a schedule's times read in its own zone, where
-// its cron expression is read too (09:00 Berlin shows as 09:00, not as the
-// browser's local time).
-const formats = new Map<string, Intl.DateTimeFormat>();
-function inZone(iso: string, timezone: string): string {
-  let format = formats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat("en", {
-      timeZone: timezone,
-      weekday: "short",
-      year: "numeric",
-      month: "short",
-      day: "numeric",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-      hourCycle: "h23",
-      timeZoneName: "short",
-    });
-    formats.set(timezone, format);
-  }
-  return format.format(new Date(iso));
-}
+// A schedule's times read in its own zone, where its cron expression is read
+// too (09:00 Berlin shows as 09:00, not as UTC), in the dashboard's one format.
+const inZone = (iso: string, timezone: string) => fmtTime(iso, timezone);
 
 export class ScheduleTable {
   /** How many pages are shown: a refresh reloads as many, so "Load more" survives it. */

@@ -90,8 +90,8 @@ export interface NpmStart {
   logFile: string | undefined;
   /** The Worker's JSON log lines so far (needs `jsonLines`). */
   lines: LoggedLine[];
-  /** Requests the bridge served since the previous call, each [epoch ms, path] (needs `countRequests`). */
-  bridgeRequests(): Promise<Array<[number, string]>>;
+  /** Requests the bridge served since the previous call, each [epoch ms, path, bytes of the answer] (needs `countRequests`). */
+  bridgeRequests(): Promise<Array<[number, string, number]>>;
   /** Ends every process the stack started, forcefully if need be, and removes its data dir. */
   stop(): Promise<void>;
 }
@@ -215,7 +215,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
       // The preload listens in dev/start.ts's process, which via "node" is the child itself.
       child.kill("SIGUSR2");
       for (let i = 0; i < 100 && !existsSync(requestLog); i++) await sleep(50);
-      return JSON.parse(readFileSync(requestLog, "utf8")) as Array<[number, string]>;
+      return JSON.parse(readFileSync(requestLog, "utf8")) as Array<[number, string, number]>;
     },
     stop,
   };

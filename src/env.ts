@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_PAYLOAD_BYTES,
   DEFAULT_MAX_TOPICS,
+  DEFAULT_METRICS_TOPICS,
   DEFAULT_RETENTION_MS,
   DEFAULT_SIGNATURE_SCHEME,
   DEFAULT_TIMEOUT_MS,
@@ -90,6 +91,7 @@ export interface Env {
   TICK_FANOUT?: string;
   TICK_IDLE_PEEK_MS?: string;
   MAX_TOPICS?: string;
+  METRICS_TOPICS?: string;
 }
 
 const bool = z
@@ -154,6 +156,7 @@ const SettingsSchema = z
     // At most 25 s: a producer covers jobs due within it from its own invocation (waitUntil lasts 30 s).
     TICK_IDLE_PEEK_MS: int(0, 25_000, 20_000),
     MAX_TOPICS: int(1, 1_000_000, DEFAULT_MAX_TOPICS),
+    METRICS_TOPICS: int(0, 10_000, DEFAULT_METRICS_TOPICS),
   })
   .superRefine((s, ctx) => {
     const problem = s.SIGNING_SCHEME === "standard" && s.SIGNING_SECRET !== undefined ? whsecProblem(s.SIGNING_SECRET) : null;
@@ -227,6 +230,8 @@ export interface Settings {
   tickIdlePeekMs: number;
   /** Most topics that may exist; enqueueing to or configuring one more answers 422. Default 10,000. */
   maxTopics: number;
+  /** Topics /metrics gives series of their own (the busiest); the rest are summed under topic="(others)". Default 100; 0 sums all. */
+  metricsTopics: number;
 }
 
 /** Bad deployment settings; the message names each offending setting. */
@@ -294,6 +299,7 @@ export function settings(env: Env): Settings {
     tickFanout: d.TICK_FANOUT,
     tickIdlePeekMs: d.TICK_IDLE_PEEK_MS,
     maxTopics: d.MAX_TOPICS,
+    metricsTopics: d.METRICS_TOPICS,
     signatureScheme: d.SIGNING_SCHEME,
   };
   if (d.SIGNING_SECRET !== undefined) result.signingSecret = d.SIGNING_SECRET;

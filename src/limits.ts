@@ -156,3 +156,32 @@ export const ATTEMPT_ERROR_BYTES = 1_024;
 
 /** Minutes a topic's per-minute series keeps (24 h): the ring's slot is minute mod this (metrics.lua, peek.lua), so its memory stays bounded. */
 export const SERIES_MINUTES = 1_440;
+
+// ---- Topic listings, stats pages and /metrics at many topics ----------------------------
+
+/** Topics on a `GET /v1/topics` page when the caller asks for no number. */
+export const DEFAULT_TOPIC_PAGE_LIMIT = 100;
+
+/** Most topics on a `GET /v1/topics` page: ~0.5 KB of JSON and one ~0.4 KB script reply each, so a page stays under ~250 KB. */
+export const MAX_TOPIC_PAGE_LIMIT = 500;
+
+/** Topics on a `GET /v1/stats` page when the caller asks for no number. */
+export const DEFAULT_STATS_PAGE_LIMIT = 50;
+
+/** Most topics on a `GET /v1/stats` page: each carries two histograms (~2 KB of JSON) besides its series. */
+export const MAX_STATS_PAGE_LIMIT = 100;
+
+/**
+ * Most topic-minutes of per-minute series one `GET /v1/stats` page holds: a
+ * page ends after floor(this / minutes) topics (50 at minutes=60, 2 at
+ * 1,440), so the HMGET replies it pipelines (≤ ~180 bytes a minute with
+ * full histograms) stay under ~0.6 MB and its JSON (~175 bytes a minute
+ * idle, ≤ ~250 busy) under ~1 MB.
+ */
+export const STATS_PAGE_SERIES_MINUTES = 3_000;
+
+/** Default METRICS_TOPICS: topics `/metrics` gives series of their own (the busiest by backlog, then traffic); the rest are summed into one `topic="(others)"` series. */
+export const DEFAULT_METRICS_TOPICS = 100;
+
+/** Topics `/metrics` reads per pipelined batch while it ranks them: ~0.4 KB of script reply each, so a batch's reply stays ~100 KB. */
+export const METRICS_READ_BATCH = 250;

@@ -54,6 +54,7 @@ export type Job = z.output<typeof schemas.JobView>;
 /** A change to a topic's settings, as PUT /v1/topics/:topic takes it. */
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
 export type Topic = z.output<typeof schemas.TopicView>;
+export type TopicPage = z.output<typeof schemas.TopicList>;
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
 /** One attempt of a job's history (Job.history, DeadLetter.history). */
 export type Attempt = z.output<typeof schemas.AttemptView>;
@@ -346,8 +347,41 @@ export class Delayline {
     return this.request("PATCH", `/v1/jobs/${Delayline.seg(id)}`, when, SAFE);
   }
 
+  /**
+   * One page of the registered topics in name order (default 100 a page, at
+   * most 500); pass `nextCursor` back as `cursor` for the next. `total` counts
+   * every topic.
+   */
+  listTopics(options: { limit?: number; cursor?: string } = {}): Promise<TopicPage> {
+    return this.request("GET", `/v1/topics${Delayline.pageQuery(options)}`, undefined, SAFE);
+  }
+
+  /**
+   * Every topic, page after page: `for await (const t of dl.allTopics())`.
+   * Fetches the next page only when the loop reaches it.
+   */
+  async *allTopics(options: { limit?: number } = {}): AsyncGenerator<Topic, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: TopicPage = await this.listTopics({ ...options, ...(cursor === undefined ? {} : { cursor }) });
+      yield* page.topics;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Every topic in one array, read page after page (see {@link allTopics} to stop early). */
   async topics(): Promise<Topic[]> {
-    return (await this.request<{ topics: Topic[] }>("GET", "/v1/topics", undefined, SAFE)).topics;
+    const all: Topic[] = [];
+    for await (const t of this.allTopics({ limit: 500 })) all.push(t);
+    return all;
+  }
+
+  private static pageQuery(options: { limit?: number; cursor?: string; minutes?: number }): string {
+    const q = new URLSearchParams();
+    if (options.minutes !== undefined) q.set("minutes", String(options.minutes));
+    if (options.limit !== undefined) q.set("limit", String(options.limit));
+    if (options.cursor !== undefined) q.set("cursor", options.cursor);
+    return q.size > 0 ? `?${q}` : "";
   }
 
   topic(name: string): Promise<Topic> {
@@ -522,9 +556,25 @@ export class Delayline {
     return (await this.request<{ state: "scheduled" | "dead" }>("POST", `/v1/jobs/${Delayline.seg(id)}/nack`, { attempt, ...failure }, ONCE)).state;
   }
 
-  /** Every topic's backlog, counters, histograms and `minutes` (default 60, 0–1,440) of per-minute series, and the tick's heartbeat. */
-  stats(options: { minutes?: number } = {}): Promise<Stats> {
-    return this.request("GET", `/v1/stats${options.minutes !== undefined ? `?minutes=${options.minutes}` : ""}`, undefined, SAFE);
+  /**
+   * The tick's heartbeat and one page of topics (name order) with their
+   * backlog, counters, histograms and `minutes` (default 60, 0–1,440) of
+   * per-minute series: `limit` topics (default 50, at most 100; fewer when
+   * minutes × topics would pass 3,000). Pass `nextCursor` back as `cursor`
+   * for the next page; `total` counts every topic.
+   */
+  stats(options: { minutes?: number; limit?: number; cursor?: string } = {}): Promise<Stats> {
+    return this.request("GET", `/v1/stats${Delayline.pageQuery(options)}`, undefined, SAFE);
+  }
+
+  /** Every page of {@link stats}, one after another: `for await (const page of dl.statsPages({ minutes: 0 }))`. */
+  async *statsPages(options: { minutes?: number; limit?: number } = {}): AsyncGenerator<Stats, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: Stats = await this.stats({ ...options, ...(cursor === undefined ? {} : { cursor }) });
+      yield page;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
   }
 
   /** The Prometheus exposition text of GET /metrics. */

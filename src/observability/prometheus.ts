@@ -1,5 +1,6 @@
 import { DURATION_BOUNDS_MS, LATENESS_BOUNDS_MS, type Histogram } from "../queue/metrics.js";
-import type { PipelineReport } from "./collect.js";
+import type { RankedReport, TopicTotals } from "./collect.js";
+import type { TopicStats } from "../queue/queue.js";
 
 /** The content type of the Prometheus text exposition format this module writes. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -33,15 +34,33 @@ function histogramSamples(topic: string, h: Histogram, bounds: readonly number[]
   return out;
 }
 
+/** The `topic` label of the series that sums every topic without series of its own: no topic can be named so (TopicName allows no parentheses). */
+export const OTHER_TOPICS_LABEL = "(others)";
+
+/** What one `topic` label's samples are read from: a topic, or the sum of the others. */
+type Row = Pick<TopicStats, "topic" | "scheduled" | "ready" | "inflight" | "dead" | "oldestReadyDueAt" | "counters"> & {
+  paused: number;
+  metrics: Pick<TopicStats["metrics"], "lateness" | "duration">;
+};
+
+const topicRow = (t: TopicStats): Row => ({ ...t, paused: t.settings.paused ? 1 : 0 });
+const othersRow = (o: TopicTotals): Row => ({ ...o, topic: OTHER_TOPICS_LABEL });
+
 /**
  * The report in the Prometheus text exposition format (version 0.0.4):
  * gauges for backlogs and the tick, counters for outcomes, histograms for
- * lateness and handler duration, all labelled by topic.
+ * lateness and handler duration, labelled by topic for the busiest topics
+ * and by `topic="(others)"` for the sum of the rest (whose counters drop when
+ * a topic moves into the busiest; sum by topic for deployment totals). The
+ * text holds at most (top + 1) topics' series: 43 lines, ≤ ~6 KB each.
  */
-export function toPrometheus(report: PipelineReport): string {
+export function toPrometheus(report: RankedReport): string {
   const lines: string[] = [];
-  const topics = report.topics.map((t) => t.stats);
-  const perTopic = (value: (t: (typeof topics)[number]) => number): Sample[] => topics.map((t) => ({ labels: { topic: t.topic }, value: value(t) }));
+  const topics = [...report.top.map(topicRow), ...(report.others ? [othersRow(report.others)] : [])];
+  const perTopic = (value: (t: Row) => number): Sample[] => topics.map((t) => ({ labels: { topic: t.topic }, value: value(t) }));
+  family(lines, "delayline_topics", "gauge", `Topics registered; those beyond the busiest are summed under topic="${OTHER_TOPICS_LABEL}".`, [
+    { value: report.totalTopics },
+  ]);
 
   family(
     lines,
@@ -82,8 +101,8 @@ export function toPrometheus(report: PipelineReport): string {
     lines,
     "delayline_topic_paused",
     "gauge",
-    "1 while the topic is paused.",
-    perTopic((t) => (t.settings.paused ? 1 : 0)),
+    `1 while the topic is paused (topic="${OTHER_TOPICS_LABEL}": how many of those topics are).`,
+    perTopic((t) => t.paused),
   );
   family(
     lines,

@@ -395,6 +395,30 @@ export const TopicView = z
   })
   .openapi("Topic");
 
+/** `cursor` and `limit` of a topic listing (`GET /v1/topics`, `GET /v1/stats`). */
+export const topicPageQuery = (defaultLimit: number, maxLimit: number, what: string) => ({
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: "the `nextCursor` of the previous page (topics are listed in name order; the cursor is the last name, never an offset)" }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(maxLimit)
+    .default(defaultLimit)
+    .openapi({ description: `most topics on the page (default ${defaultLimit}, at most ${maxLimit})${what}` }),
+});
+
+export const TopicList = z
+  .object({
+    topics: z.array(TopicView),
+    total: z.number().int().openapi({ description: "topics registered in all (every page); one SCARD, not a sum" }),
+    nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
+  })
+  .openapi("TopicList");
+
 export const DeadEntryView = z
   .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
   .openapi("DeadLetter");
@@ -559,5 +583,7 @@ export const StatsView = z
         series: z.array(SeriesPointView),
       }),
     ),
+    total: z.number().int().openapi({ description: "topics registered in all (every page); one SCARD, not a sum" }),
+    nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page of topics; null on the last page" }),
   })
   .openapi("Stats");

@@ -30,6 +30,8 @@ import type {
   SeriesPoint,
   SettleOptions,
   TickStatus,
+  TopicPage,
+  TopicPageOptions,
   TopicStats,
 } from "./views.js";
 
@@ -247,7 +249,12 @@ export class Queue {
     return topicAdmin.topicSeries(this.ctx, topic, options);
   }
 
-  /** Every registered topic, sorted by name. */
+  /** One page of the registered topics in name order, with how many there are in all: one bounded script call. */
+  listTopicsPage(options: TopicPageOptions): Promise<TopicPage> {
+    return topicAdmin.listTopicsPage(this.ctx, options);
+  }
+
+  /** Every registered topic, sorted by name (page after page: one call per 500 topics). */
   listTopics(): Promise<string[]> {
     return topicAdmin.listTopics(this.ctx);
   }

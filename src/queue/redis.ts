@@ -7,6 +7,16 @@ export class RedisUnavailableError extends Error {
 }
 
 /**
+ * Raised when a request to Redis passed its deadline (REDIS_TIMEOUT_MS): Redis
+ * may be up and merely slow or busy, or the reply too large to arrive in time.
+ * An outage to the tick like any other; the edge still answers 503 but says
+ * what happened instead of calling Redis unreachable.
+ */
+export class RedisTimeoutError extends RedisUnavailableError {
+  override name = "RedisTimeoutError";
+}
+
+/**
  * The one place the Upstash client is built.
  *
  * - `automaticDeserialization: false`: values are our own JSON, parsed where
@@ -108,9 +118,19 @@ export async function redisCall<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
+    if (isTimeout(err)) {
+      throw new RedisTimeoutError(
+        `Redis did not answer before the request's deadline (REDIS_TIMEOUT_MS): it is slow or busy, or the reply too large, not necessarily down (${(err as Error).message})`,
+      );
+    }
     if (isOutage(err)) throw new RedisUnavailableError(`Redis is unreachable: ${(err as Error).message}`);
     throw err;
   }
+}
+
+/** The request's own deadline passed: the only abort our clients make is their timeout signal (see {@link slicedDeadlines}). */
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
 }
 
 function isOutage(err: unknown): boolean {

@@ -173,6 +173,9 @@ export const replies = {
       letter: letter ? deadEntrySchema.parse(JSON.parse(letter)) : null,
     })),
 
+  /** list-topics.lua: topics registered, whether more names follow, the page's names. */
+  listTopics: z.tuple([intReply, more], z.string()).transform(([total, hasMore, ...names]) => ({ total, more: hasMore, names })),
+
   listJobs: z.tuple([more], listedValue).transform(([hasMore, ...rows]) => {
     const jobs = [];
     for (let i = 0; i + 3 < rows.length; i += 4) {

@@ -8,7 +8,8 @@ import { forgetRegistered } from "./registrations.js";
 import { replies } from "./replies.js";
 import { decodeTopicConf, encodeTopicPatch, type TopicPatch, type TopicSecrets, type TopicSettings } from "./topics.js";
 import { flatHash, intReply, nullableString, vectorText } from "./types.js";
-import type { DeleteTopicResult, SeriesPoint, TopicStats } from "./views.js";
+import { MAX_TOPIC_PAGE_LIMIT } from "../limits.js";
+import type { DeleteTopicResult, SeriesPoint, TopicPage, TopicPageOptions, TopicStats } from "./views.js";
 
 // Topics as a whole: their registry, settings, deletion, and the counters and
 // per-minute series read from them.
@@ -116,7 +117,21 @@ export async function topicSeries(ctx: QueueContext, topic: string, options: { m
   });
 }
 
+/** One page of the registry in name order, starting after `after` (see list-topics.lua). */
+export async function listTopicsPage(ctx: QueueContext, options: TopicPageOptions): Promise<TopicPage> {
+  const limit = Math.max(1, Math.floor(options.limit));
+  const r = replies.listTopics.parse(await ctx.run(lua.listTopics, [ctx.keys.topics], [options.after ?? "", limit]));
+  return { total: r.total, names: r.names, next: r.more ? (r.names.at(-1) ?? null) : null };
+}
+
+/** Every registered topic in name order, read page by page so no reply holds the whole registry. */
 export async function listTopics(ctx: QueueContext): Promise<string[]> {
-  const members = z.array(z.string()).parse(await redisCall(() => ctx.redis.smembers(ctx.keys.topics)));
-  return members.sort();
+  const names: string[] = [];
+  let after: string | undefined;
+  do {
+    const page = await listTopicsPage(ctx, { limit: MAX_TOPIC_PAGE_LIMIT, ...(after === undefined ? {} : { after }) });
+    names.push(...page.names);
+    after = page.next ?? undefined;
+  } while (after !== undefined);
+  return names;
 }

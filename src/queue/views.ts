@@ -226,6 +226,23 @@ export interface TopicStats {
   metrics: MetricsSnapshot;
 }
 
+/** Options of {@link Queue.listTopicsPage}. */
+export interface TopicPageOptions {
+  /** Most names on the page (at least 1; the API caps it, see src/limits.ts). */
+  limit: number;
+  /** The page starts after this name (the previous page's `next`). Default: the first topic. */
+  after?: string;
+}
+
+/** One page of the topic registry, in name order. */
+export interface TopicPage {
+  /** Topics registered in all (one SCARD inside the same script). */
+  total: number;
+  names: string[];
+  /** The last name of this page when more follow (pass it as `after`), else null. */
+  next: string | null;
+}
+
 /** What {@link Queue.deleteTopic} did: deleted the topic (and purged so much), or left it for what it holds. */
 export type DeleteTopicResult =
   | { result: "deleted"; purged: { scheduled: number; dead: number } }

@@ -208,6 +208,109 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
   }
 });
 
+/** The dashboard's one date format (dashboard/dom.ts fmtTime): "Thu, Dec 3, 2026, 13:54:52 UTC". */
+const ONE_DATE_FORMAT = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}, \d{4}, \d{2}:\d{2}:\d{2} UTC$/;
+
+it("at 1400×900: topics come a page of 50 at a time with More topics, a count's click scrolls the job browser into view with its total, every date has one format, and never two stats requests are in flight", {
+  timeout: 120_000,
+}, async () => {
+  // 55 more topics (after the dash-* ones in name order) make two pages of topics; dash-many holds 60 scheduled jobs, more than a page of the browser.
+  await dl.enqueueBatch([
+    ...Array.from({ length: 55 }, (_, i) => ({ topic: `zz-page-${String(i).padStart(2, "0")}`, payload: i, delay: "1h" })),
+    ...Array.from({ length: 60 }, (_, i) => ({ topic: "dash-many", payload: i, delay: "1h" })),
+  ]);
+  const total = (await dl.listTopics({ limit: 1 })).total;
+  expect(total).toBeGreaterThan(50);
+  const browser = await launchChromium();
+  try {
+    const { page, problems } = await watchedPage(browser, 900);
+    // Every stats answer is held back 1.5 s, so a page that started a stats request beside another would show it here.
+    let inFlight = 0;
+    let mostInFlight = 0;
+    let finished = 0;
+    const isStats = (url: string) => new URL(url).pathname === "/v1/stats";
+    page.on("request", (r) => {
+      if (!isStats(r.url())) return;
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+    });
+    const done = (r: { url(): string }) => {
+      if (!isStats(r.url())) return;
+      inFlight--;
+      finished++;
+    };
+    page.on("requestfinished", done);
+    page.on("requestfailed", done);
+    await page.route(
+      (url) => isStats(url.href),
+      async (route) => {
+        const response = await route.fetch();
+        await new Promise((r) => setTimeout(r, 1_500));
+        await route.fulfill({ response });
+      },
+    );
+    await page.goto(`${stack.url}/dashboard`);
+    await page.locator("#token").fill(stack.token);
+    await page.locator("#login button[type=submit]").click();
+
+    // The first page: 50 topics, then More topics adds the rest.
+    const rows = page.locator("#topics tbody tr");
+    await expect.poll(() => rows.count(), { timeout: 20_000 }).toBe(50);
+    expect(await page.locator("#topics-count").textContent()).toBe(`50 of ${total}`);
+    // Asked for while a (held back) refresh runs: the page waits for it instead of starting another request.
+    await page.locator("#topics-more").click();
+    const manyRow = page.locator('#topics tr[data-topic="dash-many"]');
+    await manyRow.locator('[data-action="pause"]').click();
+    await manyRow.locator(".badge", { hasText: "paused" }).waitFor({ timeout: 20_000 });
+    await expect.poll(() => rows.count(), { timeout: 20_000 }).toBe(total);
+    expect(await page.locator("#topics-more").isHidden()).toBe(true);
+    expect(await page.locator("#updated").textContent()).toMatch(new RegExp(`^updated ${ONE_DATE_FORMAT.source.slice(1)}`));
+
+    // The scheduled count of dash-many opens the job browser, which sits below the charts: it is scrolled into view.
+    await manyRow.locator('[data-field="scheduled"] button').click();
+    const jobRows = page.locator("#jobs-list tbody tr");
+    await expect.poll(() => jobRows.count(), { timeout: 10_000 }).toBe(50);
+    await expect
+      .poll(
+        async () => {
+          const box = await page.locator("#jobs").boundingBox();
+          return box !== null && box.y >= 0 && box.y < 900 && box.y + 40 <= 900;
+        },
+        { timeout: 5_000, message: "the job browser's top is in the 1400×900 viewport" },
+      )
+      .toBe(true);
+    // Its total: the topic's count of scheduled jobs, beside the page shown.
+    expect(await page.locator("#jobs-total").textContent()).toBe("50 shown of 60 scheduled");
+    await page.locator("#jobs-more").click();
+    await expect.poll(() => jobRows.count(), { timeout: 10_000 }).toBe(60);
+    expect(await page.locator("#jobs-total").textContent()).toBe("60 shown of 60 scheduled");
+    // Due times in the one format.
+    const due = await jobRows.evaluateAll((trs) => trs.map((tr) => tr.children[2]!.textContent));
+    for (const text of due) expect(text).toMatch(ONE_DATE_FORMAT);
+
+    // Dead letters (and the job view's facts) in the same format; the dead-letter browser is scrolled to as well.
+    await page.locator('#topics tr[data-topic="dash-fail"] [data-field="dead"] button').click();
+    await page.locator("#dead-list tbody tr").first().waitFor();
+    const failed = await page.locator("#dead-list tbody tr").evaluateAll((trs) => trs.map((tr) => tr.children[2]!.textContent));
+    expect(failed.length).toBeGreaterThan(0);
+    for (const text of failed) expect(text).toMatch(ONE_DATE_FORMAT);
+    const deadBox = await page.locator("#dead").boundingBox();
+    expect(deadBox!.y).toBeGreaterThanOrEqual(0);
+    expect(deadBox!.y).toBeLessThan(900);
+    await page.locator("#dead-list tbody tr").first().locator('[data-action="open"]').click();
+    await page.locator('#job-facts [data-fact="created"]').waitFor();
+    for (const fact of ["created", "finished"]) expect(await page.locator(`#job-facts [data-fact="${fact}"]`).textContent(), fact).toMatch(ONE_DATE_FORMAT);
+
+    // Polls go on, one after another: wait for a few more held-back answers, then count.
+    const before = finished;
+    await expect.poll(() => finished, { timeout: 30_000 }).toBeGreaterThanOrEqual(before + 2);
+    expect(mostInFlight).toBe(1);
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+});
+
 it("the schedules table shows a cron schedule in its time zone with cronstrue's description and an interval one with its last job; pause, resume and delete work from it", {
   timeout: 90_000,
 }, async () => {

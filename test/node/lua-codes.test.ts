@@ -47,6 +47,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "peek", map: "Time", says: "the earliest score later than now ($None: none known)" },
   { script: "schedules-due", map: "More", says: "more ($More: ARGV[2] were due and more may be, else $Done)" },
   { script: "list-jobs", map: "More", says: "$More when more jobs follow the page else $Done" },
+  { script: "list-topics", map: "More", says: "$More when more names follow the page else $Done" },
   { script: "list-dead", map: "More", says: "$More when more letters follow the page else $Done" },
   { script: "cancel-jobs", map: "More", says: '"window": $More when the window may hold more else $Done' },
   { script: "purge-dead", map: "More", says: "$More when the window may hold more else $Done" },

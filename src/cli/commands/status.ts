@@ -1,6 +1,6 @@
 /** `delayline status`: is the Worker up, is Redis, when did the tick last run, and what each topic holds. */
 import type { Command } from "commander";
-import type { Health, Stats } from "../../client/index.js";
+import type { Delayline, Health, Stats } from "../../client/index.js";
 import { action, type Io } from "../context.js";
 import { details, duration, table, when } from "../table.js";
 
@@ -13,11 +13,22 @@ export function statusCommand(program: Command, io: Io): void {
         const dl = ctx.client();
         const health = await dl.health();
         // With Redis down every other read is a 503: the health answer is all there is to show.
-        const stats = health.ok ? await dl.stats({ minutes: 0 }) : null;
+        const stats = health.ok ? await everyTopic(dl) : null;
         ctx.print({ health, tick: stats?.tick ?? null, topics: stats?.topics ?? [] }, () => render(health, stats));
         if (!health.ok) process.exitCode = 1;
       }),
     );
+}
+
+/** The stats of every topic: the first page's tick, and the topics of every page (the API pages them). */
+async function everyTopic(dl: Delayline): Promise<Stats> {
+  let first: Stats | null = null;
+  const topics: Stats["topics"] = [];
+  for await (const page of dl.statsPages({ minutes: 0, limit: 100 })) {
+    first ??= page;
+    topics.push(...page.topics);
+  }
+  return { ...first!, topics, nextCursor: null };
 }
 
 function render(health: Health, stats: Stats | null): string {

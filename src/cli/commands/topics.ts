@@ -26,10 +26,11 @@ export function topicCommands(program: Command, io: Io): void {
 
   topics
     .command("list", { isDefault: true })
-    .description("every registered topic")
+    .description("every registered topic (the API pages them; this follows every page)")
     .action(
       action(io, async (ctx) => {
-        const list = await ctx.client().topics();
+        const list = [];
+        for await (const t of ctx.client().allTopics({ limit: 500 })) list.push(t);
         ctx.print({ topics: list }, (r) =>
           table(
             r.topics,

@@ -1,10 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { collectReport, type PipelineReport } from "../../observability/collect.js";
+import { DEFAULT_STATS_PAGE_LIMIT, MAX_STATS_PAGE_LIMIT, STATS_PAGE_SERIES_MINUTES } from "../../limits.js";
+import { collectPage, collectRanked, type PipelinePage } from "../../observability/collect.js";
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prometheus.js";
 import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
-import { json, problemResponses, router, type AppEnv } from "../context.js";
-import { iso, StatsView } from "../schemas.js";
-import type { Context } from "hono";
+import { json, problemResponses, router } from "../context.js";
+import { invalid } from "../problem.js";
+import { iso, StatsView, topicPageQuery } from "../schemas.js";
+import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
 
 /** Minutes over which `ratePerMinute` is averaged. */
 const RATE_WINDOW_MINUTES = 5;
@@ -18,7 +20,7 @@ const histogramView = (h: Histogram) => ({
   buckets: h.counts.map((count, i) => ({ leMs: Number.isFinite(h.bounds[i]) ? h.bounds[i]! : null, count })),
 });
 
-function statsView(r: PipelineReport) {
+function statsView(r: PipelinePage) {
   return {
     now: iso(r.now),
     latenessBoundsMs: [...LATENESS_BOUNDS_MS],
@@ -56,18 +58,19 @@ function statsView(r: PipelineReport) {
         })),
       };
     }),
+    total: r.totalTopics,
+    nextCursor: r.next === null ? null : encodeTopicCursor(r.next),
   };
 }
 
-const report = (c: Context<AppEnv>, minutes: number) => collectReport(c.get("queue"), { minutes });
-
-/** GET /v1/stats: the pipeline at a glance, as JSON. */
+/** GET /v1/stats: the pipeline at a glance, as JSON, a page of topics at a time. */
 export const stats = router().openapi(
   createRoute({
     method: "get",
     path: "/",
     operationId: "getStats",
-    summary: "Backlogs, counters, lateness and duration histograms and per-minute series of every topic, and the tick's heartbeat",
+    summary: "The tick's heartbeat, and one page of topics (name order) with backlogs, counters, lateness and duration histograms and per-minute series",
+    description: `Pages with \`cursor\` and \`limit\` (default ${DEFAULT_STATS_PAGE_LIMIT}, at most ${MAX_STATS_PAGE_LIMIT} topics); a page also holds at most ${STATS_PAGE_SERIES_MINUTES.toLocaleString("en")} topic-minutes of series, so it ends after floor(${STATS_PAGE_SERIES_MINUTES} / minutes) topics (${Math.floor(STATS_PAGE_SERIES_MINUTES / 60)} at minutes=60, ${Math.floor(STATS_PAGE_SERIES_MINUTES / SERIES_MINUTES)} at 1,440) and follows on with \`nextCursor\`. A page answers at most ~1 MB (≤ ~2.5 KB per topic plus ≤ ~250 bytes per topic-minute; ~0.57 MB measured for 50 topics × 60 minutes) whatever the number of topics; \`total\` counts every topic registered. Deployment totals of backlogs and counters are on /metrics (the busiest topics plus topic="(others)").`,
     request: {
       query: z.object({
         minutes: z.coerce
@@ -77,11 +80,18 @@ export const stats = router().openapi(
           .max(SERIES_MINUTES)
           .default(60)
           .openapi({ description: "minutes of per-minute series per topic (0: none; up to 24 h)" }),
+        ...topicPageQuery(DEFAULT_STATS_PAGE_LIMIT, MAX_STATS_PAGE_LIMIT, `; fewer when minutes × topics would pass ${STATS_PAGE_SERIES_MINUTES}`),
       }),
     },
     responses: { 200: { description: "Stats", ...json(StatsView) }, ...problemResponses([401, 422, 503]) },
   }),
-  async (c) => c.json(statsView(await report(c, c.req.valid("query").minutes)), 200),
+  async (c) => {
+    const { minutes, cursor, limit } = c.req.valid("query");
+    const after = cursor === undefined ? undefined : decodeTopicCursor(cursor);
+    if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
+    const page = await collectPage(c.get("queue"), { minutes, limit, ...(after ? { after: after.after } : {}) });
+    return c.json(statsView(page), 200);
+  },
 );
 
 /** GET /metrics: the same numbers for Prometheus (a token is required, as for the API). */
@@ -91,10 +101,15 @@ export const metrics = router().openapi(
     path: "/",
     operationId: "getMetrics",
     summary: "Prometheus metrics (text exposition format 0.0.4)",
+    description:
+      'Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic="(others)" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 43 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request.',
     responses: {
       200: { description: "Metrics", content: { [PROMETHEUS_CONTENT_TYPE]: { schema: z.string() } } },
       ...problemResponses([401, 503]),
     },
   }),
-  async (c) => c.text(toPrometheus(await report(c, 0)), 200, { "content-type": PROMETHEUS_CONTENT_TYPE }),
+  async (c) => {
+    const report = await collectRanked(c.get("queue"), { top: c.get("settings").metricsTopics });
+    return c.text(toPrometheus(report), 200, { "content-type": PROMETHEUS_CONTENT_TYPE });
+  },
 );

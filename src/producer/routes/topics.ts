@@ -6,7 +6,9 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
-import { ClaimBody, ClaimedView, iso, TopicName, TopicSettingsBody, TopicView } from "../schemas.js";
+import { ClaimBody, ClaimedView, iso, TopicList, TopicName, topicPageQuery, TopicSettingsBody, TopicView } from "../schemas.js";
+import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
+import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT } from "../../limits.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
@@ -31,14 +33,19 @@ export const topics = router()
       method: "get",
       path: "/",
       operationId: "listTopics",
-      summary: "Every registered topic with its settings and stats",
-      responses: { 200: { description: "Topics", ...json(z.object({ topics: z.array(TopicView) })) }, ...problemResponses([401, 503]) },
+      summary: "One page of the registered topics (name order) with their settings and stats",
+      description: `Pages with \`cursor\` and \`limit\` (default ${DEFAULT_TOPIC_PAGE_LIMIT}, at most ${MAX_TOPIC_PAGE_LIMIT}): a page reads one bounded script call for the names and one per topic, and answers ~0.45 KB per topic (≤ ~230 KB at the largest limit) whatever the number of topics.`,
+      request: { query: z.object(topicPageQuery(DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT, "")) },
+      responses: { 200: { description: "Topics", ...json(TopicList) }, ...problemResponses([401, 422, 503]) },
     }),
     async (c) => {
+      const { cursor, limit } = c.req.valid("query");
+      const after = cursor === undefined ? undefined : decodeTopicCursor(cursor);
+      if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
       const queue = c.get("queue");
-      const names = await queue.listTopics();
-      const stats = await Promise.all(names.map((n) => queue.topicStats(n)));
-      return c.json({ topics: stats.map(view) }, 200);
+      const page = await queue.listTopicsPage({ limit, ...(after ? { after: after.after } : {}) });
+      const stats = await Promise.all(page.names.map((n) => queue.topicStats(n)));
+      return c.json({ topics: stats.map(view), total: page.total, nextCursor: page.next === null ? null : encodeTopicCursor(page.next) }, 200);
     },
   )
   .openapi(
