@@ -41,7 +41,11 @@ function deployment(overrides: Partial<Env> = {}) {
   const api = async (method: string, path: string, body: unknown) => {
     const res = await app.request(
       path,
-      { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) },
+      {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      },
       env,
     );
     expect(res.status, await res.clone().text()).toBeLessThan(300);
@@ -135,7 +139,10 @@ describe("webhook ingest verifies what Stripe's and standardwebhooks' libraries 
       `v1=${"f".repeat(64)},${header}`,
       stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: now }),
     ]) {
-      expect(await d.hook("stripe-in", payload, { "stripe-signature": again }), again).toEqual({ status: 202, body: { id: first.body.id, deduplicated: true } });
+      expect(await d.hook("stripe-in", payload, { "stripe-signature": again }), again).toEqual({
+        status: 202,
+        body: { id: first.body.id, deduplicated: true },
+      });
     }
     const other = JSON.stringify({ id: "evt_9Z8x7C6v5B4n", object: "event", type: "invoice.paid" });
     const second = await d.hook("stripe-in", other, { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload: other, secret }) });
@@ -181,7 +188,11 @@ describe("webhook ingest verifies what Stripe's and standardwebhooks' libraries 
     const bad = [
       signed("msg_other", new Date(), payload.replace("42", "43")),
       { ...signed("msg_other2", new Date()), "webhook-id": "msg_other3" },
-      { "webhook-id": "msg_x", "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": new Webhook(whsec(10)).sign("msg_x", new Date(), payload) },
+      {
+        "webhook-id": "msg_x",
+        "webhook-timestamp": String(Math.floor(Date.now() / 1000)),
+        "webhook-signature": new Webhook(whsec(10)).sign("msg_x", new Date(), payload),
+      },
       signed("msg_old", new Date(Date.now() - 301_000)),
     ];
     for (const h of bad) expect((await d.hook("sw-in", payload, h)).status, JSON.stringify(h)).toBe(401);
