@@ -220,3 +220,24 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
     stop,
   };
 }
+
+/**
+ * Runs `npm start` with `env` over this process's environment for a start that is meant to refuse (a bad setting, a
+ * data directory or port in use): resolves with its exit code and everything it printed once it exits, or with
+ * "still running" after `waitMs` (default 25 s), when its process tree is killed.
+ */
+export async function startExpectingExit(env: Record<string, string>, waitMs = 25_000): Promise<{ code: number | null | "still running"; output: string }> {
+  const child = spawn("npm", ["start"], { cwd: root, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c));
+  child.stderr!.on("data", (c: Buffer) => (output += c));
+  try {
+    const code = await Promise.race([
+      new Promise<number | null>((r) => child.once("exit", (c) => r(c))),
+      new Promise<"still running">((r) => setTimeout(() => r("still running"), waitMs)),
+    ]);
+    return { code, output };
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) signalTree(child.pid!, "SIGKILL");
+  }
+}

@@ -5,7 +5,7 @@
  * left by a stack that is gone is taken over; a stopped stack frees its
  * directory.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,9 +14,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { LOCK_FILE } from "../../dev/data-dir-lock.js";
 import { freePort } from "../../dev/ports.js";
 import { descendantsOf, signalTree } from "../../dev/process-tree.js";
-import { startNpmStart, type NpmStart } from "../../harness/npm-start.js";
+import { startExpectingExit, startNpmStart, type NpmStart } from "../../harness/npm-start.js";
 
-const root = join(import.meta.dirname, "../..");
 let stack: NpmStart;
 /** The pid of a process that has exited: the stale lock the stack found in its directory. */
 let stalePid: number;
@@ -31,23 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
 });
-
-/** Runs `npm start` with `env` on top of this shell's, and resolves with its exit code and output once it exits (or after 25 s: "still running"). */
-async function secondStart(env: Record<string, string>): Promise<{ code: number | null | "still running"; output: string }> {
-  const child = spawn("npm", ["start"], { cwd: root, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout!.on("data", (c: Buffer) => (output += c));
-  child.stderr!.on("data", (c: Buffer) => (output += c));
-  try {
-    const code = await Promise.race([
-      new Promise<number | null>((r) => child.once("exit", (c) => r(c))),
-      new Promise<"still running">((r) => setTimeout(() => r("still running"), 25_000)),
-    ]);
-    return { code, output };
-  } finally {
-    if (child.exitCode === null && child.signalCode === null) signalTree(child.pid!, "SIGKILL");
-  }
-}
 
 /** dev/start.ts's pid in the running stack (npm runs it under a shell). */
 function stackPid(): number {
@@ -67,7 +49,7 @@ it("took over the lock of a stack that is gone, and holds the directory with its
 });
 
 it("a second npm start on the same data directory exits at once, naming the directory and the running stack's pid", { timeout: 40_000 }, async () => {
-  const { code, output } = await secondStart({
+  const { code, output } = await startExpectingExit({
     DELAYLINE_DATA_DIR: stack.dataDir,
     PORT: String(await freePort()),
     REDIS_PORT: "",
@@ -85,7 +67,7 @@ it("a second npm start on the same data directory exits at once, naming the dire
 it("a second npm start on a PORT the first one serves says PORT and never prints ready", { timeout: 40_000 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "delayline-lock-port-"));
   try {
-    const { code, output } = await secondStart({ DELAYLINE_DATA_DIR: dataDir, PORT: String(stack.port), REDIS_PORT: "", BRIDGE_PORT: "" });
+    const { code, output } = await startExpectingExit({ DELAYLINE_DATA_DIR: dataDir, PORT: String(stack.port), REDIS_PORT: "", BRIDGE_PORT: "" });
     expect(code, output).not.toBe("still running");
     expect(code, output).not.toBe(0);
     expect(output).toContain(`PORT ${stack.port} is in use`);
@@ -103,7 +85,7 @@ it("a PORT another server (not a stack) listens on gets the same message", { tim
   const other: Server = createServer((s) => s.destroy());
   const port = await new Promise<number>((r) => other.listen(0, "127.0.0.1", () => r((other.address() as { port: number }).port)));
   try {
-    const { code, output } = await secondStart({ DELAYLINE_DATA_DIR: dataDir, PORT: String(port), REDIS_PORT: "", BRIDGE_PORT: "" });
+    const { code, output } = await startExpectingExit({ DELAYLINE_DATA_DIR: dataDir, PORT: String(port), REDIS_PORT: "", BRIDGE_PORT: "" });
     expect(code, output).not.toBe("still running");
     expect(code, output).not.toBe(0);
     expect(output).toContain(`PORT ${port} is in use`);

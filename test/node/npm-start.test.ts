@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { freePort } from "../../dev/ports.js";
 import { descendantsOf, isAlive, signalTree } from "../../dev/process-tree.js";
+import { startExpectingExit } from "../../harness/npm-start.js";
 import { Delayline } from "../../src/client/index.js";
 import { artifactDir, launchChromium } from "../browser.js";
 
@@ -115,30 +116,19 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
 });
 
 it("exits at once, starting nothing, when a setting breaks its rule, naming each bad setting and its rule", { timeout: 30_000 }, async () => {
-  const child = spawn("npm", ["start"], {
-    cwd: join(import.meta.dirname, "../.."),
-    // whsec_test123 is 13 characters (the minimum is 16); 5 ms is below TICK_POLL_MS's 50.
-    env: { ...process.env, PORT: String(await freePort()), DELAYLINE_DATA_DIR: dataDir, SIGNING_SECRET: "whsec_test123", TICK_POLL_MS: "5" },
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+  // whsec_test123 is 13 characters (the minimum is 16); 5 ms is below TICK_POLL_MS's 50.
+  // The old behaviour waited 60 s for /healthz; well short of that, the test stops waiting and cleans up.
+  const { code, output } = await startExpectingExit({
+    PORT: String(await freePort()),
+    DELAYLINE_DATA_DIR: dataDir,
+    SIGNING_SECRET: "whsec_test123",
+    TICK_POLL_MS: "5",
   });
-  let output = "";
-  child.stdout!.on("data", (c: Buffer) => (output += c));
-  child.stderr!.on("data", (c: Buffer) => (output += c));
-  try {
-    // The old behaviour waited 60 s for /healthz; well short of that, the test stops waiting and cleans up.
-    const code = await Promise.race([
-      new Promise<number | null>((r) => child.once("exit", (c) => r(c))),
-      new Promise<"still running">((r) => setTimeout(() => r("still running"), 25_000)),
-    ]);
-    expect(code, output).not.toBe("still running");
-    expect(code, output).not.toBe(0);
-    expect(output).toMatch(/SIGNING_SECRET must be at least 16 characters/);
-    expect(output).toMatch(/TICK_POLL_MS must be a whole number from 50 to 60000/);
-    // The secret itself is never printed.
-    expect(output).not.toContain("whsec_test123");
-    expect(output).not.toMatch(/redis-server on|REST bridge on/);
-  } finally {
-    if (child.exitCode === null && child.signalCode === null) signalTree(child.pid!, "SIGKILL");
-  }
+  expect(code, output).not.toBe("still running");
+  expect(code, output).not.toBe(0);
+  expect(output).toMatch(/SIGNING_SECRET must be at least 16 characters/);
+  expect(output).toMatch(/TICK_POLL_MS must be a whole number from 50 to 60000/);
+  // The secret itself is never printed.
+  expect(output).not.toContain("whsec_test123");
+  expect(output).not.toMatch(/redis-server on|REST bridge on/);
 });
