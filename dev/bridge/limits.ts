@@ -168,9 +168,18 @@ const WRITES = new Map<string, (args: string[]) => string[]>([
 const byteLength = (s: string) => Buffer.byteLength(s, "utf8");
 
 /**
- * The keys a command writes and the bytes it brings: for a script every key
- * in KEYS (its ARGV bytes counted against each, not knowing which grows), for
- * a plain write command its keys (its arguments' bytes). `undefined` for a
+ * What `bytes` of arguments can add to a key's `MEMORY USAGE`: jemalloc
+ * rounds each allocation up to its size class (at most a quarter more), and
+ * each element carries headers and a dict entry (64 bytes is generous). An
+ * estimate on the high side refuses a write a little early rather than let
+ * a key pass the cap.
+ */
+const growth = (bytes: number, elements: number) => Math.ceil(bytes * 1.25) + 64 * elements;
+
+/**
+ * The keys a command writes and the bytes it may add to each (see `growth`):
+ * for a script every key in KEYS (its ARGV counted against each, not knowing
+ * which grows), for a plain write command its keys (its arguments). `undefined` for a
  * command that writes no record.
  */
 export function writtenKeys(name: string, args: string[]): { keys: string[]; bytes: number } | undefined {
@@ -180,13 +189,13 @@ export function writtenKeys(name: string, args: string[]): { keys: string[]; byt
     const keys = args.slice(2, 2 + numkeys);
     let bytes = 0;
     for (let i = 2 + numkeys; i < args.length; i++) bytes += byteLength(args[i]!);
-    return { keys, bytes };
+    return { keys, bytes: growth(bytes, args.length - 2 - numkeys) };
   }
   const keysOf = WRITES.get(name);
   if (!keysOf) return undefined;
   let bytes = 0;
   for (const a of args) bytes += byteLength(a);
-  return { keys: keysOf(args), bytes };
+  return { keys: keysOf(args), bytes: growth(bytes, args.length) };
 }
 
 /** Bytes of a reply as the bridge sends it: JSON text, base64 or not. */

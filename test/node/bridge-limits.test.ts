@@ -130,14 +130,26 @@ describe("record size", () => {
   it("checks every key a script is given in KEYS, and refuses the script before it runs", async () => {
     limits({ maxRecordBytes: 1 * MB });
     const [a, b] = [key("a"), key("b")];
-    await post("/", ["SET", b, "b".repeat(900 * KB)]);
+    expect((await post("/", ["SET", b, "b".repeat(800 * KB)])).body).toEqual({ result: "OK" });
     const script = "redis.call('SET', KEYS[1], ARGV[1]); redis.call('APPEND', KEYS[2], ARGV[1]); return 1";
     const r = await post("/", ["EVAL", script, 2, a, b, "v".repeat(200 * KB)]);
     expect(r).toMatchObject({ status: 400, body: { error: "ERR max single record size exceeded" } });
     // No partial write: the script did not run at all.
     expect((await post("/", ["EXISTS", a])).body).toEqual({ result: 0 });
-    expect((await post("/", ["STRLEN", b])).body).toEqual({ result: 900 * KB });
+    expect((await post("/", ["STRLEN", b])).body).toEqual({ result: 800 * KB });
     expect((await post("/", ["EVAL", script, 2, a, key("c"), "v".repeat(200 * KB)])).body).toEqual({ result: 1 });
+  });
+  it("answers the error after the fact when a script grows a key near the cap past it without bringing the bytes (the write stays, unlike Upstash)", async () => {
+    limits({ maxRecordBytes: 1 * MB });
+    const [dst, src] = [key("dst"), key("src")];
+    await post("/", ["SET", dst, "d".repeat(600 * KB)]);
+    await post("/", ["SET", src, "s".repeat(600 * KB)]);
+    const copy = "return redis.call('APPEND', KEYS[1], redis.call('GET', KEYS[2]))";
+    expect(await post("/", ["EVAL", copy, 2, dst, src])).toMatchObject({ status: 400, body: { error: "ERR max single record size exceeded" } });
+    expect((await post("/", ["STRLEN", dst])).body).toEqual({ result: 1200 * KB });
+    // From then on the key takes no write, and still reads and deletes.
+    expect((await post("/", ["APPEND", dst, "x"])).body).toEqual({ error: "ERR max single record size exceeded" });
+    expect((await post("/", ["DEL", dst, src])).body).toEqual({ result: 2 });
   });
 });
 
