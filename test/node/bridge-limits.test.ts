@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { Redis as Upstash } from "@upstash/redis";
 import IORedis from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { UPSTASH_LIMITS, type UpstashLimits } from "../../dev/bridge/limits.js";
+import { limitsFromEnv, UPSTASH_LIMITS, type UpstashLimits } from "../../dev/bridge/limits.js";
 import { type RunningBridge, startBridge } from "../../dev/bridge/server.js";
 import { stripKeyLocking } from "../../dev/bridge/scripts.js";
 
@@ -46,6 +46,15 @@ it("holds Upstash's own values by default", async () => {
   } finally {
     await fresh.close();
   }
+});
+
+it("reads limits from the environment of npm start and npm run bridge: 0 turns one off, anything but a whole number is refused by name", () => {
+  expect(limitsFromEnv({ BRIDGE_MAX_RECORD_BYTES: "0", BRIDGE_COMMANDS_PER_SECOND: "50", BRIDGE_MAX_REQUEST_BYTES: "" })).toEqual({
+    maxRecordBytes: 0,
+    commandsPerSecond: 50,
+  });
+  expect(limitsFromEnv({ BRIDGE_MAX_REPLY_BYTES: "65536", BRIDGE_MAX_REQUESTS: "7" })).toEqual({ maxReplyBytes: 65_536, maxRequests: 7 });
+  for (const bad of ["-1", "1.5", "1mb", "x"]) expect(() => limitsFromEnv({ BRIDGE_MAX_RECORD_BYTES: bad })).toThrow(/BRIDGE_MAX_RECORD_BYTES/);
 });
 
 describe("request size", () => {
