@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { limitsFromEnv } from "../dev/bridge/limits.js";
 import { startBridge, type RunningBridge } from "../dev/bridge/server.js";
 import { startCronDriver, type CronDriver } from "../dev/cron-driver.js";
 import { freePort } from "../dev/ports.js";
@@ -81,7 +82,13 @@ export class ChaosStack {
   }
 
   async startBridge(): Promise<void> {
-    this.bridge = await startBridge({ redisUrl: `redis://127.0.0.1:${this.redisPort}`, token: this.bridgeToken, port: this.bridgePort });
+    // Upstash's limits, as npm start holds them (BRIDGE_MAX_* and BRIDGE_COMMANDS_PER_SECOND change them).
+    this.bridge = await startBridge({
+      redisUrl: `redis://127.0.0.1:${this.redisPort}`,
+      token: this.bridgeToken,
+      port: this.bridgePort,
+      limits: limitsFromEnv(process.env),
+    });
   }
 
   /** Stops the bridge at once, as a crash would: open connections are cut, new ones refused. */

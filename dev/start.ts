@@ -8,6 +8,8 @@
  *   DELAYLINE_TOKEN       API token (default dev-token)
  *   REDIS_PORT            local redis-server port (default: a free one)
  *   BRIDGE_PORT           REST bridge port (default: a free one)
+ *   BRIDGE_MAX_REQUEST_BYTES, BRIDGE_MAX_REPLY_BYTES, BRIDGE_MAX_RECORD_BYTES, BRIDGE_COMMANDS_PER_SECOND,
+ *   BRIDGE_MAX_REQUESTS   the bridge's Upstash limits (dev/bridge/main.ts; default Upstash's, 0 turns one off)
  *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data); one npm start per
  *                         directory (dev/data-dir-lock.ts): a second one exits at once, naming the first one's pid
  *   REDIS_URL             use this Redis instead of starting one
@@ -24,6 +26,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { SETTING_NAMES, validateSettings } from "../src/env.js";
+import { limitsFromEnv } from "./bridge/limits.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
@@ -100,6 +103,8 @@ async function main() {
   let restUrl = process.env.UPSTASH_REDIS_REST_URL;
   let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
   checkSettings(fromEnvironment, apiToken, Boolean(restUrl && restToken));
+  // The bridge's limits are checked before anything starts too.
+  const bridgeLimits = limitsFromEnv(process.env);
   const port = portFromEnv("PORT", 8787);
   const dataDir = resolve(process.env.DELAYLINE_DATA_DIR || join(root, ".data"));
 
@@ -144,7 +149,7 @@ async function main() {
       log(`redis-server on ${redis.url} (append-only file in ${redis.dataDir})`);
     }
     restToken = randomBytes(24).toString("hex");
-    bridge = await startBridge({ redisUrl, token: restToken, port: portFromEnv("BRIDGE_PORT", 0) });
+    bridge = await startBridge({ redisUrl, token: restToken, port: portFromEnv("BRIDGE_PORT", 0), limits: bridgeLimits });
     restUrl = bridge.url;
     log(`REST bridge on ${bridge.url}`);
   }

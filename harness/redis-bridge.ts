@@ -1,3 +1,4 @@
+import { limitsFromEnv, type UpstashLimits } from "../dev/bridge/limits.js";
 import { startBridge, type BridgeOptions, type RunningBridge } from "../dev/bridge/server.js";
 import { startRedis, type RedisLauncherOptions, type RunningRedis } from "../dev/redis-launcher.js";
 
@@ -17,13 +18,20 @@ export interface RedisBridgeOptions {
   log?: BridgeOptions["log"];
   /** Names the token. Default "test". */
   tokenPrefix?: string;
+  /**
+   * Upstash's limits the bridge holds (dev/bridge/limits.ts; `0` turns one off).
+   * Default Upstash's own values, changed by the BRIDGE_MAX_* / BRIDGE_COMMANDS_PER_SECOND
+   * environment variables, then by these fields.
+   */
+  limits?: Partial<UpstashLimits>;
 }
 
 export async function startRedisBridge(options: RedisBridgeOptions = {}): Promise<RedisBridge> {
   const redis = await startRedis(options.redis);
   const token = `${options.tokenPrefix ?? "test"}-${crypto.randomUUID()}`;
   try {
-    const bridge = await startBridge({ redisUrl: redis.url, token, ...(options.log ? { log: options.log } : {}) });
+    const limits = { ...limitsFromEnv(process.env), ...options.limits };
+    const bridge = await startBridge({ redisUrl: redis.url, token, limits, ...(options.log ? { log: options.log } : {}) });
     return {
       redis,
       bridge,

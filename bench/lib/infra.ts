@@ -106,8 +106,8 @@ export async function startInfra(): Promise<Infra> {
         const usec = /usec=(\d+)/.exec(value);
         if (!m || !calls || !usec) continue;
         const name = m[1]!;
-        // The metering's own commands.
-        if (name.startsWith("config") || name === "info") continue;
+        // The metering's own commands, and the bridge's record-size measure (MEMORY USAGE), which Upstash does not bill.
+        if (name.startsWith("config") || name === "info" || name.startsWith("memory")) continue;
         byCommand[name] = { calls: Number(calls[1]), usec: Number(usec[1]) };
       }
       let commands = 0;
@@ -119,7 +119,7 @@ export async function startInfra(): Promise<Infra> {
         topLevelUsec += s.usec * Math.min(1, top / s.calls);
       }
       let sentCommands = 0;
-      for (const [name, n] of sent) if (name !== "config" && name !== "info") sentCommands += n;
+      for (const [name, n] of sent) if (name !== "config" && name !== "info" && name !== "memory") sentCommands += n;
       return { commands, byCommand, topLevelUsec: Math.round(topLevelUsec), sentCommands, processCpuUsec: cpu - cpuAtReset, bridgeRequests: requests };
     },
     async usedMemory() {

@@ -5,7 +5,14 @@
  *   BRIDGE_PORT   default 8079
  *   BRIDGE_HOST   default 127.0.0.1
  *   BRIDGE_LOG    "1" logs method, path, status and duration (never tokens or values)
+ * Upstash's limits hold by default (dev/bridge/limits.ts); 0 turns one off:
+ *   BRIDGE_MAX_REQUEST_BYTES    default 10485760 (10 MB)
+ *   BRIDGE_MAX_REPLY_BYTES      default 10485760 (10 MB), per command
+ *   BRIDGE_MAX_RECORD_BYTES     default 104857600 (100 MB), per key
+ *   BRIDGE_COMMANDS_PER_SECOND  default 10000; past it commands wait
+ *   BRIDGE_MAX_REQUESTS         default 0 (none): commands before "ERR max requests limit exceeded"
  */
+import { limitsFromEnv, type UpstashLimits } from "./limits.js";
 import { startBridge } from "./server.js";
 
 const token = process.env.BRIDGE_TOKEN;
@@ -18,7 +25,15 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`BRIDGE_PORT must be a port number, got ${JSON.stringify(process.env.BRIDGE_PORT)}`);
   process.exit(2);
 }
+let limits: Partial<UpstashLimits>;
+try {
+  limits = limitsFromEnv(process.env);
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(2);
+}
 const bridge = await startBridge({
+  limits,
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
   token,
   port,

@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createBridgeHandler, type BridgeAppOptions } from "./app.js";
+import type { UpstashLimits } from "./limits.js";
 import { RedisPool, type PoolOptions } from "./pool.js";
 
 /** Options of a running bridge. */
@@ -23,13 +24,18 @@ export interface RunningBridge {
    * connections until they fall idle, which a busy client may never let happen.)
    */
   abort(): Promise<void>;
+  /** Changes some of Upstash's limits from the next request on (`0` turns one off), e.g. to lower a cap and then lift it. */
+  setLimits(change: Partial<UpstashLimits>): void;
+  /** The limits in force. */
+  readonly limits: Readonly<UpstashLimits>;
 }
 
 export async function startBridge(options: BridgeOptions): Promise<RunningBridge> {
   const pool = new RedisPool(options);
   await pool.waitReady(options.connectTimeoutMs ?? 2_000);
   const host = options.host ?? "127.0.0.1";
-  const server = createServer(createBridgeHandler({ ...options, pool }));
+  const handler = createBridgeHandler({ ...options, pool });
+  const server = createServer(handler);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, host, () => resolve());
@@ -51,5 +57,9 @@ export async function startBridge(options: BridgeOptions): Promise<RunningBridge
     port,
     close: () => stop("idle"),
     abort: () => stop("all"),
+    setLimits: (change) => handler.setLimits(change),
+    get limits() {
+      return handler.limits;
+    },
   };
 }

@@ -116,11 +116,16 @@ describe("single commands", () => {
     }
   });
 
-  it("accepts bodies of 10 MB", async () => {
+  it("accepts a body of 10 MB, Upstash's request limit, and refuses one byte more with Upstash's error before Redis sees it", async () => {
     const k = key("big");
-    const value = "y".repeat(10 * 1024 * 1024);
+    const limit = 10 * 1024 * 1024;
+    const overhead = JSON.stringify(["SET", k, ""]).length;
+    const value = "y".repeat(limit - overhead);
     expect((await post("/", ["SET", k, value])).body).toEqual({ result: "OK" });
-    expect((await post("/", ["STRLEN", k])).body).toEqual({ result: 10 * 1024 * 1024 });
+    expect((await post("/", ["STRLEN", k])).body).toEqual({ result: limit - overhead });
+    const over = await post("/", ["SET", `${k}:over`, `${value}y`]);
+    expect(over).toMatchObject({ status: 400, body: { error: "ERR max request size exceeded" } });
+    expect((await post("/", ["EXISTS", `${k}:over`])).body).toEqual({ result: 0 });
   });
 });
 

@@ -70,7 +70,8 @@ const fold = (text: string) => text.replace(/\s+/g, " ").trim();
 /** A script's header: its leading `--[[ … ]]` comment, white space folded. */
 function header(script: string): string {
   const source = readFileSync(join(luaDir, `${script}.lua`), "utf8");
-  const m = /^--\[\[([\s\S]*?)\]\]/.exec(source);
+  // After the first line's `#!lua flags=allow-key-locking`.
+  const m = /^#!lua[^\n]*\n--\[\[([\s\S]*?)\]\]/.exec(source);
   if (!m) throw new Error(`${script}.lua has no --[[ header ]]`);
   return fold(m[1]!);
 }

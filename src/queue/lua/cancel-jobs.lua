@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   cancel-jobs: cancels many scheduled jobs of one topic, a bounded amount per
   call: the jobs of a due window (walked in due order from a position, like a

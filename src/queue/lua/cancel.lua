@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   cancel: removes a scheduled job (never one in flight) and keeps a
   "cancelled" record, with the attempt history of the job, readable for the

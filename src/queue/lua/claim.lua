@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   claim: takes due jobs of one topic under a lease.
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   configure-topic: sets and clears a topic's settings and registers the topic.
   A topic that is push and not paused afterwards gets its score in the topic

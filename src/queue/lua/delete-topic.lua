@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   delete-topic: removes a topic with everything it holds — its settings,
   token bucket, metrics, dead letters, its place in the registry, the topic

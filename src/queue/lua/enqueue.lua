@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   enqueue: stores jobs and schedules them, one or a batch in one atomic call.
   A job with an idempotency key that was seen within the window is not stored

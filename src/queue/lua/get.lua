@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   get: everything known about one job, read in one consistent snapshot.
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   list-dead: one page of a topic's dead letters, newest first (failed time,
   then id, both descending), optionally within a failed-time window.

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   list-jobs: one page of a topic's scheduled jobs (the due set, in due order)
   or jobs in flight (the lease set, in lease-deadline order), in the set's

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   list-topics: one page of the topic registry in name order (the order of
   Lua's string comparison, byte order in Redis' C locale).

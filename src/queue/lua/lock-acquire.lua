@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   lock-acquire: takes the tick lock when it is free.
 

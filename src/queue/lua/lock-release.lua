@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   lock-release: frees the tick lock, only for its owner (compare and delete),
   and records the loop's final status in the same call.

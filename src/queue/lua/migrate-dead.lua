@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   migrate-dead: moves dead letters from the list earlier versions kept (newest
   first, found only by scanning) into the sorted set and hash they are kept

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   peek: the tick's poll. One command finds every topic with work due now
   across all topics, however many topics exist: the head of the topic index

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   purge-dead: drops dead letters — given ids, or a bounded step of a walk
   over the topic's letters (oldest first, within a failed-time window, whose

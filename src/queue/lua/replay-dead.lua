@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   replay-dead: puts dead letters back on the schedule with fresh attempts —
   given ids, or a bounded step of a walk over the topic's letters (oldest

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   reschedule: moves a scheduled job to a new due time (never one in flight),
   lowering its topic's score in the topic index to the new time.

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   schedule-delete: removes a schedule. Jobs it already stored stay: they are
   ordinary jobs. Keeps the index member "~schedules" exact (lib/index.lua).

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   schedule-fire: stores the job of one occurrence for each given schedule and
   advances the schedule past it, fenced: schedule i fires only if it is still

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   schedule-write: creates, replaces, pauses or resumes a schedule, as a
   compare-and-set on its revision: the caller read the schedule at revision

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   schedules-due: the schedules whose next occurrence has come, earliest
   first, with their definitions and states, for the tick to fire

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   settle: records the outcomes of a chunk of one topic's claimed jobs in one
   call. Each outcome is fenced by its attempt number: unless the job is still

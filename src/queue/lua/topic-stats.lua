@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
   topic-stats: a consistent snapshot of one topic's settings, backlog and counters.
 

@@ -40,8 +40,20 @@ async function logged(): Promise<Array<{ micros: number; command: string[] }>> {
 }
 
 /** How long (µs) each logged call of the script with this digest took. */
-async function scriptCalls(sha1: string): Promise<number[]> {
-  return (await logged()).filter((e) => e.command[0]!.toUpperCase() === "EVALSHA" && e.command[1] === sha1).map((e) => e.micros);
+/**
+ * Each EVALSHA of `script` in the SLOWLOG, by the digest Redis knows it by:
+ * the bridge takes the first line's `#!lua flags=allow-key-locking` out
+ * (Redis 7.0 refuses it), which leaves that line empty. A first EVALSHA,
+ * before the bridge has seen the text, goes out with the flagged digest (and
+ * Redis answers NOSCRIPT, logged as a call too, the EVAL after it not).
+ */
+async function scriptCalls(script: { source: string; sha1: string }): Promise<number[]> {
+  const stripped = script.source.slice(script.source.indexOf("\n"));
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(stripped));
+  const sha1 = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return (await logged())
+    .filter((e) => e.command[0]!.toUpperCase() === "EVALSHA" && (e.command[1] === sha1 || e.command[1] === script.sha1))
+    .map((e) => e.micros);
 }
 
 const summary = (micros: number[]) => ({
@@ -97,15 +109,15 @@ describe.sequential("bounded calls", () => {
       after = r.next;
     }
     const stats = String(await slowRedis(["INFO", "commandstats"]));
-    const calls = await scriptCalls(lua.cancelJobs.sha1);
+    const calls = await scriptCalls(lua.cancelJobs);
 
     expect(cancelled).toBe(60_000);
     expect(steps).toBe(60_000 / BULK_CANCEL_BATCH);
     expect(calls).toHaveLength(steps);
     expect(Math.max(...calls)).toBeLessThan(CALL_BOUND_US);
-    // Commands as Upstash bills them (those run inside the scripts too), leaving out the metering's own.
+    // Commands as Upstash bills them (those run inside the scripts too), leaving out the metering's own and the bridge's MEMORY USAGE.
     let commands = 0;
-    for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) if (!/^(config|slowlog|info)/.test(m[1]!)) commands += Number(m[2]);
+    for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) if (!/^(config|slowlog|info|memory)/.test(m[1]!)) commands += Number(m[2]);
     console.log(JSON.stringify({ bulkCancel60000Of100000: { ...summary(calls), commandsPerJob: commands / 60_000 } }));
 
     // Exactly the window is gone: what is left is the 40,000 outside it, in order.
@@ -156,7 +168,7 @@ describe.sequential("bounded calls", () => {
       if (!r.next) break;
       after = r.next;
     }
-    const replayCalls = await scriptCalls(lua.replayDead.sha1);
+    const replayCalls = await scriptCalls(lua.replayDead);
     expect(replayed).toBe(2_000);
     expect(steps).toBe(4_000 / DEAD_BATCH);
     expect(replayCalls).toHaveLength(steps);
@@ -164,7 +176,7 @@ describe.sequential("bounded calls", () => {
     // Purge the rest: 8,000 letters.
     await timeEveryCall();
     expect(await queue.purgeDeadLetters("d")).toBe(8_000);
-    const purgeCalls = await scriptCalls(lua.purgeDead.sha1);
+    const purgeCalls = await scriptCalls(lua.purgeDead);
     expect(purgeCalls).toHaveLength(Math.ceil(8_000 / DEAD_BATCH));
     expect(Math.max(...replayCalls, ...purgeCalls)).toBeLessThan(CALL_BOUND_US);
     console.log(JSON.stringify({ deadLetters: { replay2000Of4000InWindow: summary(replayCalls), purge8000: summary(purgeCalls) } }));

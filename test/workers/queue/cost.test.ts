@@ -44,8 +44,8 @@ async function meter<T>(work: () => Promise<T>): Promise<{ commands: number; req
   let commands = 0;
   for (const line of (await raw(["INFO", "commandstats"])).split("\n")) {
     const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-    // Leave out the metering's own CONFIG RESETSTAT.
-    if (m && !m[1]!.startsWith("config")) commands += Number(m[2]);
+    // Leave out the metering's own CONFIG RESETSTAT, and the bridge's record-size measure (MEMORY USAGE), which Upstash does not bill.
+    if (m && !m[1]!.startsWith("config") && !m[1]!.startsWith("memory")) commands += Number(m[2]);
   }
   return { commands, requests: made, result };
 }
