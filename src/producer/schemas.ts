@@ -516,6 +516,10 @@ export const Problem = z
     status: z.number().int(),
     detail: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    limit: z
+      .enum(["record-size", "request-size", "requests", "capacity", "memory"])
+      .optional()
+      .openapi({ description: "With urn:delayline:redis-limit: the Redis (Upstash) limit that refused the request." }),
   })
   .openapi("Problem");
 
