@@ -221,7 +221,7 @@ function redisError(op: RedisOp, err: unknown): Error {
   const text = redactedText(err);
   const unknown = `${op.name} changes state and Redis may have run it, so it was not sent again: its outcome is unknown`;
   if (isTimeout(err)) {
-    const why = `Redis did not answer ${op.name} before the request's deadline (REDIS_TIMEOUT_MS): it is slow or busy, or the reply too large, not necessarily down`;
+    const why = `Redis did not answer before the request's deadline (REDIS_TIMEOUT_MS), for ${op.name}: it is slow or busy, or the reply too large, not necessarily down`;
     return op.repeatSafe ? new RedisTimeoutError(why) : new RedisOutcomeUnknownError(`${why}; ${unknown}`);
   }
   for (const [pattern, limit] of LIMIT_TEXTS) {
