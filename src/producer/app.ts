@@ -263,6 +263,8 @@ app.onError((err, c) => {
  * request-count quota 503 with Retry-After, as it lifts with time.
  */
 function limitProblem(err: RedisLimitError): Response {
+  // The message names the call, never its arguments (see redisCall).
+  console.error(JSON.stringify({ level: "error", msg: "Redis refused a request at one of its limits", limit: err.limit, error: err.message }));
   const status = err.limit === "request-size" ? 413 : err.limit === "requests" ? 503 : 507;
   return problem(status, `${err.message}. Nothing was written.`, {
     type: PROBLEM_TYPES.redisLimit,

@@ -569,6 +569,18 @@ export const StatsView = z
           ended: z.string().nullable(),
         })
         .nullable(),
+      redisLimitErrors: z
+        .object({
+          "record-size": z.number().int(),
+          "request-size": z.number().int(),
+          requests: z.number().int(),
+          capacity: z.number().int(),
+          memory: z.number().int(),
+        })
+        .openapi({
+          description:
+            "commands Redis (Upstash) refused at each of its limits since the deployment began (also delayline_redis_limit_errors_total{limit} in /metrics); counted in memory while Redis refuses writes, stored once it takes them again",
+        }),
     }),
     topics: z.array(
       z.object({

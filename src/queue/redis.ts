@@ -166,6 +166,8 @@ export interface RedisOp {
   readonly name: string;
   /** Running it twice is harmless (a read, or a write that is idempotent by construction), so a failure that may have reached Redis is retried. */
   readonly repeatSafe: boolean;
+  /** A limit error of this call is counted (see {@link takeLimitErrors}). Default true; false for the call that stores the counts. */
+  readonly countsLimits?: boolean;
 }
 
 /** How many times a call is sent again after a transport failure, and the wait before each (50 ms, doubling). */
@@ -173,6 +175,11 @@ const RETRIES = 2;
 
 /** Limit errors counted since the isolate started (or since {@link takeLimitErrors}), by limit: kept here because Redis may be refusing the write that would count them. */
 const limitErrors = new Map<RedisLimit, number>();
+
+/** The limit errors counted and not yet taken (read only). */
+export function pendingLimitErrors(): ReadonlyMap<RedisLimit, number> {
+  return limitErrors;
+}
 
 /** The limit errors counted since the last call, and forgets them: the caller writes them to Redis (and adds them back with {@link restoreLimitErrors} if that fails). */
 export function takeLimitErrors(): Map<RedisLimit, number> {
@@ -226,7 +233,7 @@ function redisError(op: RedisOp, err: unknown): Error {
   }
   for (const [pattern, limit] of LIMIT_TEXTS) {
     if (!pattern.test(text)) continue;
-    limitErrors.set(limit, (limitErrors.get(limit) ?? 0) + 1);
+    if (op.countsLimits !== false) limitErrors.set(limit, (limitErrors.get(limit) ?? 0) + 1);
     return new RedisLimitError(limit, `Redis refused ${op.name}: the ${limit} limit is reached (${text})`);
   }
   if (isOutage(err)) {
