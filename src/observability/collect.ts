@@ -1,7 +1,7 @@
 import { METRICS_READ_BATCH, STATS_PAGE_SERIES_MINUTES } from "../limits.js";
 import type { Histogram, MetricsSnapshot } from "../queue/metrics.js";
 import type { Queue, SeriesPoint, TickStatus, TopicStats } from "../queue/queue.js";
-import type { RedisLimit } from "../queue/redis.js";
+import type { RedisLimit } from "../queue/errors.js";
 
 /** One topic as the stats endpoints show it. */
 export interface TopicReport {

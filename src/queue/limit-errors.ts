@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { QueueContext } from "./context.js";
-import { pendingLimitErrors, REDIS_LIMITS, type RedisLimit, redisCall, restoreLimitErrors, takeLimitErrors } from "./redis.js";
+import { REDIS_LIMITS, type RedisLimit } from "./errors.js";
+import { pendingLimitErrors, redisCall, restoreLimitErrors, takeLimitErrors } from "./redis.js";
 
 // The count of commands Redis refused at a limit (RedisLimitError), kept in
 // one hash beside the tick's keys. redis.ts counts them in the isolate's
@@ -12,9 +13,9 @@ import { pendingLimitErrors, REDIS_LIMITS, type RedisLimit, redisCall, restoreLi
 // evicted before a flush are lost, and a flush whose reply is lost may count
 // its counts once or twice: they are a signal, not a ledger.
 
-/** Adds the isolate's pending counts to Redis; keeps them for later when Redis refuses. No command when none is pending. */
-export async function flushLimitErrors(ctx: QueueContext): Promise<void> {
-  if (pendingLimitErrors().size === 0) return;
+/** Adds the isolate's pending counts to Redis; keeps them for later when Redis refuses. No command when none is pending; says whether it sent any. */
+export async function flushLimitErrors(ctx: QueueContext): Promise<boolean> {
+  if (pendingLimitErrors().size === 0) return false;
   const counts = takeLimitErrors();
   try {
     await Promise.all(
@@ -27,6 +28,7 @@ export async function flushLimitErrors(ctx: QueueContext): Promise<void> {
     // Refused or lost: kept for the next flush (one that reached Redis may then count twice).
     restoreLimitErrors(counts);
   }
+  return true;
 }
 
 /** How many commands Redis refused at each limit, every limit listed (0 for none): the stored counts and this isolate's not yet stored. */

@@ -2,7 +2,7 @@ import { QueueContext, type QueueOptions } from "./context.js";
 import * as deadLetters from "./dead-letters.js";
 import { Health } from "./health.js";
 import * as limitErrors from "./limit-errors.js";
-import type { RedisLimit } from "./redis.js";
+import type { RedisLimit } from "./errors.js";
 import * as jobChanges from "./job-changes.js";
 import * as jobReads from "./job-reads.js";
 import * as jobs from "./jobs.js";
@@ -266,8 +266,8 @@ export class Queue {
     return limitErrors.limitErrorCounts(this.ctx);
   }
 
-  /** Stores the limit errors this isolate counted, when Redis takes the write; no command when none is pending. */
-  flushLimitErrors(): Promise<void> {
+  /** Stores the limit errors this isolate counted, when Redis takes the write; no command when none is pending (answers whether it sent one). */
+  flushLimitErrors(): Promise<boolean> {
     return limitErrors.flushLimitErrors(this.ctx);
   }
 

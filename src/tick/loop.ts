@@ -1,7 +1,8 @@
 import { addOutcomes, noOutcomes, type Outcomes, type Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
 import type { Queue, TickStatus } from "../queue/queue.js";
-import { pendingLimitErrors, RedisLimitError, RedisUnavailableError } from "../queue/redis.js";
+import { RedisLimitError } from "../queue/errors.js";
+import { RedisUnavailableError } from "../queue/redis.js";
 import { fireDueSchedules } from "../schedules/fire.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
@@ -230,10 +231,7 @@ class TickLoop {
     if (!peek.lockHeld) return null;
     this.outage.reset();
     // Redis answers again: the limit errors counted meanwhile are stored (rare, so no command on a normal poll).
-    if (pendingLimitErrors().size > 0) {
-      budget.spend();
-      await this.o.queue.flushLimitErrors();
-    }
+    if (await this.o.queue.flushLimitErrors()) budget.spend();
     if (renew) this.lastExtend = clock.now();
     return peek;
   }

@@ -1,4 +1,5 @@
-import { RedisLimitError, RedisUnavailableError } from "../queue/redis.js";
+import { RedisLimitError } from "../queue/errors.js";
+import { RedisUnavailableError } from "../queue/redis.js";
 import type { Clock } from "./clock.js";
 import type { Log } from "./settle.js";
 

@@ -10,7 +10,8 @@ import { startNpmStart, type NpmStart } from "../../harness/npm-start.js";
 import { requestLog, startReceiver, type Receiver } from "../../harness/receiver.js";
 import { startRedisBridge, type RedisBridge } from "../../harness/redis-bridge.js";
 import { sleep } from "../../harness/util.js";
-import { createRedis, RedisLimitError, redisCall } from "../../src/queue/redis.js";
+import { RedisLimitError } from "../../src/queue/errors.js";
+import { createRedis, redisCall } from "../../src/queue/redis.js";
 
 let bridge: RedisBridge;
 let stack: NpmStart;
