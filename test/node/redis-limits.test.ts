@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Api } from "../../harness/api.js";
+import { type DropReplyProxy, startDropReplyProxy } from "../../harness/drop-reply-proxy.js";
 import { startNpmStart, type NpmStart } from "../../harness/npm-start.js";
 import { requestLog, startReceiver, type Receiver } from "../../harness/receiver.js";
 import { startRedisBridge, type RedisBridge } from "../../harness/redis-bridge.js";
@@ -14,6 +15,7 @@ import { RedisLimitError } from "../../src/queue/errors.js";
 import { createRedis, redisCall } from "../../src/queue/redis.js";
 
 let bridge: RedisBridge;
+let proxy: DropReplyProxy;
 let stack: NpmStart;
 let receiver: Receiver;
 let api: Api;
@@ -25,9 +27,11 @@ const IDEMPOTENCY_KEY = `idem-secret-${crypto.randomUUID()}`;
 beforeAll(async () => {
   receiver = await startReceiver([log]);
   bridge = await startRedisBridge();
+  // Forwards everything, unless a test arms it to answer with an Upstash limit error.
+  proxy = await startDropReplyProxy(bridge.bridge.url);
   stack = await startNpmStart({
     name: "redis-limits",
-    redis: { restUrl: bridge.bridge.url, restToken: bridge.token },
+    redis: { restUrl: proxy.url, restToken: bridge.token },
     // The tick's JSON lines too: none may carry the payload.
     logLevel: "log",
     settings: { TICK_POLL_MS: "100", TICK_IDLE_PEEK_MS: "0", ALLOW_PRIVATE_TARGETS: "true" },
@@ -37,6 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
+  await proxy?.close();
   await bridge?.stop();
   await receiver?.close();
 });
@@ -135,4 +140,25 @@ it.each([
   expect((err as RedisLimitError).limit).toBe(limit);
   expect((err as Error).message).toContain("script probe");
   expect((err as Error).message).not.toContain(secret);
+});
+
+it.each([
+  ["ERR max single record size exceeded", "record-size", 507],
+  ["ERR max request size exceeded", "request-size", 413],
+  ["ERR max requests limit exceeded", "requests", 503],
+  ["ERR DB capacity quota exceeded", "capacity", 507],
+])("Upstash answering %s (HTTP 400, as Upstash does): the API's %s problem, status %i, counted in /metrics", async (text, limit, status) => {
+  const topic = `upstash-${limit}`;
+  const marker = `marker-${crypto.randomUUID()}`;
+  await api.ok("PUT", `/v1/topics/${topic}`, { url: `${receiver.url}/hook/${topic}` });
+  const metrics = async () => metric(await (await fetch(`${stack.url}/metrics`, { headers: { authorization: `Bearer ${stack.token}` } })).text(), limit);
+  const before = await metrics();
+  proxy.drop({ matches: (_path, body) => body.includes(marker), refuse: { status: 400, error: text } });
+  const res = await api.request("POST", "/v1/jobs", { topic, payload: { marker } });
+  expect(res.status).toBe(status);
+  expect(res.body).toMatchObject({ type: "urn:delayline:redis-limit", status, limit });
+  expect(res.body.detail).toContain(text);
+  expect(res.body.detail).not.toContain(marker);
+  if (status === 503) expect(res.retryAfterMs).toBe(60_000);
+  expect(await metrics()).toBe(before + 1);
 });
