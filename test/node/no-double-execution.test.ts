@@ -4,12 +4,15 @@
  * the bridge's answer (Redis ran it) and then drops the connection without answering.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { freePort } from "../../dev/ports.js";
 import { Api } from "../../harness/api.js";
 import { type DropReplyProxy, startDropReplyProxy } from "../../harness/drop-reply-proxy.js";
 import { startNpmStart, type NpmStart } from "../../harness/npm-start.js";
 import { type Receiver, requestLog, startReceiver } from "../../harness/receiver.js";
 import { type RedisBridge, startRedisBridge } from "../../harness/redis-bridge.js";
 import { sleep } from "../../harness/util.js";
+import { RedisOutcomeUnknownError } from "../../src/queue/errors.js";
+import { createRedis, RedisUnavailableError, redisCall } from "../../src/queue/redis.js";
 
 let bridge: RedisBridge;
 let proxy: DropReplyProxy;
@@ -107,3 +110,17 @@ it("a read whose reply is lost is sent again and succeeds", async () => {
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ id: job.id, state: "scheduled" });
 }, 60_000);
+
+it("from Node, a refused connection is known never to have been sent: even a write is tried again, and fails as unreachable, not as unknown", async () => {
+  const closed = await freePort();
+  const client = createRedis({ redisUrl: `http://127.0.0.1:${closed}`, redisToken: "t", redisTimeoutMs: 5_000 });
+  let calls = 0;
+  const err = await redisCall({ name: "script enqueue", repeatSafe: false }, () => {
+    calls++;
+    return client.set("k", "v");
+  }).catch((e: unknown) => e);
+  expect(calls).toBe(3);
+  expect(err).toBeInstanceOf(RedisUnavailableError);
+  expect(err).not.toBeInstanceOf(RedisOutcomeUnknownError);
+  expect((err as Error).message).toMatch(/^Redis is unreachable \(script enqueue\)/);
+});
