@@ -38,8 +38,8 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
   enqueue: "keyed",
   // Takes leases and burns attempts.
   claim: "unsafe",
-  // A repeat finds the lock held (by itself) and waits it out.
-  lockAcquire: "unsafe",
+  // A repeat finds the lock held with its own value and answers taken.
+  lockAcquire: "safe",
   cancel: "unsafe",
   cancelJobs: "unsafe",
   deleteTopic: "unsafe",
