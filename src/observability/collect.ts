@@ -1,6 +1,7 @@
 import { METRICS_READ_BATCH, STATS_PAGE_SERIES_MINUTES } from "../limits.js";
 import type { Histogram, MetricsSnapshot } from "../queue/metrics.js";
 import type { Queue, SeriesPoint, TickStatus, TopicStats } from "../queue/queue.js";
+import type { RedisLimit } from "../queue/errors.js";
 
 /** One topic as the stats endpoints show it. */
 export interface TopicReport {
@@ -15,6 +16,8 @@ export interface PipelineHead {
   /** When the latest scheduled() invocation started. */
   lastScheduledAt: number | null;
   tick: TickStatus | null;
+  /** Commands Redis (Upstash) refused at each of its limits, since the deployment began. */
+  limitErrors: Record<RedisLimit, number>;
   /** Topics registered in all (not only on this page). */
   totalTopics: number;
 }
@@ -53,10 +56,11 @@ export function topicsPerPage(limit: number, minutes: number): number {
 export async function collectPage(queue: Queue, options: PageOptions): Promise<PipelinePage> {
   const now = options.now ?? Date.now();
   const limit = topicsPerPage(options.limit, options.minutes);
-  const [page, lastScheduledAt, tick] = await Promise.all([
+  const [page, lastScheduledAt, tick, limitErrors] = await Promise.all([
     queue.listTopicsPage({ limit, ...(options.after === undefined ? {} : { after: options.after }) }),
     queue.health.lastTickAt(),
     queue.tickStatus(),
+    queue.limitErrorCounts(),
   ]);
   const topics = await Promise.all(
     page.names.map(async (name) => {
@@ -67,7 +71,7 @@ export async function collectPage(queue: Queue, options: PageOptions): Promise<P
       return { stats, series };
     }),
   );
-  return { now, lastScheduledAt, tick, totalTopics: page.total, topics, next: page.next };
+  return { now, lastScheduledAt, tick, limitErrors, totalTopics: page.total, topics, next: page.next };
 }
 
 /** The topics summed into one: gauges and counters added, histograms merged, the oldest ready job the oldest of any. */
@@ -143,7 +147,7 @@ function addTopic(into: TopicTotals | null, t: TopicStats): TopicTotals {
  */
 export async function collectRanked(queue: Queue, options: { top: number; now?: number }): Promise<RankedReport> {
   const now = options.now ?? Date.now();
-  const [lastScheduledAt, tick] = await Promise.all([queue.health.lastTickAt(), queue.tickStatus()]);
+  const [lastScheduledAt, tick, limitErrors] = await Promise.all([queue.health.lastTickAt(), queue.tickStatus(), queue.limitErrorCounts()]);
   const top: TopicStats[] = [];
   let others: TopicTotals | null = null;
   let totalTopics = 0;
@@ -160,5 +164,5 @@ export async function collectRanked(queue: Queue, options: { top: number; now?: 
     }
     after = page.next ?? undefined;
   } while (after !== undefined);
-  return { now, lastScheduledAt, tick, totalTopics, top, others };
+  return { now, lastScheduledAt, tick, limitErrors, totalTopics, top, others };
 }

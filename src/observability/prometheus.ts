@@ -146,6 +146,13 @@ export function toPrometheus(report: RankedReport): string {
     "How long handlers ran.",
     topics.flatMap((t) => histogramSamples(t.topic, t.metrics.duration, DURATION_BOUNDS_MS)),
   );
+  family(
+    lines,
+    "delayline_redis_limit_errors_total",
+    "counter",
+    "Commands Redis (Upstash) refused at one of its limits: record-size, request-size, requests, capacity, memory (maxmemory).",
+    Object.entries(report.limitErrors).map(([limit, value]) => ({ labels: { limit }, value })),
+  );
   const tick = report.tick;
   const gauge = (name: string, help: string, value: number | null | undefined) => {
     if (value !== null && value !== undefined) family(lines, name, "gauge", help, [{ value }]);

@@ -4,6 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError, type Settings } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
+import { RedisLimitError, RedisOutcomeUnknownError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { type Queue, TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
@@ -231,6 +232,14 @@ app.onError((err, c) => {
     console.error(JSON.stringify({ level: "error", msg: err.message }));
     return problem(500, err.message, { type: PROBLEM_TYPES.settings });
   }
+  if (err instanceof RedisLimitError) return limitProblem(err);
+  if (err instanceof RedisOutcomeUnknownError) {
+    return problem(
+      503,
+      `${err.message}. The outcome is unknown: the request may or may not have taken effect. Retry it with the same Idempotency-Key, which never duplicates; send one with every write that must not happen twice.`,
+      { headers: { "retry-after": "1" } },
+    );
+  }
   if (err instanceof RedisUnavailableError) {
     // Usually nothing changed, but not always: Redis may have run a write whose
     // answer was lost or came too late. Only a retry with the same key is safe.
@@ -247,3 +256,20 @@ app.onError((err, c) => {
   console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(err) }));
   return problem(500, "internal error");
 });
+
+/**
+ * A limit of Redis' (Upstash's) refused the request; nothing was written. Storage
+ * limits (a record or the database full) answer 507, as retrying soon will not
+ * help until jobs finish or the plan grows; a request too large 413; the
+ * request-count quota 503 with Retry-After, as it lifts with time.
+ */
+function limitProblem(err: RedisLimitError): Response {
+  // The message names the call, never its arguments (see redisCall).
+  console.error(JSON.stringify({ level: "error", msg: "Redis refused a request at one of its limits", limit: err.limit, error: err.message }));
+  const status = err.limit === "request-size" ? 413 : err.limit === "requests" ? 503 : 507;
+  return problem(status, `${err.message}. Nothing was written.`, {
+    type: PROBLEM_TYPES.redisLimit,
+    limit: err.limit,
+    ...(status === 503 ? { headers: { "retry-after": "60" } } : {}),
+  });
+}

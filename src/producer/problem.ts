@@ -9,6 +9,8 @@ export interface ProblemDocument {
   status: number;
   detail: string;
   errors?: Array<{ path: string; message: string }>;
+  /** With `urn:delayline:redis-limit`: which limit ("record-size", "request-size", "requests", "capacity", "memory"). */
+  limit?: string;
 }
 
 const TITLES: Record<number, string> = {
@@ -23,6 +25,7 @@ const TITLES: Record<number, string> = {
   422: "Unprocessable Content",
   500: "Internal Server Error",
   503: "Service Unavailable",
+  507: "Insufficient Storage",
 };
 
 /**
@@ -57,8 +60,15 @@ export const PROBLEM_TYPES = {
   settings: "urn:delayline:settings",
   /** 500: an error the API did not expect (logged). */
   internal: "urn:delayline:internal",
-  /** 503: Redis did not answer; the request may or may not have taken effect. */
+  /** 503: Redis did not answer; the request may or may not have taken effect (`detail` says when its outcome is unknown). */
   unavailable: "urn:delayline:unavailable",
+  /**
+   * Redis (Upstash) refused the request at one of its limits, named in `limit`
+   * and `detail`; nothing was written. 507 for storage (record size, database
+   * capacity, maxmemory), 413 for a request too large, 503 with Retry-After for
+   * the request-count quota.
+   */
+  redisLimit: "urn:delayline:redis-limit",
 } as const;
 
 export type ProblemType = (typeof PROBLEM_TYPES)[keyof typeof PROBLEM_TYPES];
@@ -87,7 +97,7 @@ export function problemType(status: number): ProblemType {
 export function problem(
   status: number,
   detail: string,
-  extra: { type?: ProblemType; errors?: ProblemDocument["errors"]; headers?: Record<string, string> } = {},
+  extra: { type?: ProblemType; errors?: ProblemDocument["errors"]; headers?: Record<string, string>; limit?: string } = {},
 ): Response {
   const body: ProblemDocument = {
     type: extra.type ?? problemType(status),
@@ -95,6 +105,7 @@ export function problem(
     status,
     detail,
     ...(extra.errors ? { errors: extra.errors } : {}),
+    ...(extra.limit ? { limit: extra.limit } : {}),
   };
   return new Response(JSON.stringify(body), {
     status,

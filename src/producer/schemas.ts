@@ -516,6 +516,10 @@ export const Problem = z
     status: z.number().int(),
     detail: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    limit: z
+      .enum(["record-size", "request-size", "requests", "capacity", "memory"])
+      .optional()
+      .openapi({ description: "With urn:delayline:redis-limit: the Redis (Upstash) limit that refused the request." }),
   })
   .openapi("Problem");
 
@@ -565,6 +569,18 @@ export const StatsView = z
           ended: z.string().nullable(),
         })
         .nullable(),
+      redisLimitErrors: z
+        .object({
+          "record-size": z.number().int(),
+          "request-size": z.number().int(),
+          requests: z.number().int(),
+          capacity: z.number().int(),
+          memory: z.number().int(),
+        })
+        .openapi({
+          description:
+            "commands Redis (Upstash) refused at each of its limits since the deployment began (also delayline_redis_limit_errors_total{limit} in /metrics); counted in memory while Redis refuses writes, stored once it takes them again",
+        }),
     }),
     topics: z.array(
       z.object({

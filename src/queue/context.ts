@@ -55,8 +55,8 @@ export class QueueContext {
   }
 
   /** Runs one of the Lua scripts on this queue's client. */
-  run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return runScript(this.redis, script, keys, args);
+  run(script: LuaScript, keys: string[], args: Array<string | number>, options: { keyed?: boolean } = {}): Promise<unknown> {
+    return runScript(this.redis, script, keys, args, options);
   }
 
   /** The done bucket a job finishing at `now` goes into. */

@@ -51,7 +51,7 @@ export async function deadLetter(ctx: QueueContext, id: string): Promise<DeadEnt
   const topic = topicOfJobId(id);
   if (!topic) return null;
   await migrateDead(ctx, topic);
-  const raw = await redisCall(() => ctx.redis.hget<string>(ctx.keys.topic(topic).deadEntries, id));
+  const raw = await redisCall({ name: "HGET", repeatSafe: true }, () => ctx.redis.hget<string>(ctx.keys.topic(topic).deadEntries, id));
   return raw === null ? null : deadEntrySchema.parse(typeof raw === "string" ? JSON.parse(raw) : raw);
 }
 

@@ -11,3 +11,58 @@ export class TopicLimitError extends Error {
     super(`${count} topics exist and the limit is ${limit} (MAX_TOPICS); delete unused ones with DELETE /v1/topics/:topic or raise MAX_TOPICS`);
   }
 }
+
+/** Raised when Redis (Upstash or the bridge) cannot be reached in time; the edge answers 503. */
+export class RedisUnavailableError extends Error {
+  override name = "RedisUnavailableError";
+}
+
+/**
+ * Raised when a request to Redis passed its deadline (REDIS_TIMEOUT_MS): Redis
+ * may be up and merely slow or busy, or the reply too large to arrive in time.
+ * An outage to the tick like any other; the edge still answers 503 but says
+ * what happened instead of calling Redis unreachable.
+ */
+export class RedisTimeoutError extends RedisUnavailableError {
+  override name = "RedisTimeoutError";
+}
+
+/**
+ * Raised for a call that changes state when it failed in a way that may have
+ * reached Redis (the reply was lost, the deadline passed, the bridge answered
+ * 503): Redis may have run it, so it is not sent again. An outage to the tick
+ * (a claim's jobs come back after their lease); the edge answers 503 saying
+ * the outcome is unknown.
+ */
+export class RedisOutcomeUnknownError extends RedisUnavailableError {
+  override name = "RedisOutcomeUnknownError";
+}
+
+/** Which of Upstash's (or Redis') limits refused a command. */
+export type RedisLimit = "record-size" | "request-size" | "requests" | "capacity" | "memory";
+
+/** Every limit, for counters that list each one (a zero included). */
+export const REDIS_LIMITS: readonly RedisLimit[] = ["record-size", "request-size", "requests", "capacity", "memory"];
+
+/**
+ * Redis refused a command because a limit was reached (Upstash's record,
+ * request, request-count or capacity limits, or Redis' own maxmemory): not a
+ * bug and not an outage, though the tick waits it out like one (it is a
+ * {@link RedisUnavailableError}), and the edge answers with a problem naming
+ * the limit. Nothing was written: Redis refuses before running the command
+ * (a script is refused at its first write, before it has written anything).
+ */
+export class RedisLimitError extends RedisUnavailableError {
+  override name = "RedisLimitError";
+  constructor(
+    readonly limit: RedisLimit,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Redis answered a command with an error of its own (WRONGTYPE, a Lua error): a bug, not an outage. The message names the call, never its arguments. */
+export class RedisCommandError extends Error {
+  override name = "RedisCommandError";
+}

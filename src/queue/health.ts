@@ -12,7 +12,7 @@ export class Health {
   /** True when Redis answers PING; false on an outage. */
   async isUp(): Promise<boolean> {
     try {
-      return (await redisCall(() => this.redis.ping())) === "PONG";
+      return (await redisCall({ name: "PING", repeatSafe: true }, () => this.redis.ping())) === "PONG";
     } catch {
       return false;
     }
@@ -20,12 +20,12 @@ export class Health {
 
   /** Records that a scheduled() invocation started at `nowMs`; `healthz` reports its age. */
   async recordTickHeartbeat(nowMs: number): Promise<void> {
-    await redisCall(() => this.redis.set(this.keys.tickLast, String(nowMs)));
+    await redisCall({ name: "SET", repeatSafe: true }, () => this.redis.set(this.keys.tickLast, String(nowMs)));
   }
 
   /** When the latest scheduled() invocation started, or null if none has. */
   async lastTickAt(): Promise<number | null> {
-    const raw = await redisCall(() => this.redis.get<string>(this.keys.tickLast));
+    const raw = await redisCall({ name: "GET", repeatSafe: true }, () => this.redis.get<string>(this.keys.tickLast));
     return raw === null ? null : Number(raw);
   }
 }

@@ -60,7 +60,8 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     // index then still leads to it) or takes it (and the index entry that
     // follows is merely early, which costs one empty claim).
     const t = ctx.keys.topic(only.topic);
-    await redisCall(() =>
+    // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
+    await redisCall({ name: "enqueue pipeline (HSET, ZADD, ZADD)", repeatSafe: false }, () =>
       pipeline(ctx.redis, [
         ["hset", ctx.keys.jobs, only.id, only.record],
         ["zadd", t.due, only.dueAt, only.id],
@@ -69,7 +70,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     );
     return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
   }
-  const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args));
+  const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args, { keyed: inputs.every((i) => i.idempotencyKey !== undefined) }));
   if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
   for (const t of newTopics) seen.noteRegistered(t, now);
   return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
@@ -162,7 +163,10 @@ export async function ack(ctx: QueueContext, id: string, attempt: number): Promi
 export async function nack(ctx: QueueContext, id: string, attempt: number, failure: NackFailure): Promise<"retry" | "dead" | "stale"> {
   const topic = topicOfJobId(id);
   if (!topic) return "stale";
-  const [recordText, { settings }] = await Promise.all([redisCall(() => ctx.redis.hget<string>(ctx.keys.jobs, id)), topicSettings(ctx, topic)]);
+  const [recordText, { settings }] = await Promise.all([
+    redisCall({ name: "HGET", repeatSafe: true }, () => ctx.redis.hget<string>(ctx.keys.jobs, id)),
+    topicSettings(ctx, topic),
+  ]);
   if (recordText === null) return "stale";
   const record = parseRecord(recordText);
   const now = ctx.now();

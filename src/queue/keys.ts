@@ -61,6 +61,8 @@ export class Keys {
   readonly tickLock: string;
   readonly tickAsleep: string;
   readonly tickStatus: string;
+  /** Hash limit -> how many commands Redis refused at that limit (src/queue/limit-errors.ts). */
+  readonly limitErrors: string;
   readonly topics: string;
   readonly topicIndex: string;
   readonly parked: string;
@@ -76,6 +78,7 @@ export class Keys {
     this.tickLock = `${prefix}:tick:lock`;
     this.tickAsleep = `${prefix}:tick:asleep`;
     this.tickStatus = `${prefix}:tick:status`;
+    this.limitErrors = `${prefix}:limit-errors`;
     this.topics = `${prefix}:topics`;
     this.topicIndex = `${prefix}:index`;
     this.parked = `${prefix}:parked`;

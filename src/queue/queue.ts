@@ -1,6 +1,8 @@
 import { QueueContext, type QueueOptions } from "./context.js";
 import * as deadLetters from "./dead-letters.js";
 import { Health } from "./health.js";
+import * as limitErrors from "./limit-errors.js";
+import type { RedisLimit } from "./errors.js";
 import * as jobChanges from "./job-changes.js";
 import * as jobReads from "./job-reads.js";
 import * as jobs from "./jobs.js";
@@ -257,6 +259,16 @@ export class Queue {
   /** Every registered topic, sorted by name (page after page: one call per 500 topics). */
   listTopics(): Promise<string[]> {
     return topicAdmin.listTopics(this.ctx);
+  }
+
+  /** How many commands Redis refused at each of its limits (stored counts and this isolate's pending ones). */
+  limitErrorCounts(): Promise<Record<RedisLimit, number>> {
+    return limitErrors.limitErrorCounts(this.ctx);
+  }
+
+  /** Stores the limit errors this isolate counted, when Redis takes the write; no command when none is pending (answers whether it sent one). */
+  flushLimitErrors(): Promise<boolean> {
+    return limitErrors.flushLimitErrors(this.ctx);
   }
 
   /** What the running (or last) tick loop reported about itself, or null when none has. */

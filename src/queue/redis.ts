@@ -1,20 +1,9 @@
 import { errors, Redis, type Requester } from "@upstash/redis/cloudflare";
 import type { Settings } from "../env.js";
+import { RedisCommandError, type RedisLimit, RedisLimitError, RedisOutcomeUnknownError, RedisTimeoutError, RedisUnavailableError } from "./errors.js";
 
-/** Raised when Redis (Upstash or the bridge) cannot be reached in time; the edge answers 503. */
-export class RedisUnavailableError extends Error {
-  override name = "RedisUnavailableError";
-}
-
-/**
- * Raised when a request to Redis passed its deadline (REDIS_TIMEOUT_MS): Redis
- * may be up and merely slow or busy, or the reply too large to arrive in time.
- * An outage to the tick like any other; the edge still answers 503 but says
- * what happened instead of calling Redis unreachable.
- */
-export class RedisTimeoutError extends RedisUnavailableError {
-  override name = "RedisTimeoutError";
-}
+// The error classes live in errors.ts; the edge and the tick import the outage class from here.
+export { RedisTimeoutError, RedisUnavailableError };
 
 /**
  * The one place the Upstash client is built.
@@ -27,8 +16,8 @@ export class RedisTimeoutError extends RedisUnavailableError {
  *   CPU (a claim's reply carries every record of its chunk).
  * - auto-pipelining stays on: concurrent calls in one invocation share one
  *   REST request, and every request is a Workers subrequest.
- * - every request carries its own deadline, and network errors get two quick
- *   retries instead of five slow ones, so an outage becomes a 503 promptly.
+ * - every request carries its own deadline, and the client retries nothing:
+ *   {@link redisCall} retries a call only when running it twice is harmless.
  */
 export function createRedis(s: RedisSettings): Redis {
   return new Redis(clientConfig(s, true, slicedDeadlines(s.redisTimeoutMs)));
@@ -45,7 +34,9 @@ function clientConfig(s: RedisSettings, autoPipelining: boolean, signal: () => A
     enableTelemetry: false,
     enableAutoPipelining: autoPipelining,
     signal,
-    retry: { retries: 2, backoff: (n) => 50 * 2 ** n },
+    // No retries in the client: it would re-send a request whatever it carries,
+    // a write whose reply was lost included. {@link redisCall} retries what is safe to.
+    retry: { retries: 0 },
   };
 }
 
@@ -94,7 +85,7 @@ export function sharedRedis(s: RedisSettings): Redis {
 /**
  * Sends `commands` as one `/pipeline` REST request (not a transaction) and
  * throws, as the client's own pipeline does, when Redis refused one of them.
- * It goes through the client's own requester, so retries, deadlines and
+ * It goes through the client's own requester, so deadlines and
  * errors are the client's; what it skips is `redis.pipeline()`, whose
  * constructor builds a closure for each of the client's ~250 commands: on
  * the single-job enqueue that cost a tenth of the Worker's CPU per request.
@@ -109,28 +100,133 @@ export async function pipeline(redis: Redis, commands: Array<Array<string | numb
   }
 }
 
+/** The exact texts Upstash (and Redis, for maxmemory) refuse a command with, and the limit each names. */
+const LIMIT_TEXTS: Array<[RegExp, RedisLimit]> = [
+  [/ERR max single record size exceeded/, "record-size"],
+  [/ERR max request size exceeded/, "request-size"],
+  [/ERR max requests limit exceeded/, "requests"],
+  [/ERR DB capacity quota exceeded/, "capacity"],
+  [/OOM command not allowed when used memory > 'maxmemory'/, "memory"],
+];
+
+/** What a call to Redis is, for its errors and its retries. */
+export interface RedisOp {
+  /** What error messages name: a command (`HGET`) or a script (`script enqueue`); never an argument. */
+  readonly name: string;
+  /** Running it twice is harmless (a read, or a write that is idempotent by construction), so a failure that may have reached Redis is retried. */
+  readonly repeatSafe: boolean;
+  /** A limit error of this call is counted (see {@link takeLimitErrors}). Default true; false for the call that stores the counts. */
+  readonly countsLimits?: boolean;
+}
+
+/** How many times a call is sent again after a transport failure, and the wait before each (50 ms, doubling). */
+const RETRIES = 2;
+
+/** Limit errors counted since the isolate started (or since {@link takeLimitErrors}), by limit: kept here because Redis may be refusing the write that would count them. */
+const limitErrors = new Map<RedisLimit, number>();
+
+/** The limit errors counted and not yet taken (read only). */
+export function pendingLimitErrors(): ReadonlyMap<RedisLimit, number> {
+  return limitErrors;
+}
+
+/** The limit errors counted since the last call, and forgets them: the caller writes them to Redis (and adds them back with {@link restoreLimitErrors} if that fails). */
+export function takeLimitErrors(): Map<RedisLimit, number> {
+  const taken = new Map(limitErrors);
+  limitErrors.clear();
+  return taken;
+}
+
+/** Puts back counts {@link takeLimitErrors} handed out that could not be written. */
+export function restoreLimitErrors(counts: Map<RedisLimit, number>): void {
+  for (const [limit, n] of counts) limitErrors.set(limit, (limitErrors.get(limit) ?? 0) + n);
+}
+
 /**
- * Runs a Redis call and turns transport failures (refused, timed out, the
- * bridge reporting Redis down) into {@link RedisUnavailableError}. Redis' own
- * errors (WRONGTYPE, a Lua error) pass through unchanged: they are bugs, not outages.
+ * Runs a Redis call, retrying it when that is safe, and turns its failures into
+ * errors whose messages carry no argument of the call (payloads, idempotency
+ * keys and tokens must never reach a log, a problem document or the tick's status):
+ *
+ * - transport failures (refused, reset, the bridge reporting Redis down) become
+ *   {@link RedisUnavailableError}, a passed deadline {@link RedisTimeoutError};
+ *   a call that is not `repeatSafe` gets {@link RedisOutcomeUnknownError} instead,
+ *   unless the failure proves the request was never sent (see {@link neverSent});
+ * - a limit's text becomes {@link RedisLimitError};
+ * - any other error of Redis' becomes {@link RedisCommandError}.
+ *
+ * A transport failure is retried (twice) only when the call is `repeatSafe` or
+ * was never sent; a passed deadline or an answer from the server never is.
  */
-export async function redisCall<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    if (isTimeout(err)) {
-      throw new RedisTimeoutError(
-        `Redis did not answer before the request's deadline (REDIS_TIMEOUT_MS): it is slow or busy, or the reply too large, not necessarily down (${(err as Error).message})`,
-      );
+export async function redisCall<T>(op: RedisOp, call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const transport = !isTimeout(err) && isTransport(err);
+      if (transport && attempt < RETRIES && (op.repeatSafe || neverSent(err))) {
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        continue;
+      }
+      throw redisError(op, err);
     }
-    if (isOutage(err)) throw new RedisUnavailableError(`Redis is unreachable: ${(err as Error).message}`);
-    throw err;
   }
+}
+
+/** The error {@link redisCall} throws for `err`. */
+function redisError(op: RedisOp, err: unknown): Error {
+  const text = redactedText(err);
+  const unknown = `${op.name} changes state and Redis may have run it, so it was not sent again: its outcome is unknown`;
+  if (isTimeout(err)) {
+    const why = `Redis did not answer before the request's deadline (REDIS_TIMEOUT_MS), for ${op.name}: it is slow or busy, or the reply too large, not necessarily down`;
+    return op.repeatSafe ? new RedisTimeoutError(why) : new RedisOutcomeUnknownError(`${why}; ${unknown}`);
+  }
+  for (const [pattern, limit] of LIMIT_TEXTS) {
+    if (!pattern.test(text)) continue;
+    if (op.countsLimits !== false) limitErrors.set(limit, (limitErrors.get(limit) ?? 0) + 1);
+    return new RedisLimitError(limit, `Redis refused ${op.name}: the ${limit} limit is reached (${text})`);
+  }
+  if (isOutage(err)) {
+    const why = `Redis is unreachable (${op.name}): ${text}`;
+    return op.repeatSafe || neverSent(err) ? new RedisUnavailableError(why) : new RedisOutcomeUnknownError(`${why}; ${unknown}`);
+  }
+  return new RedisCommandError(`Redis refused ${op.name}: ${text}`);
+}
+
+/**
+ * An error's text without anything of the call: the client appends the whole
+ * command to an error answered with a non-2xx status (`…, command was: [...]`)
+ * and quotes up to 200 characters of a reply that is not JSON; Redis quotes
+ * the arguments of a command it does not know.
+ */
+function redactedText(err: unknown): string {
+  if (!(err instanceof Error)) return "an error that is not an Error";
+  if (err.name === "UpstashJSONParseError") return "a reply that is not JSON";
+  return err.message
+    .replace(/, command was: [\s\S]*$/, "")
+    .replace(/, with args beginning with:[\s\S]*$/, "")
+    .slice(0, 300);
+}
+
+/**
+ * The request provably never left: Node's fetch reports a refused connection
+ * as ECONNREFUSED. workerd reports a refused connection and a reply lost after
+ * the request was sent alike ("Network connection lost."), so on Workers no
+ * failure counts as never sent.
+ */
+function neverSent(err: unknown): boolean {
+  const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
+  return cause?.code === "ECONNREFUSED";
 }
 
 /** The request's own deadline passed: the only abort our clients make is their timeout signal (see {@link slicedDeadlines}). */
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+}
+
+/** The request failed on the way (escaped fetch itself) and no answer came: refused, reset. Node's fetch throws a TypeError with a cause. */
+function isTransport(err: unknown): boolean {
+  if (!(err instanceof Error) || err.name === "UpstashError" || err.name === "UpstashJSONParseError") return false;
+  return err.name !== "TypeError" || err.cause !== undefined;
 }
 
 function isOutage(err: unknown): boolean {

@@ -45,8 +45,8 @@ export class Schedules {
 
   async get(id: string): Promise<StoredSchedule | null> {
     const [def, state] = await Promise.all([
-      redisCall(() => this.redis.hget<string>(this.keys.scheduleDefs, id)),
-      redisCall(() => this.redis.hget<string>(this.keys.scheduleState, id)),
+      redisCall({ name: "HGET", repeatSafe: true }, () => this.redis.hget<string>(this.keys.scheduleDefs, id)),
+      redisCall({ name: "HGET", repeatSafe: true }, () => this.redis.hget<string>(this.keys.scheduleState, id)),
     ]);
     if (typeof def !== "string" || typeof state !== "string") return null;
     return { id, definition: parseDefinition(def), state: parseState(state) };
@@ -58,14 +58,18 @@ export class Schedules {
     const from: "-" | `(${string}` = options.cursor ? `(${options.cursor}` : "-";
     const ids = z
       .array(z.string())
-      .parse(await redisCall(() => this.redis.zrange(this.keys.scheduleIds, from, "+", { byLex: true, offset: 0, count: limit + 1 })));
+      .parse(
+        await redisCall({ name: "ZRANGE", repeatSafe: true }, () =>
+          this.redis.zrange(this.keys.scheduleIds, from, "+", { byLex: true, offset: 0, count: limit + 1 }),
+        ),
+      );
     const page = ids.slice(0, limit);
     if (page.length === 0) return { schedules: [], cursor: null };
     // Without automatic deserialization HMGET arrives as an array of values (or null when no field exists).
     const values = z.array(nullableString).nullable();
     const [defs, states] = await Promise.all([
-      redisCall(async () => values.parse(await this.redis.hmget(this.keys.scheduleDefs, ...page))),
-      redisCall(async () => values.parse(await this.redis.hmget(this.keys.scheduleState, ...page))),
+      redisCall({ name: "HMGET", repeatSafe: true }, async () => values.parse(await this.redis.hmget(this.keys.scheduleDefs, ...page))),
+      redisCall({ name: "HMGET", repeatSafe: true }, async () => values.parse(await this.redis.hmget(this.keys.scheduleState, ...page))),
     ]);
     const schedules: StoredSchedule[] = [];
     for (const [i, id] of page.entries()) {

@@ -11,7 +11,7 @@ import type { PeekOptions, PeekResult, TickStatus } from "./views.js";
 // heartbeat health.ts's.
 
 export async function tickStatus(ctx: QueueContext): Promise<TickStatus | null> {
-  const raw = await redisCall(() => ctx.redis.get<string>(ctx.keys.tickStatus));
+  const raw = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(ctx.keys.tickStatus));
   return raw === null ? null : tickStatusSchema.parse(JSON.parse(raw));
 }
 
@@ -43,7 +43,7 @@ export async function peek(ctx: QueueContext, options: PeekOptions): Promise<Pee
 }
 
 export async function tickAsleep(ctx: QueueContext): Promise<boolean> {
-  return (await redisCall(() => ctx.redis.exists(ctx.keys.tickAsleep))) === 1;
+  return (await redisCall({ name: "EXISTS", repeatSafe: true }, () => ctx.redis.exists(ctx.keys.tickAsleep))) === 1;
 }
 
 const tickStatusSchema = z.object({

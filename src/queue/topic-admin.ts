@@ -31,7 +31,7 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
 }
 
 export async function topicCount(ctx: QueueContext): Promise<number> {
-  return intReply.parse(await redisCall(() => ctx.redis.scard(ctx.keys.topics)));
+  return intReply.parse(await redisCall({ name: "SCARD", repeatSafe: true }, () => ctx.redis.scard(ctx.keys.topics)));
 }
 
 export async function deleteTopic(ctx: QueueContext, topic: string, options: { purge?: boolean } = {}): Promise<DeleteTopicResult> {
@@ -69,7 +69,7 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
 
 export async function topicSettings(ctx: QueueContext, topic: string): Promise<{ settings: TopicSettings; secrets: TopicSecrets }> {
   // Without automatic deserialization HGETALL arrives as Redis sends it: a flat field/value array.
-  const raw: unknown = await redisCall(() => ctx.redis.hgetall(ctx.keys.topic(topic).conf));
+  const raw: unknown = await redisCall({ name: "HGETALL", repeatSafe: true }, () => ctx.redis.hgetall(ctx.keys.topic(topic).conf));
   return decodeTopicConf(flatHash.parse(raw ?? []), ctx.defaults);
 }
 
@@ -97,7 +97,7 @@ export async function topicSeries(ctx: QueueContext, topic: string, options: { m
   const last = Math.floor((options.now ?? ctx.now()) / 60_000);
   const wanted = Array.from({ length: minutes }, (_, i) => last - minutes + 1 + i);
   const fields = wanted.flatMap((m) => [`m${m % SERIES_MINUTES}`, `g${m % SERIES_MINUTES}`]);
-  const raw = await redisCall(() => ctx.redis.hmget(ctx.keys.topic(topic).metrics, ...fields));
+  const raw = await redisCall({ name: "HMGET", repeatSafe: true }, () => ctx.redis.hmget(ctx.keys.topic(topic).metrics, ...fields));
   // Without automatic deserialization HMGET arrives as an array of values (or null when no field exists).
   const values = z.array(nullableString).nullable().parse(raw) ?? [];
   // A slot holding another minute is from an earlier day: read it as empty.

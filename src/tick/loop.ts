@@ -1,6 +1,7 @@
 import { addOutcomes, noOutcomes, type Outcomes, type Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
 import type { Queue, TickStatus } from "../queue/queue.js";
+import { RedisLimitError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { fireDueSchedules } from "../schedules/fire.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
@@ -229,6 +230,8 @@ class TickLoop {
     this.mark.polled(clock.now());
     if (!peek.lockHeld) return null;
     this.outage.reset();
+    // Redis answers again: the limit errors counted meanwhile are stored (rare, so no command on a normal poll).
+    if (await this.o.queue.flushLimitErrors()) budget.spend();
     if (renew) this.lastExtend = clock.now();
     return peek;
   }
@@ -366,7 +369,10 @@ class TickLoop {
         } else if (e.error instanceof RedisUnavailableError) {
           this.log({
             level: "error",
-            msg: "Redis unreachable while a chunk ran; its jobs come back after their lease",
+            msg:
+              e.error instanceof RedisLimitError
+                ? `Redis refused a chunk's command at its ${e.error.limit} limit; its jobs come back after their lease`
+                : "Redis unreachable while a chunk ran; its jobs come back after their lease",
             topic: e.topic,
             error: e.error.message,
           });

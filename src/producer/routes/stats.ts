@@ -27,6 +27,7 @@ function statsView(r: PipelinePage) {
     tick: {
       lastScheduledAt: r.lastScheduledAt === null ? null : iso(r.lastScheduledAt),
       status: r.tick ? { ...r.tick, startedAt: iso(r.tick.startedAt), updatedAt: iso(r.tick.updatedAt) } : null,
+      redisLimitErrors: r.limitErrors,
     },
     topics: r.topics.map(({ stats: t, series }) => {
       const recent = series.slice(-RATE_WINDOW_MINUTES);
