@@ -3,8 +3,6 @@
  * carried a request to Redis and lost the answer. Every request is forwarded to the bridge whole; for a request
  * an armed rule matches, the proxy waits for the bridge's whole answer (so Redis ran the command), then destroys
  * the client's socket without answering a byte. The caller sees the connection drop, as after a lost reply.
- * A rule with `refuse` instead answers the request itself, unforwarded, with an error of its choosing (Upstash's
- * limit errors, before the local bridge returns them).
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,8 +15,6 @@ export interface DropRule {
   times?: number;
   /** Which of the matching requests' answers are lost: given the bridge's answer (status, body). Default every one (a NOSCRIPT answer, which ran nothing, included). */
   answered?(status: number, body: string): boolean;
-  /** Answers the matching requests with this error (`{ error }`, at `status`) without forwarding them. Default none (forward, then drop). */
-  refuse?: { status: number; error: string };
   /** Awaited after the bridge answered and before the reply is dropped (e.g. until the job was delivered meanwhile). Default none. */
   hold?: () => Promise<void>;
 }
@@ -50,12 +46,6 @@ export async function startDropReplyProxy(target: string): Promise<DropReplyProx
       const path = req.url ?? "/";
       const text = body.toString();
       const armed = rule !== undefined && rule.left > 0 && rule.matches(path, text) ? rule : undefined;
-      if (armed?.refuse) {
-        armed.left--;
-        res.writeHead(armed.refuse.status, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: armed.refuse.error }));
-        return;
-      }
       const headers: IncomingHttpHeaders = { ...req.headers, host: upstream.host, "content-length": String(body.length) };
       const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path, headers }, (answer) => {
         const parts: Buffer[] = [];
