@@ -258,7 +258,7 @@ app.onError((err, c) => {
 });
 
 /**
- * A limit of Redis' (Upstash's) refused the request; nothing was written. Storage
+ * A limit of Redis' (Upstash's) refused the request (see RedisLimitError for what may have been written). Storage
  * limits (a record or the database full) answer 507, as retrying soon will not
  * help until jobs finish or the plan grows; a request too large 413; the
  * request-count quota 503 with Retry-After, as it lifts with time.
@@ -267,7 +267,7 @@ function limitProblem(err: RedisLimitError): Response {
   // The message names the call, never its arguments (see redisCall).
   console.error(JSON.stringify({ level: "error", msg: "Redis refused a request at one of its limits", limit: err.limit, error: err.message }));
   const status = err.limit === "request-size" ? 413 : err.limit === "requests" ? 503 : 507;
-  return problem(status, `${err.message}. Nothing was written.`, {
+  return problem(status, err.message, {
     type: PROBLEM_TYPES.redisLimit,
     limit: err.limit,
     ...(status === 503 ? { headers: { "retry-after": "60" } } : {}),

@@ -49,8 +49,11 @@ export const REDIS_LIMITS: readonly RedisLimit[] = ["record-size", "request-size
  * request, request-count or capacity limits, or Redis' own maxmemory): not a
  * bug and not an outage, though the tick waits it out like one (it is a
  * {@link RedisUnavailableError}), and the edge answers with a problem naming
- * the limit. Nothing was written: Redis refuses before running the command
- * (a script is refused at its first write, before it has written anything).
+ * the limit. A single command that is refused wrote nothing, and neither did a
+ * script refused for memory (Redis refuses its first write) or by the bridge
+ * (which checks a script's keys before it runs); a script Upstash refuses part
+ * way keeps the writes it made before the refused one, as Redis never rolls a
+ * script back: a script must write before it deletes what it replaces.
  */
 export class RedisLimitError extends RedisUnavailableError {
   override name = "RedisLimitError";
