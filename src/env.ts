@@ -49,7 +49,7 @@ export interface TickChunkReport {
   /** When the topic can next make progress (its next due job, a retry the chunk scheduled, a freed slot, the rate's next token), or null for never. */
   nextLookAt?: number | null;
   /** What held ready jobs back in the last claim (see Queue.claim). */
-  heldBy?: "concurrency" | "rate" | "paused" | "mode" | null;
+  heldBy?: "concurrency" | "rate" | "paused" | "mode" | "bytes" | null;
 }
 
 /**

@@ -28,6 +28,14 @@ export const DEFAULT_DEAD_LIST_LIMIT = 50;
 /** With payloads, a listing page ends once its records pass this many bytes (it always holds one job), so neither Redis nor the reply grows with payload size. */
 export const LIST_PAGE_BYTES = 1_048_576;
 
+/**
+ * A claim (tick, fan-out, drain or pull) stops taking jobs before the records
+ * it returns would pass this many bytes (4 MiB; it always takes one): its
+ * reply stays well inside Upstash's 10 MB cap on one command's reply, even
+ * with a record of the largest payload on top. Jobs left stay due, untouched.
+ */
+export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
+
 /** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
 export const BULK_CANCEL_BATCH = 250;
 
