@@ -76,7 +76,6 @@ local reapLimit = tonumber(ARGV[9])
 local topic, caller = ARGV[10], ARGV[11]
 -- The records one reply carries: well inside Upstash's 10 MB reply cap.
 local REPLY_BUDGET = --[[LIMIT:CLAIM_REPLY_BUDGET_BYTES]]4194304
-local READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 math.randomseed(tonumber(ARGV[4]))
 
 local confFlat = rcall("HGETALL", confKey)
@@ -187,16 +186,13 @@ local cut = false
 if take > 0 then
   local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", horizon, "WITHSCORES", "LIMIT", 0, take)
   local n = #due / 2
-  -- Records are read a batch at a time, so the script holds about the budget, not `take` records.
-  local read, bytes, largest, gone, leaseArgs, metaArgs = 0, 0, 0, {}, {}, {}
-  while read < n and not cut do
-    -- The first batch is small; the next ones hold what the budget left fits at the largest record seen.
-    local size = READ_BATCH
-    if largest > 0 then size = math.max(READ_BATCH, math.floor((REPLY_BUDGET - bytes) / largest) + 1) end
+  local bytes, gone, leaseArgs, metaArgs = 0, {}, {}, {}
+  if n > 0 then
+    -- One read of the records and one of the metadata, as ever: a claim costs no more commands for its budget.
     local ids, dues = {}, {}
-    for i = read + 1, math.min(n, read + size) do
-      ids[#ids + 1] = due[2 * i - 1]
-      dues[#dues + 1] = due[2 * i]
+    for i = 1, n do
+      ids[i] = due[2 * i - 1]
+      dues[i] = due[2 * i]
     end
     local records = rcall("HMGET", jobsKey, unpack(ids))
     local metas = rcall("HMGET", metaKey, unpack(ids))
@@ -210,7 +206,6 @@ if take > 0 then
           break
         end
         bytes = bytes + #record
-        if #record > largest then largest = #record end
         local meta = metas[i] and cjson.decode(metas[i]) or { a = 0 }
         local attempt = meta.a + 1
         -- A job taken ahead starts at its due time: its attempt and its lease count from then.
@@ -226,7 +221,6 @@ if take > 0 then
         out[#out + 1] = record
       end
       gone[#gone + 1] = id
-      read = read + 1
     end
   end
   if #gone > 0 then rcall("ZREM", dueKey, unpack(gone)) end

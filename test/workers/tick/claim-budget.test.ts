@@ -87,7 +87,10 @@ describe("a claim of large payloads", () => {
     console.log(`pull: ${perCall.length} claim calls, jobs per call ${perCall.join(",")}`);
   });
 
-  it("push: the tick delivers 100 jobs of 256 KiB due at once, each once on its first attempt, its claims cut by bytes", async () => {
+  it.each([
+    ["push", false],
+    ["fan-out", true],
+  ])("%s: the tick delivers 100 jobs of 256 KiB due at once, each once on its first attempt, its claims cut by bytes", async (_, fanned) => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100", ALLOW_PRIVATE_TARGETS: "true", TICK_SUBREQUEST_BUDGET: "1000" }, clock);
     const topic = uniqueTopic("bigpush");
@@ -106,8 +109,9 @@ describe("a claim of large payloads", () => {
       return r;
     };
 
-    const report = await d.tick({ scheduledTime: T0, clock, windowMs: 30_000 });
+    const report = await d.tick({ scheduledTime: T0, clock, windowMs: 30_000, ...(fanned ? { fanOut: d.runner(T0).fanOut } : {}) });
     expect(report.outcomes).toEqual({ ack: JOBS, retry: 0, dead: 0, stale: 0 });
+    if (fanned) expect(report.fannedOut).toBeGreaterThan(0);
     const got = await deliveries(`/${topic}/ok`);
     expect(got.map((g) => g.headers["delayline-job-id"]).sort()).toEqual([...ids].sort());
     expect(got.every((g) => g.headers["delayline-attempt"] === "1" && g.body === JSON.stringify(PAYLOAD))).toBe(true);
@@ -118,6 +122,6 @@ describe("a claim of large payloads", () => {
     for (const s of taking) expect(s.bytes).toBeLessThanOrEqual(CLAIM_REPLY_BUDGET_BYTES);
     // The byte budget, not the chunk size, cut the claims, and said so.
     expect(taking.some((s) => s.jobs < s.max && s.heldBy === "bytes")).toBe(true);
-    console.log(`push: ${taking.length} claims took jobs, per claim ${taking.map((s) => `${s.jobs}/${s.max}`).join(",")}`);
+    console.log(`${_}: ${report.fannedOut} fanned out; ${taking.length} claims took jobs, per claim ${taking.map((s) => `${s.jobs}/${s.max}`).join(",")}`);
   });
 });
