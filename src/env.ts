@@ -13,9 +13,12 @@ import {
   DEFAULT_TIMEOUT_MS,
   MAX_MAX_ATTEMPTS,
   MAX_TIMEOUT_MS,
+  MAX_WIRE_VALUE_BYTES,
   MIN_MAX_ATTEMPTS,
   MIN_SECRET_LENGTH,
   MIN_TIMEOUT_MS,
+  REQUEST_OVERHEAD_BYTES,
+  UPSTASH_REQUEST_BYTES,
 } from "./limits.js";
 
 /** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */
@@ -49,7 +52,7 @@ export interface TickChunkReport {
   /** When the topic can next make progress (its next due job, a retry the chunk scheduled, a freed slot, the rate's next token), or null for never. */
   nextLookAt?: number | null;
   /** What held ready jobs back in the last claim (see Queue.claim). */
-  heldBy?: "concurrency" | "rate" | "paused" | "mode" | null;
+  heldBy?: "concurrency" | "rate" | "paused" | "mode" | "bytes" | null;
 }
 
 /**
@@ -108,6 +111,27 @@ const wholeNumber = (min: number, max: number) => (v: string, ctx: z.RefinementC
   return n;
 };
 
+/**
+ * A byte size that reaches Redis inside one request (a payload, a body's
+ * jobs): bounded by Upstash's request limit through the rule of
+ * MAX_WIRE_VALUE_BYTES (src/limits.ts), which the message names.
+ */
+const wireBytes = (min: number, fallback: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((v, ctx) => {
+      const n = Number(v);
+      if (Number.isInteger(n) && n > MAX_WIRE_VALUE_BYTES) {
+        ctx.addIssue({
+          code: "custom",
+          message: `must be at most ${MAX_WIRE_VALUE_BYTES} (2 × value + ${REQUEST_OVERHEAD_BYTES} bytes of record and arguments must fit Upstash's ${UPSTASH_REQUEST_BYTES}-byte request limit: JSON escaping can double a value on the wire), got ${JSON.stringify(v)}`,
+        });
+        return z.NEVER;
+      }
+      return wholeNumber(min, MAX_WIRE_VALUE_BYTES)(v, ctx);
+    });
+
 const int = (min: number, max: number, fallback: number) => z.string().default(String(fallback)).transform(wholeNumber(min, max));
 
 /** A whole number whose default depends on other settings (undefined when unset). */
@@ -137,8 +161,8 @@ const SettingsSchema = z
     ALLOW_PRIVATE_TARGETS: bool,
     TICK_POLL_MS: int(50, 60_000, 1_000),
     REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
-    MAX_PAYLOAD_BYTES: int(1, 50 * 1024 * 1024, DEFAULT_MAX_PAYLOAD_BYTES),
-    MAX_BODY_BYTES: int(1_024, 100 * 1024 * 1024, DEFAULT_MAX_BODY_BYTES),
+    MAX_PAYLOAD_BYTES: wireBytes(1, DEFAULT_MAX_PAYLOAD_BYTES),
+    MAX_BODY_BYTES: wireBytes(1_024, DEFAULT_MAX_BODY_BYTES),
     RETENTION_MS: int(1_000, 30 * 86_400_000, DEFAULT_RETENTION_MS),
     DEAD_LETTER_CAP: int(1, 1_000_000, DEFAULT_DEAD_LETTER_CAP),
     IDEMPOTENCY_WINDOW_MS: int(1_000, 30 * 86_400_000, DEFAULT_IDEMPOTENCY_WINDOW_MS),
@@ -182,9 +206,9 @@ export interface Settings {
   tickPollMs: number;
   /** A Redis request slower than this counts as an outage. Default 5,000 ms. */
   redisTimeoutMs: number;
-  /** Largest job payload, serialized. Default 262,144 bytes (256 KiB). */
+  /** Largest job payload, serialized. Default 262,144 bytes (256 KiB); at most MAX_WIRE_VALUE_BYTES (4.5 MiB, Upstash's request limit). */
   maxPayloadBytes: number;
-  /** Largest request body; checked before parsing. Default 5 MiB. */
+  /** Largest request body; checked before parsing. Default 4 MiB; at most MAX_WIRE_VALUE_BYTES (4.5 MiB, Upstash's request limit). */
   maxBodyBytes: number;
   /** Finished jobs stay readable this long. Default 3,600,000 ms (1 h). */
   retentionMs: number;

@@ -28,6 +28,14 @@ export const DEFAULT_DEAD_LIST_LIMIT = 50;
 /** With payloads, a listing page ends once its records pass this many bytes (it always holds one job), so neither Redis nor the reply grows with payload size. */
 export const LIST_PAGE_BYTES = 1_048_576;
 
+/**
+ * A claim (tick, fan-out, drain or pull) stops taking jobs before the records
+ * it returns would pass this many bytes (4 MiB; it always takes one): its
+ * reply stays well inside Upstash's 10 MB cap on one command's reply, even
+ * with a record of the largest payload on top. Jobs left stay due, untouched.
+ */
+export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
+
 /** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
 export const BULK_CANCEL_BATCH = 250;
 
@@ -49,11 +57,25 @@ export const LUA_READ_BATCH = 25;
 /** Deepest JSON the API parses (bodies and webhook payloads): deeper nesting only serves to exhaust the stack of whoever decodes the payload later. */
 export const MAX_JSON_DEPTH = 64;
 
+/** Upstash's cap on one request (and one command's reply): 10 MiB, as the bridge enforces it (dev/bridge/limits.ts). */
+export const UPSTASH_REQUEST_BYTES = 10 * 1024 * 1024;
+
+/** Room a request to Redis needs beside its payloads or body: the records' other fields, the script's keys and arguments (1 MiB). */
+export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
+
+/**
+ * Largest MAX_PAYLOAD_BYTES or MAX_BODY_BYTES: JSON escaping can double a
+ * value on the wire to Redis, so the rule is 2 × value + REQUEST_OVERHEAD_BYTES
+ * ≤ UPSTASH_REQUEST_BYTES, i.e. 4.5 MiB. It also keeps a claim of one such job
+ * inside the reply cap.
+ */
+export const MAX_WIRE_VALUE_BYTES = (UPSTASH_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES) / 2;
+
 /** Default MAX_PAYLOAD_BYTES: 256 KiB, the largest job payload (serialized), so a job record stays a small Redis value. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 
-/** Default MAX_BODY_BYTES: 5 MiB, the largest request body, checked before parsing; room for a full batch of small jobs. */
-export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
+/** Default MAX_BODY_BYTES: 4 MiB, the largest request body, checked before parsing; room for a full batch of small jobs, and within {@link MAX_WIRE_VALUE_BYTES}. */
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 // ---- Jobs and topics ---------------------------------------------------------------
 

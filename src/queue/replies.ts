@@ -52,7 +52,7 @@ const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
 const ours = coded(Code.Lock, { Ours: true, NotOurs: false });
 const paused = coded(Code.Paused, { Paused: true, Active: false });
 const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
-const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode" } as const);
+const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode", Bytes: "bytes" } as const);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
 const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({

@@ -46,8 +46,8 @@ export interface ClaimedJob {
 /** Who claims: the tick (push topics) or a pull consumer over HTTP (pull topics). */
 export type ClaimMode = "push" | "pull";
 
-/** What kept a claim from taking every ready job. */
-export type HeldBy = "concurrency" | "rate" | "paused" | "mode";
+/** What kept a claim from taking every ready job; "bytes": the claim's reply reached CLAIM_REPLY_BUDGET_BYTES, and more are takeable now. */
+export type HeldBy = "concurrency" | "rate" | "paused" | "mode" | "bytes";
 
 export interface ClaimResult {
   jobs: ClaimedJob[];

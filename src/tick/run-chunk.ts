@@ -97,7 +97,8 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   const claim = await o.queue.claim(o.topic, { max: take, now: claimedFrom, leadMs });
   const claimMs = clock.now() - claimedFrom;
   report.claimed = claim.jobs.length;
-  report.more = claim.jobs.length === take;
+  // Full, or cut short by the reply's byte budget: either way more are takeable now.
+  report.more = claim.jobs.length === take || claim.heldBy === "bytes";
   report.nextDueAt = claim.nextDueAt;
   report.heldBy = claim.heldBy;
   const claimLook = report.more ? clock.now() : (claim.nextLookAt ?? null);

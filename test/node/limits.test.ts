@@ -48,7 +48,14 @@ describe("the generated scripts", () => {
   it("carry the module's value wherever a script names a limit", () => {
     // The limits the issue found hard-coded in the scripts are among them.
     expect(new Set(placeholders.map((p) => p.name))).toEqual(
-      new Set(["DEFAULT_BACKOFF_FACTOR", "DEFAULT_BACKOFF_MAX_DELAY_MS", "SERIES_MINUTES", "ATTEMPT_HISTORY_LIMIT", "LUA_READ_BATCH"]),
+      new Set([
+        "DEFAULT_BACKOFF_FACTOR",
+        "DEFAULT_BACKOFF_MAX_DELAY_MS",
+        "SERIES_MINUTES",
+        "ATTEMPT_HISTORY_LIMIT",
+        "LUA_READ_BATCH",
+        "CLAIM_REPLY_BUDGET_BYTES",
+      ]),
     );
     for (const p of placeholders) {
       expect(numbers[p.name], `${p.file}: ${p.name}`).toBeTypeOf("number");

@@ -58,7 +58,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   {
     script: "claim",
     map: "HeldBy",
-    says: "what held jobs back: $Nothing nothing (or max), $Concurrency concurrency, $Rate rate, $Paused paused, $Mode the topic's mode",
+    says: "what held jobs back: $Nothing nothing (or max), $Concurrency concurrency, $Rate rate, $Paused paused, $Mode the topic's mode, $Bytes the reply's byte budget (more are takeable now, due or within the lead)",
   },
 ];
 

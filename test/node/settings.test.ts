@@ -80,6 +80,19 @@ describe("README's configuration table", () => {
     expect(validateSettings({ ...required, SIGNING_SECRET: "plain-secret-0123456789" })).toEqual([]);
   });
 
+  it.each(["MAX_PAYLOAD_BYTES", "MAX_BODY_BYTES"])("refuses a %s whose worst case on the wire passes Upstash's request limit, naming the rule", (name) => {
+    // 2 × value + 1 MiB ≤ 10 MiB: 4.5 MiB is the most; the old bounds (50 MiB, 100 MiB) are refused.
+    expect(problemsWith(name, String(4.5 * 2 ** 20))).toEqual([]);
+    for (const bad of [4.5 * 2 ** 20 + 1, 10 * 2 ** 20, 50 * 2 ** 20]) {
+      expect(problemsWith(name, String(bad))).toEqual([
+        {
+          setting: name,
+          message: `must be at most 4718592 (2 × value + 1048576 bytes of record and arguments must fit Upstash's 10485760-byte request limit: JSON escaping can double a value on the wire), got "${bad}"`,
+        },
+      ]);
+    }
+  });
+
   it("validateSettings names each bad setting with its rule and never shows a secret", () => {
     const problems = validateSettings({ ...required, SIGNING_SECRET: "whsec_test123", TICK_CHUNK: "0" });
     expect(problems).toEqual([

@@ -12,7 +12,10 @@
   (lib/records.lua), scheduled again by its backoff policy or, with no
   attempts left, moved to the dead-letter list. Then refills the topic's token bucket and
   takes up to min(max, tokens, concurrency left) jobs that are due, oldest due
-  first (ties in enqueue order), moves them to the lease set with a deadline
+  first (ties in enqueue order) — and only while the records returned stay
+  within CLAIM_REPLY_BUDGET_BYTES (src/limits.ts), always at least one, so the
+  reply fits Upstash's 10 MB cap; jobs past the budget stay due, untouched —
+  moves them to the lease set with a deadline
   and bumps their attempt, noting when it was claimed (the start of a pull
   consumer's attempt, whose settle does not say). Paused topics reap but take
   nothing. A push claim of a topic with neither a rate limit nor a
@@ -51,6 +54,7 @@
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
              what held jobs back: 0 nothing (or max), 1 concurrency, 2 rate, 3 paused, 4 the topic's mode,
+               5 the reply's byte budget (more are takeable now, due or within the lead),
              push claims: the score written to the topic index (-1: removed); pull claims: -1,
              the lease deadline of a job due now, ms (a job taken ahead is leased that much past its due time),
              the conf hash (flat field/value array) for push claims, else an empty array,
@@ -70,6 +74,8 @@ local deadCap = tonumber(ARGV[7])
 local doneTtl = ARGV[8]
 local reapLimit = tonumber(ARGV[9])
 local topic, caller = ARGV[10], ARGV[11]
+-- The records one reply carries: well inside Upstash's 10 MB reply cap.
+local REPLY_BUDGET = --[[LIMIT:CLAIM_REPLY_BUDGET_BYTES]]4194304
 math.randomseed(tonumber(ARGV[4]))
 
 local confFlat = rcall("HGETALL", confKey)
@@ -176,21 +182,30 @@ end
 local horizon = now
 if lead > 0 and not paused and not concurrency and not rate then horizon = now + lead end
 local out = { -1, retried, died, paused and 1 or 0, 0, 0, -1, deadline, push and confFlat or {} }
+local cut = false
 if take > 0 then
   local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", horizon, "WITHSCORES", "LIMIT", 0, take)
-  if #due > 0 then
+  local n = #due / 2
+  local bytes, gone, leaseArgs, metaArgs = 0, {}, {}, {}
+  if n > 0 then
+    -- One read of the records and one of the metadata, as ever: a claim costs no more commands for its budget.
     local ids, dues = {}, {}
-    for i = 1, #due, 2 do
-      ids[#ids + 1] = due[i]
-      dues[#dues + 1] = due[i + 1]
+    for i = 1, n do
+      ids[i] = due[2 * i - 1]
+      dues[i] = due[2 * i]
     end
-    rcall("ZREM", dueKey, unpack(ids))
     local records = rcall("HMGET", jobsKey, unpack(ids))
     local metas = rcall("HMGET", metaKey, unpack(ids))
-    local leaseArgs, metaArgs = {}, {}
     for i, id in ipairs(ids) do
+      local record = records[i]
       -- A due id without a record cannot be delivered; it is dropped, not leased.
-      if records[i] then
+      if record then
+        -- The reply stays within the budget, save a lone job larger than it; the rest stay due, untouched.
+        if #leaseArgs > 0 and bytes + #record > REPLY_BUDGET then
+          cut = true
+          break
+        end
+        bytes = bytes + #record
         local meta = metas[i] and cjson.decode(metas[i]) or { a = 0 }
         local attempt = meta.a + 1
         -- A job taken ahead starts at its due time: its attempt and its lease count from then.
@@ -203,19 +218,21 @@ if take > 0 then
         out[#out + 1] = id
         out[#out + 1] = attempt
         out[#out + 1] = dues[i]
-        out[#out + 1] = records[i]
+        out[#out + 1] = record
       end
+      gone[#gone + 1] = id
     end
-    local taken = #leaseArgs / 2
-    if taken > 0 then
-      rcall("ZADD", leaseKey, unpack(leaseArgs))
-      rcall("HSET", metaKey, unpack(metaArgs))
-      rcall("HINCRBY", metricsKey, "dispatched", taken)
-    end
-    if tokens then
-      tokens = tokens - taken
-      rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
-    end
+  end
+  if #gone > 0 then rcall("ZREM", dueKey, unpack(gone)) end
+  local taken = #leaseArgs / 2
+  if taken > 0 then
+    rcall("ZADD", leaseKey, unpack(leaseArgs))
+    rcall("HSET", metaKey, unpack(metaArgs))
+    rcall("HINCRBY", metricsKey, "dispatched", taken)
+  end
+  if tokens and n > 0 then
+    tokens = tokens - taken
+    rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
   end
 end
 -- Tell a caller held back by the rate when to come back, so it sleeps instead of spinning.
@@ -226,7 +243,9 @@ out[5] = tokenInMs
 local nextDue = earliestScore(dueKey)
 if nextDue then out[1] = nextDue end
 local ready = nextDue ~= nil and nextDue <= now
-if ready then out[6] = heldBy end
+-- Cut by the reply's budget: more are takeable now, whether due or within the lead.
+if cut then heldBy = 5 end
+if ready or cut then out[6] = heldBy end
 -- Within the horizon: a claim now could take it.
 local takeable = nextDue ~= nil and nextDue <= horizon
 
