@@ -28,7 +28,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { launchChromium } from "../test/browser.js";
+import { countRequests, launchChromium } from "../test/browser.js";
 import { machine, startNpmStart, TOKEN } from "./lib/npm-start.js";
 
 const { values: args } = parseArgs({
@@ -137,20 +137,7 @@ try {
   const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    let inFlight = 0;
-    let most = 0;
-    let requests = 0;
-    const isStats = (url: string) => new URL(url).pathname === "/v1/stats";
-    page.on("request", (r) => {
-      if (!isStats(r.url())) return;
-      requests++;
-      most = Math.max(most, ++inFlight);
-    });
-    const settled = (r: { url(): string }) => {
-      if (isStats(r.url())) inFlight--;
-    };
-    page.on("requestfinished", settled);
-    page.on("requestfailed", settled);
+    const stats = countRequests(page, "/v1/stats");
     await page.goto(`${stack.url}/dashboard`);
     await page.locator("#token").fill(TOKEN);
     const t = performance.now();
@@ -158,8 +145,10 @@ try {
     await page.locator("#topics tbody tr").first().waitFor({ timeout: 120_000 });
     const firstRowMs = Math.round(performance.now() - t);
     await new Promise((r) => setTimeout(r, 20_000));
-    dashboard = { firstRowMs, rows: await page.locator("#topics tbody tr").count(), statsRequests: requests, mostStatsInFlight: most };
-    log(`dashboard: first row after ${firstRowMs} ms, ${dashboard.rows} rows, ${requests} stats requests in ~20 s, at most ${most} in flight`);
+    dashboard = { firstRowMs, rows: await page.locator("#topics tbody tr").count(), statsRequests: stats.started, mostStatsInFlight: stats.mostInFlight };
+    log(
+      `dashboard: first row after ${firstRowMs} ms, ${dashboard.rows} rows, ${stats.started} stats requests in ~20 s, at most ${stats.mostInFlight} in flight`,
+    );
   } finally {
     await browser.close();
   }

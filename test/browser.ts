@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page, type Request } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -21,4 +21,28 @@ export function artifactDir(): string {
   const dir = join(import.meta.dirname, "..", "test-results");
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/** Requests a page made to one path so far: started, ended (finished or failed), and the most in flight at once. */
+export interface PathRequests {
+  readonly started: number;
+  readonly ended: number;
+  readonly mostInFlight: number;
+}
+
+/** Counts, from now on, the requests `page` makes whose URL path is `pathname` (e.g. the dashboard's `/v1/stats` polls). */
+export function countRequests(page: Page, pathname: string): PathRequests {
+  const counts = { started: 0, ended: 0, mostInFlight: 0 };
+  const matches = (r: Request) => new URL(r.url()).pathname === pathname;
+  page.on("request", (r) => {
+    if (!matches(r)) return;
+    counts.started++;
+    counts.mostInFlight = Math.max(counts.mostInFlight, counts.started - counts.ended);
+  });
+  const ended = (r: Request) => {
+    if (matches(r)) counts.ended++;
+  };
+  page.on("requestfinished", ended);
+  page.on("requestfailed", ended);
+  return counts;
 }

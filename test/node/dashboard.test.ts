@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Delayline } from "../../src/client/index.js";
-import { artifactDir, launchChromium } from "../browser.js";
+import { artifactDir, countRequests, launchChromium } from "../browser.js";
 import { startLocalStack, type LocalStack } from "../local-stack.js";
 
 let stack: LocalStack;
@@ -225,22 +225,8 @@ it("at 1400×900: topics come a page of 50 at a time with More topics, a count's
   try {
     const { page, problems } = await watchedPage(browser, 900);
     // Every stats answer is held back 1.5 s, so a page that started a stats request beside another would show it here.
-    let inFlight = 0;
-    let mostInFlight = 0;
-    let finished = 0;
+    const stats = countRequests(page, "/v1/stats");
     const isStats = (url: string) => new URL(url).pathname === "/v1/stats";
-    page.on("request", (r) => {
-      if (!isStats(r.url())) return;
-      inFlight++;
-      mostInFlight = Math.max(mostInFlight, inFlight);
-    });
-    const done = (r: { url(): string }) => {
-      if (!isStats(r.url())) return;
-      inFlight--;
-      finished++;
-    };
-    page.on("requestfinished", done);
-    page.on("requestfailed", done);
     await page.route(
       (url) => isStats(url.href),
       async (route) => {
@@ -302,9 +288,9 @@ it("at 1400×900: topics come a page of 50 at a time with More topics, a count's
     for (const fact of ["created", "finished"]) expect(await page.locator(`#job-facts [data-fact="${fact}"]`).textContent(), fact).toMatch(ONE_DATE_FORMAT);
 
     // Polls go on, one after another: wait for a few more held-back answers, then count.
-    const before = finished;
-    await expect.poll(() => finished, { timeout: 30_000 }).toBeGreaterThanOrEqual(before + 2);
-    expect(mostInFlight).toBe(1);
+    const before = stats.ended;
+    await expect.poll(() => stats.ended, { timeout: 30_000 }).toBeGreaterThanOrEqual(before + 2);
+    expect(stats.mostInFlight).toBe(1);
     expect(problems).toEqual([]);
   } finally {
     await browser.close();
