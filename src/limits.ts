@@ -36,6 +36,23 @@ export const LIST_PAGE_BYTES = 1_048_576;
  */
 export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Finished jobs (and dead letters past the cap) one sweep drops, with their
+ * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
+ * claim of the same jobs. A claim hands its caller a batch to sweep once this
+ * many finished jobs are past the retention window, or fewer once the oldest
+ * of them has waited SWEEP_SLACK_MS.
+ */
+export const SWEEP_BATCH = 250;
+
+/**
+ * How long a finished job past the retention window may wait for a sweep
+ * (1 min): a busy topic sweeps full batches, not each job as it expires,
+ * and an idle topic is looked at for it once, this long after its oldest
+ * finished job expired.
+ */
+export const SWEEP_SLACK_MS = 60_000;
+
 /** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
 export const BULK_CANCEL_BATCH = 250;
 

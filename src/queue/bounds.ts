@@ -11,3 +11,10 @@ export {
   MAX_BATCH,
   MAX_LIST_LIMIT,
 } from "../limits.js";
+
+/**
+ * REST requests a claim makes (its candidates' read, then the script); one
+ * more when it sweeps (ClaimResult.requests says). The tick counts them
+ * against its subrequest budget.
+ */
+export const CLAIM_REQUESTS = 2;

@@ -2,6 +2,7 @@ import type { Redis } from "@upstash/redis/cloudflare";
 import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS } from "../limits.js";
 import { Keys } from "./keys.js";
 import type { LuaScript } from "./lua.generated.js";
+import { ensureModel as ensureDataModel } from "./model.js";
 import { runScript } from "./scripts.js";
 import { DEFAULT_TOPIC_DEFAULTS, type TopicDefaults } from "./topics.js";
 
@@ -55,22 +56,14 @@ export class QueueContext {
   }
 
   /** Runs one of the Lua scripts on this queue's client. */
-  run(script: LuaScript, keys: string[], args: Array<string | number>, options: { keyed?: boolean } = {}): Promise<unknown> {
+  async run(script: LuaScript, keys: string[], args: Array<string | number>, options: { keyed?: boolean } = {}): Promise<unknown> {
+    // Every script reads the per-job model: the hash model's keys are moved first (a resolved promise after that).
+    await this.ensureModel();
     return runScript(this.redis, script, keys, args, options);
   }
 
-  /** The done bucket a job finishing at `now` goes into. */
-  doneKey(now: number): string {
-    return this.keys.done(now, this.retentionMs);
-  }
-
-  /** The done buckets a job finished within the retention window before `now` may be in. */
-  doneKeys(now: number): { current: string; previous: string } {
-    return { current: this.doneKey(now), previous: this.doneKey(now - this.retentionMs) };
-  }
-
-  /** A done bucket must outlive its last write by a whole retention window. */
-  get doneTtlMs(): number {
-    return 2 * this.retentionMs;
+  /** Resolves once the deployment's data is in the per-job model, migrating it the first time (src/queue/model.ts); one GET per isolate and prefix after that. */
+  ensureModel(): Promise<void> {
+    return ensureDataModel(this);
   }
 }

@@ -2,21 +2,62 @@ import { DEFAULT_DEAD_LIST_LIMIT } from "../limits.js";
 import { BULK_CALL_BYTES, DEAD_BATCH, LIST_PAGE_BYTES, MAX_LIST_LIMIT } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
+import { readJobs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
-import { deadEntrySchema, type DeadEntry } from "./types.js";
+import { type DeadEntry, type JobMeta, type JobRecord, metaSchema, parseRecord } from "./types.js";
 import type { DeadFilter, DeadLettersOptions, ListPosition } from "./views.js";
 
 // A topic's dead letters: listing them, reading one, replaying them onto the
-// schedule and dropping them. Every call that touches many letters is a
-// bounded step, and each first moves letters kept the way earlier versions
-// kept them (a list) to where they are kept now.
+// schedule and dropping them. A letter is its job's two keys (record
+// untouched, meta with state "dead") and its id in the topic's dead-letter
+// set; the entry callers see is composed here from the two. Every call that
+// touches many letters is a bounded step of two phases: a page of ids from
+// the set (list-dead.lua), then the script that re-checks and changes them by
+// their keys. Each call first moves letters kept the way the oldest versions
+// kept them (a list with the records embedded) into that model.
 
-/** Moves a topic's dead letters of earlier versions (a list) to where they are kept now, a bounded batch per call. */
+/** Moves a topic's dead letters of the oldest versions (a list) into the per-job model, a bounded batch per call. */
 async function migrateDead(ctx: QueueContext, topic: string): Promise<void> {
   const t = ctx.keys.topic(topic);
-  while (replies.migrateDead.parse(await ctx.run(lua.migrateDead, [t.deadLegacy, t.deadAt, t.deadEntries], [DEAD_BATCH])) > 0);
+  for (;;) {
+    // Two phases: the list's tail and its ids first, so the script gets their keys.
+    const tail = await redisCall({ name: "LRANGE", repeatSafe: true }, () => ctx.redis.lrange<string>(t.deadLegacy, -DEAD_BATCH, -1));
+    if (tail.length === 0) return;
+    // Oldest first; the id rule is migrate-dead.lua's.
+    const ids = tail.reverse().map((entry) => (typeof entry === "string" ? /^\{"id":"([^"]+)"/.exec(entry)?.[1] : undefined) ?? "");
+    const ours = ids.filter((id) => id.length === topic.length + 27 && id.startsWith(`${topic}.`));
+    const left = replies.migrateDead.parse(await ctx.run(lua.migrateDead, [t.deadLegacy, t.deadAt, ...ctx.keys.jobPairs(ours)], [topic, ...ids]));
+    if (left === 0) return;
+  }
+}
+
+/** One page of a topic's letter ids (list-dead.lua), newest or oldest first. */
+async function pageDead(
+  ctx: QueueContext,
+  topic: string,
+  o: DeadFilter & { after?: ListPosition; limit: number; order: "newest" | "oldest" },
+): Promise<{ more: boolean; letters: Array<{ id: string; score: number }> }> {
+  const raw = await ctx.run(
+    lua.listDead,
+    [ctx.keys.topic(topic).deadAt],
+    [
+      o.after ? Math.round(o.after.score) : "",
+      o.after?.id ?? "",
+      o.failedFrom === undefined ? "-inf" : Math.round(o.failedFrom),
+      o.failedTo === undefined ? "+inf" : Math.round(o.failedTo),
+      o.limit,
+      o.order,
+    ],
+  );
+  return replies.listDead.parse(raw);
+}
+
+/** The entry of a letter from its record and meta; null when the job is no dead letter (any more). */
+function entryOf(id: string, record: JobRecord | null, meta: JobMeta | null): DeadEntry | null {
+  if (!record || !meta || meta.st !== "dead" || meta.f === undefined) return null;
+  return { id, attempts: meta.a, lastError: meta.e ?? null, failedAt: meta.f, history: meta.h ?? [], job: record };
 }
 
 export async function deadLetters(
@@ -25,34 +66,36 @@ export async function deadLetters(
   options: DeadLettersOptions = {},
 ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
   await migrateDead(ctx, topic);
-  const t = ctx.keys.topic(topic);
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_DEAD_LIST_LIMIT)), MAX_LIST_LIMIT);
-  const raw = await ctx.run(
-    lua.listDead,
-    [t.deadAt, t.deadEntries],
-    [
-      options.after ? Math.round(options.after.score) : "",
-      options.after?.id ?? "",
-      options.failedFrom === undefined ? "-inf" : Math.round(options.failedFrom),
-      options.failedTo === undefined ? "+inf" : Math.round(options.failedTo),
-      limit,
-      LIST_PAGE_BYTES,
-    ],
+  const page = await pageDead(ctx, topic, { ...options, limit, order: "newest" });
+  const read = await readJobs(
+    ctx,
+    page.letters.map((l) => l.id),
+    true,
+    LIST_PAGE_BYTES,
   );
-  const page = replies.listDead.parse(raw);
-  const last = page.letters.at(-1);
-  return {
-    entries: page.letters.flatMap((l) => (l.entry ? [l.entry] : [])),
-    next: page.more && last ? { score: last.score, id: last.id } : null,
-  };
+  // Past the byte budget the page ends early; the cursor resumes after the last letter read.
+  const listed = page.letters.slice(0, read.length);
+  const entries: DeadEntry[] = [];
+  for (const [i, { id }] of listed.entries()) {
+    // Replayed or dropped between the two reads: left out.
+    const entry = entryOf(id, read[i]!.record, read[i]!.meta);
+    if (entry) entries.push(entry);
+  }
+  const last = listed.at(-1);
+  const more = page.more || listed.length < page.letters.length;
+  return { entries, next: more && last ? { score: last.score, id: last.id } : null };
 }
 
 export async function deadLetter(ctx: QueueContext, id: string): Promise<DeadEntry | null> {
   const topic = topicOfJobId(id);
   if (!topic) return null;
   await migrateDead(ctx, topic);
-  const raw = await redisCall({ name: "HGET", repeatSafe: true }, () => ctx.redis.hget<string>(ctx.keys.topic(topic).deadEntries, id));
-  return raw === null ? null : deadEntrySchema.parse(typeof raw === "string" ? JSON.parse(raw) : raw);
+  const k = ctx.keys.job(id);
+  const raw = await redisCall({ name: "MGET", repeatSafe: true }, () => ctx.redis.mget<Array<string | null>>(k.record, k.meta));
+  const [record, meta] = raw.map((v) => (v === null || v === undefined ? null : typeof v === "string" ? v : JSON.stringify(v)));
+  if (!record || !meta) return null;
+  return entryOf(id, parseRecord(record), metaSchema.parse(JSON.parse(meta)));
 }
 
 /** Where replay-dead.lua puts letters back, and how it spreads them. */
@@ -65,16 +108,24 @@ export async function replayDeadLetters(
 ): Promise<{ replayed: number; notFound: string[] }> {
   await migrateDead(ctx, topic);
   const unique = [...new Set(options.ids)];
-  const total = { replayed: 0, notFound: [] as string[] };
-  for (let at = 0; at < unique.length; ) {
+  // An id of another topic, or no job id at all, is no letter of this one: its keys are not asked for.
+  const ours = unique.filter((id) => topicOfJobId(id) === topic);
+  const missing = new Set(unique.filter((id) => topicOfJobId(id) !== topic));
+  let replayed = 0;
+  for (let at = 0; at < ours.length; ) {
+    const batch = ours.slice(at, at + DEAD_BATCH);
     const r = replies.replayDead.ids.parse(
-      await ctx.run(lua.replayDead, replayKeys(ctx, topic), [...replayArgs(ctx, topic, options, "ids"), ...unique.slice(at, at + DEAD_BATCH)]),
+      await ctx.run(
+        lua.replayDead,
+        [...replayKeys(ctx, topic), ...batch.map((id) => ctx.keys.job(id).meta)],
+        [...replayArgs(ctx, topic, options, "ids"), ...batch],
+      ),
     );
-    total.replayed += r.replayed;
-    total.notFound.push(...r.notFound);
+    replayed += r.replayed;
+    for (const id of r.notFound) missing.add(id);
     at += Math.max(1, r.handled);
   }
-  return total;
+  return { replayed, notFound: unique.filter((id) => missing.has(id)) };
 }
 
 export async function replayDeadLettersStep(
@@ -83,7 +134,13 @@ export async function replayDeadLettersStep(
   options: DeadFilter & ReplayOptions & { after?: ListPosition } = {},
 ): Promise<{ replayed: number; next: ListPosition | null }> {
   await migrateDead(ctx, topic);
-  const raw = await ctx.run(lua.replayDead, replayKeys(ctx, topic), [...replayArgs(ctx, topic, options, "walk"), ...walkArgs(options)]);
+  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
+  if (page.letters.length === 0) return { replayed: 0, next: null };
+  const raw = await ctx.run(
+    lua.replayDead,
+    [...replayKeys(ctx, topic), ...page.letters.map((l) => ctx.keys.job(l.id).meta)],
+    [...replayArgs(ctx, topic, options, "walk"), ...walkArgs(options, page)],
+  );
   const { count, next } = replies.replayDead.walk.parse(raw);
   return { replayed: count, next };
 }
@@ -94,8 +151,13 @@ export async function purgeDeadLettersStep(
   options: DeadFilter & { after?: ListPosition } = {},
 ): Promise<{ purged: number; next: ListPosition | null }> {
   await migrateDead(ctx, topic);
-  const t = ctx.keys.topic(topic);
-  const raw = await ctx.run(lua.purgeDead, [t.deadAt, t.deadEntries], [DEAD_BATCH, BULK_CALL_BYTES, "walk", ...walkArgs(options)]);
+  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
+  if (page.letters.length === 0) return { purged: 0, next: null };
+  const raw = await ctx.run(
+    lua.purgeDead,
+    [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(page.letters.map((l) => l.id))],
+    [BULK_CALL_BYTES, "walk", ...walkArgs(options, page)],
+  );
   const { count, next } = replies.purgeDead.walk.parse(raw);
   return { purged: count, next };
 }
@@ -116,8 +178,10 @@ export async function purgeDeadLetters(ctx: QueueContext, topic: string, filter:
 
 export async function deleteDeadLetter(ctx: QueueContext, topic: string, id: string): Promise<boolean> {
   await migrateDead(ctx, topic);
+  // An id of another topic, or no job id at all, is no letter of this one.
+  if (topicOfJobId(id) !== topic) return false;
   const t = ctx.keys.topic(topic);
-  return replies.purgeDead.ids.parse(await ctx.run(lua.purgeDead, [t.deadAt, t.deadEntries], [1, BULK_CALL_BYTES, "ids", id])) === 1;
+  return replies.purgeDead.ids.parse(await ctx.run(lua.purgeDead, [t.deadAt, ...ctx.keys.jobPairs([id])], [BULK_CALL_BYTES, "ids", id])) === 1;
 }
 
 /** Runs bounded steps of a walk, each from where the last one stopped, until the walk ends; returns the sum of their counts. */
@@ -132,23 +196,18 @@ async function everyStep(step: (after: ListPosition | undefined) => Promise<{ co
   }
 }
 
+/** replay-dead.lua's fixed keys; the metas of the ids follow. */
 function replayKeys(ctx: QueueContext, topic: string): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.deadAt, t.deadEntries, t.due, ctx.keys.jobs, ctx.keys.meta, ctx.keys.topicIndex];
+  return [t.deadAt, t.due, ctx.keys.topicIndex];
 }
 
 function replayArgs(ctx: QueueContext, topic: string, options: ReplayOptions, mode: "ids" | "walk"): Array<string | number> {
   const due = Math.max(ctx.now(), Math.round(options.dueAt ?? 0));
-  return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, DEAD_BATCH, BULK_CALL_BYTES, mode, ctx.now()];
+  return [due, Math.max(0, Math.round(options.spreadMs ?? 0)), Math.floor(Math.random() * 2 ** 31), topic, BULK_CALL_BYTES, mode, ctx.now()];
 }
 
-/** The window and filter arguments of a walk (replay-dead.lua, purge-dead.lua). */
-function walkArgs(o: DeadFilter & { after?: ListPosition }): Array<string | number> {
-  return [
-    o.failedFrom === undefined ? "-inf" : Math.round(o.failedFrom),
-    o.failedTo === undefined ? "+inf" : Math.round(o.failedTo),
-    o.after ? Math.round(o.after.score) : "",
-    o.after?.id ?? "",
-    o.errorContains ?? "",
-  ];
+/** The filter and the paged letters of a walk's step (replay-dead.lua, purge-dead.lua). */
+function walkArgs(o: DeadFilter, page: { more: boolean; letters: Array<{ id: string; score: number }> }): Array<string | number> {
+  return [o.errorContains ?? "", page.more ? 1 : 0, ...page.letters.flatMap((l) => [l.id, l.score])];
 }

@@ -8,35 +8,49 @@ import type { CancelWindowOptions, ListPosition } from "./views.js";
 // Changes to scheduled jobs: cancelling them (one, a due window, or given
 // ids) and moving one to another due time. Jobs in flight are never touched.
 
-/** The keys cancel.lua and cancel-jobs.lua take, for a job finishing at `now`. */
-function cancelKeys(ctx: QueueContext, topic: string, now: number): string[] {
+/** The keys cancel-jobs.lua takes for these jobs of `topic`: the topic's sets, then each job's meta key. */
+function cancelKeys(ctx: QueueContext, topic: string, ids: readonly string[]): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, ctx.doneKey(now)];
+  return [t.due, t.lease, t.done, ...ids.map((id) => ctx.keys.job(id).meta)];
 }
 
 export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled" | "not-found" | "inflight"> {
   const topic = topicOfJobId(id);
   if (!topic) return "not-found";
-  const now = ctx.now();
-  return replies.cancel.parse(await ctx.run(lua.cancel, cancelKeys(ctx, topic, now), [id, now, ctx.doneTtlMs]));
+  const t = ctx.keys.topic(topic);
+  return replies.cancel.parse(await ctx.run(lua.cancel, [t.due, t.lease, t.done, ctx.keys.job(id).meta], [id, ctx.now()]));
 }
 
+/**
+ * One bounded step of cancelling a due window, in two phases: the next page
+ * of the window's ids from the position (list-jobs.lua), then cancel-jobs.lua
+ * on those ids with their meta keys, which skips any that moved meanwhile.
+ */
 export async function cancelWindow(
   ctx: QueueContext,
   topic: string,
   options: CancelWindowOptions = {},
 ): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
-  const now = ctx.now();
-  const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, now), [
-    now,
-    ctx.doneTtlMs,
+  const page = replies.listJobs.parse(
+    await ctx.run(
+      lua.listJobs,
+      [ctx.keys.topic(topic).due],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.dueFrom === undefined ? "-inf" : Math.round(options.dueFrom),
+        options.dueTo === undefined ? "+inf" : Math.round(options.dueTo),
+        BULK_CANCEL_BATCH,
+      ],
+    ),
+  );
+  const ids = page.jobs.map((j) => j.id);
+  const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, ids), [
+    ctx.now(),
     "window",
-    options.dueFrom === undefined ? "-inf" : Math.round(options.dueFrom),
-    options.dueTo === undefined ? "+inf" : Math.round(options.dueTo),
-    options.after ? Math.round(options.after.score) : "",
-    options.after?.id ?? "",
-    BULK_CANCEL_BATCH,
     BULK_CALL_BYTES,
+    page.more ? "1" : "0",
+    ...page.jobs.flatMap((j) => [j.id, j.score]),
   ]);
   return replies.cancelJobs.window.parse(raw);
 }
@@ -45,20 +59,8 @@ export async function cancelIds(ctx: QueueContext, topic: string, ids: string[])
   const total = { cancelled: 0, inflight: 0, notScheduled: 0 };
   const unique = [...new Set(ids)];
   for (let at = 0; at < unique.length; ) {
-    const now = ctx.now();
     const batch = unique.slice(at, at + BULK_CANCEL_BATCH);
-    const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, now), [
-      now,
-      ctx.doneTtlMs,
-      "ids",
-      "-inf",
-      "+inf",
-      "",
-      "",
-      BULK_CANCEL_BATCH,
-      BULK_CALL_BYTES,
-      ...batch,
-    ]);
+    const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, batch), [ctx.now(), "ids", BULK_CALL_BYTES, "", ...batch]);
     const r = replies.cancelJobs.ids.parse(raw);
     total.cancelled += r.cancelled;
     total.inflight += r.inflight;

@@ -4,7 +4,7 @@ import type { QueueContext } from "./context.js";
 import { createdAtOfJobId, topicOfJobId } from "./ids.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
-import type { JobRecord } from "./types.js";
+import type { JobMeta, JobRecord } from "./types.js";
 import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./views.js";
 
 // Reading jobs: one by id, wherever it is in its life, and pages of a
@@ -21,85 +21,98 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const topic = topicOfJobId(id);
   if (!topic) return null;
   const t = ctx.keys.topic(topic);
+  const k = ctx.keys.job(id);
   const now = ctx.now();
-  const done = ctx.doneKeys(now);
-  const raw = await ctx.run(lua.get, [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, done.current, done.previous, t.conf, t.deadEntries], [id]);
-  const { record: job, meta, due, lease, done: d, topicMaxAttempts, letter: e } = replies.get.parse(raw);
+  const raw = await ctx.run(lua.get, [t.due, t.lease, k.record, k.meta, t.conf], [id]);
+  const { record: job, meta, due, lease, topicMaxAttempts } = replies.get.parse(raw);
+  if (!job) return null;
   const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? ctx.defaults.maxAttempts;
-  if (job) {
-    const m = meta ?? { a: 0, e: null, d: undefined, h: undefined };
-    const view: JobSnapshot = {
-      id,
-      topic,
-      state: lease !== null ? "inflight" : "scheduled",
-      dueAt: lease !== null ? (m.d ?? null) : due,
-      attempts: m.a,
-      maxAttempts: maxAttemptsOf(job),
-      lastError: m.e ?? null,
-      createdAt: job.createdAt,
-      payload: job.payload,
-      ...originOf(job),
-      history: m.h ?? [],
-    };
-    if (lease !== null) view.leaseExpiresAt = lease;
-    return view;
-  }
-  if (!d && e) {
-    // Past the retention window, a dead job is still known by its dead letter.
+  if (meta?.st !== undefined) {
+    // A finished job: the view composed from record and meta. A dead letter stays until the cap sweeps it;
+    // a succeeded or cancelled job is known for the retention window (sweep.lua may drop its keys later).
+    const finishedAt = meta.f ?? 0;
+    if (meta.st !== "dead" && now - finishedAt > ctx.retentionMs) return null;
     return {
       id,
       topic,
-      state: "dead",
+      state: meta.st,
       dueAt: null,
-      attempts: e.attempts,
-      maxAttempts: maxAttemptsOf(e.job),
-      lastError: e.lastError,
-      createdAt: e.job.createdAt,
-      payload: e.job.payload,
-      finishedAt: e.failedAt,
-      ...originOf(e.job),
-      history: e.history,
+      attempts: meta.a,
+      maxAttempts: maxAttemptsOf(job),
+      lastError: meta.e ?? null,
+      createdAt: job.createdAt,
+      payload: job.payload,
+      finishedAt,
+      ...originOf(job),
+      history: meta.h ?? [],
     };
   }
-  if (!d) return null;
-  if (now - d.finishedAt > ctx.retentionMs) return null;
-  return {
+  const m = meta ?? { a: 0, e: null, d: undefined, h: undefined };
+  const view: JobSnapshot = {
     id,
     topic,
-    state: d.state,
-    dueAt: null,
-    attempts: d.attempts,
-    maxAttempts: maxAttemptsOf(d.job),
-    lastError: d.lastError,
-    createdAt: d.job.createdAt,
-    payload: d.job.payload,
-    finishedAt: d.finishedAt,
-    ...originOf(d.job),
-    history: d.history,
+    state: lease !== null ? "inflight" : "scheduled",
+    dueAt: lease !== null ? (m.d ?? null) : due,
+    attempts: m.a,
+    maxAttempts: maxAttemptsOf(job),
+    lastError: m.e ?? null,
+    createdAt: job.createdAt,
+    payload: job.payload,
+    ...originOf(job),
+    history: m.h ?? [],
   };
+  if (lease !== null) view.leaseExpiresAt = lease;
+  return view;
+}
+
+/**
+ * The records (with `records`) and metas of jobs by id, in order: read-jobs.lua
+ * on their keys. With records the read ends before the job whose record passes
+ * `byteBudget` (the first is always read), so fewer may come back than asked.
+ */
+export async function readJobs(
+  ctx: QueueContext,
+  ids: readonly string[],
+  records: boolean,
+  byteBudget: number,
+): Promise<Array<{ record: JobRecord | null; meta: JobMeta | null }>> {
+  if (ids.length === 0) return [];
+  return replies.readJobs.parse(await ctx.run(lua.readJobs, ctx.keys.jobPairs(ids), [records ? "1" : "0", byteBudget]));
 }
 
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
   const set = options.state === "scheduled" ? t.due : t.lease;
-  const raw = await ctx.run(
-    lua.listJobs,
-    [set, ctx.keys.jobs, ctx.keys.meta],
-    [
-      options.after ? Math.round(options.after.score) : "",
-      options.after?.id ?? "",
-      options.from === undefined ? "-inf" : Math.round(options.from),
-      options.to === undefined ? "+inf" : Math.round(options.to),
-      limit,
-      options.payload ? "1" : "0",
-      LIST_PAGE_BYTES,
-    ],
+  // Two phases: the page's ids from the set, then their metas (and records) by their keys.
+  const page = replies.listJobs.parse(
+    await ctx.run(
+      lua.listJobs,
+      [set],
+      [
+        options.after ? Math.round(options.after.score) : "",
+        options.after?.id ?? "",
+        options.from === undefined ? "-inf" : Math.round(options.from),
+        options.to === undefined ? "+inf" : Math.round(options.to),
+        limit,
+      ],
+    ),
   );
-  const page = replies.listJobs.parse(raw);
+  const read = await readJobs(
+    ctx,
+    page.jobs.map((j) => j.id),
+    options.payload === true,
+    LIST_PAGE_BYTES,
+  );
+  // Past the byte budget the page ends early; the cursor resumes after the last job read.
+  const listed = page.jobs.slice(0, read.length);
+  const more = page.more || listed.length < page.jobs.length;
   const jobs: ListedJob[] = [];
-  for (const { id, score, meta, record } of page.jobs) {
-    const inflight = options.state === "inflight";
+  const inflight = options.state === "inflight";
+  for (const [i, { id, score }] of listed.entries()) {
+    const { record, meta } = read[i]!;
+    // Finished between the two reads: no longer in the set.
+    if (meta?.st !== undefined) continue;
     const job: ListedJob = {
       id,
       topic,
@@ -114,6 +127,6 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     if (record) Object.assign(job, scheduleOf(record));
     jobs.push(job);
   }
-  const last = page.jobs.at(-1);
-  return { jobs, next: page.more && last ? { score: last.score, id: last.id } : null };
+  const last = listed.at(-1);
+  return { jobs, next: more && last ? { score: last.score, id: last.id } : null };
 }

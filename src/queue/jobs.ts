@@ -1,11 +1,12 @@
-import { ATTEMPT_ERROR_BYTES, MAX_BATCH } from "./bounds.js";
+import { ATTEMPT_ERROR_BYTES, CLAIM_REQUESTS, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
-import { pipeline, redisCall } from "./redis.js";
+import { migrateOrphans } from "./model.js";
+import { pipeline, pipelineRead, redisCall } from "./redis.js";
 import { registrations } from "./registrations.js";
 import { replies } from "./replies.js";
 import { topicSettings } from "./topic-admin.js";
@@ -25,7 +26,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
   const now = ctx.now();
   const seen = registrations(ctx.keys.prefix);
-  const keys = [ctx.keys.jobs, ctx.keys.topics, ctx.keys.topicIndex];
+  const keys = [ctx.keys.topics, ctx.keys.topicIndex];
   const args: Array<string | number> = [inputs.length, ctx.idempotencyWindowMs, ctx.maxTopics];
   const planned: Array<{ topic: string }> = [];
   const newTopics = new Set<string>();
@@ -41,7 +42,15 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
     if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
     const t = ctx.keys.topic(input.topic);
-    keys.push(t.due, input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : t.due, t.purged);
+    keys.push(
+      t.due,
+      input.idempotencyKey !== undefined ? ctx.keys.idempotency(input.topic, input.idempotencyKey) : t.due,
+      t.purged,
+      ctx.keys.job(id).record,
+      t.lease,
+      t.done,
+      t.deadAt,
+    );
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
     if (!seen.isRegistered(input.topic, now)) {
       flags += "r";
@@ -60,10 +69,11 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     // index then still leads to it) or takes it (and the index entry that
     // follows is merely early, which costs one empty claim).
     const t = ctx.keys.topic(only.topic);
+    await ctx.ensureModel();
     // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-    await redisCall({ name: "enqueue pipeline (HSET, ZADD, ZADD)", repeatSafe: false }, () =>
+    await redisCall({ name: "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
       pipeline(ctx.redis, [
-        ["hset", ctx.keys.jobs, only.id, only.record],
+        ["set", ctx.keys.job(only.id).record, only.record],
         ["zadd", t.due, only.dueAt, only.id],
         ["zadd", ctx.keys.topicIndex, "lt", only.dueAt, only.topic],
       ]),
@@ -77,13 +87,25 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
 }
 
 export async function claim(ctx: QueueContext, topic: string, options: ClaimOptions): Promise<ClaimResult> {
-  const max = Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH);
+  const max = Number.isFinite(options.max) ? Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH) : 0;
   const now = options.now ?? ctx.now();
   const mode = options.mode ?? "push";
+  const lead = Math.max(0, Math.floor(options.leadMs ?? 0));
   const t = ctx.keys.topic(topic);
+  await ctx.ensureModel();
+  // The ids the claim may take or reap, read first: the script must be given
+  // every key it touches, so it cannot look them up itself. It checks each
+  // again; jobs that became due between the two calls wait for the next claim.
+  const [dueIds, leaseIds] = (await redisCall({ name: "claim candidates (ZRANGE, ZRANGE)", repeatSafe: true }, () =>
+    pipelineRead(ctx.redis, [
+      ["zrange", t.due, "-inf", now + (mode === "push" ? lead : 0), "BYSCORE", "LIMIT", 0, max],
+      ["zrange", t.lease, "-inf", now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
+    ]),
+  )) as [string[], string[]];
+  const candidates = max > 0 ? dueIds : [];
   const raw = await ctx.run(
     lua.claim,
-    [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, t.conf, t.bucket, t.metrics, t.deadAt, ctx.doneKey(now), ctx.keys.topicIndex, t.deadEntries],
+    [t.due, t.lease, t.conf, t.bucket, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, ...ctx.keys.jobPairs(candidates), ...ctx.keys.jobPairs(leaseIds)],
     [
       now,
       max,
@@ -92,16 +114,29 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
       ctx.defaults.maxAttempts,
       JSON.stringify(ctx.defaults.backoff),
       ctx.deadLetterCap,
-      ctx.doneTtlMs,
+      ctx.retentionMs,
       ctx.reapLimit,
       topic,
       mode,
       ctx.defaults.timeoutMs,
       LEASE_MARGIN_MS,
-      Math.max(0, Math.floor(options.leadMs ?? 0)),
+      lead,
+      candidates.length,
+      leaseIds.length,
+      ...candidates,
+      ...leaseIds,
     ],
   );
-  const { jobs, leaseDeadline, conf, ...rest } = replies.claim.parse(raw);
+  const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, ...rest } = replies.claim.parse(raw);
+  let requests = CLAIM_REQUESTS;
+  if (sweepDone.length + sweepDead.length > 0) {
+    await sweep(ctx, topic, now, sweepDone, sweepDead);
+    requests++;
+  }
+  if (orphans.length > 0) {
+    await migrateOrphans(ctx, topic, orphans);
+    requests++;
+  }
   return {
     // A job taken ahead is leased from its due time.
     jobs: jobs.map(
@@ -116,7 +151,25 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
     ),
     ...rest,
     topic: mode === "push" && rest.heldBy !== "mode" ? decodeTopicConf(conf, ctx.defaults) : null,
+    requests,
   };
+}
+
+/**
+ * Drops the finished jobs and dead letters a claim named, with
+ * their keys (sweep.lua checks each again). Safe to repeat; a failure only
+ * leaves them for the next claim to name.
+ */
+async function sweep(ctx: QueueContext, topic: string, now: number, done: string[], dead: string[]): Promise<void> {
+  if (done.length + dead.length === 0) return;
+  const t = ctx.keys.topic(topic);
+  replies.sweep.parse(
+    await ctx.run(
+      lua.sweep,
+      [t.done, t.deadAt, ...ctx.keys.jobPairs(done), ...ctx.keys.jobPairs(dead)],
+      [now - ctx.retentionMs, ctx.deadLetterCap, done.length, ...done, ...dead],
+    ),
+  );
 }
 
 export async function settle(
@@ -131,7 +184,7 @@ export async function settle(
   const t = ctx.keys.topic(topic);
   const observed = observationVector(outcomes.map((o) => o.observed));
   const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
-  const args: Array<string | number> = [now, ctx.deadLetterCap, ctx.doneTtlMs, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
+  const args: Array<string | number> = [now, ctx.deadLetterCap, "", observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
   for (const o of outcomes) {
     args.push(
       o.id,
@@ -146,7 +199,7 @@ export async function settle(
   }
   const raw = await ctx.run(
     lua.settle,
-    [t.due, t.lease, ctx.keys.jobs, ctx.keys.meta, t.metrics, t.deadAt, ctx.doneKey(now), ctx.keys.topicIndex, t.deadEntries],
+    [t.due, t.lease, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, ...ctx.keys.jobPairs(outcomes.map((o) => o.id))],
     args,
   );
   const applied = replies.settle.parse(raw, outcomes.length);
@@ -163,8 +216,9 @@ export async function ack(ctx: QueueContext, id: string, attempt: number): Promi
 export async function nack(ctx: QueueContext, id: string, attempt: number, failure: NackFailure): Promise<"retry" | "dead" | "stale"> {
   const topic = topicOfJobId(id);
   if (!topic) return "stale";
+  await ctx.ensureModel();
   const [recordText, { settings }] = await Promise.all([
-    redisCall({ name: "HGET", repeatSafe: true }, () => ctx.redis.hget<string>(ctx.keys.jobs, id)),
+    redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(ctx.keys.job(id).record)),
     topicSettings(ctx, topic),
   ]);
   if (recordText === null) return "stale";

@@ -14,16 +14,23 @@
  *   <p>:index                ZSET   topic index: topic -> when the tick should next look at it; holds
  *                                   every push topic with work that is not paused (src/queue/lua/lib/index.lua)
  *   <p>:parked               SET    topics that are pull or paused (sampled for the per-minute series)
- *   <p>:jobs                 HASH   job id -> job record JSON (immutable while the job lives)
- *   <p>:meta                 HASH   job id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history};
- *                                   absent before the first claim (lua/lib/records.lua)
- *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention); expires
+ *   <p>:t:<topic>:j:<ulid>   STRING job record JSON, from enqueue until the job is swept (never changed)
+ *   <p>:t:<topic>:m:<ulid>   STRING job meta JSON (lua/lib/records.lua): while the job lives
+ *                                   {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history},
+ *                                   absent before the first claim; once finished {"st":state,"a","e","f":finished ms,"h"}
+ *   <p>:t:<topic>:done       ZSET   finished jobs (succeeded, cancelled): job id -> finished ms; swept past the
+ *                                   retention window (sweep.lua), their two keys with them
  *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry)
  *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)
- *   <p>:t:<topic>:dead:at    ZSET   dead letters: job id -> failed ms (capped: the oldest are trimmed)
- *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON (lua/lib/records.lua deadEntry)
- *   <p>:t:<topic>:dead       LIST   dead letters written before they were kept by id, newest first;
- *                                   moved into the two above by migrate-dead.lua
+ *   <p>:t:<topic>:dead:at    ZSET   dead letters: job id -> failed ms (capped: the oldest are swept); a letter is
+ *                                   its job's two keys, the meta's state "dead"
+ *   <p>:model                STRING "2" once the hash model's keys (below) have been migrated (migrate-model.lua)
+ *
+ * Keys of earlier versions, read only to migrate them:
+ *   <p>:jobs, <p>:meta       HASH   job id -> record / meta, for every job of the deployment
+ *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention)
+ *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON
+ *   <p>:t:<topic>:dead       LIST   dead letters older still, newest first
  *   <p>:t:<topic>:conf       HASH   topic settings
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
@@ -37,17 +44,28 @@
  *   <p>:sched:due            ZSET   schedule id -> next occurrence ms (not paused, not ended); its head is the
  *                                   score of the index member "~schedules" (src/queue/lua/lib/index.lua)
  *
- * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys.
+ * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys
+ * and its own. No key holds more than one job, save the topic's sorted sets
+ * of ids (due, lease, done, dead:at) and its small settings and counters.
  */
 /** The topic index's member for the schedules (no topic name holds "~"): see src/queue/lua/lib/index.lua. */
 export const SCHEDULES_INDEX_MEMBER = "~schedules";
 
+/** A job's own keys: its record and its meta (lua/lib/records.lua). */
+export interface JobKeys {
+  record: string;
+  meta: string;
+}
+
 export interface TopicKeys {
   due: string;
   lease: string;
+  /** Finished jobs (succeeded, cancelled) -> finished ms, swept past retention. */
+  done: string;
   deadAt: string;
+  /** The dead-letter hash of the hash model, read only to migrate it (migrate-model.lua). */
   deadEntries: string;
-  /** The dead-letter list of earlier versions, drained by migrate-dead.lua. */
+  /** The dead-letter list of versions before that, read only to migrate it. */
   deadLegacy: string;
   conf: string;
   bucket: string;
@@ -66,8 +84,11 @@ export class Keys {
   readonly topics: string;
   readonly topicIndex: string;
   readonly parked: string;
-  readonly jobs: string;
-  readonly meta: string;
+  /** "2" once the hash model's keys were migrated. */
+  readonly model: string;
+  /** The hash model's deployment-wide record and meta hashes, read only to migrate them. */
+  readonly legacyJobs: string;
+  readonly legacyMeta: string;
   readonly scheduleDefs: string;
   readonly scheduleState: string;
   readonly scheduleIds: string;
@@ -82,8 +103,9 @@ export class Keys {
     this.topics = `${prefix}:topics`;
     this.topicIndex = `${prefix}:index`;
     this.parked = `${prefix}:parked`;
-    this.jobs = `${prefix}:jobs`;
-    this.meta = `${prefix}:meta`;
+    this.model = `${prefix}:model`;
+    this.legacyJobs = `${prefix}:jobs`;
+    this.legacyMeta = `${prefix}:meta`;
     this.scheduleDefs = `${prefix}:sched:defs`;
     this.scheduleState = `${prefix}:sched:state`;
     this.scheduleIds = `${prefix}:sched:ids`;
@@ -95,6 +117,7 @@ export class Keys {
     return {
       due: `${t}:due`,
       lease: `${t}:lease`,
+      done: `${t}:done`,
       deadAt: `${t}:dead:at`,
       deadEntries: `${t}:dead:entries`,
       deadLegacy: `${t}:dead`,
@@ -109,8 +132,26 @@ export class Keys {
     return `${this.prefix}:t:${topic}:idem:${key}`;
   }
 
-  /** The finished-job hash of the retention bucket holding `ms`. */
-  done(ms: number, retentionMs: number): string {
+  /** The keys of the job with this id (`<topic>.<ULID>`: the ULID is its last 26 characters). */
+  job(id: string): JobKeys {
+    const dot = id.length - 27;
+    const t = `${this.prefix}:t:${id.slice(0, dot)}`;
+    const ulid = id.slice(dot + 1);
+    return { record: `${t}:j:${ulid}`, meta: `${t}:m:${ulid}` };
+  }
+
+  /** The record and meta keys of each id, in order: record1, meta1, record2, meta2, … */
+  jobPairs(ids: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const id of ids) {
+      const k = this.job(id);
+      out.push(k.record, k.meta);
+    }
+    return out;
+  }
+
+  /** The hash model's finished-job hash of the retention bucket holding `ms`, read only to migrate it. */
+  legacyDone(ms: number, retentionMs: number): string {
     return `${this.prefix}:done:${Math.floor(ms / retentionMs)}`;
   }
 }

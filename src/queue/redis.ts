@@ -100,6 +100,16 @@ export async function pipeline(redis: Redis, commands: Array<Array<string | numb
   }
 }
 
+/** Sends `commands` in one request and answers their results in order; throws on the first command Redis refused. */
+export async function pipelineRead(redis: Redis, commands: Array<Array<string | number>>): Promise<unknown[]> {
+  const requester = (redis as unknown as { client: Requester }).client;
+  const replies = (await requester.request({ path: ["pipeline"], body: commands })) as unknown as Array<{ error?: string; result?: unknown }>;
+  return replies.map((reply, i) => {
+    if (reply.error) throw new errors.UpstashError(`Command ${i + 1} [ ${commands[i]![0]} ] failed: ${reply.error}`);
+    return reply.result;
+  });
+}
+
 /** The exact texts Upstash (and Redis, for maxmemory) refuse a command with, and the limit each names. */
 const LIMIT_TEXTS: Array<[RegExp, RedisLimit]> = [
   [/ERR max single record size exceeded/, "record-size"],

@@ -2,8 +2,6 @@ import { z } from "zod";
 import { Code, type CodeMap } from "./codes.js";
 import { SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import {
-  deadEntrySchema,
-  doneSchema,
   flatHash,
   intReply,
   metaSchema,
@@ -14,6 +12,7 @@ import {
   parseRecord,
   parseState,
   vectorText,
+  type JobMeta,
   type JobRecord,
   type StoredSchedule,
 } from "./types.js";
@@ -45,7 +44,6 @@ const time = numericReply.transform((n) => (n === Code.Time.None ? null : n));
 const score = z.union([z.string(), z.number()]);
 const listedValue = z.union([z.string(), z.number(), z.null()]);
 const cell = z.union([z.string(), z.number()]);
-const text = (v: unknown) => (typeof v === "string" ? v : null);
 
 const repeat = coded(Code.Repeat, { Repeat: true, New: false });
 const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
@@ -63,10 +61,13 @@ const step = z.tuple([intReply, more, score, z.string()]).transform(([count, has
 /** The rest of `{ Code.Write.TopicLimit, topics registered, the cap }`. */
 const topicLimitOf = (reply: ReadonlyArray<unknown>) => ({ result: "topic-limit", count: intReply.parse(reply[1]), limit: intReply.parse(reply[2]) }) as const;
 
+/** Job ids, as a script returns a list (an empty Lua table arrives as an empty array). */
+const idList = z.array(z.string());
+
 /** claim.lua's reply before its jobs: the topic as the claim left it. */
 const claimHead = z
-  .tuple([time, numericReply, numericReply, paused, numericReply, heldBy, time, numericReply, flatHash])
-  .transform(([nextDueAt, retried, dead, isPaused, rateLimitedForMs, held, nextLookAt, leaseDeadline, conf]) => ({
+  .tuple([time, numericReply, numericReply, paused, numericReply, heldBy, time, numericReply, flatHash, idList, idList, idList])
+  .transform(([nextDueAt, retried, dead, isPaused, rateLimitedForMs, held, nextLookAt, leaseDeadline, conf, sweepDone, sweepDead, orphans]) => ({
     nextDueAt,
     reaped: { retried, dead },
     paused: isPaused,
@@ -75,8 +76,11 @@ const claimHead = z
     nextLookAt,
     leaseDeadline,
     conf,
+    sweepDone,
+    sweepDead,
+    orphans,
   }));
-const CLAIM_HEAD = 9;
+const CLAIM_HEAD = 12;
 
 /** A reply that breaks its script's contract: a bug, as a failed schema is. */
 function malformed(script: string, what: string, value: unknown): never {
@@ -93,8 +97,8 @@ function numericCell(v: unknown, script: string, what: string): number {
 /**
  * claim.lua: the topic as the claim left it (next due time, leases reaped,
  * whether it is paused, how long the rate limit holds, what held jobs back,
- * its index score, the lease deadline of a job due now, the conf it read),
- * then per job taken its id, attempt, due time and record. The jobs, up to a
+ * its index score, the lease deadline of a job due now, the conf it read,
+ * the ids to sweep and the orphans), then per job taken its id, attempt, due time and record. The jobs, up to a
  * thousand, are read by hand rather than by a schema per cell (in workerd
  * zod walks a schema instead of compiling it); they are checked as strictly.
  */
@@ -143,6 +147,9 @@ export const replies = {
   /** settle.lua: see {@link settleReply}. */
   settle: { parse: settleReply },
 
+  /** sweep.lua: finished jobs and dead letters dropped. */
+  sweep: z.tuple([intReply, intReply]),
+
   cancel: coded(Code.JobChange, { Changed: "cancelled", NotScheduled: "not-found", InFlight: "inflight" } as const),
 
   cancelJobs: {
@@ -161,45 +168,46 @@ export const replies = {
 
   reschedule: coded(Code.JobChange, { Changed: "rescheduled", NotScheduled: "not-found", InFlight: "inflight" } as const),
 
-  get: z
-    .tuple([nullableString, nullableString, nullableString, nullableString, nullableString, nullableString, nullableString])
-    .transform(([record, meta, due, lease, done, topicMaxAttempts, letter]) => ({
-      record: record ? parseRecord(record) : null,
-      meta: meta ? metaSchema.parse(JSON.parse(meta)) : null,
-      due: due ? Number(due) : null,
-      lease: lease ? Number(lease) : null,
-      done: done ? doneSchema.parse(JSON.parse(done)) : null,
-      topicMaxAttempts: topicMaxAttempts ? Number(topicMaxAttempts) : null,
-      letter: letter ? deadEntrySchema.parse(JSON.parse(letter)) : null,
-    })),
+  /** get.lua: the job's record and meta (finished or not), its scores in the due and lease sets, its topic's maxAttempts. */
+  get: z.tuple([nullableString, nullableString, nullableString, nullableString, nullableString]).transform(([record, meta, due, lease, topicMaxAttempts]) => ({
+    record: record ? parseRecord(record) : null,
+    meta: meta ? metaSchema.parse(JSON.parse(meta)) : null,
+    due: due ? Number(due) : null,
+    lease: lease ? Number(lease) : null,
+    topicMaxAttempts: topicMaxAttempts ? Number(topicMaxAttempts) : null,
+  })),
 
   /** list-topics.lua: topics registered, whether more names follow, the page's names. */
   listTopics: z.tuple([intReply, more], z.string()).transform(([total, hasMore, ...names]) => ({ total, more: hasMore, names })),
 
+  /** list-jobs.lua: whether more jobs follow the page, then the page's ids and scores. */
   listJobs: z.tuple([more], listedValue).transform(([hasMore, ...rows]) => {
-    const jobs = [];
-    for (let i = 0; i + 3 < rows.length; i += 4) {
-      const meta = text(rows[i + 2]);
-      const record = text(rows[i + 3]);
-      jobs.push({
-        id: String(rows[i]),
-        score: numericReply.parse(rows[i + 1]),
-        meta: meta === null ? null : metaSchema.parse(JSON.parse(meta)),
-        record: record === null ? null : parseRecord(record),
-      });
-    }
+    const jobs: Array<{ id: string; score: number }> = [];
+    for (let i = 0; i + 1 < rows.length; i += 2) jobs.push({ id: String(rows[i]), score: numericReply.parse(rows[i + 1]) });
     return { more: hasMore, jobs };
+  }),
+
+  /** read-jobs.lua: per job read, its record (null: not asked for, or none) and meta (null: none). */
+  readJobs: z.array(nullableString).transform((rows) => {
+    const jobs: Array<{ record: JobRecord | null; meta: JobMeta | null }> = [];
+    for (let i = 0; i + 1 < rows.length; i += 2) {
+      const record = rows[i];
+      const meta = rows[i + 1];
+      jobs.push({ record: record ? parseRecord(record) : null, meta: meta ? metaSchema.parse(JSON.parse(meta)) : null });
+    }
+    return jobs;
   }),
 
   /** migrate-dead.lua: the letters the old list still holds. */
   migrateDead: intReply,
 
+  /** migrate-model.lua: how many of the ids it dealt with (the first n), how many got keys, and the orphans it dropped from their due set. */
+  migrateModel: z.tuple([intReply, intReply], z.string()).transform(([looked, moved, ...dropped]) => ({ looked, moved, dropped })),
+
+  /** list-dead.lua: whether more letters follow the page, then the page's ids and failed times. */
   listDead: z.tuple([more], listedValue).transform(([hasMore, ...rows]) => {
-    const letters = [];
-    for (let i = 0; i + 2 < rows.length; i += 3) {
-      const entry = text(rows[i + 2]);
-      letters.push({ id: String(rows[i]), score: numericReply.parse(rows[i + 1]), entry: entry === null ? null : deadEntrySchema.parse(JSON.parse(entry)) });
-    }
+    const letters: Array<{ id: string; score: number }> = [];
+    for (let i = 0; i + 1 < rows.length; i += 2) letters.push({ id: String(rows[i]), score: numericReply.parse(rows[i + 1]) });
     return { more: hasMore, letters };
   }),
 
@@ -215,16 +223,29 @@ export const replies = {
 
   configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
 
+  /** delete-topic.lua: what the call did and found, then the set of the next batch to drop and its ids. */
   deleteTopic: z
-    .tuple([
-      coded(Code.TopicDeletion, { Deleted: "deleted", Purging: "purging", InFlight: "inflight", NotEmpty: "not-empty" } as const),
-      intReply,
-      intReply,
-      intReply,
-      intReply,
-      intReply,
-    ])
-    .transform(([result, dropped, droppedDead, scheduled, inflight, dead]) => ({ result, dropped, droppedDead, scheduled, inflight, dead })),
+    .tuple(
+      [
+        coded(Code.TopicDeletion, { Deleted: "deleted", Purging: "purging", InFlight: "inflight", NotEmpty: "not-empty" } as const),
+        intReply,
+        intReply,
+        intReply,
+        intReply,
+        intReply,
+        z.enum(["due", "dead", "done", ""]),
+      ],
+      z.string(),
+    )
+    .transform(([result, dropped, droppedDead, scheduled, inflight, dead, set, ...ids]) => ({
+      result,
+      dropped,
+      droppedDead,
+      scheduled,
+      inflight,
+      dead,
+      batch: { set, ids },
+    })),
 
   topicStats: z
     .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])

@@ -119,7 +119,8 @@ export class Schedules {
   async fire(firings: Firing[]): Promise<{ fired: boolean[]; nextAt: number | null }> {
     if (firings.length === 0) return { fired: [], nextAt: null };
     const k = this.keys;
-    const keys = [k.scheduleState, k.schedulesDue, k.topicIndex, k.jobs, k.topics, ...firings.map((f) => k.topic(f.topic).due)];
+    // Per firing: its topic's due set and its job's record key (schedule-fire.lua).
+    const keys = [k.scheduleState, k.schedulesDue, k.topicIndex, k.topics, ...firings.flatMap((f) => [k.topic(f.topic).due, k.job(f.jobId).record])];
     const args: Array<string | number> = [firings.length];
     for (const f of firings) {
       if (f.read.next === null) throw new RangeError(`schedule ${f.id} has no occurrence to fire`);

@@ -17,6 +17,7 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
   get: "safe",
   listDead: "safe",
   listJobs: "safe",
+  readJobs: "safe",
   listTopics: "safe",
   topicStats: "safe",
   schedulesDue: "safe",
@@ -32,8 +33,12 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
   configureTopic: "safe",
   // Sets the same due time again.
   reschedule: "safe",
-  // Moves the next batch of old letters, which the callers ask for until none is left.
+  // Drops only what it checks is still past the retention window or the cap.
+  sweep: "safe",
+  // Moves the old letters its caller read off the list's tail; a repeat finds them gone from the tail and moves nothing.
   migrateDead: "safe",
+  // Moves what is still in the old hashes, writing only absent keys: a repeat finds the ids moved and changes nothing.
+  migrateModel: "safe",
   // A repeat of a lost run finds the job already stored; without keys, it re-creates a job claimed meanwhile.
   enqueue: "keyed",
   // Takes leases and burns attempts.

@@ -11,10 +11,11 @@ import { flatHash, intReply, nullableString, vectorText } from "./types.js";
 import { MAX_TOPIC_PAGE_LIMIT } from "../limits.js";
 import type { DeleteTopicResult, SeriesPoint, TopicPage, TopicPageOptions, TopicStats } from "./views.js";
 
-// Topics as a whole: their registry, settings, deletion, and the counters and
-// per-minute series read from them.
+// Topics as a whole: their registry, settings, deletion (with every job's
+// two keys: scheduled, dead and finished), and the counters and per-minute
+// series read from them.
 
-/** Most scheduled jobs one call of delete-topic drops while purging. */
+/** Most jobs (scheduled, dead letters, finished) one call of delete-topic drops, each with its two keys. */
 const PURGE_BATCH = 1_000;
 
 export async function configureTopic(ctx: QueueContext, topic: string, patch: TopicPatch): Promise<void> {
@@ -36,26 +37,17 @@ export async function topicCount(ctx: QueueContext): Promise<number> {
 
 export async function deleteTopic(ctx: QueueContext, topic: string, options: { purge?: boolean } = {}): Promise<DeleteTopicResult> {
   const t = ctx.keys.topic(topic);
-  const keys = [
-    t.due,
-    t.lease,
-    t.deadAt,
-    t.conf,
-    t.bucket,
-    t.metrics,
-    ctx.keys.jobs,
-    ctx.keys.meta,
-    ctx.keys.topics,
-    ctx.keys.topicIndex,
-    ctx.keys.parked,
-    t.deadEntries,
-    t.deadLegacy,
-    t.purged,
-  ];
+  const keys = [t.due, t.lease, t.deadAt, t.done, t.conf, t.bucket, t.metrics, ctx.keys.topics, ctx.keys.topicIndex, ctx.keys.parked, t.deadLegacy, t.purged];
   const purged = { scheduled: 0, dead: 0 };
+  // Two phases a batch: each call names the next batch of ids it found, the next one drops them by their keys.
+  let batch: { set: string; ids: string[] } = { set: "", ids: [] };
   for (;;) {
     const r = replies.deleteTopic.parse(
-      await ctx.run(lua.deleteTopic, keys, [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), ctx.idempotencyWindowMs]),
+      await ctx.run(
+        lua.deleteTopic,
+        [...keys, ...ctx.keys.jobPairs(batch.ids)],
+        [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), ctx.idempotencyWindowMs, batch.set, ...batch.ids],
+      ),
     );
     purged.scheduled += r.dropped;
     purged.dead += r.droppedDead;
@@ -64,6 +56,7 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
       return { result: "deleted", purged };
     }
     if (r.result !== "purging") return { result: r.result, scheduled: r.scheduled, inflight: r.inflight, dead: r.dead };
+    batch = r.batch;
   }
 }
 

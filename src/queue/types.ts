@@ -169,7 +169,13 @@ export const metaSchema = z.object({
   /** When the current attempt was claimed. */
   s: z.number().optional(),
   h: storedHistory.optional(),
+  /** A finished job's state (lua/lib/records.lua finishedMeta); absent while the job lives. */
+  st: z.enum(["succeeded", "dead", "cancelled"]).optional(),
+  /** When a finished job finished, epoch ms. */
+  f: z.number().optional(),
 });
+/** A job's meta as stored (lua/lib/records.lua): live, or finished ("st"). */
+export type JobMeta = z.infer<typeof metaSchema>;
 
 /** A finished job's record as kept for the retention window. */
 export const doneSchema = z.object({

@@ -64,6 +64,8 @@ export interface ClaimResult {
   nextLookAt: number | null;
   /** Push claims: the topic's settings and secrets as the claim read them (null for pull claims and a topic of the other mode). */
   topic: { settings: TopicSettings; secrets: TopicSecrets } | null;
+  /** REST requests the claim made: CLAIM_REQUESTS, and one more when it swept finished jobs or dead letters past the cap (more for orphans). */
+  requests: number;
 }
 
 /** Options of {@link Queue.claim}. */

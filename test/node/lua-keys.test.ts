@@ -77,6 +77,16 @@ it("every command a script runs names a key of its KEYS, and each call's KEYS sh
   const queue = new Queue({ redis, prefix: PREFIX });
   const now = Date.now();
 
+  // Data of earlier versions, so their migrations run: a job in the hash model's record hash, a letter in a dead-letter list.
+  const old = new IORedis(stack.redis.url);
+  await old.hset(`${PREFIX}:jobs`, "a.01MCC6XZVQJSVFFC77WBAJDD34", JSON.stringify({ payload: 1, createdAt: now }));
+  await old.zadd(`${PREFIX}:t:a:due`, now, "a.01MCC6XZVQJSVFFC77WBAJDD34");
+  await old.lpush(
+    `${PREFIX}:t:a:dead`,
+    `{"id":"a.01MCC6XZVQJSVFFC77WBAJDD35","attempts":1,"lastError":"old","failedAt":${now},"history":[],"job":{"payload":2,"createdAt":${now}}}`,
+  );
+  old.disconnect();
+
   // The operations of a job's life, and the admin ones around it.
   await queue.configureTopic("a", { maxAttempts: 2, ratePerSec: 1000 });
   const jobs = await Promise.all(Array.from({ length: 6 }, (_, i) => queue.enqueue({ topic: "a", payload: { i }, idempotencyKey: `k${i}` })));
@@ -97,8 +107,14 @@ it("every command a script runs names a key of its KEYS, and each call's KEYS sh
   if (dead) await queue.deadLetter(dead.id);
   if (dead) await queue.replayDeadLetters("a", { ids: [dead.id] });
   await queue.replayDeadLettersMatching("a", {});
+  // A letter for the purges to drop (the replays above took the others back).
+  await queue.enqueue({ topic: "a", payload: "doomed" });
+  for (const j of (await queue.claim("a", { max: 10, leaseMs: 60_000, now: now + 2_000 })).jobs)
+    await queue.nack(j.id, j.attempt, { error: "x", permanent: true });
   await queue.purgeDeadLettersStep("a", {});
   await queue.purgeDeadLetters("a", {});
+  // Past the retention window and the sweep's slack: the claim names the acked job and its caller sweeps it.
+  await queue.claim("a", { max: 1, leaseMs: 60_000, now: Date.now() + 3_600_000 + 120_000 });
   await queue.cancelIds("b", ["nope"]);
   await queue.cancelWindow("b", {});
   await queue.configureTopic("p", { mode: "pull" });

@@ -152,7 +152,8 @@ export const topics = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const { max, leaseMs } = c.req.valid("json");
+      // An empty body is not validated: its defaults are the schema's all the same.
+      const { max, leaseMs } = ClaimBody.parse(c.req.valid("json") ?? {});
       const { jobs, heldBy } = await c.get("queue").claim(topic, { max, leaseMs, mode: "pull" });
       if (heldBy === "mode") throw new ApiProblem(409, `topic ${topic} is in push mode; set mode: "pull" to claim over HTTP`);
       return c.json(

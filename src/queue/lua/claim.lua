@@ -24,17 +24,27 @@
   finally writes the topic's exact score in the topic index (lib/index.lua):
   when the tick can next make progress on it, or removes it when never.
 
+  The claim takes and reaps only ids its caller read from the due and lease
+  sets just before (KEYS holds their record and meta keys: a script cannot
+  read keys it was not given). It checks each against the set (ZMSCORE), so
+  ids that moved meanwhile are skipped; jobs that became due meanwhile wait
+  for the next claim, which the reply's heldBy and index score ask for. A due
+  id without a record is left due and returned as an orphan (a job the hash
+  model's code stored after the migration: the caller moves it, or drops it).
+  Finished jobs past the retention window and dead letters past the cap are
+  returned for the caller to sweep (sweep.lua), and a push claim keeps a
+  topic with finished jobs in the index until they are swept.
+
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
-  KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms of the attempt,"e":last error,"s":claimed ms,"h":history}
-  KEYS[5]  conf hash       topic settings
-  KEYS[6]  bucket hash     token bucket: t (tokens), ts (ms of last refill)
-  KEYS[7]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
-  KEYS[8]  dead-letter set  zset id -> failed ms
-  KEYS[9]  done hash       finished-job records of the current retention bucket
-  KEYS[10] topic index     zset topic -> when the tick should next look at it
-  KEYS[11] dead letters    hash id -> dead-letter entry JSON
+  KEYS[3]  conf hash       topic settings
+  KEYS[4]  bucket hash     token bucket: t (tokens), ts (ms of last refill)
+  KEYS[5]  metrics hash    "dispatched" counter, "total", per-minute ring (lib/metrics.lua)
+  KEYS[6]  dead-letter set zset id -> failed ms
+  KEYS[7]  done set        zset id -> finished ms
+  KEYS[8]  topic index     zset topic -> when the tick should next look at it
+  then per candidate id (the ARGV[17…] ids, in order), two keys from KEYS[9]:
+           its record (string, record JSON) and its meta (string, lib/records.lua)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  max jobs to take
@@ -43,13 +53,16 @@
   ARGV[5]  deployment default maxAttempts
   ARGV[6]  deployment default backoff JSON
   ARGV[7]  dead-letter cap
-  ARGV[8]  done hash TTL, ms
+  ARGV[8]  retention, ms: finished jobs older than this are returned for sweeping
   ARGV[9]  most expired leases reaped per call
   ARGV[10] topic name (its member in the topic index)
   ARGV[11] the caller: "push" (the tick) or "pull" (a pull consumer)
   ARGV[12] deployment default timeoutMs
   ARGV[13] lease margin over the timeout, ms
   ARGV[14] lead, ms: a push claim of a topic without limits also takes jobs due up to this long from now ("" or 0: only due ones)
+  ARGV[15] nd: how many candidate ids were read from the due set (first), oldest due first
+  ARGV[16] nl: how many candidate ids were read from the lease set (after them), with an expired lease
+  ARGV[17…] the nd due candidates, then the nl lease candidates
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
@@ -58,20 +71,32 @@
              push claims: the score written to the topic index (-1: removed); pull claims: -1,
              the lease deadline of a job due now, ms (a job taken ahead is leased that much past its due time),
              the conf hash (flat field/value array) for push claims, else an empty array,
+             ids to sweep: finished jobs past the retention window (array),
+             ids to sweep: dead letters past the cap (array),
+             orphans: due candidates without a record, left due (array),
              then per job taken: id, attempt, due ms, record JSON }
 ]]
 -- @include records
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local dueKey, leaseKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local defaultMaxAttempts = tonumber(ARGV[5])
 local defaultBackoff = ARGV[6]
 local deadCap = tonumber(ARGV[7])
-local doneTtl = ARGV[8]
+local retention = tonumber(ARGV[8])
+local nd, nl = tonumber(ARGV[15]), tonumber(ARGV[16])
+local FIRST_ID, FIRST_KEY = 17, 9
+-- Candidate c (1..nd due, then nd+1..nd+nl leased): its id, record key and meta key.
+local function candidate(c)
+  return ARGV[FIRST_ID + c - 1], KEYS[FIRST_KEY + 2 * (c - 1)], KEYS[FIRST_KEY + 2 * (c - 1) + 1]
+end
+-- Finished jobs looked at per claim for sweeping, and the wait before an idle topic is looked at for it.
+local SWEEP_BATCH = --[[LIMIT:SWEEP_BATCH]]250
+local SWEEP_SLACK_MS = --[[LIMIT:SWEEP_SLACK_MS]]60000
 local reapLimit = tonumber(ARGV[9])
 local topic, caller = ARGV[10], ARGV[11]
 -- The records one reply carries: well inside Upstash's 10 MB reply cap.
@@ -89,7 +114,7 @@ local lead = push and tonumber(ARGV[14]) or 0
 -- 0. A topic of the other mode gives nothing; the tick forgets a pull topic.
 if (conf.mode or "push") ~= caller then
   if push then rcall("ZREM", indexKey, topic) end
-  return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 4, -1, deadline, {} }
+  return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 4, -1, deadline, {}, {}, {}, {} }
 end
 
 -- Same formulas as src/queue/policy/backoff.ts (a test holds them equal).
@@ -106,52 +131,64 @@ local function backoffDelay(policy, attempt)
   return math.floor(math.random() * raw)
 end
 
--- 1. Reap expired leases.
+-- 1. Reap expired leases: the lease candidates still leased, with a deadline passed.
 local retried, died = 0, 0
--- A lease is over at its deadline (the score the topic index gives it).
-local expired = rcall("ZRANGEBYSCORE", leaseKey, "-inf", ARGV[1], "LIMIT", 0, reapLimit)
-if #expired > 0 then
-  local records = rcall("HMGET", jobsKey, unpack(expired))
-  local metas = rcall("HMGET", metaKey, unpack(expired))
-  local dueArgs, metaArgs, deadEntries, doneArgs, gone = {}, {}, {}, {}, {}
-  for i, id in ipairs(expired) do
-    local record = records[i]
-    gone[#gone + 1] = id
-    if record then
-      local job = cjson.decode(record)
-      local meta = metas[i] and cjson.decode(metas[i]) or { a = 1 }
-      local attempts = meta.a
-      local maxAttempts = job.maxAttempts or tonumber(conf.maxAttempts) or defaultMaxAttempts
-      local err = "lease expired: attempt " .. attempts .. " did not settle in time"
-      local started = meta.s
-      local history = appendAttempt(meta.h, inRun({ n = attempts, t = started, ms = started and math.max(0, now - started), o = "expired", e = err }, meta.h))
-      if attempts >= maxAttempts then
-        local e = cjson.encode(err)
-        local hist = historyJson(history)
-        deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, ARGV[1], hist, record)
-        doneArgs[#doneArgs + 1] = id
-        doneArgs[#doneArgs + 1] = doneRecord("dead", attempts, e, ARGV[1], hist, record)
-        died = died + 1
-      else
-        local policy = job.backoff or (conf.backoff and cjson.decode(conf.backoff)) or cjson.decode(defaultBackoff)
-        local at = now + backoffDelay(policy, attempts)
-        dueArgs[#dueArgs + 1] = at
-        dueArgs[#dueArgs + 1] = id
-        metaArgs[#metaArgs + 1] = id
-        metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = at, e = err, h = history })
-        retried = retried + 1
-      end
+-- Reaped jobs scheduled again (id, record key, meta key, due ms): this claim may take them too, as it was given their keys.
+local rescheduled = {}
+if nl > 0 then
+  local expired, recordKeys, metaKeys = {}, {}, {}
+  local lids = {}
+  for c = nd + 1, nd + nl do lids[#lids + 1] = (candidate(c)) end
+  local scores = rcall("ZMSCORE", leaseKey, unpack(lids))
+  local readKeys = {}
+  for j = 1, nl do
+    local score = scores[j]
+    -- A lease is over at its deadline (the score the topic index gives it).
+    if score and tonumber(score) <= now then
+      local id, rk, mk = candidate(nd + j)
+      expired[#expired + 1] = id
+      recordKeys[#recordKeys + 1] = rk
+      metaKeys[#metaKeys + 1] = mk
+      readKeys[#readKeys + 1] = rk
+      readKeys[#readKeys + 1] = mk
     end
   end
-  rcall("ZREM", leaseKey, unpack(gone))
-  if #dueArgs > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
-  if #deadEntries > 0 then
-    local ids = {}
-    for i = 1, #doneArgs, 2 do ids[#ids + 1] = doneArgs[i] end
-    writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
-    pushDead(deadAtKey, deadEntriesKey, ids, deadEntries, ARGV[1], deadCap)
+  if #expired > 0 then
+    local got = rcall("MGET", unpack(readKeys))
+    local dueArgs, metaPairs, deadIds, deadPairs = {}, {}, {}, {}
+    for i, id in ipairs(expired) do
+      local record = got[2 * i - 1]
+      if record then
+        local job = cjson.decode(record)
+        local meta = got[2 * i] and cjson.decode(got[2 * i]) or { a = 1 }
+        local attempts = meta.a
+        local maxAttempts = job.maxAttempts or tonumber(conf.maxAttempts) or defaultMaxAttempts
+        local err = "lease expired: attempt " .. attempts .. " did not settle in time"
+        local started = meta.s
+        local history = appendAttempt(meta.h, inRun({ n = attempts, t = started, ms = started and math.max(0, now - started), o = "expired", e = err }, meta.h))
+        if attempts >= maxAttempts then
+          deadIds[#deadIds + 1] = id
+          deadPairs[#deadPairs + 1] = metaKeys[i]
+          deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, cjson.encode(err), ARGV[1], historyJson(history))
+          died = died + 1
+        else
+          local policy = job.backoff or (conf.backoff and cjson.decode(conf.backoff)) or cjson.decode(defaultBackoff)
+          local at = now + backoffDelay(policy, attempts)
+          dueArgs[#dueArgs + 1] = at
+          dueArgs[#dueArgs + 1] = id
+          metaPairs[#metaPairs + 1] = metaKeys[i]
+          metaPairs[#metaPairs + 1] = cjson.encode({ a = attempts, d = at, e = err, h = history })
+          rescheduled[#rescheduled + 1] = { id = id, rk = recordKeys[i], mk = metaKeys[i], due = at }
+          retried = retried + 1
+        end
+      end
+    end
+    -- Writes first: the retry or the letter exists before the lease is gone.
+    if #dueArgs > 0 then writeRetries(dueKey, dueArgs, metaPairs) end
+    if #deadIds > 0 then pushDead(deadAtKey, deadIds, deadPairs, ARGV[1]) end
+    rcall("ZREM", leaseKey, unpack(expired))
+    if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
   end
-  if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
 end
 
 -- 2. How many may be taken, and what holds the rest back.
@@ -181,56 +218,85 @@ end
 -- counts jobs as they are taken, so it could not hold for jobs started later.
 local horizon = now
 if lead > 0 and not paused and not concurrency and not rate then horizon = now + lead end
-local out = { -1, retried, died, paused and 1 or 0, 0, 0, -1, deadline, push and confFlat or {} }
+local out = { -1, retried, died, paused and 1 or 0, 0, 0, -1, deadline, push and confFlat or {}, {}, {}, {} }
+local orphans = out[12]
 local cut = false
-if take > 0 then
-  local due = rcall("ZRANGEBYSCORE", dueKey, "-inf", horizon, "WITHSCORES", "LIMIT", 0, take)
-  local n = #due / 2
-  local bytes, gone, leaseArgs, metaArgs = 0, {}, {}, {}
-  if n > 0 then
-    -- One read of the records and one of the metadata, as ever: a claim costs no more commands for its budget.
-    local ids, dues = {}, {}
-    for i = 1, n do
-      ids[i] = due[2 * i - 1]
-      dues[i] = due[2 * i]
+if take > 0 and nd + #rescheduled > 0 then
+  -- The candidates still due within the horizon, with the jobs just reaped
+  -- and due again, in due order (candidates were read in it; ties keep it).
+  local picks, readKeys = {}, {}
+  if nd > 0 then
+    local dids = {}
+    for c = 1, nd do dids[c] = (candidate(c)) end
+    local scores = rcall("ZMSCORE", dueKey, unpack(dids))
+    for c = 1, nd do
+      local score = scores[c] and tonumber(scores[c])
+      if score and score <= horizon then
+        local id, rk, mk = candidate(c)
+        picks[#picks + 1] = { id = id, rk = rk, mk = mk, due = score, order = c }
+      end
     end
-    local records = rcall("HMGET", jobsKey, unpack(ids))
-    local metas = rcall("HMGET", metaKey, unpack(ids))
-    for i, id in ipairs(ids) do
-      local record = records[i]
-      -- A due id without a record cannot be delivered; it is dropped, not leased.
-      if record then
+  end
+  for j, r in ipairs(rescheduled) do
+    if r.due <= horizon then
+      r.order = nd + j
+      picks[#picks + 1] = r
+    end
+  end
+  if #rescheduled > 0 then
+    table.sort(picks, function(x, y)
+      if x.due ~= y.due then return x.due < y.due end
+      return x.order < y.order
+    end)
+  end
+  for j = #picks, take + 1, -1 do picks[j] = nil end
+  for _, p in ipairs(picks) do
+    readKeys[#readKeys + 1] = p.rk
+    readKeys[#readKeys + 1] = p.mk
+  end
+  local bytes, gone, leaseArgs, metaPairs = 0, {}, {}, {}
+  if #picks > 0 then
+    -- One read of the records and metas, as ever: a claim costs no more commands for its budget.
+    local got = rcall("MGET", unpack(readKeys))
+    for i, p in ipairs(picks) do
+      local id, mk = p.id, p.mk
+      local record = got[2 * i - 1]
+      if not record then
+        -- Left due: the caller moves it from the hash model, or drops it.
+        orphans[#orphans + 1] = id
+      else
         -- The reply stays within the budget, save a lone job larger than it; the rest stay due, untouched.
         if #leaseArgs > 0 and bytes + #record > REPLY_BUDGET then
           cut = true
           break
         end
         bytes = bytes + #record
-        local meta = metas[i] and cjson.decode(metas[i]) or { a = 0 }
+        local meta = got[2 * i] and cjson.decode(got[2 * i]) or { a = 0 }
         local attempt = meta.a + 1
         -- A job taken ahead starts at its due time: its attempt and its lease count from then.
-        local start = math.max(now, tonumber(dues[i]))
-        meta.a, meta.d, meta.s = attempt, tonumber(dues[i]), start
+        local start = math.max(now, p.due)
+        meta.a, meta.d, meta.s = attempt, p.due, start
         leaseArgs[#leaseArgs + 1] = start + leaseMs
         leaseArgs[#leaseArgs + 1] = id
-        metaArgs[#metaArgs + 1] = id
-        metaArgs[#metaArgs + 1] = cjson.encode(meta)
+        metaPairs[#metaPairs + 1] = mk
+        metaPairs[#metaPairs + 1] = cjson.encode(meta)
+        gone[#gone + 1] = id
         out[#out + 1] = id
         out[#out + 1] = attempt
-        out[#out + 1] = dues[i]
+        out[#out + 1] = p.due
         out[#out + 1] = record
       end
-      gone[#gone + 1] = id
     end
   end
-  if #gone > 0 then rcall("ZREM", dueKey, unpack(gone)) end
   local taken = #leaseArgs / 2
   if taken > 0 then
+    -- Writes first: the lease and the meta exist before the id leaves the due set.
+    msetPairs(metaPairs)
     rcall("ZADD", leaseKey, unpack(leaseArgs))
-    rcall("HSET", metaKey, unpack(metaArgs))
+    rcall("ZREM", dueKey, unpack(gone))
     rcall("HINCRBY", metricsKey, "dispatched", taken)
   end
-  if tokens and n > 0 then
+  if tokens and #picks > 0 then
     tokens = tokens - taken
     rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
   end
@@ -248,6 +314,19 @@ if cut then heldBy = 5 end
 if ready or cut then out[6] = heldBy end
 -- Within the horizon: a claim now could take it.
 local takeable = nextDue ~= nil and nextDue <= horizon
+
+-- Finished jobs past the retention window go to the caller to sweep, a full
+-- batch at a time, or whatever is there once the oldest has waited the slack:
+-- a busy topic's claims do not each sweep the one or two jobs that just expired.
+local threshold = now - retention
+local expiredDone = rcall("ZRANGEBYSCORE", doneKey, "-inf", threshold, "WITHSCORES", "LIMIT", 0, SWEEP_BATCH)
+local oldestDone = expiredDone[2] and tonumber(expiredDone[2])
+if oldestDone and (#expiredDone / 2 >= SWEEP_BATCH or oldestDone <= threshold - SWEEP_SLACK_MS) then
+  for i = 1, #expiredDone, 2 do out[10][#out[10] + 1] = expiredDone[i] end
+end
+
+-- Dead letters past the cap (settles and reaping add them; the oldest go).
+out[11] = overCap(deadAtKey, deadCap)
 
 -- 4. The tick's next look at this topic (push claims only).
 if push then
@@ -270,6 +349,9 @@ if push then
     end
     -- Held back by concurrency: the settle that frees a slot lowers the score.
   end
+  -- Finished jobs keep the topic in the index until they are swept: once the oldest is past the slack.
+  if not oldestDone then oldestDone = earliestScore(doneKey) end
+  if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
   if look then
     rcall("ZADD", indexKey, look, topic)
     out[7] = look

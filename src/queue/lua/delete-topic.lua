@@ -1,70 +1,104 @@
 #!lua flags=allow-key-locking
 --[[
   delete-topic: removes a topic with everything it holds — its settings,
-  token bucket, metrics, dead letters, its place in the registry, the topic
-  index and the parked set — but only when it is empty: nothing in flight,
-  and (unless purging) nothing scheduled and no dead letters. Purging drops
-  scheduled jobs, then dead letters, at most ARGV[3] per call, so no call
-  holds Redis for long; the caller repeats the call until it answers 1.
-  Each purging call marks the topic purged now (KEYS[14], kept for the
-  idempotency window): enqueue.lua then treats the idempotency keys of jobs
-  made before the mark that are gone as free, so purging touches no key of them.
+  token bucket, metrics, jobs (each job's two keys: src/queue/keys.ts), its
+  place in the registry, the topic index and the parked set — but only when
+  it is empty: nothing in flight, and (unless purging) nothing scheduled and
+  no dead letters. Its finished jobs (the done set) go with it either way.
+
+  Jobs are dropped in batches, two phases each: every call names the next
+  batch of ids it finds (scheduled jobs when purging, then dead letters when
+  purging, then finished jobs), and the caller hands them back with their
+  keys in the next call, which re-checks each id against its set, DELs the
+  keys of those still there and ZREMs them. So no call holds Redis for long;
+  the caller repeats the call until it answers 1 (or refuses). The topic's
+  own keys go once its sets are empty. Each purging call marks the topic
+  purged now (KEYS[12], kept for the idempotency window): enqueue.lua then
+  treats the idempotency keys of jobs made before the mark that are gone as
+  free, so purging touches no key of them.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  dead-letter set zset id -> failed ms
-  KEYS[4]  conf hash       topic settings
-  KEYS[5]  bucket hash     token bucket
-  KEYS[6]  metrics hash    counters, metrics vectors, per-minute series
-  KEYS[7]  jobs hash       id -> record JSON
-  KEYS[8]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
-  KEYS[9]  topics set      topic registry
-  KEYS[10] topic index     zset topic -> when the tick should next look at it
-  KEYS[11] parked set      topics that are pull or paused
-  KEYS[12] dead letters    hash id -> dead-letter entry JSON
-  KEYS[13] old dead list   dead letters of earlier versions not yet moved (migrate-dead.lua)
-  KEYS[14] purge mark      string: ms of the topic's last purge
+  KEYS[4]  done zset       id -> finished ms (succeeded, cancelled)
+  KEYS[5]  conf hash       topic settings
+  KEYS[6]  bucket hash     token bucket
+  KEYS[7]  metrics hash    counters, metrics vectors, per-minute series
+  KEYS[8]  topics set      topic registry
+  KEYS[9]  topic index     zset topic -> when the tick should next look at it
+  KEYS[10] parked set      topics that are pull or paused
+  KEYS[11] old dead list   dead letters of the oldest versions not yet moved (migrate-dead.lua)
+  KEYS[12] purge mark      string: ms of the topic's last purge
+  KEYS[11+2i] record of job i, KEYS[12+2i] meta of job i: the keys of the i-th id in ARGV[7…]
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
-  ARGV[3]  most scheduled jobs (or dead letters) dropped per call
+  ARGV[3]  most jobs named for the next batch
   ARGV[4]  now, ms (the purge mark)
   ARGV[5]  idempotency window, ms (how long the purge mark is kept)
+  ARGV[6]  the set of the ids that follow: "due", "dead" or "done" ("" with none)
+  ARGV[7…] the batch this call drops: the ids the previous call named
 
   Returns  { code, scheduled jobs dropped by this call, dead letters dropped by this call,
-             scheduled jobs, in flight, dead letters (as found) }
+             scheduled jobs, in flight, dead letters (as found),
+             the set of the next batch ("due", "dead", "done"; "" with none), then its ids }
            code: 1 deleted, 0 purging goes on (call again), -1 jobs in flight, -2 not empty
 ]]
 local rcall = redis.call
-local dueKey, leaseKey, deadKey = KEYS[1], KEYS[2], KEYS[3]
+local dueKey, leaseKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local legacyKey = KEYS[11]
 local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
 local scheduled, inflight = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey)
-local dead = rcall("ZCARD", deadKey) + rcall("LLEN", KEYS[13])
-if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead } end
-if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead } end
-if purge then rcall("SET", KEYS[14], ARGV[4], "PX", ARGV[5]) end
+local dead = rcall("ZCARD", deadKey) + rcall("LLEN", legacyKey)
+if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead, "" } end
+if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead, "" } end
+if purge then rcall("SET", KEYS[12], ARGV[4], "PX", ARGV[5]) end
 
-local dropped = 0
-if scheduled > 0 then
-  local ids = rcall("ZRANGE", dueKey, 0, batch - 1)
-  rcall("ZREM", dueKey, unpack(ids))
-  rcall("HDEL", KEYS[7], unpack(ids))
-  rcall("HDEL", KEYS[8], unpack(ids))
-  dropped = #ids
-  if dropped < scheduled then return { 0, dropped, 0, scheduled, inflight, dead } end
+local setOf = { due = dueKey, dead = deadKey, done = doneKey }
+
+-- Drops the ids from ARGV[7] on that are still in `setKey`: their keys, then their ids. Returns how many.
+local function dropBatch(setKey)
+  local ids = {}
+  for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+  if #ids == 0 then return 0 end
+  local scores = rcall("ZMSCORE", setKey, unpack(ids))
+  local jobKeys, present = {}, {}
+  for i, id in ipairs(ids) do
+    if scores[i] then
+      jobKeys[#jobKeys + 1] = KEYS[11 + 2 * i]
+      jobKeys[#jobKeys + 1] = KEYS[12 + 2 * i]
+      present[#present + 1] = id
+    end
+  end
+  if #present == 0 then return 0 end
+  for i = 1, #jobKeys, 4000 do
+    rcall("DEL", unpack(jobKeys, i, math.min(i + 3999, #jobKeys)))
+  end
+  rcall("ZREM", setKey, unpack(present))
+  return #present
 end
-local droppedDead = 0
-local letters = rcall("ZRANGE", deadKey, 0, batch - 1)
-if #letters > 0 then
-  rcall("ZREM", deadKey, unpack(letters))
-  rcall("HDEL", KEYS[12], unpack(letters))
-  droppedDead = #letters
-  if rcall("ZCARD", deadKey) > 0 then return { 0, dropped, droppedDead, scheduled, inflight, dead } end
+
+local dropped, droppedDead = 0, 0
+local kind = ARGV[6]
+if setOf[kind] then
+  local n = dropBatch(setOf[kind])
+  if kind == "due" then dropped = n elseif kind == "dead" then droppedDead = n end
 end
--- The old list is capped like the letters were; its length is counted, and it goes in one DEL.
-droppedDead = droppedDead + rcall("LLEN", KEYS[13])
-rcall("DEL", dueKey, leaseKey, deadKey, KEYS[4], KEYS[5], KEYS[6], KEYS[12], KEYS[13])
-rcall("SREM", KEYS[9], ARGV[1])
-rcall("ZREM", KEYS[10], ARGV[1])
-rcall("SREM", KEYS[11], ARGV[1])
-return { 1, dropped, droppedDead, scheduled, inflight, dead }
+
+-- The next batch: scheduled jobs, then dead letters (both only when purging), then finished jobs.
+for _, set in ipairs(purge and { "due", "dead", "done" } or { "done" }) do
+  local ids = rcall("ZRANGE", setOf[set], 0, batch - 1)
+  if #ids > 0 then
+    local out = { 0, dropped, droppedDead, scheduled, inflight, dead, set }
+    for _, id in ipairs(ids) do out[#out + 1] = id end
+    return out
+  end
+end
+
+-- The old list holds no job keys of its own: its length is counted, and it goes in one DEL.
+droppedDead = droppedDead + rcall("LLEN", legacyKey)
+rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7], legacyKey)
+rcall("SREM", KEYS[8], ARGV[1])
+rcall("ZREM", KEYS[9], ARGV[1])
+rcall("SREM", KEYS[10], ARGV[1])
+return { 1, dropped, droppedDead, scheduled, inflight, dead, "" }

@@ -10,12 +10,15 @@
   "r" are registered; when that would take the registry past its cap,
   nothing is written.
 
-  KEYS[1]        jobs hash: job id -> job record JSON
-  KEYS[2]        topics set: topic registry
-  KEYS[3]        topic index: zset topic -> when the tick should next look at it
-  KEYS[1+3i]     due zset of job i's topic              (i = 1..n)
-  KEYS[2+3i]     idempotency key of job i, or the due key again when the job has none
-  KEYS[3+3i]     purge mark of job i's topic: string, ms of its last purge (read only on a repeat)
+  KEYS[1]        topics set: topic registry
+  KEYS[2]        topic index: zset topic -> when the tick should next look at it
+  then for job i (i = 1..n), seven keys from KEYS[3 + 7(i-1)]:
+                 due zset of its topic,
+                 its idempotency key, or the due key again when the job has none,
+                 purge mark of its topic: string, ms of its last purge (read only on a repeat),
+                 its record key (string: record JSON),
+                 the lease, done and dead-letter sets of its topic (read only on a repeat after a
+                 purge: a job is gone when it is in none of its topic's four sets)
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -31,7 +34,8 @@
 ]]
 -- @include index
 local rcall = redis.call
-local jobsKey, topicsKey, indexKey = KEYS[1], KEYS[2], KEYS[3]
+local topicsKey, indexKey = KEYS[1], KEYS[2]
+local PER = 7
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 -- The ms a job id's ULID (its last 26 characters; the first 10 are the time) was made at, or nil.
@@ -46,12 +50,17 @@ local function idTime(id)
   return t
 end
 
--- Whether a repeat's job was made before its topic's last purge and is gone: its key is then free.
-local function purgedSince(existing, purgeKey)
+-- Whether a repeat's job was made before its topic's last purge and is gone
+-- (in none of the topic's sets, from KEYS[k…]): its key is then free.
+local function purgedSince(existing, purgeKey, k)
   local mark = rcall("GET", purgeKey)
   if not mark then return false end
   local made = idTime(existing)
-  return made ~= nil and made <= tonumber(mark) and rcall("HEXISTS", jobsKey, existing) == 0
+  if made == nil or made > tonumber(mark) then return false end
+  for _, setKey in ipairs({ KEYS[k], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] }) do
+    if rcall("ZSCORE", setKey, existing) then return false end
+  end
+  return true
 end
 
 -- The cap is checked before anything is written: a batch is all or nothing.
@@ -76,13 +85,14 @@ local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 for i = 1, n do
   local a = 4 + 5 * (i - 1)
   local id, due, record, topic, flags = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local dueKey, idemKey, purgeKey = KEYS[1 + 3 * i], KEYS[2 + 3 * i], KEYS[3 + 3 * i]
+  local k = 3 + PER * (i - 1)
+  local dueKey, idemKey, purgeKey, recordKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local existing = false
   if string.find(flags, "i", 1, true) then
     -- SET NX is the check and the claim in one command; only a repeat pays a GET (and the purge mark's).
     if not rcall("SET", idemKey, id, "NX", "PX", window) then
       existing = rcall("GET", idemKey)
-      if existing and purgedSince(existing, purgeKey) then
+      if existing and purgedSince(existing, purgeKey, k) then
         rcall("SET", idemKey, id, "PX", window)
         existing = false
       end
@@ -94,7 +104,7 @@ for i = 1, n do
     -- The repeat's own due time would be a guess: the stored job's is the answer.
     out[#out + 1] = rcall("ZSCORE", dueKey, existing) or -1
   else
-    records[#records + 1] = id
+    records[#records + 1] = recordKey
     records[#records + 1] = record
     local scores = dueByKey[dueKey]
     if not scores then
@@ -114,7 +124,8 @@ for i = 1, n do
 end
 
 if #records > 0 then
-  rcall("HSET", jobsKey, unpack(records))
+  -- The records before their ids are due: a claim never finds a due id without its record.
+  for j = 1, #records, 4000 do rcall("MSET", unpack(records, j, math.min(j + 3999, #records))) end
   for _, dueKey in ipairs(dueKeys) do
     rcall("ZADD", dueKey, unpack(dueByKey[dueKey]))
     lowerIndex(indexKey, topicOf[dueKey], earliest[dueKey])

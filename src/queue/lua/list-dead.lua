@@ -1,7 +1,11 @@
 #!lua flags=allow-key-locking
 --[[
-  list-dead: one page of a topic's dead letters, newest first (failed time,
-  then id, both descending), optionally within a failed-time window.
+  list-dead: one page of a topic's dead-letter ids with their failed times,
+  newest first (failed time, then id, both descending) or oldest first,
+  optionally within a failed-time window. The first phase of every read or
+  bulk change of letters: a letter is its job's two keys (src/queue/keys.ts),
+  which the caller then hands to read-jobs.lua (a listing), replay-dead.lua
+  or purge-dead.lua, each re-checking the ids against the set.
 
   The cursor is the position of the last letter of the previous page (its
   failed time and id), not an offset: letters that arrive, are replayed,
@@ -9,47 +13,43 @@
   that stays (lib/position.lua).
 
   KEYS[1]  dead-letter set zset id -> failed ms
-  KEYS[2]  dead letters    hash id -> dead-letter entry JSON
 
-  ARGV[1]  cursor score, or "" to start with the newest letter in the window
+  ARGV[1]  cursor score, or "" to start with the newest (oldest) letter in the window
   ARGV[2]  cursor id ("" with no cursor)
   ARGV[3]  earliest failed time listed, or "-inf"
   ARGV[4]  latest failed time listed, or "+inf"
   ARGV[5]  most letters on the page
-  ARGV[6]  most bytes of entries on the page: it ends early past them, always holding one letter
+  ARGV[6]  "newest" first or "oldest" first
 
-  Returns  { 1 when more letters follow the page else 0, then per letter: id, failed ms, entry JSON }
+  Returns  { 1 when more letters follow the page else 0, then per letter: id, failed ms }
 ]]
 -- @include position
 local rcall = redis.call
-local atKey, entriesKey = KEYS[1], KEYS[2]
-local limit, byteBudget = tonumber(ARGV[5]), tonumber(ARGV[6])
+local atKey = KEYS[1]
+local limit = tonumber(ARGV[5])
+local out = { 0 }
+
+if ARGV[6] == "oldest" then
+  local ids, scores, more = takeFrom(atKey, startRank(atKey, ARGV[3], ARGV[1], ARGV[2]), limit, ARGV[4])
+  if more then out[1] = 1 end
+  for i = 1, #ids do
+    out[#out + 1] = ids[i]
+    out[#out + 1] = scores[i]
+  end
+  return out
+end
 
 local lo, hi = rangeBefore(atKey, ARGV[3], ARGV[4], ARGV[1], ARGV[2])
-local out = { 0 }
 if hi <= lo then return out end
 -- One more than the page shows whether more follow.
 local first = math.max(lo, hi - limit - 1)
 local got = rcall("ZRANGE", atKey, first, hi - 1, "WITHSCORES")
-local ids, scores = {}, {}
 for i = #got - 1, 1, -2 do
-  if #ids == limit then
+  if (#out - 1) / 2 == limit then
     out[1] = 1
     break
   end
-  ids[#ids + 1] = got[i]
-  scores[#scores + 1] = got[i + 1]
-end
-local entries = rcall("HMGET", entriesKey, unpack(ids))
-local bytes = 0
-for i = 1, #ids do
-  bytes = bytes + (entries[i] and #entries[i] or 0)
-  if bytes > byteBudget and i > 1 then
-    out[1] = 1
-    break
-  end
-  out[#out + 1] = ids[i]
-  out[#out + 1] = scores[i]
-  out[#out + 1] = entries[i] or false
+  out[#out + 1] = got[i]
+  out[#out + 1] = got[i + 1]
 end
 return out

@@ -1,7 +1,10 @@
 #!lua flags=allow-key-locking
 --[[
   reschedule: moves a scheduled job to a new due time (never one in flight),
-  lowering its topic's score in the topic index to the new time.
+  lowering its topic's score in the topic index to the new time. It touches
+  the topic's sets only, never the job's keys: a scheduled job's due time is
+  its score in the due set (the meta's "d" is the due time of the attempt
+  claimed last, read only while the job is in flight).
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms

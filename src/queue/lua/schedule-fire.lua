@@ -5,20 +5,24 @@
   at the revision and the next occurrence the tick read (ARGV), so whatever
   runs twice or races — overlapping ticks, a retry after a lost answer, an
   upsert or pause in between — at most one job is stored per occurrence.
+  A job is stored as enqueue.lua stores one: its record in its own key (its
+  meta is written at its first claim) and its id in its topic's due set.
   Each job lowers its topic's index score (lib/index.lua); the index member
   "~schedules" ends up at the earliest due occurrence left.
 
   KEYS[1]        schedule states   hash id -> state JSON {rev, next, ...}
   KEYS[2]        schedules due     zset id -> next occurrence ms
   KEYS[3]        topic index       zset topic -> when the tick should next look at it
-  KEYS[4]        jobs hash         job id -> job record JSON
-  KEYS[5]        topics set        topic registry
-  KEYS[5+i]      due zset of schedule i's topic   (i = 1..n)
+  KEYS[4]        topics set        topic registry
+  then for schedule i (i = 1..n), two keys from KEYS[5 + 2(i-1)]:
+                 the due zset of its job's topic (id -> due ms),
+                 its job's record key (string: job record JSON; src/queue/keys.ts)
 
   ARGV[1]        n, the number of schedules
   then for schedule i, eight values from ARGV[2 + 8(i-1)]:
                  schedule id, revision read, next occurrence read (ms),
-                 job id, job record JSON, job due time (the occurrence it is for, ms),
+                 job id (minted by the caller; its record key is given in KEYS),
+                 job record JSON, job due time (the occurrence it is for, ms),
                  new state JSON, new next occurrence ms or "" (ended)
   (the topic of schedule i's job is the part of its job id before the last ".")
 
@@ -37,10 +41,11 @@ for i = 1, n do
   if s and tonumber(s.rev) == rev and tonumber(s.next) == expected and not s.paused then
     local jobId, due = ARGV[a + 3], ARGV[a + 5]
     local topic = string.match(jobId, "^(.*)%.[^.]+$")
-    rcall("HSET", KEYS[4], jobId, ARGV[a + 4])
-    rcall("ZADD", KEYS[5 + i], due, jobId)
+    local k = 5 + 2 * (i - 1)
+    rcall("SET", KEYS[k + 1], ARGV[a + 4])
+    rcall("ZADD", KEYS[k], due, jobId)
     lowerIndex(KEYS[3], topic, tonumber(due))
-    rcall("SADD", KEYS[5], topic)
+    rcall("SADD", KEYS[4], topic)
     rcall("HSET", KEYS[1], id, ARGV[a + 6])
     if ARGV[a + 7] ~= "" then
       rcall("ZADD", KEYS[2], ARGV[a + 7], id)

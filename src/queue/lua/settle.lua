@@ -5,26 +5,27 @@
   leased at that very attempt (it was not re-delivered meanwhile), the outcome
   is stale and changes nothing but the job's attempt history.
 
-  Every outcome adds an entry to its job's attempt history (lib/records.lua):
-  kept in the meta of a job that is retried, moved into the done record and
-  the dead-letter entry of a job that finishes. A stale outcome of an attempt
+  Every outcome adds an entry to its job's attempt history, in its meta
+  (lib/records.lua), which a finishing outcome turns into a finished meta:
+  the record is never read or written. A succeeded job's id joins the
+  topic's done set (swept past the retention window), a dead one's the
+  dead-letter set (the topic's next claim names the letters past the cap
+  for its caller to sweep). A stale outcome of an attempt
   whose lease expired is added once as "stale" to the meta of a job that
   still lives (scheduled again, or leased at a later attempt); other stale
   outcomes (repeats of a settled attempt, or of a finished job) are dropped.
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
-  KEYS[3]  jobs hash       id -> record JSON
-  KEYS[4]  meta hash       id -> {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":history}
-  KEYS[5]  metrics hash    "total", per-minute ring (lib/metrics.lua)
-  KEYS[6]  dead-letter set  zset id -> failed ms
-  KEYS[7]  done hash       finished-job records of the current retention bucket
-  KEYS[8]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
-  KEYS[9]  dead letters    hash id -> dead-letter entry JSON
+  KEYS[3]  metrics hash    "total", per-minute ring (lib/metrics.lua)
+  KEYS[4]  dead-letter set zset id -> failed ms
+  KEYS[5]  done set        zset id -> finished ms
+  KEYS[6]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
+  then per outcome i, from KEYS[7 + 2(i-1)]: its job's record key (not read) and meta key
 
   ARGV[1]  now, epoch ms
   ARGV[2]  dead-letter cap
-  ARGV[3]  done hash TTL, ms
+  ARGV[3]  unused ("")
   ARGV[4]  the chunk's observations as a metrics vector (JSON array), or "" for none
   ARGV[5]  n, the number of outcomes
   ARGV[6]  topic name (its member in the topic index)
@@ -43,21 +44,22 @@
 -- @include metrics
 -- @include index
 local rcall = redis.call
-local dueKey, leaseKey, jobsKey, metaKey, metricsKey, deadAtKey, doneKey, indexKey, deadEntriesKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local dueKey, leaseKey, metricsKey, deadAtKey, doneKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local nowText = ARGV[1]
 local now = tonumber(nowText)
 local deadCap = tonumber(ARGV[2])
-local doneTtl = ARGV[3]
 local observed = ARGV[4]
 local n = tonumber(ARGV[5])
 local topic, indexMode = ARGV[6], ARGV[7]
 local FIRST, PER = 8, 8
 
-local ids = {}
-for i = 1, n do ids[i] = ARGV[FIRST + PER * (i - 1)] end
+local ids, metaKeys = {}, {}
+for i = 1, n do
+  ids[i] = ARGV[FIRST + PER * (i - 1)]
+  metaKeys[i] = KEYS[7 + 2 * (i - 1) + 1]
+end
 local leased = rcall("ZMSCORE", leaseKey, unpack(ids))
-local metas = rcall("HMGET", metaKey, unpack(ids))
+local metas = rcall("MGET", unpack(metaKeys))
 
 -- The history entry of outcome i, as the attempt's meta (or nil) tells when it was claimed.
 local function attemptEntry(i, outcome, meta)
@@ -75,6 +77,8 @@ for i = 1, n do
   local a = FIRST + PER * (i - 1)
   local id, attempt = ids[i], tonumber(ARGV[a + 1])
   local meta = metas[i] and cjson.decode(metas[i])
+  -- A finished job's meta is no live attempt's: its outcomes are stale and leave no trace.
+  if isFinished(meta) then meta = nil end
   -- One outcome per job and call: a second one for the same id is stale.
   if leased[i] and meta and meta.a == attempt and not seen[id] then
     seen[id] = true
@@ -102,7 +106,7 @@ end
 -- job that still lives (once per attempt, so repeated stale settles cannot
 -- push real attempts out); other stale outcomes (repeats of a settled
 -- attempt) leave no trace.
-local staleMetas, staleOrder = {}, {}
+local staleMetas, staleOrder, staleKey = {}, {}, {}
 for _, i in ipairs(staleIdx) do
   local id = ids[i]
   if not seen[id] then
@@ -112,6 +116,7 @@ for _, i in ipairs(staleIdx) do
       if staleMetas[id] == nil then
         staleMetas[id] = meta
         staleOrder[#staleOrder + 1] = id
+        staleKey[id] = metaKeys[i]
       end
       meta.h = appendAttempt(meta.h, inRun(attemptEntry(i, "stale", nil), meta.h))
     end
@@ -120,10 +125,10 @@ end
 if #staleOrder > 0 then
   local args = {}
   for _, id in ipairs(staleOrder) do
-    args[#args + 1] = id
+    args[#args + 1] = staleKey[id]
     args[#args + 1] = cjson.encode(staleMetas[id])
   end
-  rcall("HSET", metaKey, unpack(args))
+  msetPairs(args)
 end
 
 if #live == 0 then
@@ -132,16 +137,8 @@ if #live == 0 then
   return out
 end
 
-local records = {}
-if #finishIdx > 0 then
-  local finishIds = {}
-  for j, i in ipairs(finishIdx) do finishIds[j] = ids[i] end
-  local got = rcall("HMGET", jobsKey, unpack(finishIds))
-  for j, i in ipairs(finishIdx) do records[i] = got[j] end
-end
-
 local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
-local leaseIds, dueArgs, metaArgs, doneArgs, deadEntries, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
+local leaseIds, dueArgs, metaArgs, donePairs, deadPairs, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
@@ -154,32 +151,32 @@ for _, i in ipairs(live) do
   if kind == "retry" then
     dueArgs[#dueArgs + 1] = at
     dueArgs[#dueArgs + 1] = id
-    metaArgs[#metaArgs + 1] = id
+    metaArgs[#metaArgs + 1] = metaKeys[i]
     metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err, h = history })
     retried = retried + 1
     if firstRetry == nil or tonumber(at) < firstRetry then firstRetry = tonumber(at) end
   else
-    local record = records[i]
     local e = (err ~= "" and cjson.encode(err)) or (meta.e and cjson.encode(meta.e)) or "null"
-    local state = kind == "ack" and "succeeded" or "dead"
     local hist = historyJson(history)
-    finished[#finished + 1] = id
-    doneArgs[#doneArgs + 1] = id
-    doneArgs[#doneArgs + 1] = doneRecord(state, attempts, e, nowText, hist, record)
     if kind == "ack" then
+      finished[#finished + 1] = id
+      donePairs[#donePairs + 1] = metaKeys[i]
+      donePairs[#donePairs + 1] = finishedMeta("succeeded", attempts, e, nowText, hist)
       acked = acked + 1
     else
-      deadEntries[#deadEntries + 1] = deadEntry(id, attempts, e, nowText, hist, record)
       deadIds[#deadIds + 1] = id
+      deadPairs[#deadPairs + 1] = metaKeys[i]
+      deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, e, nowText, hist)
       died = died + 1
     end
   end
 end
 
+-- Writes first: a job is retried, done or a letter before its lease is gone.
+if retried > 0 then writeRetries(dueKey, dueArgs, metaArgs) end
+if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
+if died > 0 then pushDead(deadAtKey, deadIds, deadPairs, nowText) end
 rcall("ZREM", leaseKey, unpack(leaseIds))
-if retried > 0 then writeRetries(dueKey, metaKey, dueArgs, metaArgs) end
-if #finished > 0 then writeFinished(jobsKey, metaKey, doneKey, doneTtl, finished, doneArgs) end
-if died > 0 then pushDead(deadAtKey, deadEntriesKey, deadIds, deadEntries, nowText, deadCap) end
 if indexMode == "c" then
   local first = earliestScore(dueKey)
   if first then lowerIndex(indexKey, topic, first) end

@@ -1,17 +1,19 @@
 #!lua flags=allow-key-locking
 --[[
-  topic-stats: a consistent snapshot of one topic's settings, backlog and counters.
+  topic-stats: a consistent snapshot of one topic's settings, backlog and
+  counters. Counts only: no job's keys are read (a dead letter is its job's
+  two keys, counted by its id in the dead-letter set).
 
   KEYS[1]  due zset        id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
   KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
-  KEYS[6]  old dead list   dead letters of earlier versions not yet moved (migrate-dead.lua)
+  KEYS[6]  old dead list   dead letters of the oldest versions not yet moved (migrate-dead.lua)
 
   ARGV[1]  now, epoch ms
 
-  Returns  { scheduled, ready now, in flight, dead, conf (flat field/value array),
+  Returns  { scheduled, ready now, in flight, dead (set and old list), conf (flat field/value array),
              { dispatched or false, total vector JSON or false }, oldest ready due ms or false }
 ]]
 local rcall = redis.call

@@ -68,19 +68,25 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
   const counts = { enqueued: 0, claimed: 0, settled: 0, stale: 0, cancelled: 0, replayed: 0 };
 
   const snapshot = async () => {
-    const [dueA, dueB, leaseA, leaseB, deadA, deadB, jobs, lettersA, lettersB] = (await Promise.all([
+    const [dueA, dueB, leaseA, leaseB, deadA, deadB, doneA, doneB] = (await Promise.all([
       redis.zrange(k.topic("a").due, 0, -1),
       redis.zrange(k.topic("b").due, 0, -1),
       redis.zrange(k.topic("a").lease, 0, -1),
       redis.zrange(k.topic("b").lease, 0, -1),
       redis.zrange(k.topic("a").deadAt, 0, -1),
       redis.zrange(k.topic("b").deadAt, 0, -1),
-      redis.hkeys(k.jobs),
-      redis.hkeys(k.topic("a").deadEntries),
-      redis.hkeys(k.topic("b").deadEntries),
+      redis.zrange(k.topic("a").done, 0, -1),
+      redis.zrange(k.topic("b").done, 0, -1),
     ])) as string[][];
-    const deadIds = [...deadA!, ...deadB!];
-    return { due: [...dueA!, ...dueB!], lease: [...leaseA!, ...leaseB!], dead: deadIds, letters: [...lettersA!, ...lettersB!], jobs: new Set(jobs) };
+    // Every known job's two keys: the record and the meta's state.
+    const ids = known.map((j) => j.id);
+    const stored = ids.length ? ((await redis.mget(...k.jobPairs(ids))) as Array<string | null>) : [];
+    const keys = new Map<string, { record: boolean; state: string | null }>();
+    ids.forEach((id, i) => {
+      const meta = stored[2 * i + 1];
+      keys.set(id, { record: stored[2 * i] !== null, state: meta ? ((JSON.parse(meta) as { st?: string }).st ?? null) : null });
+    });
+    return { due: [...dueA!, ...dueB!], lease: [...leaseA!, ...leaseB!], dead: [...deadA!, ...deadB!], done: [...doneA!, ...doneB!], keys };
   };
 
   const check = async (step: number, op: Op) => {
@@ -90,17 +96,23 @@ it("every job is in exactly one place after each of 2,000 random operations", { 
     for (const id of s.due) put(id, "due");
     for (const id of s.lease) put(id, "lease");
     for (const id of s.dead) put(id, "dead");
+    for (const id of s.done) put(id, "done");
     const where = `step ${step} ${JSON.stringify(op)} (seed ${seed})`;
     for (const { id } of known) {
       const p = places.get(id) ?? [];
+      // Nowhere: swept past the retention window, or purged.
       if (p.length === 0) expect(finished.has(id) || purged.has(id), `${id} lost at ${where}`).toBe(true);
       expect(p.length, `${id} in ${p.join("+")} at ${where}`).toBeLessThanOrEqual(1);
-      // A live job has its record; a finished or dead one does not.
-      expect(s.jobs.has(id), `${id} record vs ${p.join("+") || "nowhere"} at ${where}`).toBe(p[0] === "due" || p[0] === "lease");
+      // A job in a set has its record, and its meta's state says which set: none (due, lease), finished (done), dead.
+      const got = s.keys.get(id)!;
+      const want = p[0] === "done" ? ["succeeded", "cancelled"] : p[0] === "dead" ? ["dead"] : [null];
+      if (p.length === 1) {
+        expect(got.record, `${id} record in ${p[0]} at ${where}`).toBe(true);
+        expect(want, `${id} meta state ${got.state} in ${p[0]} at ${where}`).toContain(got.state);
+      } else expect(got.record || got.state !== null, `${id} keys left after it went at ${where}`).toBe(false);
+      if (p[0] === "done") expect(finished.has(id), `${id} done but never finished at ${where}`).toBe(true);
     }
     expect(places.size, `unknown ids at ${where}`).toBeLessThanOrEqual(known.length);
-    // A dead letter is in its topic's set exactly when its entry is in the topic's hash.
-    expect([...s.letters].sort(), `dead-letter set vs entries at ${where}`).toEqual([...s.dead].sort());
   };
 
   const pick = <T>(list: T[], n: number): T | undefined => (list.length ? list[n % list.length] : undefined);

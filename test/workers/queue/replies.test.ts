@@ -86,8 +86,8 @@ describe("job records on the claim's path", () => {
   });
 });
 
-/** A claim reply's nine cells before the jobs: nothing due next, nothing reaped, active, no rate wait, nothing held, no look, lease deadline 9, no conf. */
-const HEAD = [-1, 0, 0, 0, 0, 0, -1, 9, []];
+/** A claim reply's twelve cells before the jobs: nothing due next, nothing reaped, active, no rate wait, nothing held, no look, lease deadline 9, no conf, nothing to sweep, no orphans. */
+const HEAD = [-1, 0, 0, 0, 0, 0, -1, 9, [], [], [], []];
 const RECORD = JSON.stringify({ payload: { n: 1 }, createdAt: 1 });
 
 describe("claim and settle replies", () => {
@@ -110,6 +110,7 @@ describe("claim and settle replies", () => {
       [...HEAD, "t:1", 1, "1", null],
       [...HEAD, "t:1", 1, "1", '{"payload":1}'],
       [...HEAD.slice(0, 8), "t:1", 1, "1", RECORD],
+      [...HEAD.slice(0, 11), "t:1", 1, "1", RECORD],
     ];
     for (const reply of bad) expect(() => replies.claim.parse(reply), JSON.stringify(reply)).toThrow();
     expect(() => replies.claim.parse("OK")).toThrow();

@@ -1,68 +1,102 @@
 --[[
-  dead: reading dead-letter entries and walking a topic's dead letters for
-  the bulk operations (replay, purge). Needs `-- @include position` before it.
+  dead: reading a topic's dead letters for the bulk operations (replay,
+  purge) and the entries of the oldest versions for their migration. A
+  letter is its job's two keys (src/queue/keys.ts), the meta's state "dead"
+  (lib/records.lua finishedMeta), and its id in the topic's dead-letter set.
+  The bulk operations are two phases: the caller pages ids from the set
+  (list-dead.lua), then hands them with their keys to the script, which
+  re-checks each against the set and reads only the metas (never a payload).
   Included by scripts that say `-- @include dead`.
 ]]
 
--- An entry's parts without decoding its record (cjson would round payload
--- numbers): its error (JSON-decoded from the small head), the history's JSON
--- text ("[]" in entries written before histories were kept) and the record's
--- JSON text. The entry layout is lib/records.lua deadEntry's.
+-- An old dead-letter entry's parts (the LIST of the oldest versions, which
+-- embedded the record: {"id","attempts","lastError","failedAt"[,"history"],"job"})
+-- without decoding its record (cjson would round payload numbers): attempts
+-- and failed time as text, the error's JSON text ("null" for none), the
+-- history's JSON text ("[]" in entries written before histories were kept)
+-- and the record's JSON text. nil for an entry of another shape.
 local function deadEntryParts(entry)
   local at = string.find(entry, ',"job":', 1, true)
   if not at then return nil end
   local from = string.find(entry, ',"history":', 1, true)
   local headEnd = (from and from < at) and from or at
-  local head = cjson.decode(string.sub(entry, 1, headEnd - 1) .. "}")
-  local lastError = head.lastError
-  if lastError == cjson.null then lastError = nil end
+  local head = string.sub(entry, 1, headEnd - 1)
+  local ok, decoded = pcall(cjson.decode, head .. "}")
+  if not ok or type(decoded) ~= "table" then return nil end
+  local attempts = string.match(head, '"attempts":(%d+)')
+  local failedAt = string.match(head, ',"failedAt":(%d+)')
+  local record = string.sub(entry, at + 7, -2)
+  if not attempts or not failedAt or record == "null" or record == "" then return nil end
+  local lastError = decoded.lastError
   return {
-    lastError = lastError,
+    attempts = attempts,
+    failedAt = failedAt,
+    errorJson = type(lastError) == "string" and cjson.encode(lastError) or "null",
     history = (from and from < at) and string.sub(entry, from + 11, at - 1) or "[]",
-    record = string.sub(entry, at + 7, -2),
+    record = record,
   }
 end
 
--- Dead letters are read this many at a time, so a walk stops soon after its byte budget.
+-- Metas are read this many at a time, so a call stops soon after its byte budget.
 local DEAD_READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 
 --[[
-  One bounded step of a walk over a topic's dead letters, oldest first, in
-  the failed-time window [from, to], from the position (afterScore, afterId)
-  ("" for the window's start): looks at most `max` letters and stops once it
-  has read `budget` bytes of entries. Picks those whose error holds
-  `needle` (plain text; "" picks all). Returns the picked letters
-  ({ id, parts }), the position reached (score, id; afterScore, afterId when
-  it looked at none) and whether more letters may follow in the window.
+  The dead letters among `ids` (in order; metaKeyOf(i) the meta key of the
+  i-th), as they are now: in the set `atKey` and their meta's state "dead".
+  Reads the metas DEAD_READ_BATCH at a time and stops once it has read
+  `budget` bytes of them (always one batch). Picks the letters whose error
+  holds `needle` (plain text; "" picks all). Returns the picked letters
+  ({ i, id, meta decoded }), how many ids it looked at, and the looked-at
+  ids that are no dead letter of the topic (replayed, dropped or unknown).
 ]]
-local function walkDead(atKey, entriesKey, from, to, afterScore, afterId, max, budget, needle)
-  local start = startRank(atKey, from, afterScore, afterId)
-  local ids, scores, more = takeFrom(atKey, start, max, to)
-  local picked, looked, bytes = {}, 0, 0
+local function pickDead(atKey, ids, metaKeyOf, budget, needle)
+  local picked, missing = {}, {}
+  if #ids == 0 then return picked, 0, missing end
+  local kept = {}
+  for i = 1, #ids, 1000 do
+    local scores = redis.call("ZMSCORE", atKey, unpack(ids, i, math.min(i + 999, #ids)))
+    for j = 1, math.min(1000, #ids - i + 1) do kept[i + j - 1] = scores[j] end
+  end
+  local looked, bytes = 0, 0
   while looked < #ids and bytes <= budget do
-    local slice = {}
-    for j = looked + 1, math.min(looked + DEAD_READ_BATCH, #ids) do slice[#slice + 1] = ids[j] end
-    local entries = redis.call("HMGET", entriesKey, unpack(slice))
-    for j, id in ipairs(slice) do
-      local entry = entries[j]
-      if entry then
-        bytes = bytes + #entry
-        local parts = deadEntryParts(entry)
-        if parts and (needle == "" or (parts.lastError and string.find(parts.lastError, needle, 1, true))) then
-          picked[#picked + 1] = { id = id, parts = parts }
+    local first, last = looked + 1, math.min(looked + DEAD_READ_BATCH, #ids)
+    local metaKeys = {}
+    for i = first, last do
+      if kept[i] then metaKeys[#metaKeys + 1] = metaKeyOf(i) end
+    end
+    local metas = #metaKeys > 0 and redis.call("MGET", unpack(metaKeys)) or {}
+    local k = 0
+    for i = first, last do
+      local meta
+      if kept[i] then
+        k = k + 1
+        local text = metas[k]
+        if text then
+          bytes = bytes + #text
+          meta = cjson.decode(text)
+          if meta.st ~= "dead" then meta = nil end
+        end
+      end
+      if meta == nil then
+        missing[#missing + 1] = ids[i]
+      else
+        local lastError = meta.e
+        if needle == "" or (type(lastError) == "string" and string.find(lastError, needle, 1, true)) then
+          picked[#picked + 1] = { i = i, id = ids[i], meta = meta }
         end
       end
     end
-    looked = looked + #slice
+    looked = last
   end
-  if looked < #ids then more = true end
-  if looked == 0 then return picked, afterScore, afterId, more end
-  return picked, scores[looked], ids[looked], more
+  return picked, looked, missing
 end
 
--- Drops letters by id from the set and the hash.
-local function dropDead(atKey, entriesKey, ids)
-  if #ids == 0 then return end
-  redis.call("ZREM", atKey, unpack(ids))
-  redis.call("HDEL", entriesKey, unpack(ids))
+-- The ids and position-score pairs a walk's caller pages (ARGV from `from` on: id, score, id, score, …).
+local function idScorePairs(from)
+  local ids, scores = {}, {}
+  for i = from, #ARGV - 1, 2 do
+    ids[#ids + 1] = ARGV[i]
+    scores[#scores + 1] = ARGV[i + 1]
+  end
+  return ids, scores
 end

@@ -1,9 +1,11 @@
 --[[
   records: what claim (reaping), settle and cancel write when an attempt
-  fails or a job finishes, in one place. The two JSON documents are built by
-  string concatenation so the job record (with its payload) is embedded as
-  stored, never decoded and re-encoded (cjson would round numbers to 14 digits).
-  src/queue/types.ts parses them (doneSchema, deadEntrySchema).
+  fails or a job finishes, in one place. A job is two keys of its own
+  (src/queue/keys.ts): its record, written once at enqueue and never again,
+  and its meta, written at each claim and settle. Finishing writes only the
+  meta (finishedMeta, built by string concatenation) and the id into the
+  topic's done or dead-letter set, so no payload is ever read or re-encoded
+  to finish a job. src/queue/types.ts parses the metas (metaSchema).
 
   The attempt history: each attempt that ended (or whose lease expired) adds
   one entry {"n":attempt,"t":started ms,"ms":duration,"o":outcome,"st":HTTP
@@ -14,9 +16,8 @@
   "o":"replayed","r":run}: attempts count per run (a replay starts them at 1
   again), and each entry carries its run in "r" (absent: run 1), taken from
   the entry before it, so a run costs no field outside the history and no
-  byte on a job that was never replayed. A live job keeps its history in its meta ("h"), a finished job
-  in its done record and a dead letter in its entry ("history"), so writing
-  it costs no command of its own: it rides on the writes each transition
+  byte on a job that was never replayed. The history lives in the job's
+  meta ("h"), finished or not, so writing it costs no command of its own: it rides on the writes each transition
   makes anyway. Only the last HISTORY_LIMIT entries are kept.
   Included by scripts that say `-- @include records`.
 ]]
@@ -56,55 +57,64 @@ local function historyJson(history)
   return cjson.encode(history)
 end
 
--- A finished job, readable for the retention window. errorJson and histJson are JSON text ("null" for no error).
-local function doneRecord(state, attempts, errorJson, nowText, histJson, record)
-  return '{"state":"' .. state .. '","attempts":' .. attempts .. ',"lastError":' .. errorJson ..
-    ',"finishedAt":' .. nowText .. ',"history":' .. histJson .. ',"job":' .. (record or "null") .. '}'
+-- A finished job's meta: its state ("succeeded", "cancelled" or "dead"),
+-- attempts, last error, when it finished and its history. The record stays
+-- in its own key, untouched: finishing writes no byte of the payload.
+-- errorJson and histJson are JSON text ("null" for no error).
+local function finishedMeta(state, attempts, errorJson, nowText, histJson)
+  return '{"st":"' .. state .. '","a":' .. attempts .. ',"e":' .. errorJson .. ',"f":' .. nowText .. ',"h":' .. histJson .. '}'
 end
 
--- A dead-letter entry. The id opens it, the history comes just before the
--- record and the record closes it: replay-dead.lua relies on all three.
-local function deadEntry(id, attempts, errorJson, nowText, histJson, record)
-  return '{"id":"' .. id .. '","attempts":' .. attempts .. ',"lastError":' .. errorJson ..
-    ',"failedAt":' .. nowText .. ',"history":' .. histJson .. ',"job":' .. (record or "null") .. '}'
+-- Whether a meta (decoded, or nil) is a finished job's.
+local function isFinished(meta)
+  return type(meta) == "table" and meta.st ~= nil
 end
 
--- The writes of a failed attempt that will be retried: back on the schedule
--- with its attempt count and error. dueArgs are score/id pairs, metaArgs id/meta pairs.
-local function writeRetries(dueKey, metaKey, dueArgs, metaArgs)
+-- MSET of key/value pairs in slices: unpack() is limited to a few thousand values.
+local function msetPairs(pairs)
+  for i = 1, #pairs, 4000 do
+    redis.call("MSET", unpack(pairs, i, math.min(i + 3999, #pairs)))
+  end
+end
+
+-- The writes of failed attempts that will be retried: the metas first, then
+-- back on the schedule. dueArgs are score/id pairs, metaPairs meta key/meta pairs.
+local function writeRetries(dueKey, dueArgs, metaPairs)
+  msetPairs(metaPairs)
   redis.call("ZADD", dueKey, unpack(dueArgs))
-  redis.call("HSET", metaKey, unpack(metaArgs))
 end
 
--- The writes of finished jobs: records dropped, done records (id/record pairs)
--- kept in the retention bucket, which expires as a whole.
-local function writeFinished(jobsKey, metaKey, doneKey, doneTtl, ids, doneArgs)
-  redis.call("HDEL", jobsKey, unpack(ids))
-  redis.call("HDEL", metaKey, unpack(ids))
-  redis.call("HSET", doneKey, unpack(doneArgs))
-  redis.call("PEXPIRE", doneKey, doneTtl)
-end
-
--- Most dead letters one push trims past the cap (a lowered cap is reached over several pushes).
-local TRIM_LIMIT = 1000
-
--- Dead letters, by id, failed at nowText: into the topic's sorted set (id ->
--- failed ms) and hash (id -> entry); past the cap, the oldest go. A job that
--- dies again after a replay replaces its letter.
-local function pushDead(deadAtKey, deadEntriesKey, ids, entries, nowText, cap)
-  local scored, byId = {}, {}
-  for i, id in ipairs(ids) do
+-- The writes of finished jobs (succeeded, cancelled): their metas (meta key /
+-- finishedMeta pairs), then their ids into the topic's done set at nowText,
+-- from which sweep.lua drops them past the retention window.
+local function writeFinished(doneKey, nowText, ids, metaPairs)
+  msetPairs(metaPairs)
+  local scored = {}
+  for _, id in ipairs(ids) do
     scored[#scored + 1] = nowText
     scored[#scored + 1] = id
-    byId[#byId + 1] = id
-    byId[#byId + 1] = entries[i]
+  end
+  redis.call("ZADD", doneKey, unpack(scored))
+end
+
+-- The oldest dead letters past the cap (at most TRIM_LIMIT of them), which sweep.lua drops.
+local TRIM_LIMIT = 1000
+local function overCap(deadAtKey, cap)
+  local over = math.min(redis.call("ZCARD", deadAtKey) - cap, TRIM_LIMIT)
+  if over <= 0 then return {} end
+  return redis.call("ZRANGE", deadAtKey, 0, over - 1)
+end
+
+-- Dead letters, failed at nowText: their metas (meta key / finishedMeta
+-- pairs, state "dead"), then their ids into the topic's dead-letter set. A
+-- job that dies again after a replay replaces its letter. The cap is kept
+-- by the topic's claims (overCap): a script cannot drop keys it was not given.
+local function pushDead(deadAtKey, ids, metaPairs, nowText)
+  msetPairs(metaPairs)
+  local scored = {}
+  for _, id in ipairs(ids) do
+    scored[#scored + 1] = nowText
+    scored[#scored + 1] = id
   end
   redis.call("ZADD", deadAtKey, unpack(scored))
-  redis.call("HSET", deadEntriesKey, unpack(byId))
-  local over = math.min(redis.call("ZCARD", deadAtKey) - cap, TRIM_LIMIT)
-  if over > 0 then
-    local oldest = redis.call("ZRANGE", deadAtKey, 0, over - 1)
-    redis.call("ZREMRANGEBYRANK", deadAtKey, 0, over - 1)
-    redis.call("HDEL", deadEntriesKey, unpack(oldest))
-  end
 end
