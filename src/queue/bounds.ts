@@ -13,8 +13,8 @@ export {
 } from "../limits.js";
 
 /**
- * REST requests a claim makes (its candidates' read, then the script); one
- * more when it sweeps (ClaimResult.requests says). The tick counts them
- * against its subrequest budget.
+ * Most REST requests a claim makes: its candidates' read, the script, and a sweep.
+ * ClaimResult.requests says how many it made; the tick counts them against
+ * its subrequest budget.
  */
-export const CLAIM_REQUESTS = 2;
+export const CLAIM_REQUESTS_MAX = 3;

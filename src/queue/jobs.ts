@@ -1,4 +1,4 @@
-import { ATTEMPT_ERROR_BYTES, CLAIM_REQUESTS, MAX_BATCH } from "./bounds.js";
+import { ATTEMPT_ERROR_BYTES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
@@ -102,6 +102,7 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
       ["zrange", t.lease, "-inf", now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
     ]),
   )) as [string[], string[]];
+  let requests = 2;
   const candidates = max > 0 ? dueIds : [];
   const raw = await ctx.run(
     lua.claim,
@@ -128,7 +129,6 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
     ],
   );
   const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, ...rest } = replies.claim.parse(raw);
-  let requests = CLAIM_REQUESTS;
   if (sweepDone.length + sweepDead.length > 0) {
     await sweep(ctx, topic, now, sweepDone, sweepDead);
     requests++;

@@ -64,7 +64,7 @@ export interface ClaimResult {
   nextLookAt: number | null;
   /** Push claims: the topic's settings and secrets as the claim read them (null for pull claims and a topic of the other mode). */
   topic: { settings: TopicSettings; secrets: TopicSecrets } | null;
-  /** REST requests the claim made: CLAIM_REQUESTS, and one more when it swept finished jobs or dead letters past the cap (more for orphans). */
+  /** REST requests the claim made: 2 (its candidates' read and the script), one more when it swept (at most CLAIM_REQUESTS_MAX, save orphans). */
   requests: number;
 }
 

@@ -1,5 +1,5 @@
 import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
-import { CLAIM_REQUESTS } from "../queue/bounds.js";
+import { CLAIM_REQUESTS_MAX } from "../queue/bounds.js";
 import type { ClaimResult, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { handlerFor } from "../handlers/registry.js";
@@ -84,20 +84,21 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   const budget = o.budget ?? new SubrequestBudget(s.tickSubrequestBudget);
   const spentBefore = budget.spent;
   const report: ChunkReport = { claimed: 0, outcomes: noOutcomes(), subrequests: 0, more: false, nextDueAt: null, nextLookAt: null };
-  // A claim (and a sweep it may make) and a settle; the rest is for deliveries.
-  const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - CLAIM_REQUESTS - 2));
+  // A claim's requests at most and a settle; the rest is for deliveries.
+  const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - CLAIM_REQUESTS_MAX - 1));
   if (take === 0) {
     report.nextLookAt = clock.now();
     return { claimed: 0, more: false, nextLookAt: report.nextLookAt, slots: 1, done: Promise.resolve(report) };
   }
-  budget.spend(CLAIM_REQUESTS);
+  budget.spend();
   // A batch handler takes its jobs together, so none may wait for a later one of its batch.
   const batchHandler = handlerFor(o.topic)?.kind === "batch";
   const leadMs = batchHandler ? 0 : (o.leadMs ?? s.tickLeadMs);
   const claimedFrom = clock.now();
   const claim = await o.queue.claim(o.topic, { max: take, now: claimedFrom, leadMs });
   const claimMs = clock.now() - claimedFrom;
-  if (claim.requests > CLAIM_REQUESTS) budget.spend(claim.requests - CLAIM_REQUESTS);
+  // The claim's other requests (its candidates' read, a sweep) count once they are known.
+  if (claim.requests > 1) budget.spend(claim.requests - 1);
   report.claimed = claim.jobs.length;
   // Full, or cut short by the reply's byte budget: either way more are takeable now.
   report.more = claim.jobs.length === take || claim.heldBy === "bytes";
