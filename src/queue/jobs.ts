@@ -1,4 +1,4 @@
-import { ATTEMPT_ERROR_BYTES, MAX_BATCH } from "./bounds.js";
+import { ATTEMPT_ERROR_BYTES, CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
@@ -96,9 +96,12 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
   // The ids the claim may take or reap, read first: the script must be given
   // every key it touches, so it cannot look them up itself. It checks each
   // again; jobs that became due between the two calls wait for the next claim.
+  // Claims of one topic run side by side (the tick's chunk and its fan-out):
+  // each reads CLAIM_CANDIDATES times what it may take, so those that run at
+  // once find jobs left among their candidates when the first took its own.
   const [dueIds, leaseIds] = (await redisCall({ name: "claim candidates (ZRANGE, ZRANGE)", repeatSafe: true }, () =>
     pipelineRead(ctx.redis, [
-      ["zrange", t.due, "-inf", now + (mode === "push" ? lead : 0), "BYSCORE", "LIMIT", 0, max],
+      ["zrange", t.due, "-inf", now + (mode === "push" ? lead : 0), "BYSCORE", "LIMIT", 0, Math.min(max * CLAIM_CANDIDATES, MAX_BATCH * CLAIM_CANDIDATES)],
       ["zrange", t.lease, "-inf", now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
     ]),
   )) as [string[], string[]];

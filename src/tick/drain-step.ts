@@ -2,6 +2,7 @@
  * What a producer's drain (src/tick/drain.ts) does next, and when it is back
  * after a claim. Pure: the drain gathers the facts and carries out the step.
  */
+import { CHUNK_OVERHEAD } from "./round-plan.js";
 
 /** What the drain knows when it picks its next step. */
 export interface DrainFacts {
@@ -67,10 +68,10 @@ export function nextDrainStep(f: DrainFacts): DrainStep {
     if (!f.busy.here && !f.busy.fanned) return { kind: "fan-out", chunks: Math.min(f.full ? f.tickFanout : 1, left) };
     if (price > pace) return { kind: "hold" };
   }
-  const max = Math.max(0, Math.min(f.room, left - 2));
+  const max = Math.max(0, Math.min(f.room, left - CHUNK_OVERHEAD));
   // Every slot is taken: a step as a chunk ends.
-  if (left >= 3 && max < 1) return { kind: "hold" };
-  if (left >= 3) return { kind: "claim", max };
+  if (left > CHUNK_OVERHEAD && max < 1) return { kind: "hold" };
+  if (left > CHUNK_OVERHEAD) return { kind: "claim", max };
   if (f.running) return { kind: "wait-all" };
   if (f.canHandOver && f.end - f.now > 0 && f.budgetLeft >= 1) return { kind: "hand-over", horizonMs: f.end - f.now };
   return { kind: "end" };

@@ -6,6 +6,7 @@ import { ChunksInFlight } from "./in-flight.js";
 import { realClock, type Clock } from "./clock.js";
 import { nextAfterClaim, nextDrainStep } from "./drain-step.js";
 import type { ChunkReport } from "./run-chunk.js";
+import { CHUNK_OVERHEAD } from "./round-plan.js";
 import { jsonLog, type Log } from "./settle.js";
 
 /** Options of {@link runDrain}. */
@@ -162,7 +163,7 @@ class Drain {
 
   /** Claims a chunk here (a claim, a settle and at least one delivery) and sets when the drain is back. */
   private async claimHere(stepAt: number, max: number): Promise<void> {
-    const c = await this.inFlight.startHere(this.o.topic, max, 2 + max);
+    const c = await this.inFlight.startHere(this.o.topic, max, CHUNK_OVERHEAD + max);
     this.lastTaken = Math.max(1, c.claimed);
     this.full = c.more;
     const after = nextAfterClaim({

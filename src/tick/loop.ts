@@ -10,7 +10,7 @@ import { ChunksInFlight } from "./in-flight.js";
 import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
-import { nextPollAfterWork, planRound, type RoundPlan } from "./round-plan.js";
+import { CHUNK_OVERHEAD, nextPollAfterWork, planRound, type RoundPlan } from "./round-plan.js";
 import type { ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 import { SleepMark } from "./sleep-mark.js";
@@ -303,7 +303,7 @@ class TickLoop {
     budget.spend(plan.remote.length);
     report.fannedOut += plan.remote.length;
     for (const r of plan.remote) inFlight.startFanned(r.topic, r.max);
-    const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, 2 + p.max, lead)));
+    const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, CHUNK_OVERHEAD + p.max, lead)));
     if (started.some((c) => c.claimed > 0)) this.roundTripMs = clock.now() - polledAt;
     // What this round costs: the poll, the fan-outs, and per chunk here a claim (and a settle and a delivery a job).
     let price = 1 + plan.remote.length;

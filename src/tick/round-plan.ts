@@ -4,6 +4,10 @@
  * topics wait for a running chunk, and when the loop polls next. Pure: the
  * loop (src/tick/loop.ts) gathers the facts, this decides.
  */
+import { CLAIM_REQUESTS_MAX } from "../queue/bounds.js";
+
+/** Subrequests a chunk run here may cost besides its deliveries: its claim's at most, and its settle. */
+export const CHUNK_OVERHEAD = CLAIM_REQUESTS_MAX + 1;
 
 /** What the planner knows of one due topic. */
 export interface DueTopic {
@@ -101,7 +105,7 @@ export function planRound(due: DueTopic[], start: number, l: RoundLimits): Round
   let slots = l.freeSlots;
   let slotBound = false;
   for (const t of candidates) {
-    const affordable = Math.min(l.tickChunk, Math.max(share, 3) - 2, left - 2);
+    const affordable = Math.min(l.tickChunk, Math.max(share, CHUNK_OVERHEAD + 1) - CHUNK_OVERHEAD, left - CHUNK_OVERHEAD);
     if (affordable < 1) break;
     const max = Math.min(affordable, t.room, slots);
     if (max < 1) {
@@ -110,7 +114,7 @@ export function planRound(due: DueTopic[], start: number, l: RoundLimits): Round
       continue;
     }
     local.push({ topic: t.topic, max });
-    left -= 2 + max;
+    left -= CHUNK_OVERHEAD + max;
     slots -= max;
   }
   const unserved = due.length - waiting.length - local.length - new Set(remote.map((r) => r.topic)).size;

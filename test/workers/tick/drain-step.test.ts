@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { nextAfterClaim, nextDrainStep, type DrainFacts } from "../../../src/tick/drain-step.js";
+import { CHUNK_OVERHEAD } from "../../../src/tick/round-plan.js";
 
 const idle = { here: false, fanned: false };
 const facts = (more: Partial<DrainFacts> = {}): DrainFacts => ({
@@ -27,9 +28,10 @@ const facts = (more: Partial<DrainFacts> = {}): DrainFacts => ({
 
 describe("nextDrainStep", () => {
   it("claims what the budget and the topic's room allow, keeping a subrequest for a handover", () => {
-    expect(nextDrainStep(facts())).toEqual({ kind: "claim", max: 9_997 });
+    expect(nextDrainStep(facts())).toEqual({ kind: "claim", max: 9_999 - CHUNK_OVERHEAD });
     expect(nextDrainStep(facts({ room: 7 }))).toEqual({ kind: "claim", max: 7 });
-    expect(nextDrainStep(facts({ budgetLeft: 4 }))).toEqual({ kind: "claim", max: 1 });
+    // A handover's subrequest, a chunk's overhead (its claim at most, its settle) and one job.
+    expect(nextDrainStep(facts({ budgetLeft: CHUNK_OVERHEAD + 2 }))).toEqual({ kind: "claim", max: 1 });
   });
 
   it("sleeps until the next step is due, and holds while every slot is taken", () => {
@@ -42,12 +44,12 @@ describe("nextDrainStep", () => {
     // 99 subrequests over 20 poll intervals: a chunk here of 12 is past the pace.
     expect(nextDrainStep(facts({ fanning: true, lastTaken: 10, budgetLeft: 100 }))).toEqual({ kind: "fan-out", chunks: 1 });
     // Within the pace a trickle runs here.
-    expect(nextDrainStep(facts({ fanning: true, lastTaken: 10 }))).toEqual({ kind: "claim", max: 9_997 });
+    expect(nextDrainStep(facts({ fanning: true, lastTaken: 10 }))).toEqual({ kind: "claim", max: 9_999 - CHUNK_OVERHEAD });
   });
 
   it("gives a topic whose chunk is still out no second fan-out: served here if the pace allows, else it holds", () => {
     const out = { here: false, fanned: true };
-    expect(nextDrainStep(facts({ fanning: true, full: true, running: true, busy: out }))).toEqual({ kind: "claim", max: 9_997 });
+    expect(nextDrainStep(facts({ fanning: true, full: true, running: true, busy: out }))).toEqual({ kind: "claim", max: 9_999 - CHUNK_OVERHEAD });
     expect(nextDrainStep(facts({ fanning: true, lastTaken: 10, budgetLeft: 100, running: true, busy: out }))).toEqual({ kind: "hold" });
   });
 

@@ -3,7 +3,7 @@
  * plain unit tests (the loop's behaviour over time is the model test's).
  */
 import { describe, expect, it } from "vitest";
-import { nextPollAfterWork, planRound, type DueTopic, type RoundLimits } from "../../../src/tick/round-plan.js";
+import { CHUNK_OVERHEAD, nextPollAfterWork, planRound, type DueTopic, type RoundLimits } from "../../../src/tick/round-plan.js";
 import { SleepMark } from "../../../src/tick/sleep-mark.js";
 
 const idle = { here: false, fanned: false };
@@ -70,7 +70,8 @@ describe("planRound", () => {
 
   it("shares a tight budget evenly from the rotation's start, and counts who it could not reach", () => {
     const due = [topic("a"), topic("b"), topic("c")];
-    const tight = limits({ fanning: false, budgetLeft: 9, freeSlots: 50 });
+    // Two chunks of one job fit (a chunk costs its job and CHUNK_OVERHEAD), the third does not.
+    const tight = limits({ fanning: false, budgetLeft: 2 + 2 * (CHUNK_OVERHEAD + 1), freeSlots: 50 });
     expect(planRound(due, 1, tight)).toEqual({
       local: [
         { topic: "b", max: 1 },
