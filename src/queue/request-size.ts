@@ -7,7 +7,30 @@ import type { LuaScript } from "./lua.generated.js";
 // posts JSON.stringify of the command array; runScript passes every argument
 // as a string and the key count as a number. It sends EVALSHA with the digest,
 // and EVAL with the whole source when Redis answers NOSCRIPT: a call must fit
-// both ways, so the longer one (EVAL) is what counts.
+// both ways, so the longer one (EVAL) is what counts. The API's client
+// auto-pipelines, so a call alone goes to /pipeline wrapped in one more `[…]`:
+// 2 bytes, counted (the shared client sends it bare, 2 bytes less). Commands
+// of the same request that auto-pipelining folds in beside it (none beside an
+// enqueue) are what REQUEST_BUDGET_PERCENT's margin leaves room for.
+//
+// Only calls whose size the caller sets unbounded by other limits are
+// checked: a batch enqueue (up to MAX_BATCH jobs of up to MAX_PAYLOAD_BYTES,
+// escaped twice) and a schedule write (a definition with its payload). The
+// other calls that carry caller-sized data fit by arithmetic, at the
+// worst case the API lets through (test/node/request-size.test.ts builds
+// each and measures it here):
+//   - settle of a chunk: ≤ MAX_BATCH (1,000) outcomes, each an id (≤ 91 ASCII:
+//     a topic ≤ 64 + "." + a 26-character ULID), an error cut to
+//     ATTEMPT_ERROR_BYTES (1,024 bytes; JSON escapes a control character's
+//     1 byte into 6: ≤ 6,146 bytes quoted) and six numbers (≤ ~70 bytes with
+//     quotes and commas): ≤ 6.4 KB an outcome, ≤ 6.4 MB a chunk, plus its
+//     keys, the observation vector and settle.lua's source (~17 KB): ~6.5 MB,
+//     well inside REQUEST_BUDGET_BYTES (9.5 MiB);
+//   - bulk cancel by ids: ≤ BULK_CANCEL_BATCH (250) ids a call, each ≤ 100
+//     UTF-16 units (JobId), ≤ 6 bytes a unit escaped: ≤ 151 KB, plus
+//     cancel-jobs.lua's source (~13 KB);
+//   - replay by ids: ≤ DEAD_BATCH (250) ids a call, the same ≤ 151 KB, plus
+//     replay-dead.lua's source (~18 KB).
 
 /** UTF-8 bytes of `text`, counted without encoding it (JSON text has no lone surrogates: JSON.stringify escapes them). */
 export function utf8Bytes(text: string): number {
@@ -27,13 +50,13 @@ export function utf8Bytes(text: string): number {
   return bytes;
 }
 
-/** Bytes of the request body the client sends for this script call: EVALSHA, and EVAL (source in place of the digest) after a NOSCRIPT. */
+/** Bytes of the request body the queue's client sends for this script call, auto-pipelined alone: EVALSHA, and EVAL (source in place of the digest) after a NOSCRIPT. */
 export function scriptRequestBytes(script: LuaScript, keys: string[], args: Array<string | number>): { evalsha: number; eval: number } {
   // `[n,k1,…,a1,…]`: everything after the command name and the script, as the client writes it.
   const tail = utf8Bytes(JSON.stringify([keys.length, ...keys, ...args.map(String)]));
-  // `["evalsha","<sha>",` + tail without its `[`.
-  const evalsha = utf8Bytes(`["evalsha",${JSON.stringify(script.sha1)},`) + tail - 1;
-  const evalBytes = utf8Bytes(`["eval",${JSON.stringify(script.source)},`) + tail - 1;
+  // `[["evalsha","<sha>",` + tail without its `[` + `]`.
+  const evalsha = utf8Bytes(`[["evalsha",${JSON.stringify(script.sha1)},`) + tail - 1 + 1;
+  const evalBytes = utf8Bytes(`[["eval",${JSON.stringify(script.source)},`) + tail - 1 + 1;
   return { evalsha, eval: evalBytes };
 }
 
