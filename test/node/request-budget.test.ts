@@ -1,7 +1,7 @@
 /**
  * A batch enqueue whose Redis request would pass the request budget is refused with a 413 before anything is sent
  * (issue 33, item 3). The stack (npm start) runs with its bridge's Upstash request limit lowered to 256 KiB
- * (BRIDGE_MAX_REQUEST_BYTES) and the Worker told so (REDIS_MAX_REQUEST_BYTES), so its budget is 95% of that:
+ * (BRIDGE_MAX_REQUEST_BYTES), which npm start passes to the Worker (REDIS_MAX_REQUEST_BYTES), so its budget is 95% of that:
  * 249,036 bytes. The request counted is the JSON the client sends (payloads escaped twice: once in the job record,
  * once in the command array), so quotes, backslashes and control characters count at their escaped size.
  */
@@ -20,7 +20,8 @@ let api: Api;
 beforeAll(async () => {
   stack = await startNpmStart({
     name: "request-budget",
-    settings: { BRIDGE_MAX_REQUEST_BYTES: String(LIMIT), REDIS_MAX_REQUEST_BYTES: String(LIMIT), TICK_IDLE_PEEK_MS: "0" },
+    // Only the bridge's limit: npm start tells the Worker (REDIS_MAX_REQUEST_BYTES).
+    settings: { BRIDGE_MAX_REQUEST_BYTES: String(LIMIT), TICK_IDLE_PEEK_MS: "0" },
   });
   api = new Api(stack.url, stack.token);
 }, 150_000);
@@ -119,4 +120,16 @@ it("a payload full of characters JSON escapes counts at its escaped size: refuse
   const plain = await api.request("POST", "/v1/jobs", { topic, payload: "a".repeat(3 * n), delay: "1h" });
   expect(plain.status).toBe(201);
   expect((await api.ok("GET", `/v1/topics/${topic}/jobs`)).jobs).toHaveLength(1);
+}, 60_000);
+
+it("a schedule whose write would pass the budget (its payload escaped) is refused with the same 413, and not stored", async () => {
+  const payload = '"\\\u0001'.repeat(20_000);
+  const res = await api.request("PUT", "/v1/schedules/budget-schedule", { every: "1h", topic: "budget-schedule", payload });
+  expect(res.status).toBe(413);
+  expect(res.body.type).toBe("urn:delayline:request-too-large");
+  expect(res.body.detail).toMatch(/^the schedule's Redis request would be \d+ bytes/);
+  expect((await api.request("GET", "/v1/schedules/budget-schedule")).status).toBe(404);
+  // A plain payload of the same length is stored.
+  const plain = await api.request("PUT", "/v1/schedules/budget-schedule", { every: "1h", topic: "budget-schedule", payload: "a".repeat(60_000) });
+  expect(plain.status).toBe(201);
 }, 60_000);
