@@ -21,7 +21,8 @@ import * as lua from "../../src/queue/lua.generated.js";
 import type { LuaScript } from "../../src/queue/lua.generated.js";
 import { observationVector } from "../../src/queue/metrics.js";
 import { createRedis } from "../../src/queue/redis.js";
-import { scriptRequestBytes, utf8Bytes } from "../../src/queue/request-size.js";
+import { RequestTooLargeError } from "../../src/queue/errors.js";
+import { fitRequest, scriptRequestBytes, utf8Bytes } from "../../src/queue/request-size.js";
 
 let bridge: RedisBridge;
 
@@ -98,4 +99,20 @@ it("a bulk cancel and a replay by ids, a full call of the longest ids, fit the r
   const replay = scriptRequestBytes(lua.replayDead, Array(8).fill(t.deadEntries), [...replayHead, ...Array(DEAD_BATCH).fill(CALLER_ID)]).eval;
   expect(replay).toBeLessThan(250_000);
   expect(Math.max(cancel, replay) * 10).toBeLessThan(REQUEST_BUDGET_BYTES);
+});
+
+it("fitRequest refuses exactly past the budget, whether or not the quick bound decides: at the measured size it passes, one byte less it throws", () => {
+  for (const arg of ["a".repeat(100), "\u0001".repeat(50_000), "😀".repeat(30_000)]) {
+    const bytes = scriptRequestBytes(lua.enqueue, ["k"], [arg]).eval;
+    expect(() => fitRequest(bytes, "batch", lua.enqueue, ["k"], [arg])).not.toThrow();
+    const err = (() => {
+      try {
+        fitRequest(bytes - 1, "batch", lua.enqueue, ["k"], [arg]);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(RequestTooLargeError);
+    expect(err).toMatchObject({ bytes, budget: bytes - 1, what: "batch" });
+  }
 });
