@@ -15,7 +15,7 @@ import { claimAll, scalePair, type ScaleRun } from "../suites.js";
 import { bull, type BullSystem } from "./bull.js";
 import { startBridge } from "../../dev/bridge/server.js";
 import { directQueue, nodeQueue } from "./delayline.js";
-import { payload, type Infra, type Usage } from "./infra.js";
+import { payload, type Infra } from "./infra.js";
 
 /** Upstash's cap on one record (dev/bridge/limits.ts, UPSTASH_LIMITS.maxRecordBytes): 100 MB. */
 export const RECORD_CAP_BYTES = 100 * 1024 * 1024;
@@ -87,7 +87,7 @@ const DAY_MS = 86_400_000;
 const NO_LIMITS = { maxRequestBytes: 0, maxReplyBytes: 0, maxRecordBytes: 0, commandsPerSecond: 0, maxRequests: 0 };
 const topicName = (prefix: string, t: number) => `${prefix}-${t}`;
 
-/** `jobs` future jobs in batches of 1,000, batch k in topic k mod `topics` (4 calls in flight, as the drain row stores). */
+/** `jobs` future jobs in batches of 1,000, batch k in topic k mod `topics` (4 calls in flight, as the drain row stores them). */
 async function fill(queue: Queue, topic: string, jobs: number, topics: number): Promise<void> {
   const due = Date.now() + DAY_MS;
   await pool(Math.ceil(jobs / 1_000), 4, (k) =>
@@ -189,43 +189,35 @@ export async function keyCensus(meter: IORedis, topics: string[]): Promise<KeyCe
 export async function scale1mRun(infra: Infra, sizes: Scale1mSizes, log: (line: string) => void): Promise<Scale1mResult> {
   const started = Date.now();
   const { jobs, topics } = sizes;
+  const names = Array.from({ length: topics }, (_, t) => topicName("s1m", t));
   const direct = new IORedis(infra.redis.url, { maxRetriesPerRequest: null });
+  // delayline's jobs are stored and counted through the Queue over a REST bridge of its own (the real client, as the
+  // drain and cost rows use) with Upstash's limits off: with the record cap on, a model whose largest key passes
+  // 100 MB is refused part-way, and nothing could be compared.
+  const token = `scale-1m-${crypto.randomUUID()}`;
+  const bridge = await startBridge({ redisUrl: infra.redis.url, token, limits: NO_LIMITS });
   try {
     await infra.flush();
-    // delayline: the Queue over TCP (directQueue: the same scripts and arguments as over REST). Over the bridge
-    // with Upstash's record cap on, a model whose keys pass 100 MB is refused part-way, and nothing could be compared.
-    const large = directQueue(direct, "dl:{scale-1m}");
-    const names = Array.from({ length: topics }, (_, t) => topicName("s1m", t));
+    const rest = nodeQueue(bridge.url, token, "dl:{scale-1m}");
     log(`scale-1m: storing ${jobs.toLocaleString("en-US")} delayline jobs over ${topics} topics`);
     let before = await infra.usedMemory();
     let t0 = Date.now();
-    await fill(large, "s1m", jobs, topics);
+    await fill(rest, "s1m", jobs, topics);
     const dlStoreS = (Date.now() - t0) / 1_000;
     const dlBytes = ((await infra.usedMemory()) - before) / jobs;
     log(`scale-1m: delayline stored in ${dlStoreS.toFixed(0)} s, ${dlBytes.toFixed(0)} B/job; key census`);
     const dlCensus = await keyCensus(infra.meter, names);
     log(`scale-1m: delayline's largest key ${dlCensus.largest.pattern} (${dlCensus.largest.type}) ${dlCensus.largest.bytes} B of ${dlCensus.keys} keys`);
 
-    // Commands per job on the success path, the million present: in one of the ten topics, as the cost row counts,
-    // through a REST bridge (the real client: a single enqueue is a REST pipeline) with its limits off, so a model
-    // whose keys pass Upstash's record cap can still be counted.
-    const token = `scale-1m-${crypto.randomUUID()}`;
-    const bridge = await startBridge({ redisUrl: infra.redis.url, token, limits: NO_LIMITS });
-    let enqueue: Usage;
-    let consume: Usage;
-    try {
-      const rest = nodeQueue(bridge.url, token, "dl:{scale-1m}");
-      await infra.resetStats();
-      const now = Date.now();
-      await pool(sizes.costJobs, 50, (i) => rest.enqueue({ topic: names[0]!, payload: payload(i), runAt: now }));
-      enqueue = await infra.usage();
-      await infra.resetStats();
-      const drained = await claimAll(rest, names[0]!, 100, "ack");
-      consume = await infra.usage();
-      if (drained !== sizes.costJobs) throw new Error(`scale-1m commands: drained ${drained} of ${sizes.costJobs}`);
-    } finally {
-      await bridge.close();
-    }
+    // Commands per job on the success path, the million present: in one of the ten topics, as the cost row counts.
+    await infra.resetStats();
+    const now = Date.now();
+    await pool(sizes.costJobs, 50, (i) => rest.enqueue({ topic: names[0]!, payload: payload(i), runAt: now }));
+    const enqueue = await infra.usage();
+    await infra.resetStats();
+    const drained = await claimAll(rest, names[0]!, 100, "ack");
+    const consume = await infra.usage();
+    if (drained !== sizes.costJobs) throw new Error(`scale-1m commands: drained ${drained} of ${sizes.costJobs}`);
     const mix: Record<string, number> = {};
     for (const u of [enqueue, consume])
       for (const [k, v] of Object.entries(u.byCommand)) mix[k] = Math.round(((mix[k] ?? 0) + v.calls / sizes.costJobs) * 1000) / 1000;
@@ -237,9 +229,11 @@ export async function scale1mRun(infra: Infra, sizes: Scale1mSizes, log: (line: 
     };
     log(`scale-1m: ${commands.success.toFixed(2)} commands/job on the success path`);
 
-    // Throughput: the same ten topics with few jobs, in a second deployment; claimed in the first topic of each.
+    // Throughput: the same ten topics with few jobs, in a second deployment; claimed in the first topic of each,
+    // over TCP as the scale row (directQueue: the same scripts and arguments, no REST round trip to drown Redis' work).
+    await fill(nodeQueue(bridge.url, token, "dl:{scale-10k}"), "s1m", sizes.small, topics);
+    const large = directQueue(direct, "dl:{scale-1m}");
     const small = directQueue(direct, "dl:{scale-10k}");
-    await fill(small, "s1m", sizes.small, topics);
     const throughput: Scale1mResult["throughput"] = { small: [], large: [] };
     for (let i = -1; i < sizes.runs; i++) {
       const order = i % 2 ? [large, small] : [small, large];
@@ -282,6 +276,7 @@ export async function scale1mRun(infra: Infra, sizes: Scale1mSizes, log: (line: 
     }
   } finally {
     direct.disconnect();
+    await bridge.close();
     await infra.flush();
   }
 }
