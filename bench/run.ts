@@ -8,7 +8,7 @@
  *   npm run bench                 full run (≤ 10 minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
  *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained)
- *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 5 minutes)
+ *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 2 minutes)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";

@@ -5,7 +5,7 @@
  * key, claim + ack with 1,000,000 vs 10,000 present, commands per job.
  * Writes bench/results/scale-1m.{json,md}.
  *
- *   npm run bench:scale-1m                       the full row (about 5 min on 2 cores)
+ *   npm run bench:scale-1m                       the full row (about 1.7 min on 2 cores, more under load)
  *   npm run bench:scale-1m -- --jobs 100000      a smaller smoke run (--out picks the files)
  */
 import { writeFileSync } from "node:fs";
