@@ -1,5 +1,6 @@
 /** The results of `npm run bench` and their markdown table. */
 import type { DeliverySystem, SustainedRun } from "./lib/deliver.js";
+import { RECORD_CAP_BYTES, type Scale1mResult } from "./lib/scale-1m.js";
 import type { FloorSystem, SystemName } from "./suites.js";
 
 /** One measurement over the measured runs. */
@@ -52,6 +53,8 @@ export interface Results {
   metrics: Record<string, BySystem>;
   lateness: Record<string, LatenessSummary>;
   scale?: { small: Series; large: Series; smallUsec: Series; largeUsec: Series };
+  /** 1,000,000 scheduled jobs over 10 topics (bench/lib/scale-1m.ts); absent with BENCH_SCALE_1M=0. */
+  scale1m?: Scale1mResult;
   idle?: Record<SystemName, number>;
   /** Single enqueue at the architecture's floor (bench/floor/). */
   enqueueFloor?: EnqueueFloorSummary;
@@ -135,6 +138,121 @@ export function targets(r: Results): Array<{ name: string; value: string; met: b
   const cpu = ratio(dl("successUsec"), bq("successUsec"));
   out.push({ name: "Redis CPU per job ≤ 0.5× BullMQ's", value: times(cpu), met: cpu === undefined ? undefined : cpu <= 0.5 });
   return out;
+}
+
+/** The million-job targets of issue 33. */
+export const SCALE_1M_TARGETS = { memoryRatio: 0.5, throughputRatio: 0.9, commandsPerJob: 3.5 } as const;
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(bytes >= 10 * 2 ** 20 ? 0 : 1)} MB`;
+const medianOf = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const seriesOfRuns = (xs: number[], unit: string): Series => ({ median: medianOf(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs, unit });
+const jobsLabel = (s: Scale1mResult) => s.sizes.jobs.toLocaleString("en-US");
+
+/** The million-job row's targets (issue 33), evaluated against the medians. */
+export function scale1mTargets(s: Scale1mResult): Array<{ name: string; value: string; met: boolean | undefined }> {
+  const mem = s.bytesPerJob.delayline / s.bytesPerJob.bullmq;
+  const large = medianOf(s.throughput.large.map((r) => r.jobsPerSec));
+  const small = medianOf(s.throughput.small.map((r) => r.jobsPerSec));
+  const n = jobsLabel(s);
+  const l = s.census.delayline.largest;
+  return [
+    {
+      name: `${n} jobs: memory per job ≤ ${SCALE_1M_TARGETS.memoryRatio}× BullMQ's`,
+      value: `${Math.round(s.bytesPerJob.delayline)} vs ${Math.round(s.bytesPerJob.bullmq)} B = ${times(mem)}`,
+      met: mem <= SCALE_1M_TARGETS.memoryRatio,
+    },
+    {
+      name: `${n} jobs: largest key ≤ ${mb(RECORD_CAP_BYTES)} (Upstash's record cap)`,
+      value: `${l.pattern} (${l.type}), ${mb(l.bytes)}`,
+      met: l.bytes <= RECORD_CAP_BYTES,
+    },
+    {
+      name: `claim + ack with ${n} vs ${s.sizes.small.toLocaleString("en-US")} future jobs ≥ ${SCALE_1M_TARGETS.throughputRatio}`,
+      value: `${Math.round(large)} vs ${Math.round(small)} jobs/s = ${(large / small).toFixed(2)}`,
+      met: large / small >= SCALE_1M_TARGETS.throughputRatio,
+    },
+    {
+      name: `commands per job, success, at ${n} present ≤ ${SCALE_1M_TARGETS.commandsPerJob}`,
+      value: num(s.commands.success),
+      met: s.commands.success <= SCALE_1M_TARGETS.commandsPerJob,
+    },
+  ];
+}
+
+/** The million-job row's lines of the main table. */
+export function scale1mRows(s: Scale1mResult): string[] {
+  const t = scale1mTargets(s);
+  const n = jobsLabel(s);
+  const small = s.sizes.small.toLocaleString("en-US");
+  const large = seriesOfRuns(
+    s.throughput.large.map((r) => r.jobsPerSec),
+    "jobs/s",
+  );
+  const few = seriesOfRuns(
+    s.throughput.small.map((r) => r.jobsPerSec),
+    "jobs/s",
+  );
+  const dl = s.census.delayline;
+  const bq = s.census.bullmq;
+  return [
+    `| **${n} scheduled jobs over ${s.sizes.topics} topics: Redis memory per job**, bytes (100-byte payload) | ${Math.round(s.bytesPerJob.delayline)} | ${Math.round(s.bytesPerJob.bullmq)} | — | — | ${times(s.bytesPerJob.delayline / s.bytesPerJob.bullmq)} | ≤ ${SCALE_1M_TARGETS.memoryRatio}× | ${verdict(t[0]!.met)} |`,
+    `| … largest key after storing them (MEMORY USAGE, whole), bytes | ${dl.largest.bytes.toLocaleString("en-US")} = ${mb(dl.largest.bytes)}: \`${dl.largest.pattern}\` (${dl.largest.type}, ${dl.largest.elements.toLocaleString("en-US")} elements)¹ | ${bq.largest.bytes.toLocaleString("en-US")}: \`${bq.largest.pattern}\` (${bq.largest.type}) | — | — | | ≤ ${mb(RECORD_CAP_BYTES)} (Upstash's record cap) | ${verdict(t[1]!.met)} |`,
+    `| **claim + ack jobs/s** (Queue over TCP, chunks of 100) with ${n} vs ${small} future jobs over ${s.sizes.topics} topics | ${cell(large)} vs ${cell(few)} = ${(large.median / few.median).toFixed(2)} (each run: ${large.runs.map((x, i) => (x / few.runs[i]!).toFixed(2)).join(", ")}) | — | — | — | | ≥ ${SCALE_1M_TARGETS.throughputRatio} | ${verdict(t[2]!.met)} |`,
+    `| … Redis time of claim + ack, µs per job, ${n} vs ${small} | ${cell(
+      seriesOfRuns(
+        s.throughput.large.map((r) => r.usecPerJob),
+        "µs/job",
+      ),
+    )} vs ${cell(
+      seriesOfRuns(
+        s.throughput.small.map((r) => r.usecPerJob),
+        "µs/job",
+      ),
+    )} | | | | | | |`,
+    `| **Redis commands per job, success, ${n} present** (enqueue one per call + claim + ack) | ${num(s.commands.success)} (${num(s.commands.enqueue)} + ${num(s.commands.consume)}) | — | — | — | | ≤ ${SCALE_1M_TARGETS.commandsPerJob} | ${verdict(t[3]!.met)} |`,
+  ];
+}
+
+/** The million-job section: the key census of each system and the footnote on a topic's due set. */
+export function scale1mSection(s: Scale1mResult): string[] {
+  const z = s.census.delayline.largestZset;
+  const perTopic = s.sizes.jobs / s.sizes.topics;
+  const groups = (c: Scale1mResult["census"]["delayline"]) =>
+    c.groups
+      .slice(0, 12)
+      .map((g) => `| \`${g.pattern}\` | ${g.type} | ${g.keys.toLocaleString("en-US")} | ${g.largestBytes.toLocaleString("en-US")} | ${mb(g.bytes)} |`);
+  return [
+    `## ${jobsLabel(s)} scheduled jobs over ${s.sizes.topics} topics`,
+    ``,
+    `Stored in ${Math.round(s.storeS.delayline)} s (delayline, enqueueBatch through the REST bridge) and ${Math.round(s.storeS.bullmq)} s (BullMQ, addBulk); the row took ${Math.floor(s.durationS / 60)} min ${s.durationS % 60} s.`,
+    ``,
+    ...(z
+      ? [
+          `¹ The per-topic due set is expected to be the largest key once job records live in per-job keys. Here the largest sorted set is \`${z.pattern}\`: ${z.bytes.toLocaleString("en-US")} B (${mb(z.bytes)}) for ${z.elements.toLocaleString("en-US")} members (${perTopic.toLocaleString("en-US")} jobs per topic), ${num(z.bytes / Math.max(1, z.elements))} B per job, so one topic holds about ${Math.floor(RECORD_CAP_BYTES / (z.bytes / Math.max(1, z.elements))).toLocaleString("en-US")} scheduled jobs under the ${mb(RECORD_CAP_BYTES)} cap.`,
+          ``,
+        ]
+      : []),
+    `Keys after storing (SCAN of the whole database, TYPE and MEMORY USAGE of each; the largest key measured again whole, SAMPLES 0). delayline, ${s.census.delayline.keys.toLocaleString("en-US")} keys:`,
+    ``,
+    `| key pattern | type | keys | largest, bytes | all, MB |`,
+    `|---|---|---|---|---|`,
+    ...groups(s.census.delayline),
+    ``,
+    `BullMQ, ${s.census.bullmq.keys.toLocaleString("en-US")} keys:`,
+    ``,
+    `| key pattern | type | keys | largest, bytes | all, MB |`,
+    `|---|---|---|---|---|`,
+    ...groups(s.census.bullmq),
+    ``,
+    `Commands per job on the success path, by name (delayline, ${jobsLabel(s)} present): ${Object.entries(s.commands.mix)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}.`,
+    ``,
+  ];
 }
 
 /** The single-enqueue target, evaluated against the medians. */
@@ -248,6 +366,7 @@ export function renderMarkdown(r: Results): string {
     for (const [k, v] of Object.entries(r.idle)) s[k as SystemName] = { median: v, min: v, max: v, runs: [v], unit: "commands/min" };
     row("**idle**: Redis commands per minute, nothing due", s);
   }
+  if (r.scale1m) rows.push(...scale1mRows(r.scale1m));
   row("**Redis CPU per job**, µs (commandstats usec, success path)", m.successUsec, "≤ 0.5×", metOf(5));
   row("… redis-server process CPU per job, µs (INFO cpu)", m.successCpuUsec);
 
@@ -270,9 +389,12 @@ export function renderMarkdown(r: Results): string {
     ...deliverySection(r),
     ...sustainedSection(r),
     ...latenessRunsSection(r),
+    ...(r.scale1m ? scale1mSection(r.scale1m) : []),
     `## Targets`,
     ``,
-    ...[...t, enqueueFloorTarget(r)].filter((x) => x !== undefined).map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
+    ...[...t, enqueueFloorTarget(r), ...(r.scale1m ? scale1mTargets(r.scale1m) : [])]
+      .filter((x) => x !== undefined)
+      .map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
     ``,
     ...(r.failures.length > 0 ? [`## Runs left out (failed twice)`, ``, ...r.failures.map((f) => `- ${f}`), ``] : []),
     `## Settings`,

@@ -7,7 +7,8 @@
  *
  *   npm run bench                 full run (≤ 10 minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
- *   npm run bench -- --only cost,drain   some measurements only (cost, scale, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained)
+ *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained)
+ *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 2 minutes)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -32,6 +33,7 @@ import {
   type SustainedRun,
 } from "./lib/deliver.js";
 import { renderMarkdown, type Results, type Series } from "./report.js";
+import { SCALE_1M_SIZES, scale1mRun, type Scale1mResult, type Scale1mSizes } from "./lib/scale-1m.js";
 import {
   costRun,
   drainRun,
@@ -43,7 +45,7 @@ import {
   idleRun,
   latenessRun,
   PEER_POLL_MS,
-  scaleRun,
+  scalePair,
   SYSTEMS,
   type CostRun,
   type DrainRun,
@@ -80,6 +82,7 @@ const SIZES = QUICK
       enqueue: { warm: [50, 1_000], run: [200, 5_000] },
       enqueueFloor: { warmS: 1, runS: 3 },
       scale: { small: 10_000, large: 100_000, due: 5_000 },
+      scale1m: { ...SCALE_1M_SIZES, jobs: 100_000, small: 1_000, due: 5_000, runs: 1, costJobs: 1_000 } satisfies Scale1mSizes,
       idleMs: 15_000,
       delivery: { warm: 500, run: 2_000 },
       sustained: { rates: [200, 1_000, 2_000], seconds: 3 },
@@ -94,6 +97,8 @@ const SIZES = QUICK
       // Seconds of load per warm-up and measured run, per system.
       enqueueFloor: { warmS: 1, runS: 5 },
       scale: { small: 10_000, large: 500_000, due: 20_000 },
+      // 1,000,000 scheduled jobs over 10 topics, delayline and BullMQ (issue 33); BENCH_SCALE_1M=0 leaves it out.
+      scale1m: SCALE_1M_SIZES,
       idleMs: 60_000,
       delivery: { warm: 200, run: 20_000 },
       sustained: { rates: [200, 1_000, 2_000], seconds: 4 },
@@ -195,6 +200,7 @@ const drains = per<DrainRun[]>();
 const lateness: Record<string, LatenessRun[]> = {};
 const enqueues = per<EnqueueRun[]>();
 let scale: { small: ScaleRun[]; large: ScaleRun[] } | undefined;
+let scale1m: Scale1mResult | undefined;
 let idle: Record<SystemName, number> | undefined;
 const floorEnqueues: Partial<Record<FloorSystem, FloorEnqueueRun[]>> = {};
 const deliveries: Partial<Record<DeliverySystem, DeliveryRun[]>> = {};
@@ -259,29 +265,7 @@ try {
       log(`scale: storing ${SIZES.scale.small} and ${SIZES.scale.large} future jobs`);
       await fillFuture(small, SIZES.scale.small);
       await fillFuture(large, SIZES.scale.large);
-      // A run alternates the two five times in slices of n/5 and keeps each
-      // one's median slice: a second of load from elsewhere then spoils one
-      // slice, not the comparison.
-      const once = async (order: Queue[], n: number) => {
-        const slices = new Map<Queue, ScaleRun[]>([
-          [small, []],
-          [large, []],
-        ]);
-        for (let k = 0; k < 5; k++) {
-          for (const q of k % 2 ? [...order].reverse() : order) slices.get(q)!.push(await scaleRun(infra, q, Math.ceil(n / 5)));
-        }
-        const median = (runs: ScaleRun[]): ScaleRun => ({
-          jobsPerSec: series(
-            runs.map((r) => r.jobsPerSec),
-            "",
-          ).median,
-          usecPerJob: series(
-            runs.map((r) => r.usecPerJob),
-            "",
-          ).median,
-        });
-        return [median(slices.get(small)!), median(slices.get(large)!)];
-      };
+      const once = (order: Queue[], n: number) => scalePair(infra, small, large, order, n);
       const pairs = await repeat(
         `scale ${SIZES.scale.small} vs ${SIZES.scale.large} future`,
         () => once([small, large], SIZES.scale.due / 4),
@@ -292,6 +276,17 @@ try {
       direct.disconnect();
     }
     await infra.flush();
+  }
+
+  // 1,000,000 scheduled jobs over 10 topics, delayline and BullMQ (bench/lib/scale-1m.ts).
+  if (wanted("scale-1m") && process.env.BENCH_SCALE_1M !== "0") {
+    try {
+      scale1m = await scale1mRun(infra, SIZES.scale1m, log);
+    } catch (err) {
+      log(`scale-1m failed: ${String(err).slice(0, 300)}`);
+      failures.push(`scale-1m: ${String(err).slice(0, 300)}`);
+      await infra.flush();
+    }
   }
 
   // The drain and lateness are timed closely: nothing else runs beside them.
@@ -551,6 +546,7 @@ const results: Results = {
         largeUsec: seriesOf(scale.large, (r) => r.usecPerJob, "µs/job"),
       }
     : undefined,
+  scale1m,
   idle,
   enqueueFloor: Object.keys(floorEnqueues).length > 0 ? enqueueFloorSummary() : undefined,
   delivery:

@@ -180,7 +180,7 @@ export async function costRun(infra: Infra, system: SystemName, n: number, f: nu
 }
 
 /** Claims and settles `topic` in chunks until nothing is due (or `limit` jobs were handled). */
-async function claimAll(queue: Queue, topic: string, chunk: number, kind: "ack" | "retry" | "dead", limit = Infinity): Promise<number> {
+export async function claimAll(queue: Queue, topic: string, chunk: number, kind: "ack" | "retry" | "dead", limit = Infinity): Promise<number> {
   let n = 0;
   for (;;) {
     const { jobs } = await queue.claim(topic, { max: chunk, leaseMs: 60_000 });
@@ -563,18 +563,40 @@ export interface ScaleRun {
  * ({@link directQueue}): what grows with the future jobs is Redis' work, and
  * through the bridge the machine's load would drown it.
  */
-export async function scaleRun(infra: Infra, queue: Queue, n: number): Promise<ScaleRun> {
+export async function scaleRun(infra: Infra, queue: Queue, n: number, topic = "bench-scale"): Promise<ScaleRun> {
   const now = Date.now();
   for (let i = 0; i < n; i += 1_000) {
-    await queue.enqueueBatch(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ topic: "bench-scale", runAt: now, payload: payload(i + j) })));
+    await queue.enqueueBatch(Array.from({ length: Math.min(1_000, n - i) }, (_, j) => ({ topic, runAt: now, payload: payload(i + j) })));
   }
   await infra.resetStats();
   const started = performance.now();
-  const handled = await claimAll(queue, "bench-scale", 100, "ack");
+  const handled = await claimAll(queue, topic, 100, "ack");
   const ms = performance.now() - started;
   const usage = await infra.usage();
   if (handled !== n) throw new Error(`scale: claimed ${handled} of ${n}`);
   return { jobsPerSec: n / (ms / 1_000), usecPerJob: usage.topLevelUsec / n };
+}
+
+/**
+ * One scale run: `small` and `large` (two deployments) alternate five times
+ * in slices of n/5 (`order` first, then reversed, and so on), and each one's
+ * median slice is kept: a second of load from elsewhere then spoils one
+ * slice, not the comparison. Returns [small, large].
+ */
+export async function scalePair(infra: Infra, small: Queue, large: Queue, order: Queue[], n: number, topic = "bench-scale"): Promise<[ScaleRun, ScaleRun]> {
+  const slices = new Map<Queue, ScaleRun[]>([
+    [small, []],
+    [large, []],
+  ]);
+  for (let k = 0; k < 5; k++) {
+    for (const q of k % 2 ? [...order].reverse() : order) slices.get(q)!.push(await scaleRun(infra, q, Math.ceil(n / 5), topic));
+  }
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  const of = (runs: ScaleRun[]): ScaleRun => ({ jobsPerSec: median(runs.map((r) => r.jobsPerSec)), usecPerJob: median(runs.map((r) => r.usecPerJob)) });
+  return [of(slices.get(small)!), of(slices.get(large)!)];
 }
 
 // ─── 8: idle cost ───────────────────────────────────────────────────────────

@@ -10,6 +10,7 @@
  *   BRIDGE_PORT           REST bridge port (default: a free one)
  *   BRIDGE_MAX_REQUEST_BYTES, BRIDGE_MAX_REPLY_BYTES, BRIDGE_MAX_RECORD_BYTES, BRIDGE_COMMANDS_PER_SECOND,
  *   BRIDGE_MAX_REQUESTS   the bridge's Upstash limits (dev/bridge/main.ts; default Upstash's, 0 turns one off)
+ *                         (a lowered request limit is passed to the Worker as REDIS_MAX_REQUEST_BYTES too)
  *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data); one npm start per
  *                         directory (dev/data-dir-lock.ts): a second one exits at once, naming the first one's pid
  *   REDIS_URL             use this Redis instead of starting one
@@ -26,6 +27,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { SETTING_NAMES, validateSettings } from "../src/env.js";
+import { UPSTASH_REQUEST_BYTES } from "../src/limits.js";
 import { limitsFromEnv } from "./bridge/limits.js";
 import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
@@ -97,6 +99,16 @@ function checkSettings(fromEnvironment: Record<string, string>, apiToken: string
   );
 }
 
+/**
+ * The Worker told of its own bridge's lowered request limit (BRIDGE_MAX_REQUEST_BYTES), so it refuses a batch past
+ * it with its own 413 before sending it, as against Upstash; REDIS_MAX_REQUEST_BYTES, when set, wins. Nothing for a
+ * limit that is off, Upstash's own, or below what the setting takes.
+ */
+function bridgeRequestLimit(maxRequestBytes: number | undefined): Record<string, string> {
+  if (maxRequestBytes === undefined || maxRequestBytes < 65_536 /* the setting's least */ || maxRequestBytes >= UPSTASH_REQUEST_BYTES) return {};
+  return { REDIS_MAX_REQUEST_BYTES: String(maxRequestBytes) };
+}
+
 async function main() {
   const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
   const fromEnvironment = Object.fromEntries(SETTING_NAMES.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
@@ -156,6 +168,7 @@ async function main() {
 
   bindingsReady({
     ALLOW_PRIVATE_TARGETS: "true",
+    ...bridgeRequestLimit(bridge ? bridgeLimits.maxRequestBytes : undefined),
     ...fromEnvironment,
     UPSTASH_REDIS_REST_URL: restUrl,
     UPSTASH_REDIS_REST_TOKEN: restToken,

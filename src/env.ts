@@ -77,6 +77,7 @@ export interface Env {
   ALLOW_PRIVATE_TARGETS?: string;
   TICK_POLL_MS?: string;
   REDIS_TIMEOUT_MS?: string;
+  REDIS_MAX_REQUEST_BYTES?: string;
   MAX_PAYLOAD_BYTES?: string;
   MAX_BODY_BYTES?: string;
   RETENTION_MS?: string;
@@ -161,6 +162,8 @@ const SettingsSchema = z
     ALLOW_PRIVATE_TARGETS: bool,
     TICK_POLL_MS: int(50, 60_000, 1_000),
     REDIS_TIMEOUT_MS: int(100, 60_000, 5_000),
+    // Lowers only: MAX_PAYLOAD_BYTES and MAX_BODY_BYTES are bounded by Upstash's limit (MAX_WIRE_VALUE_BYTES).
+    REDIS_MAX_REQUEST_BYTES: int(65_536, UPSTASH_REQUEST_BYTES, UPSTASH_REQUEST_BYTES),
     MAX_PAYLOAD_BYTES: wireBytes(1, DEFAULT_MAX_PAYLOAD_BYTES),
     MAX_BODY_BYTES: wireBytes(1_024, DEFAULT_MAX_BODY_BYTES),
     RETENTION_MS: int(1_000, 30 * 86_400_000, DEFAULT_RETENTION_MS),
@@ -206,6 +209,14 @@ export interface Settings {
   tickPollMs: number;
   /** A Redis request slower than this counts as an outage. Default 5,000 ms. */
   redisTimeoutMs: number;
+  /**
+   * Largest request the Redis REST service takes. Default 10,485,760 (Upstash's
+   * 10 MB, as the bridge enforces it); lower for a service (or a bridge,
+   * BRIDGE_MAX_REQUEST_BYTES) with a smaller cap. A batch enqueue or schedule
+   * write whose request would pass REQUEST_BUDGET_PERCENT (95%) of it is
+   * refused with a 413 before anything is sent.
+   */
+  redisMaxRequestBytes: number;
   /** Largest job payload, serialized. Default 262,144 bytes (256 KiB); at most MAX_WIRE_VALUE_BYTES (4.5 MiB, Upstash's request limit). */
   maxPayloadBytes: number;
   /** Largest request body; checked before parsing. Default 4 MiB; at most MAX_WIRE_VALUE_BYTES (4.5 MiB, Upstash's request limit). */
@@ -308,6 +319,7 @@ export function settings(env: Env): Settings {
     allowPrivateTargets: d.ALLOW_PRIVATE_TARGETS,
     tickPollMs: d.TICK_POLL_MS,
     redisTimeoutMs: d.REDIS_TIMEOUT_MS,
+    redisMaxRequestBytes: d.REDIS_MAX_REQUEST_BYTES,
     maxPayloadBytes: d.MAX_PAYLOAD_BYTES,
     maxBodyBytes: d.MAX_BODY_BYTES,
     retentionMs: d.RETENTION_MS,

@@ -88,6 +88,23 @@ export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
  */
 export const MAX_WIRE_VALUE_BYTES = (UPSTASH_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES) / 2;
 
+/**
+ * Share of the Redis request limit (REDIS_MAX_REQUEST_BYTES, Upstash's
+ * 10 MB) a call that carries caller-sized data may use, in percent: a batch
+ * enqueue or a schedule write whose request (its JSON as the client sends it,
+ * escapes included, counted in UTF-8 bytes) would pass it is refused with a
+ * 413 before anything is sent (src/queue/request-size.ts). The 5% margin
+ * keeps the default budget under 10 MB even read as 10,000,000 bytes, not
+ * 10 MiB as the bridge enforces it.
+ */
+export const REQUEST_BUDGET_PERCENT = 95;
+
+/**
+ * The request budget at Upstash's limit: {@link REQUEST_BUDGET_PERCENT} of
+ * {@link UPSTASH_REQUEST_BYTES}, 9,961,472 bytes (9.5 MiB).
+ */
+export const REQUEST_BUDGET_BYTES = (UPSTASH_REQUEST_BYTES * REQUEST_BUDGET_PERCENT) / 100;
+
 /** Default MAX_PAYLOAD_BYTES: 256 KiB, the largest job payload (serialized), so a job record stays a small Redis value. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 

@@ -27,9 +27,10 @@ export interface BullWorker {
   close(): Promise<void>;
 }
 
-export async function bull(port: number): Promise<BullSystem> {
+/** BullMQ over TCP to `port`; `name` is the BullMQ queue (default {@link BULL_QUEUE}). */
+export async function bull(port: number, name = BULL_QUEUE): Promise<BullSystem> {
   const connection = { host: "127.0.0.1", port };
-  const queue = new Queue(BULL_QUEUE, { connection, defaultJobOptions: { removeOnComplete: true } });
+  const queue = new Queue(name, { connection, defaultJobOptions: { removeOnComplete: true } });
   await queue.waitUntilReady();
   const due = new Map<string, number>();
   const note = (job: Job) => due.set(job.id!, job.timestamp + (job.opts.delay ?? 0));
@@ -49,7 +50,7 @@ export async function bull(port: number): Promise<BullSystem> {
       for (const job of await queue.addBulk(jobs.map((j) => ({ name: "job", data: j.payload, opts: jobOpts(j.due, opts) })))) note(job);
     },
     work(processor) {
-      const worker = new Worker(BULL_QUEUE, processor, { connection, concurrency: 50 });
+      const worker = new Worker(name, processor, { connection, concurrency: 50 });
       let completed = 0;
       let failed = 0;
       worker.on("completed", () => completed++);

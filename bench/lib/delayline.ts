@@ -11,6 +11,7 @@ import { startNpmStart, type StackRedis } from "../../harness/npm-start.js";
 import type { Delayline } from "../../src/client/index.js";
 import { Queue } from "../../src/queue/queue.js";
 import { createRedis } from "../../src/queue/redis.js";
+import { ScriptDigests } from "../../dev/bridge/scripts.js";
 
 export const BENCH_TOKEN = "bench-token-0123456789";
 /** The prefix the bench Worker uses (bench/worker/wrangler.toml). */
@@ -76,9 +77,15 @@ export function nodeQueue(restUrl: string, restToken: string, prefix = PREFIX): 
  * measured operation goes through the bridge.
  */
 export function directQueue(client: IORedis, prefix: string): Queue {
+  // Scripts carry Upstash's `allow-key-locking` flag, which Redis 7.0 refuses: taken out as the bridge does (dev/bridge/scripts.ts).
+  const digests = new ScriptDigests();
+  const call = (name: "EVAL" | "EVALSHA", script: string, keys: string[], args: string[]) => {
+    const sent = digests.rewrite(name, [script, String(keys.length), ...keys, ...args]).args;
+    return client.call(name, ...sent);
+  };
   const redis = {
-    evalsha: (sha: string, keys: string[], args: string[]) => client.evalsha(sha, keys.length, ...keys, ...args),
-    eval: (source: string, keys: string[], args: string[]) => client.eval(source, keys.length, ...keys, ...args),
+    evalsha: (sha: string, keys: string[], args: string[]) => call("EVALSHA", sha, keys, args),
+    eval: (source: string, keys: string[], args: string[]) => call("EVAL", source, keys, args),
   };
   return new Queue({ redis: redis as unknown as Redis, prefix });
 }

@@ -6,7 +6,7 @@ import { settings, SettingsError, type Settings } from "../env.js";
 import { queueFromSettings } from "../queue/from-settings.js";
 import { RedisLimitError, RedisOutcomeUnknownError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
-import { type Queue, TopicLimitError } from "../queue/queue.js";
+import { type Queue, RequestTooLargeError, TopicLimitError } from "../queue/queue.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { router, type AppEnv } from "./context.js";
@@ -248,6 +248,7 @@ app.onError((err, c) => {
     });
   }
   if (err instanceof TopicLimitError) return problem(422, err.message, { type: PROBLEM_TYPES.topicLimit });
+  if (err instanceof RequestTooLargeError) return problem(413, err.message, { type: PROBLEM_TYPES.requestTooLarge });
   if (err instanceof ApiProblem) {
     return problem(err.status, err.message, { headers: err.headers, ...(err.errors ? { errors: err.errors } : {}) });
   }

@@ -48,6 +48,13 @@ export const PROBLEM_TYPES = {
   conflict: "urn:delayline:conflict",
   /** 413: the body or a payload is larger than the limit. */
   payloadTooLarge: "urn:delayline:payload-too-large",
+  /**
+   * 413: the Redis request the call would make (a batch enqueue, a schedule
+   * write: its JSON as sent, escapes included) is larger than the request
+   * budget (95% of REDIS_MAX_REQUEST_BYTES, Upstash's 10 MB); `detail` names
+   * both sizes. Refused before anything was sent: nothing was written.
+   */
+  requestTooLarge: "urn:delayline:request-too-large",
   /** 415: the body is not application/json. */
   unsupportedMediaType: "urn:delayline:unsupported-media-type",
   /** 422: the request breaks the schema or a rule; `errors` names each field. */

@@ -1,5 +1,5 @@
 import type { Redis } from "@upstash/redis/cloudflare";
-import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS } from "../limits.js";
+import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS, REQUEST_BUDGET_BYTES } from "../limits.js";
 import { Keys } from "./keys.js";
 import type { LuaScript } from "./lua.generated.js";
 import { ensureModel as ensureDataModel } from "./model.js";
@@ -23,6 +23,13 @@ export interface QueueOptions {
   reapLimit?: number;
   /** Most topics the registry holds; enqueueing to or configuring one more is refused. Default 10,000. */
   maxTopics?: number;
+  /**
+   * Largest Redis request, in bytes, a call carrying caller-sized data (a
+   * batch enqueue, a schedule write) may make; a larger one is refused with a
+   * RequestTooLargeError before anything is sent. Default 9,961,472
+   * (REQUEST_BUDGET_BYTES: 95% of Upstash's 10 MB request limit).
+   */
+  requestBudgetBytes?: number;
   /** The clock. Default `Date.now`. */
   now?: () => number;
 }
@@ -41,6 +48,7 @@ export class QueueContext {
   readonly idempotencyWindowMs: number;
   readonly reapLimit: number;
   readonly maxTopics: number;
+  readonly requestBudgetBytes: number;
   readonly now: () => number;
 
   constructor(options: QueueOptions) {
@@ -52,6 +60,7 @@ export class QueueContext {
     this.idempotencyWindowMs = options.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
     this.reapLimit = options.reapLimit ?? 100;
     this.maxTopics = options.maxTopics ?? DEFAULT_MAX_TOPICS;
+    this.requestBudgetBytes = options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES;
     this.now = options.now ?? Date.now;
   }
 

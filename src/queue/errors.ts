@@ -1,3 +1,5 @@
+import { REQUEST_BUDGET_PERCENT } from "../limits.js";
+
 // Errors the queue's operations refuse with, in a module of their own so
 // every part of src/queue can throw them without importing the queue itself.
 
@@ -68,4 +70,25 @@ export class RedisLimitError extends RedisUnavailableError {
 /** Redis answered a command with an error of its own (WRONGTYPE, a Lua error): a bug, not an outage. The message names the call, never its arguments. */
 export class RedisCommandError extends Error {
   override name = "RedisCommandError";
+}
+
+/**
+ * Refused before anything was sent: the Redis request a call would make (a
+ * batch enqueue, a schedule write) is larger than the request budget, a
+ * share of the Redis request limit (REQUEST_BUDGET_PERCENT of
+ * REDIS_MAX_REQUEST_BYTES, src/limits.ts). Nothing was written; the edge
+ * answers 413. `bytes` is the request's size as sent (its JSON, escapes
+ * included, in UTF-8 bytes).
+ */
+export class RequestTooLargeError extends Error {
+  override name = "RequestTooLargeError";
+  constructor(
+    readonly what: string,
+    readonly bytes: number,
+    readonly budget: number,
+  ) {
+    super(
+      `the ${what}'s Redis request would be ${bytes} bytes (its JSON as sent, escapes included) and the request budget is ${budget} bytes (${REQUEST_BUDGET_PERCENT}% of the Redis request limit, Upstash's 10 MB); nothing was written: send fewer or smaller jobs per request (JSON escaping of quotes, backslashes and control characters counts)`,
+    );
+  }
 }

@@ -1,4 +1,5 @@
 import type { Settings } from "../env.js";
+import { REQUEST_BUDGET_PERCENT } from "../limits.js";
 import { TickLock } from "./lock.js";
 import { Queue } from "./queue.js";
 import { createRedis, sharedRedis } from "./redis.js";
@@ -31,6 +32,7 @@ export function queueFromSettings(s: Settings, { now, oneCallAtATime = false }: 
     deadLetterCap: s.deadLetterCap,
     idempotencyWindowMs: s.idempotencyWindowMs,
     maxTopics: s.maxTopics,
+    requestBudgetBytes: Math.floor((s.redisMaxRequestBytes * REQUEST_BUDGET_PERCENT) / 100),
   });
 }
 

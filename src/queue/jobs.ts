@@ -9,6 +9,7 @@ import { migrateOrphans } from "./model.js";
 import { pipeline, pipelineRead, redisCall } from "./redis.js";
 import { registrations } from "./registrations.js";
 import { replies } from "./replies.js";
+import { fitRequest } from "./request-size.js";
 import { topicSettings } from "./topic-admin.js";
 import { decodeTopicConf } from "./topics.js";
 import { parseRecord, type JobRecord } from "./types.js";
@@ -60,6 +61,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags);
     planned.push({ topic: input.topic });
   }
+  fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args); // before either write below: the EVAL form counted is larger than the pipeline's request
   const only = jobs[0]!;
   if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0) {
     // The steady-traffic path: three commands in one request, no script.

@@ -45,7 +45,7 @@ import type {
 // MAX_BATCH, MAX_LIST_LIMIT, LIST_PAGE_BYTES, the bulk batches and the attempt-history bounds.
 export * from "./bounds.js";
 export type { QueueOptions } from "./context.js";
-export { TopicLimitError } from "./errors.js";
+export { RequestTooLargeError, TopicLimitError } from "./errors.js";
 export type * from "./views.js";
 
 /**
@@ -63,7 +63,7 @@ export class Queue {
   constructor(options: QueueOptions) {
     this.ctx = new QueueContext(options);
     this.keys = this.ctx.keys;
-    this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics);
+    this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics, this.ctx.requestBudgetBytes);
     this.health = new Health(this.ctx.redis, this.keys);
   }
 

@@ -1,10 +1,11 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
-import { MAX_LIST_LIMIT } from "../limits.js";
+import { MAX_LIST_LIMIT, REQUEST_BUDGET_BYTES } from "../limits.js";
 import type { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
+import { fitRequest } from "./request-size.js";
 import { runScript } from "./scripts.js";
 import { TopicLimitError } from "./errors.js";
 import { nullableString, parseDefinition, parseState, type ScheduleDefinition, type ScheduleState, type StoredSchedule } from "./types.js";
@@ -41,6 +42,8 @@ export class Schedules {
     private readonly redis: Redis,
     private readonly keys: Keys,
     private readonly maxTopics: number,
+    /** Largest request a schedule write may make (see QueueOptions.requestBudgetBytes). Default REQUEST_BUDGET_BYTES. */
+    private readonly requestBudgetBytes: number = REQUEST_BUDGET_BYTES,
   ) {}
 
   async get(id: string): Promise<StoredSchedule | null> {
@@ -89,14 +92,19 @@ export class Schedules {
   async write(id: string, readRev: number, definition: ScheduleDefinition | null, state: ScheduleState): Promise<boolean> {
     if (state.rev !== readRev + 1) throw new RangeError("a write moves the revision by one");
     const k = this.keys;
-    const reply = replies.scheduleWrite.parse(
-      await runScript(
-        this.redis,
-        lua.scheduleWrite,
-        [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex, k.topics],
-        [id, readRev, definition ? JSON.stringify(definition) : "", JSON.stringify(state), state.next ?? "", definition?.job.topic ?? "", this.maxTopics],
-      ),
-    );
+    const keys = [k.scheduleDefs, k.scheduleState, k.scheduleIds, k.schedulesDue, k.topicIndex, k.topics];
+    const args = [
+      id,
+      readRev,
+      definition ? JSON.stringify(definition) : "",
+      JSON.stringify(state),
+      state.next ?? "",
+      definition?.job.topic ?? "",
+      this.maxTopics,
+    ];
+    // A definition carries its job's payload, which escaping can double on the wire.
+    fitRequest(this.requestBudgetBytes, "schedule", lua.scheduleWrite, keys, args);
+    const reply = replies.scheduleWrite.parse(await runScript(this.redis, lua.scheduleWrite, keys, args));
     if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
     return reply.result === "written";
   }

@@ -43,6 +43,22 @@ const ROWS: Row[] = [
     options: { method: "POST", raw: JSON.stringify({ topic: "t", payload: "x".repeat(2_000) }), headers: json },
   },
   {
+    what: "a batch whose Redis request passes the request budget",
+    status: 413,
+    type: PROBLEM_TYPES.requestTooLarge,
+    env: { REDIS_MAX_REQUEST_BYTES: "65536" },
+    path: "/v1/jobs/batch",
+    options: {
+      method: "POST",
+      body: {
+        jobs: [
+          { topic: "t", payload: "x".repeat(40_000) },
+          { topic: "t", payload: "y".repeat(40_000) },
+        ],
+      },
+    },
+  },
+  {
     what: "a body that is not JSON",
     status: 415,
     type: PROBLEM_TYPES.unsupportedMediaType,
