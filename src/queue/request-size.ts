@@ -24,12 +24,13 @@ import type { LuaScript } from "./lua.generated.js";
 //     ATTEMPT_ERROR_BYTES (1,024 bytes; JSON escapes a control character's
 //     1 byte into 6: ≤ 6,146 bytes quoted) and six numbers (≤ ~70 bytes with
 //     quotes and commas): ≤ 6.4 KB an outcome, ≤ 6.4 MB a chunk, plus its
-//     keys, the observation vector and settle.lua's source (~17 KB): ~6.5 MB,
-//     well inside REQUEST_BUDGET_BYTES (9.5 MiB);
+//     keys (two a job, ≤ ~110 bytes each: ≤ 0.25 MB), the observation vector
+//     and settle.lua's source (~17 KB): ~6.7 MB, well inside
+//     REQUEST_BUDGET_BYTES (9.5 MiB);
 //   - bulk cancel by ids: ≤ BULK_CANCEL_BATCH (250) ids a call, each ≤ 100
-//     UTF-16 units (JobId), ≤ 6 bytes a unit escaped: ≤ 151 KB, plus
-//     cancel-jobs.lua's source (~13 KB);
-//   - replay by ids: ≤ DEAD_BATCH (250) ids a call, the same ≤ 151 KB, plus
+//     UTF-16 units (JobId), ≤ 6 bytes a unit escaped: ≤ 151 KB, as much again
+//     in their meta keys, plus cancel-jobs.lua's source (~13 KB);
+//   - replay by ids: ≤ DEAD_BATCH (250) ids a call, the same ≤ 0.3 MB, plus
 //     replay-dead.lua's source (~18 KB).
 
 /** UTF-8 bytes of `text`, counted without encoding it (JSON text has no lone surrogates: JSON.stringify escapes them). */
