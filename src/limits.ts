@@ -37,6 +37,15 @@ export const LIST_PAGE_BYTES = 1_048_576;
 export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
 
 /**
+ * A claim reads this many times as many due ids as it may take (claim.lua
+ * takes the first still due, in due order): claims of one topic that run at
+ * once (a tick's chunk beside its fan-out) each find jobs among their
+ * candidates that the others did not take. Ids only, a few dozen bytes each;
+ * only the records of the jobs taken are read.
+ */
+export const CLAIM_CANDIDATES = 5;
+
+/**
  * Finished jobs (and dead letters past the cap) one sweep drops, with their
  * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
  * claim of the same jobs. A claim hands its caller a batch to sweep once this

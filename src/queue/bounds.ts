@@ -6,6 +6,7 @@ export {
   ATTEMPT_HISTORY_LIMIT,
   BULK_CALL_BYTES,
   BULK_CANCEL_BATCH,
+  CLAIM_CANDIDATES,
   DEAD_BATCH,
   LIST_PAGE_BYTES,
   MAX_BATCH,
@@ -18,12 +19,3 @@ export {
  * its subrequest budget.
  */
 export const CLAIM_REQUESTS_MAX = 3;
-
-/**
- * A claim reads this many times as many due ids as it may take (claim.lua
- * takes the first still due, in due order): claims of one topic that run at
- * once (a tick's chunk beside its fan-out, TICK_FANOUT of them) each find
- * jobs among their candidates that the others did not take. Ids only, a few
- * dozen bytes each; only the records of the jobs taken are read.
- */
-export const CLAIM_CANDIDATES = 5;

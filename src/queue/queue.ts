@@ -113,7 +113,7 @@ export class Queue {
 
   /**
    * Cancels the scheduled jobs of a due window (every scheduled job without
-   * one), at most {@link BULK_CANCEL_BATCH} (fewer with large payloads) per
+   * one), at most {@link BULK_CANCEL_BATCH} (fewer with long attempt histories) per
    * call, in due order: pass `next` back as `after` until it is null. Jobs in
    * flight are left alone; `inflight` says how many the topic has. Each
    * cancelled job stays readable as "cancelled" for the retention window.
@@ -174,7 +174,7 @@ export class Queue {
    * attempt history kept), each due at `dueAt` plus a random share of
    * `spreadMs`. Returns how many, and which of the given ids are not dead
    * letters of the topic (each once). Bounded Redis calls of
-   * {@link DEAD_BATCH} letters (fewer with large payloads) each.
+   * {@link DEAD_BATCH} letters (fewer with long attempt histories) each.
    */
   replayDeadLetters(topic: string, options: { ids: string[]; dueAt?: number; spreadMs?: number }): Promise<{ replayed: number; notFound: string[] }> {
     return deadLetters.replayDeadLetters(this.ctx, topic, options);
@@ -185,7 +185,8 @@ export class Queue {
    * within a failed-time window whose error holds `errorContains` (every
    * letter without filters). Pass `next` back as `after` until it is null.
    * At most {@link DEAD_BATCH} letters are looked at per call (fewer with
-   * large payloads), so no call holds Redis for long.
+   * long attempt histories: a call reads metas, never payloads), so no call
+   * holds Redis for long.
    */
   replayDeadLettersStep(
     topic: string,

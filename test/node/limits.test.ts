@@ -55,6 +55,8 @@ describe("the generated scripts", () => {
         "ATTEMPT_HISTORY_LIMIT",
         "LUA_READ_BATCH",
         "CLAIM_REPLY_BUDGET_BYTES",
+        "SWEEP_BATCH",
+        "SWEEP_SLACK_MS",
       ]),
     );
     for (const p of placeholders) {
@@ -117,7 +119,7 @@ describe("README", () => {
     expect(readme).toContain(`the job's last ${limits.ATTEMPT_HISTORY_LIMIT} attempts`);
     expect(readme).toContain(`up to ${fmt(limits.SERIES_MINUTES)}) of per-minute series`);
     expect(readme).toContain(`a ${fmt(limits.SERIES_MINUTES)}-slot ring`);
-    expect(readme).toContain(`at most ${limits.BULK_CANCEL_BATCH} jobs per call (fewer with large payloads`);
+    expect(readme).toContain(`at most ${limits.BULK_CANCEL_BATCH} jobs per call (it reads no payload`);
     expect(readme).toContain(`bounded per call (${limits.BULK_CANCEL_BATCH} jobs, and it stops once it has read 1 MB of records)`);
     expect(readme).toContain(`one bounded step (${limits.DEAD_BATCH} letters, 1 MB of entries)`);
     // "1 MB" in the prose above and in the jobs route.

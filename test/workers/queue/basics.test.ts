@@ -256,7 +256,7 @@ describe("cancel, reschedule, get", () => {
 });
 
 describe("dead letters", () => {
-  it("the cap trims the oldest; replay puts jobs back with fresh attempts", async () => {
+  it("the cap trims the oldest at the topic's next claim; replay puts jobs back with fresh attempts", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock, deadLetterCap: 3 });
     const ids = (await queue.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "d", payload: i, maxAttempts: 1 })))).map((r) => r.id);
@@ -265,6 +265,10 @@ describe("dead letters", () => {
       "d",
       claimed.jobs.map((j) => ({ id: j.id, attempt: 1, kind: "dead" as const, error: `boom ${j.record.payload}` })),
     );
+    // A settle cannot drop keys it was not given: the topic's next claim names the oldest past the cap, and its caller sweeps them.
+    expect((await queue.deadLetters("d", { limit: 10 })).entries).toHaveLength(5);
+    expect((await queue.claim("d", { max: 5, leaseMs: 1_000 })).jobs).toEqual([]);
+    expect(await queue.get(ids[0]!)).toBeNull();
     const page = await queue.deadLetters("d", { limit: 2 });
     expect(page.entries.map((e) => e.id)).toEqual([ids[4], ids[3]]);
     expect(page.next).toEqual({ score: T0, id: ids[3] });
