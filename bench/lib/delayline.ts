@@ -83,9 +83,24 @@ export function directQueue(client: IORedis, prefix: string): Queue {
     const sent = digests.rewrite(name, [script, String(keys.length), ...keys, ...args]).args;
     return client.call(name, ...sent);
   };
+  // The Queue's own pipelines (a claim's read of its candidates; its first look at <p>:model) go
+  // through the client's requester (src/queue/redis.ts pipeline): here, a pipeline over TCP.
+  const requester = {
+    request: async ({ body }: { body: Array<Array<string | number>> }) => {
+      const replies = (await client.pipeline(body.map(([name, ...args]) => [String(name), ...args.map(String)])).exec()) ?? [];
+      return replies.map(([err, result]) => (err ? { error: err.message } : { result }));
+    },
+  };
   const redis = {
+    client: requester,
     evalsha: (sha: string, keys: string[], args: string[]) => call("EVALSHA", sha, keys, args),
     eval: (source: string, keys: string[], args: string[]) => call("EVAL", source, keys, args),
+    // What the first look at the data model (src/queue/model.ts) asks.
+    get: async (key: string) => client.get(key),
+    set: async (key: string, value: string) => client.set(key, value),
+    hlen: async (key: string) => client.hlen(key),
+    hrandfield: async (key: string, count: number) => client.hrandfield(key, count),
+    sscan: async (key: string, cursor: string | number, o: { count: number }) => client.sscan(key, cursor, "COUNT", o.count),
   };
   return new Queue({ redis: redis as unknown as Redis, prefix });
 }

@@ -95,7 +95,7 @@ export async function deadLetter(ctx: QueueContext, id: string): Promise<DeadEnt
   const raw = await redisCall({ name: "MGET", repeatSafe: true }, () => ctx.redis.mget<Array<string | null>>(k.record, k.meta));
   const [record, meta] = raw.map((v) => (v === null || v === undefined ? null : typeof v === "string" ? v : JSON.stringify(v)));
   if (!record || !meta) return null;
-  return entryOf(id, parseRecord(record), metaSchema.parse(JSON.parse(meta)));
+  return entryOf(id, parseRecord(record, id), metaSchema.parse(JSON.parse(meta)));
 }
 
 /** Where replay-dead.lua puts letters back, and how it spreads them. */

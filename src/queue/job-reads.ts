@@ -4,7 +4,7 @@ import type { QueueContext } from "./context.js";
 import { createdAtOfJobId, topicOfJobId } from "./ids.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
-import type { JobMeta, JobRecord } from "./types.js";
+import { parseRecord, type JobMeta, type JobRecord } from "./types.js";
 import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./views.js";
 
 // Reading jobs: one by id, wherever it is in its life, and pages of a
@@ -24,8 +24,9 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const k = ctx.keys.job(id);
   const now = ctx.now();
   const raw = await ctx.run(lua.get, [t.due, t.lease, k.record, k.meta, t.conf], [id]);
-  const { record: job, meta, due, lease, topicMaxAttempts } = replies.get.parse(raw);
-  if (!job) return null;
+  const { record, meta, due, lease, topicMaxAttempts } = replies.get.parse(raw);
+  if (!record) return null;
+  const job = parseRecord(record, id);
   const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? ctx.defaults.maxAttempts;
   if (meta?.st !== undefined) {
     // A finished job: the view composed from record and meta. A dead letter stays until the cap sweeps it;
@@ -77,7 +78,8 @@ export async function readJobs(
   byteBudget: number,
 ): Promise<Array<{ record: JobRecord | null; meta: JobMeta | null }>> {
   if (ids.length === 0) return [];
-  return replies.readJobs.parse(await ctx.run(lua.readJobs, ctx.keys.jobPairs(ids), [records ? "1" : "0", byteBudget]));
+  const read = replies.readJobs.parse(await ctx.run(lua.readJobs, ctx.keys.jobPairs(ids), [records ? "1" : "0", byteBudget]));
+  return read.map((r, i) => ({ record: r.record === null ? null : parseRecord(r.record, ids[i]!), meta: r.meta }));
 }
 
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {

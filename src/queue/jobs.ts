@@ -35,7 +35,8 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   for (const input of inputs) {
     const id = newJobId(input.topic, now);
     const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
-    const record: JobRecord = { payload: input.payload, createdAt: now };
+    // No createdAt: it is the time in the id's ULID, minted from `now` (parseRecord fills it in).
+    const record: Omit<JobRecord, "createdAt"> = { payload: input.payload };
     if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
     if (input.backoff !== undefined) record.backoff = input.backoff;
     if (input.target !== undefined) record.target = input.target;
@@ -227,7 +228,7 @@ export async function nack(ctx: QueueContext, id: string, attempt: number, failu
     topicSettings(ctx, topic),
   ]);
   if (recordText === null) return "stale";
-  const record = parseRecord(recordText);
+  const record = parseRecord(recordText, id);
   const now = ctx.now();
   const decision = decideAfterFailure({
     attempt,

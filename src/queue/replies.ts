@@ -113,7 +113,7 @@ function claimReply(raw: unknown) {
     if (typeof id !== "string") return malformed("claim", "a job id", id);
     if (!Number.isSafeInteger(attempt)) return malformed("claim", "an attempt", attempt);
     if (typeof record !== "string") return malformed("claim", "a record", record);
-    jobs.push({ id, attempt: attempt as number, dueAt: numericCell(raw[i + 2], "claim", "a due time"), record: parseRecord(record) });
+    jobs.push({ id, attempt: attempt as number, dueAt: numericCell(raw[i + 2], "claim", "a due time"), record: parseRecord(record, id) });
   }
   return { ...head, jobs };
 }
@@ -170,7 +170,8 @@ export const replies = {
 
   /** get.lua: the job's record and meta (finished or not), its scores in the due and lease sets, its topic's maxAttempts. */
   get: z.tuple([nullableString, nullableString, nullableString, nullableString, nullableString]).transform(([record, meta, due, lease, topicMaxAttempts]) => ({
-    record: record ? parseRecord(record) : null,
+    // Its text: parseRecord needs the id (job-reads.ts has it).
+    record,
     meta: meta ? metaSchema.parse(JSON.parse(meta)) : null,
     due: due ? Number(due) : null,
     lease: lease ? Number(lease) : null,
@@ -187,13 +188,13 @@ export const replies = {
     return { more: hasMore, jobs };
   }),
 
-  /** read-jobs.lua: per job read, its record (null: not asked for, or none) and meta (null: none). */
+  /** read-jobs.lua: per job read, its record's text (null: not asked for, or none; parseRecord needs the id) and meta (null: none). */
   readJobs: z.array(nullableString).transform((rows) => {
-    const jobs: Array<{ record: JobRecord | null; meta: JobMeta | null }> = [];
+    const jobs: Array<{ record: string | null; meta: JobMeta | null }> = [];
     for (let i = 0; i + 1 < rows.length; i += 2) {
-      const record = rows[i];
+      const record = rows[i] ?? null;
       const meta = rows[i + 1];
-      jobs.push({ record: record ? parseRecord(record) : null, meta: meta ? metaSchema.parse(JSON.parse(meta)) : null });
+      jobs.push({ record, meta: meta ? metaSchema.parse(JSON.parse(meta)) : null });
     }
     return jobs;
   }),

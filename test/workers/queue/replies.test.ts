@@ -17,7 +17,7 @@ function bySchema(text: string): { ok: true; value: unknown } | { ok: false } {
 
 function byParseRecord(text: string): { ok: true; value: unknown } | { ok: false } {
   try {
-    return { ok: true, value: parseRecord(text) };
+    return { ok: true, value: parseRecord(text, "t.01ARZ3NDEKTSV4RRFFQ69G5FAV") };
   } catch {
     return { ok: false };
   }
@@ -108,7 +108,7 @@ describe("claim and settle replies", () => {
       [...HEAD, "t:1", "1", "1", RECORD],
       [...HEAD, "t:1", 1, "soon", RECORD],
       [...HEAD, "t:1", 1, "1", null],
-      [...HEAD, "t:1", 1, "1", '{"payload":1}'],
+      [...HEAD, "t:1", 1, "1", '{"payload":1,"createdAt":"soon"}'],
       [...HEAD.slice(0, 8), "t:1", 1, "1", RECORD],
       [...HEAD.slice(0, 11), "t:1", 1, "1", RECORD],
     ];
