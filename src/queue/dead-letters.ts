@@ -2,7 +2,7 @@ import { DEFAULT_DEAD_LIST_LIMIT } from "../limits.js";
 import { BULK_CALL_BYTES, DEAD_BATCH, LIST_PAGE_BYTES, MAX_LIST_LIMIT } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
-import { readJobs } from "./job-reads.js";
+import { readJobs, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
@@ -39,18 +39,7 @@ async function pageDead(
   topic: string,
   o: DeadFilter & { after?: ListPosition; limit: number; order: "newest" | "oldest" },
 ): Promise<{ more: boolean; letters: Array<{ id: string; score: number }> }> {
-  const raw = await ctx.run(
-    lua.listDead,
-    [ctx.keys.topic(topic).deadAt],
-    [
-      o.after ? Math.round(o.after.score) : "",
-      o.after?.id ?? "",
-      o.failedFrom === undefined ? "-inf" : Math.round(o.failedFrom),
-      o.failedTo === undefined ? "+inf" : Math.round(o.failedTo),
-      o.limit,
-      o.order,
-    ],
-  );
+  const raw = await ctx.run(lua.listDead, [ctx.keys.topic(topic).deadAt], [...windowArgs(o.after, o.failedFrom, o.failedTo), o.limit, o.order]);
   return replies.listDead.parse(raw);
 }
 

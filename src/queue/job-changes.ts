@@ -1,6 +1,7 @@
 import { BULK_CALL_BYTES, BULK_CANCEL_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
+import { windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
 import type { CancelWindowOptions, ListPosition } from "./views.js";
@@ -32,17 +33,7 @@ export async function cancelWindow(
   options: CancelWindowOptions = {},
 ): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
   const page = replies.listJobs.parse(
-    await ctx.run(
-      lua.listJobs,
-      [ctx.keys.topic(topic).due],
-      [
-        options.after ? Math.round(options.after.score) : "",
-        options.after?.id ?? "",
-        options.dueFrom === undefined ? "-inf" : Math.round(options.dueFrom),
-        options.dueTo === undefined ? "+inf" : Math.round(options.dueTo),
-        BULK_CANCEL_BATCH,
-      ],
-    ),
+    await ctx.run(lua.listJobs, [ctx.keys.topic(topic).due], [...windowArgs(options.after, options.dueFrom, options.dueTo), BULK_CANCEL_BATCH]),
   );
   const ids = page.jobs.map((j) => j.id);
   const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, ids), [

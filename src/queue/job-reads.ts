@@ -71,6 +71,15 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
  * on their keys. With records the read ends before the job whose record passes
  * `byteBudget` (the first is always read), so fewer may come back than asked.
  */
+/**
+ * The first four arguments of the listing scripts (list-jobs.lua,
+ * list-dead.lua): where the previous page ended ("" "" for none) and the
+ * window of scores, "-inf" / "+inf" where open.
+ */
+export function windowArgs(after: ListPosition | undefined, from: number | undefined, to: number | undefined): Array<string | number> {
+  return [after ? Math.round(after.score) : "", after?.id ?? "", from === undefined ? "-inf" : Math.round(from), to === undefined ? "+inf" : Math.round(to)];
+}
+
 export async function readJobs(
   ctx: QueueContext,
   ids: readonly string[],
@@ -87,19 +96,7 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
   const t = ctx.keys.topic(topic);
   const set = options.state === "scheduled" ? t.due : t.lease;
   // Two phases: the page's ids from the set, then their metas (and records) by their keys.
-  const page = replies.listJobs.parse(
-    await ctx.run(
-      lua.listJobs,
-      [set],
-      [
-        options.after ? Math.round(options.after.score) : "",
-        options.after?.id ?? "",
-        options.from === undefined ? "-inf" : Math.round(options.from),
-        options.to === undefined ? "+inf" : Math.round(options.to),
-        limit,
-      ],
-    ),
-  );
+  const page = replies.listJobs.parse(await ctx.run(lua.listJobs, [set], [...windowArgs(options.after, options.from, options.to), limit]));
   const read = await readJobs(
     ctx,
     page.jobs.map((j) => j.id),

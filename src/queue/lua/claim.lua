@@ -185,7 +185,7 @@ if nl > 0 then
     end
     -- Writes first: the retry or the letter exists before the lease is gone.
     if #dueArgs > 0 then writeRetries(dueKey, dueArgs, metaPairs) end
-    if #deadIds > 0 then pushDead(deadAtKey, deadIds, deadPairs, ARGV[1]) end
+    if #deadIds > 0 then writeFinished(deadAtKey, ARGV[1], deadIds, deadPairs) end
     rcall("ZREM", leaseKey, unpack(expired))
     if retried + died > 0 then addMetrics(metricsKey, math.floor(now / 60000), withOutcomes({}, 0, retried, died)) end
   end

@@ -175,7 +175,7 @@ end
 -- Writes first: a job is retried, done or a letter before its lease is gone.
 if retried > 0 then writeRetries(dueKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
-if died > 0 then pushDead(deadAtKey, deadIds, deadPairs, nowText) end
+if died > 0 then writeFinished(deadAtKey, nowText, deadIds, deadPairs) end
 rcall("ZREM", leaseKey, unpack(leaseIds))
 if indexMode == "c" then
   local first = earliestScore(dueKey)

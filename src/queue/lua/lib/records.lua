@@ -84,17 +84,20 @@ local function writeRetries(dueKey, dueArgs, metaPairs)
   redis.call("ZADD", dueKey, unpack(dueArgs))
 end
 
--- The writes of finished jobs (succeeded, cancelled): their metas (meta key /
--- finishedMeta pairs), then their ids into the topic's done set at nowText,
--- from which sweep.lua drops them past the retention window.
-local function writeFinished(doneKey, nowText, ids, metaPairs)
+-- The writes of finished jobs: their metas (meta key / finishedMeta pairs),
+-- then their ids into `setKey` at nowText — the topic's done set (succeeded,
+-- cancelled), from which sweep.lua drops them past the retention window, or
+-- its dead-letter set (state "dead"; a job that dies again after a replay
+-- replaces its letter; the cap is kept by the topic's claims, overCap: a
+-- script cannot drop keys it was not given).
+local function writeFinished(setKey, nowText, ids, metaPairs)
   msetPairs(metaPairs)
   local scored = {}
   for _, id in ipairs(ids) do
     scored[#scored + 1] = nowText
     scored[#scored + 1] = id
   end
-  redis.call("ZADD", doneKey, unpack(scored))
+  redis.call("ZADD", setKey, unpack(scored))
 end
 
 -- The oldest dead letters past the cap (at most TRIM_LIMIT of them), which sweep.lua drops.
@@ -103,18 +106,4 @@ local function overCap(deadAtKey, cap)
   local over = math.min(redis.call("ZCARD", deadAtKey) - cap, TRIM_LIMIT)
   if over <= 0 then return {} end
   return redis.call("ZRANGE", deadAtKey, 0, over - 1)
-end
-
--- Dead letters, failed at nowText: their metas (meta key / finishedMeta
--- pairs, state "dead"), then their ids into the topic's dead-letter set. A
--- job that dies again after a replay replaces its letter. The cap is kept
--- by the topic's claims (overCap): a script cannot drop keys it was not given.
-local function pushDead(deadAtKey, ids, metaPairs, nowText)
-  msetPairs(metaPairs)
-  local scored = {}
-  for _, id in ipairs(ids) do
-    scored[#scored + 1] = nowText
-    scored[#scored + 1] = id
-  end
-  redis.call("ZADD", deadAtKey, unpack(scored))
 end
