@@ -123,9 +123,31 @@ export class Schedules {
     return replies.schedulesDue.parse(await runScript(this.redis, lua.schedulesDue, [k.schedulesDue, k.scheduleDefs, k.scheduleState], [now, FIRE_BATCH]));
   }
 
-  /** Stores each firing's job and advances its schedule, each only if it is still at what was read. */
+  /**
+   * Stores each firing's job and advances its schedule, each only if it is
+   * still at what was read. Firings go in calls whose requests fit the
+   * request budget (a firing carries its job's record, payload and all):
+   * each call is atomic for its own firings, and the schedules' due head the
+   * last one answers is the one after all of them.
+   */
   async fire(firings: Firing[]): Promise<{ fired: boolean[]; nextAt: number | null }> {
     if (firings.length === 0) return { fired: [], nextAt: null };
+    const fired: boolean[] = [];
+    let nextAt: number | null = null;
+    for (let from = 0; from < firings.length; ) {
+      // A record's JSON text can double on the wire (escapes): half the budget for the records, the rest for all else.
+      let to = from + 1;
+      let bytes = firings[from]!.record.length;
+      while (to < firings.length && bytes + firings[to]!.record.length <= this.requestBudgetBytes / 4) bytes += firings[to++]!.record.length;
+      const r = await this.fireCall(firings.slice(from, to));
+      fired.push(...r.fired);
+      nextAt = r.nextAt;
+      from = to;
+    }
+    return { fired, nextAt };
+  }
+
+  private async fireCall(firings: Firing[]): Promise<{ fired: boolean[]; nextAt: number | null }> {
     const k = this.keys;
     // Per firing: its topic's due set and its job's record key (schedule-fire.lua).
     const keys = [k.scheduleState, k.schedulesDue, k.topicIndex, k.topics, ...firings.flatMap((f) => [k.topic(f.topic).due, k.job(f.jobId).record])];
@@ -134,6 +156,7 @@ export class Schedules {
       if (f.read.next === null) throw new RangeError(`schedule ${f.id} has no occurrence to fire`);
       args.push(f.id, f.read.rev, f.read.next, f.jobId, f.record, f.occurrence, JSON.stringify(f.state), f.state.next ?? "");
     }
+    fitRequest(this.requestBudgetBytes, "schedule firing", lua.scheduleFire, keys, args);
     return replies.scheduleFire.parse(await runScript(this.redis, lua.scheduleFire, keys, args));
   }
 }

@@ -9,9 +9,11 @@
   KEYS[3]        schedule states       hash id -> state JSON
 
   ARGV[1]        now, epoch ms
-  ARGV[2]        most schedules to return
+  ARGV[2]        most schedules to return; fewer once their definitions pass
+                 CLAIM_REPLY_BUDGET_BYTES (a definition carries its job's payload;
+                 the reply stays inside Upstash's 10 MB cap), always one
 
-  Returns        { more (1: ARGV[2] were due and more may be, else 0), id, definition, state, … }
+  Returns        { more (1: more may be due than returned, else 0), id, definition, state, … }
 ]]
 local rcall = redis.call
 local limit = tonumber(ARGV[2])
@@ -23,11 +25,19 @@ if #ids > limit then
 end
 local out = { more }
 if #ids == 0 then return out end
+local REPLY_BUDGET = --[[LIMIT:CLAIM_REPLY_BUDGET_BYTES]]4194304
 local defs = rcall("HMGET", KEYS[2], unpack(ids))
 local states = rcall("HMGET", KEYS[3], unpack(ids))
+local bytes = 0
 for i, id in ipairs(ids) do
+  local def = defs[i] or ""
+  bytes = bytes + #def
+  if i > 1 and bytes > REPLY_BUDGET then
+    out[1] = 1
+    break
+  end
   out[#out + 1] = id
-  out[#out + 1] = defs[i] or ""
+  out[#out + 1] = def
   out[#out + 1] = states[i] or ""
 end
 return out

@@ -94,6 +94,20 @@ describe("schedules fired by the tick", () => {
     expect(seen[4]!.at - seen[4]!.for).toBeLessThanOrEqual(1_100);
   });
 
+  it("60 schedules of 200 KB payloads due at once fire in reads and writes that each fit Upstash's 10 MB", async () => {
+    const clock = new VirtualClock(M0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("big-schedules");
+    const payload = { blob: "x".repeat(200_000) };
+    for (let i = 0; i < 60; i++)
+      await upsertSchedule(d.queue.schedules, `big-${i}`, every(60_000, topic, { startAt: M0 + 10_000, job: { topic, payload } }), M0);
+    // 12 MB of definitions: one read of them all, or one write of their jobs, would pass the bridge's 10 MB caps.
+    const report = await fireDueSchedules(d.queue.schedules, M0 + 10_000, 40);
+    expect(report.jobs).toHaveLength(60);
+    expect(report.fenced).toBe(0);
+    for (const j of report.jobs.filter((_, i) => i % 7 === 0)) expect(await d.queue.get(j.id)).toMatchObject({ state: "scheduled", payload });
+  });
+
   it("fences: a firing read before an upsert, a pause, or its own earlier success stores nothing", async () => {
     const clock = new VirtualClock(M0);
     const d = tickDeployment({}, clock);
