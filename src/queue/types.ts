@@ -10,9 +10,8 @@ export interface Target {
 }
 
 /**
- * What is stored for a job while it lives; immutable after enqueue. Its id
- * and topic are not in it: the id is the key it is stored under (and opens a
- * dead-letter entry), and the topic is part of the id. Leaving them out saves
+ * What is stored for a job, in its record key; immutable after enqueue. Its
+ * id and topic are not in it: the key is made of them. Leaving them out saves
  * some 60 bytes a job, a fifth of a scheduled job's memory. So is its
  * createdAt since the records moved to a key per job (another ~27 bytes): it
  * is the time in the id's ULID, filled in when a record is read (parseRecord);
@@ -186,17 +185,6 @@ export const metaSchema = z.object({
 });
 /** A job's meta as stored (lua/lib/records.lua): live, or finished ("st"). */
 export type JobMeta = z.infer<typeof metaSchema>;
-
-/** A finished job's record as kept for the retention window. */
-export const doneSchema = z.object({
-  state: z.enum(["succeeded", "dead", "cancelled"]),
-  attempts: z.number().int(),
-  lastError: z.string().nullable(),
-  finishedAt: z.number(),
-  // Records written before attempt histories were kept have none.
-  history: storedHistory.default([]),
-  job: jobRecordSchema,
-});
 
 /** A dead-letter entry. */
 export const deadEntrySchema = z.object({
