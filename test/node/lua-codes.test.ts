@@ -45,7 +45,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "peek", map: "Lock", says: "lock ($Ours renewed or not asked, $NotOurs lost: not ours any more)" },
   { script: "peek", map: "More", says: "more ($More: k topics were due and more may be, else $Done)" },
   { script: "peek", map: "Time", says: "the earliest score later than now ($None: none known)" },
-  { script: "schedules-due", map: "More", says: "more ($More: ARGV[2] were due and more may be, else $Done)" },
+  { script: "schedules-due", map: "More", says: "more ($More: more may be due than returned, else $Done)" },
   { script: "list-jobs", map: "More", says: "$More when more jobs follow the page else $Done" },
   { script: "list-topics", map: "More", says: "$More when more names follow the page else $Done" },
   { script: "list-dead", map: "More", says: "$More when more letters follow the page else $Done" },
