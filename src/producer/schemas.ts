@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
 import { isConnectionHeader } from "../handlers/headers.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
+import { TOPIC_NAME_PATTERN } from "../queue/ids.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import type { AttemptRecord } from "../queue/types.js";
 import { PROBLEM_TYPES } from "./problem.js";
@@ -28,11 +29,9 @@ import {
   TOPIC_NAME_MAX_LENGTH,
 } from "../limits.js";
 
-// "." and ".." are dot segments: a URL path cannot carry them, so such a
-// topic could take jobs but never be configured, paused or drained over the API.
 export const TopicName = z
   .string()
-  .regex(new RegExp(`^(?!\\.\\.?$)[A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}}$`), `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
+  .regex(TOPIC_NAME_PATTERN, `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
   .openapi({ example: "emails" });
 
 export const JobId = z.string().max(100).openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });

@@ -2,13 +2,14 @@ import { decodeTime, monotonicFactory } from "ulidx";
 import { TOPIC_NAME_MAX_LENGTH } from "../limits.js";
 
 const TOPIC_CHARS = `[A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}}`;
-const TOPIC = new RegExp(`^${TOPIC_CHARS}$`);
+/**
+ * The one rule for topic names: 1–{@link TOPIC_NAME_MAX_LENGTH} of
+ * `A–Z a–z 0–9 . _ -`, but not `.` or `..`: those are dot segments, which a
+ * URL path cannot carry, so such a topic could take jobs but never be
+ * configured, paused or drained over the API. The API's schema uses it too.
+ */
+export const TOPIC_NAME_PATTERN = new RegExp(`^(?!\\.\\.?$)${TOPIC_CHARS}$`);
 const JOB_ID = new RegExp(`^(${TOPIC_CHARS})\\.([0-9A-HJKMNP-TV-Z]{26})$`);
-
-/** Topic names: 1–{@link TOPIC_NAME_MAX_LENGTH} of `A–Z a–z 0–9 . _ -`. */
-export function isTopic(topic: string): boolean {
-  return TOPIC.test(topic);
-}
 
 /**
  * crypto's random bytes, drawn a kilobyte at a time. ulidx asks its random
@@ -44,7 +45,7 @@ export function newJobId(topic: string, now: number): string {
 /** The topic of a well-formed job id, or null for anything else. */
 export function topicOfJobId(id: string): string | null {
   const m = JOB_ID.exec(id);
-  return m ? m[1]! : null;
+  return m && TOPIC_NAME_PATTERN.test(m[1]!) ? m[1]! : null;
 }
 
 /** When a well-formed job id was minted (its job's createdAt), epoch ms, or null for anything else. */

@@ -12,6 +12,7 @@ import { verifySignature } from "../../../src/client/signature.js";
 import { settings, type Env } from "../../../src/env.js";
 import { deliverHttp } from "../../../src/handlers/http.js";
 import { PermanentError } from "../../../src/handlers/registry.js";
+import { topicOfJobId } from "../../../src/queue/ids.js";
 import { tickOnce } from "../fixtures.js";
 import { call, deliveries, isolatedEnv, TOKEN, type CallOptions } from "./helpers.js";
 
@@ -394,6 +395,12 @@ describe("topic names", () => {
         },
       ]),
     );
+  });
+
+  it("are no job id's topic either: one rule for topic names (the dot segments included)", () => {
+    const ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    for (const topic of hostile) expect(topicOfJobId(`${topic}.${ulid}`), JSON.stringify(topic)).toBeNull();
+    for (const topic of ["emails", "a.b", "...", "x".repeat(64)]) expect(topicOfJobId(`${topic}.${ulid}`)).toBe(topic);
   });
 
   it("are 422 in a path", async () => {
