@@ -67,11 +67,6 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
 }
 
 /**
- * The records (with `records`) and metas of jobs by id, in order: read-jobs.lua
- * on their keys. With records the read ends before the job whose record passes
- * `byteBudget` (the first is always read), so fewer may come back than asked.
- */
-/**
  * The first four arguments of the listing scripts (list-jobs.lua,
  * list-dead.lua): where the previous page ended ("" "" for none) and the
  * window of scores, "-inf" / "+inf" where open.
@@ -80,6 +75,11 @@ export function windowArgs(after: ListPosition | undefined, from: number | undef
   return [after ? Math.round(after.score) : "", after?.id ?? "", from === undefined ? "-inf" : Math.round(from), to === undefined ? "+inf" : Math.round(to)];
 }
 
+/**
+ * The records (with `records`) and metas of jobs by id, in order: read-jobs.lua
+ * on their keys. With records the read ends before the job whose record passes
+ * `byteBudget` (the first is always read), so fewer may come back than asked.
+ */
 export async function readJobs(
   ctx: QueueContext,
   ids: readonly string[],
