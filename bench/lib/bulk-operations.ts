@@ -58,8 +58,8 @@ export function cancelTheWindow(queue: Queue, afterStep?: AfterStep<Awaited<Retu
   return walk((after) => queue.cancelWindow("many", { ...CANCEL_WINDOW, ...(after ? { after } : {}) }), afterStep);
 }
 
-/** Kills every due job of `topic` with `error(payload)`, in settles of up to 1,000; returns how many. */
-async function killAll(queue: Queue, topic: string, error: (payload: unknown) => string): Promise<number> {
+/** Kills every due job of `topic` with `error(payload)`, in settles of up to 1,000; returns how many (test/workers/queue/helpers.ts passes it on). */
+export async function killAll(queue: Queue, topic: string, error: (payload: unknown) => string): Promise<number> {
   let n = 0;
   for (;;) {
     const { jobs } = await queue.claim(topic, { max: 1_000, leaseMs: 60_000 });
