@@ -451,23 +451,14 @@ function enqueueFloorSummary(): NonNullable<Results["enqueueFloor"]> {
     if (!runs || runs.length === 0) continue;
     summary.systems[system] = {
       perSec: seriesOf(runs, (r) => r.perSec, "jobs/s"),
-      p50Ms: series(
-        runs.map((r) => r.p50Ms),
-        "ms",
-      ),
-      p99Ms: series(
-        runs.map((r) => r.p99Ms),
-        "ms",
-      ),
+      p50Ms: seriesOf(runs, (r) => r.p50Ms, "ms"),
+      p99Ms: seriesOf(runs, (r) => r.p99Ms, "ms"),
       ...(runs[0]!.workerdCpuMs !== undefined
         ? {
             workerdCpuMs: seriesOf(runs, (r) => r.workerdCpuMs!, "ms/job"),
           }
         : {}),
-      load: series(
-        runs.map((r) => r.load),
-        "",
-      ),
+      load: seriesOf(runs, (r) => r.load, ""),
     };
   }
   return summary;
@@ -517,14 +508,8 @@ const results: Results = {
     Object.entries(lateness).map(([config, runs]) => [
       config,
       {
-        p50: series(
-          runs.map((r) => r.p50),
-          "ms",
-        ),
-        p99: series(
-          runs.map((r) => r.p99),
-          "ms",
-        ),
+        p50: seriesOf(runs, (r) => r.p50, "ms"),
+        p99: seriesOf(runs, (r) => r.p99, "ms"),
         max: seriesOf(runs, (r) => r.max, "ms"),
         early: runs.reduce((n, r) => n + r.early, 0),
         missing: runs.reduce((n, r) => n + r.jobs - r.handled, 0),

@@ -1,16 +1,16 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page, type Request } from "playwright-core";
+import { installHelp, testTools } from "./tools.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM = testTools().chromium;
 
 /** Debian's chromium, headless, with no network of its own: only the pages a test opens (a fresh profile each launch). */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does this itself`);
-  }
+  // npm test installs it first (test/prepare.ts); a file run alone says what to install.
+  if (!existsSync(CHROMIUM.path)) throw new Error(installHelp([CHROMIUM]));
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: CHROMIUM.path,
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
   });

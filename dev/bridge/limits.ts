@@ -89,28 +89,38 @@ export function limitsFromEnv(env: Record<string, string | undefined>): Partial<
  */
 export class CommandRate {
   private tokens: number;
-  private at = performance.now();
+  private at: number;
 
-  constructor(private perSecond: number) {
+  /** `now` is the clock in ms (default `performance.now`; a test passes its own). */
+  constructor(
+    private perSecond: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.tokens = perSecond;
+    this.at = now();
   }
 
   /** Changes the rate; the bucket starts full. */
   reset(perSecond: number): void {
     this.perSecond = perSecond;
     this.tokens = perSecond;
-    this.at = performance.now();
+    this.at = this.now();
+  }
+
+  /** Takes `n` tokens now; how many ms the caller must wait before its commands run (0 while the rate is not reached or is off). */
+  reserve(n: number): number {
+    if (this.perSecond <= 0) return 0;
+    const now = this.now();
+    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) * this.perSecond) / 1000);
+    this.at = now;
+    this.tokens -= n;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.perSecond;
   }
 
   /** Resolves when `n` commands may run (at once while the rate is not reached or is off). */
   take(n: number): Promise<void> | undefined {
-    if (this.perSecond <= 0) return undefined;
-    const now = performance.now();
-    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) * this.perSecond) / 1000);
-    this.at = now;
-    this.tokens -= n;
-    if (this.tokens >= 0) return undefined;
-    const waitMs = (-this.tokens * 1000) / this.perSecond;
+    const waitMs = this.reserve(n);
+    if (waitMs === 0) return undefined;
     return new Promise((resolve) => setTimeout(resolve, Math.ceil(waitMs)));
   }
 }

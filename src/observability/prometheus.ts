@@ -46,6 +46,72 @@ type Row = Pick<TopicStats, "topic" | "scheduled" | "ready" | "inflight" | "dead
 const topicRow = (t: TopicStats): Row => ({ ...t, paused: t.settings.paused ? 1 : 0 });
 const othersRow = (o: TopicTotals): Row => ({ ...o, topic: OTHER_TOPICS_LABEL });
 
+/** A gauge or counter with one sample per `topic` label. */
+interface TopicFamily {
+  name: string;
+  type: "gauge" | "counter";
+  help: string;
+  value: (t: Row, now: number) => number;
+}
+
+/** The per-topic gauges and counters, in the order they are written. */
+const TOPIC_FAMILIES: readonly TopicFamily[] = [
+  {
+    name: "delayline_jobs_scheduled",
+    type: "gauge",
+    help: "Jobs on the schedule, due or not (including those waiting for a retry).",
+    value: (t) => t.scheduled,
+  },
+  { name: "delayline_jobs_ready", type: "gauge", help: "Scheduled jobs that are due now and not yet claimed.", value: (t) => t.ready },
+  { name: "delayline_jobs_inflight", type: "gauge", help: "Jobs claimed and not yet settled.", value: (t) => t.inflight },
+  { name: "delayline_dead_letters", type: "gauge", help: "Entries in the dead-letter list.", value: (t) => t.dead },
+  {
+    name: "delayline_oldest_ready_age_seconds",
+    type: "gauge",
+    help: "How long the oldest ready job has been due (lag); 0 when none is ready.",
+    value: (t, now) => (t.oldestReadyDueAt === null ? 0 : Math.max(0, now - t.oldestReadyDueAt) / 1_000),
+  },
+  {
+    name: "delayline_topic_paused",
+    type: "gauge",
+    help: `1 while the topic is paused (topic="${OTHER_TOPICS_LABEL}": how many of those topics are).`,
+    value: (t) => t.paused,
+  },
+  { name: "delayline_jobs_dispatched_total", type: "counter", help: "Attempts handed to handlers (claimed).", value: (t) => t.counters.dispatched },
+  { name: "delayline_jobs_succeeded_total", type: "counter", help: "Attempts that succeeded.", value: (t) => t.counters.succeeded },
+  { name: "delayline_jobs_retried_total", type: "counter", help: "Attempts that failed and were scheduled again.", value: (t) => t.counters.retried },
+  { name: "delayline_jobs_dead_total", type: "counter", help: "Jobs moved to the dead-letter list.", value: (t) => t.counters.dead },
+];
+
+/** The per-topic histograms, in seconds. */
+const HISTOGRAMS: ReadonlyArray<{ name: string; help: string; of: (t: Row) => Histogram; bounds: readonly number[] }> = [
+  { name: "delayline_lateness_seconds", help: "Handler start time less the attempt's due time.", of: (t) => t.metrics.lateness, bounds: LATENESS_BOUNDS_MS },
+  { name: "delayline_handler_duration_seconds", help: "How long handlers ran.", of: (t) => t.metrics.duration, bounds: DURATION_BOUNDS_MS },
+];
+
+/** The tick's gauges: one sample each, left out while the value is unknown (no tick status yet, no cron invocation yet). */
+const TICK_GAUGES: ReadonlyArray<{ name: string; help: string; value: (r: RankedReport) => number | null | undefined }> = [
+  {
+    name: "delayline_tick_last_scheduled_timestamp_seconds",
+    help: "When the latest cron invocation started.",
+    value: (r) => (r.lastScheduledAt === null ? null : r.lastScheduledAt / 1_000),
+  },
+  {
+    name: "delayline_tick_status_timestamp_seconds",
+    help: "When the tick loop last reported its status.",
+    value: (r) => (r.tick ? r.tick.updatedAt / 1_000 : null),
+  },
+  {
+    name: "delayline_tick_running",
+    help: "1 while a tick loop runs (its status has no end).",
+    value: (r) => (r.tick ? (r.tick.ended === null ? 1 : 0) : null),
+  },
+  { name: "delayline_tick_asleep", help: "1 while the tick loop only looks every TICK_IDLE_PEEK_MS.", value: (r) => (r.tick ? (r.tick.asleep ? 1 : 0) : null) },
+  { name: "delayline_tick_rounds", help: "Rounds run by the current (or last) tick invocation.", value: (r) => r.tick?.rounds },
+  { name: "delayline_tick_subrequests", help: "Subrequests spent by the current (or last) tick invocation.", value: (r) => r.tick?.subrequests },
+  { name: "delayline_tick_subrequest_budget", help: "The tick invocation's subrequest budget.", value: (r) => r.tick?.budget },
+];
+
 /**
  * The report in the Prometheus text exposition format (version 0.0.4):
  * gauges for backlogs and the tick, counters for outcomes, histograms for
@@ -57,95 +123,27 @@ const othersRow = (o: TopicTotals): Row => ({ ...o, topic: OTHER_TOPICS_LABEL })
 export function toPrometheus(report: RankedReport): string {
   const lines: string[] = [];
   const topics = [...report.top.map(topicRow), ...(report.others ? [othersRow(report.others)] : [])];
-  const perTopic = (value: (t: Row) => number): Sample[] => topics.map((t) => ({ labels: { topic: t.topic }, value: value(t) }));
   family(lines, "delayline_topics", "gauge", `Topics registered; those beyond the busiest are summed under topic="${OTHER_TOPICS_LABEL}".`, [
     { value: report.totalTopics },
   ]);
-
-  family(
-    lines,
-    "delayline_jobs_scheduled",
-    "gauge",
-    "Jobs on the schedule, due or not (including those waiting for a retry).",
-    perTopic((t) => t.scheduled),
-  );
-  family(
-    lines,
-    "delayline_jobs_ready",
-    "gauge",
-    "Scheduled jobs that are due now and not yet claimed.",
-    perTopic((t) => t.ready),
-  );
-  family(
-    lines,
-    "delayline_jobs_inflight",
-    "gauge",
-    "Jobs claimed and not yet settled.",
-    perTopic((t) => t.inflight),
-  );
-  family(
-    lines,
-    "delayline_dead_letters",
-    "gauge",
-    "Entries in the dead-letter list.",
-    perTopic((t) => t.dead),
-  );
-  family(
-    lines,
-    "delayline_oldest_ready_age_seconds",
-    "gauge",
-    "How long the oldest ready job has been due (lag); 0 when none is ready.",
-    perTopic((t) => (t.oldestReadyDueAt === null ? 0 : Math.max(0, report.now - t.oldestReadyDueAt) / 1_000)),
-  );
-  family(
-    lines,
-    "delayline_topic_paused",
-    "gauge",
-    `1 while the topic is paused (topic="${OTHER_TOPICS_LABEL}": how many of those topics are).`,
-    perTopic((t) => t.paused),
-  );
-  family(
-    lines,
-    "delayline_jobs_dispatched_total",
-    "counter",
-    "Attempts handed to handlers (claimed).",
-    perTopic((t) => t.counters.dispatched),
-  );
-  family(
-    lines,
-    "delayline_jobs_succeeded_total",
-    "counter",
-    "Attempts that succeeded.",
-    perTopic((t) => t.counters.succeeded),
-  );
-  family(
-    lines,
-    "delayline_jobs_retried_total",
-    "counter",
-    "Attempts that failed and were scheduled again.",
-    perTopic((t) => t.counters.retried),
-  );
-  family(
-    lines,
-    "delayline_jobs_dead_total",
-    "counter",
-    "Jobs moved to the dead-letter list.",
-    perTopic((t) => t.counters.dead),
-  );
-  family(
-    lines,
-    "delayline_lateness_seconds",
-    "histogram",
-    "Handler start time less the attempt's due time.",
-    topics.flatMap((t) => histogramSamples(t.topic, t.metrics.lateness, LATENESS_BOUNDS_MS)),
-  );
-  family(
-    lines,
-    "delayline_handler_duration_seconds",
-    "histogram",
-    "How long handlers ran.",
-    topics.flatMap((t) => histogramSamples(t.topic, t.metrics.duration, DURATION_BOUNDS_MS)),
-  );
+  for (const f of TOPIC_FAMILIES) {
+    family(
+      lines,
+      f.name,
+      f.type,
+      f.help,
+      topics.map((t) => ({ labels: { topic: t.topic }, value: f.value(t, report.now) })),
+    );
+  }
+  for (const h of HISTOGRAMS) {
+    family(
+      lines,
+      h.name,
+      "histogram",
+      h.help,
+      topics.flatMap((t) => histogramSamples(t.topic, h.of(t), h.bounds)),
+    );
+  }
   family(
     lines,
     "delayline_redis_limit_errors_total",
@@ -153,20 +151,9 @@ export function toPrometheus(report: RankedReport): string {
     "Commands Redis (Upstash) refused at one of its limits: record-size, request-size, requests, capacity, memory (maxmemory).",
     Object.entries(report.limitErrors).map(([limit, value]) => ({ labels: { limit }, value })),
   );
-  const tick = report.tick;
-  const gauge = (name: string, help: string, value: number | null | undefined) => {
-    if (value !== null && value !== undefined) family(lines, name, "gauge", help, [{ value }]);
-  };
-  gauge(
-    "delayline_tick_last_scheduled_timestamp_seconds",
-    "When the latest cron invocation started.",
-    report.lastScheduledAt === null ? null : report.lastScheduledAt / 1_000,
-  );
-  gauge("delayline_tick_status_timestamp_seconds", "When the tick loop last reported its status.", tick ? tick.updatedAt / 1_000 : null);
-  gauge("delayline_tick_running", "1 while a tick loop runs (its status has no end).", tick ? (tick.ended === null ? 1 : 0) : null);
-  gauge("delayline_tick_asleep", "1 while the tick loop only looks every TICK_IDLE_PEEK_MS.", tick ? (tick.asleep ? 1 : 0) : null);
-  gauge("delayline_tick_rounds", "Rounds run by the current (or last) tick invocation.", tick?.rounds);
-  gauge("delayline_tick_subrequests", "Subrequests spent by the current (or last) tick invocation.", tick?.subrequests);
-  gauge("delayline_tick_subrequest_budget", "The tick invocation's subrequest budget.", tick?.budget);
+  for (const g of TICK_GAUGES) {
+    const value = g.value(report);
+    if (value !== null && value !== undefined) family(lines, g.name, "gauge", g.help, [{ value }]);
+  }
   return `${lines.join("\n")}\n`;
 }

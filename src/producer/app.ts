@@ -19,7 +19,7 @@ import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
 import { topicJobs } from "./routes/topic-jobs.js";
 import { dead } from "./routes/dead.js";
-import { Problem } from "./schemas.js";
+import { Problem } from "./schema-parts.js";
 
 export type { AppEnv };
 

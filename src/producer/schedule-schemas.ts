@@ -9,7 +9,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 import { cronProblem, isTimeZone } from "../schedules/occurrences.js";
-import { BackoffBody, Duration, Instant, TargetBody, TopicName } from "./schemas.js";
+import { BackoffBody, Duration, Instant, TargetBody, TopicName } from "./schema-parts.js";
 
 /** A schedule's id, chosen by its owner (PUT is an upsert). */
 export const ScheduleId = z

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Delayline } from "../../src/client/index.js";
 import { artifactDir, countRequests, launchChromium } from "../browser.js";
+import { installHelp, testTools } from "../tools.js";
 import { startLocalStack, type LocalStack } from "../local-stack.js";
 
 let stack: LocalStack;
@@ -408,11 +409,10 @@ it("static assets, answered before the Worker runs, carry the pages' security he
 });
 
 it("/metrics from the live stack passes promtool's check", async () => {
-  const promtool = "/usr/bin/promtool";
-  if (!existsSync(promtool))
-    throw new Error(
-      `${promtool} is missing: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); .ci/run does this itself`,
-    );
+  const tool = testTools().promtool;
+  // npm test installs it first (test/prepare.ts); this file run alone says what to install.
+  if (!existsSync(tool.path)) throw new Error(installHelp([tool]));
+  const promtool = tool.path;
   const text = await dl.metrics();
   const check = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
   expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);

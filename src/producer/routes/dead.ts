@@ -5,7 +5,9 @@ import { topicOfJobId } from "../../queue/ids.js";
 import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { ApiProblem, invalid } from "../problem.js";
-import { DeadEntryView, DeadQuery, historyView, iso, JobId, PurgeQuery, ReplayBody, ReplayResult, TopicName } from "../schemas.js";
+import { DeadEntryView, DeadQuery, PurgeQuery, ReplayBody, ReplayResult } from "../dead-schemas.js";
+import { historyView } from "../job-schemas.js";
+import { iso, JobId, TopicName } from "../schema-parts.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 const LetterParam = TopicParam.extend({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });

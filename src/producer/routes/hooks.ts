@@ -6,7 +6,7 @@ import { bearerToken, tokenMatches } from "../auth.js";
 import { webhookSecret } from "../webhook-secrets.js";
 import { depthExceeds, readUtf8, serializedBytes } from "../body.js";
 import { ApiProblem } from "../problem.js";
-import { JobId, TopicName } from "../schemas.js";
+import { JobId, TopicName } from "../schema-parts.js";
 import { parseDuration } from "../../queue/policy/duration.js";
 import { MAX_DELAY_DAYS, MAX_DELAY_MS, MAX_JSON_DEPTH } from "../../limits.js";
 

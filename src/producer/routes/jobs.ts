@@ -8,7 +8,8 @@ import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { serializedBytes } from "../body.js";
 import { ApiProblem, invalid, validationProblem } from "../problem.js";
-import { AckBody, historyView, BatchBody, EnqueueResponse, iso, JobBody, JobId, JobView, NackBody, RescheduleBody } from "../schemas.js";
+import { AckBody, BatchBody, EnqueueResponse, historyView, JobBody, JobView, NackBody, RescheduleBody } from "../job-schemas.js";
+import { iso, JobId } from "../schema-parts.js";
 
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 const IdempotencyHeader = z.object({

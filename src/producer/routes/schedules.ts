@@ -12,6 +12,24 @@ import { checkPayloadAndTarget } from "./jobs.js";
 
 const IdParam = z.object({ id: ScheduleId.openapi({ param: { name: "id", in: "path" } }) });
 
+/** POST /{id}/pause or /{id}/resume: answers the schedule as it now is. */
+function lifecycleRoute<A extends "pause" | "resume">(action: A, summary: string) {
+  return createRoute({
+    method: "post",
+    path: `/{id}/${action}` as `/{id}/${A}`,
+    operationId: `${action}Schedule`,
+    summary,
+    request: { params: IdParam },
+    responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 409, 503]) },
+  });
+}
+
+/** The schedule a change found, or the 404 of an id that names none. */
+function found(id: string, s: StoredSchedule | null): StoredSchedule {
+  if (!s) throw new ApiProblem(404, `no schedule ${id}`);
+  return s;
+}
+
 function toInput(body: ScheduleBody): ScheduleInput {
   const job: JobTemplate = { topic: body.topic, payload: body.payload ?? null };
   if (body.target !== undefined) job.target = body.target;
@@ -127,9 +145,7 @@ export const schedules = router()
     async (c) => {
       const { id } = c.req.valid("param");
       const queue = c.get("queue");
-      const s = await queue.schedules.get(id);
-      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
-      return c.json(await view(queue, s), 200);
+      return c.json(await view(queue, found(id, await queue.schedules.get(id))), 200);
     },
   )
   .openapi(
@@ -147,38 +163,16 @@ export const schedules = router()
       return c.body(null, 204);
     },
   )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/{id}/pause",
-      operationId: "pauseSchedule",
-      summary: "Pause a schedule: its occurrences are skipped until it is resumed",
-      request: { params: IdParam },
-      responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 409, 503]) },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const queue = c.get("queue");
-      const s = await pauseSchedule(queue.schedules, id).catch(conflict);
-      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
-      return c.json(await view(queue, s), 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/{id}/resume",
-      operationId: "resumeSchedule",
-      summary: "Resume a schedule from its next occurrence after now",
-      request: { params: IdParam },
-      responses: { 200: { description: "The schedule", ...json(ScheduleView) }, ...problemResponses([401, 404, 409, 503]) },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const queue = c.get("queue");
-      const s = await resumeSchedule(queue.schedules, id, Date.now()).catch(conflict);
-      if (!s) throw new ApiProblem(404, `no schedule ${id}`);
-      await wakeSoonSchedule(c, s.state.next);
-      return c.json(await view(queue, s), 200);
-    },
-  );
+  .openapi(lifecycleRoute("pause", "Pause a schedule: its occurrences are skipped until it is resumed"), async (c) => {
+    const { id } = c.req.valid("param");
+    const queue = c.get("queue");
+    const s = found(id, await pauseSchedule(queue.schedules, id).catch(conflict));
+    return c.json(await view(queue, s), 200);
+  })
+  .openapi(lifecycleRoute("resume", "Resume a schedule from its next occurrence after now"), async (c) => {
+    const { id } = c.req.valid("param");
+    const queue = c.get("queue");
+    const s = found(id, await resumeSchedule(queue.schedules, id, Date.now()).catch(conflict));
+    await wakeSoonSchedule(c, s.state.next);
+    return c.json(await view(queue, s), 200);
+  });

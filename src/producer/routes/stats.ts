@@ -5,7 +5,9 @@ import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prome
 import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
 import { json, problemResponses, router } from "../context.js";
 import { invalid } from "../problem.js";
-import { iso, StatsView, topicPageQuery } from "../schemas.js";
+import { iso } from "../schema-parts.js";
+import { StatsView } from "../stats-schemas.js";
+import { topicPageQuery } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
 
 /** Minutes over which `ratePerMinute` is averaged. */

@@ -3,7 +3,8 @@ import { json, problemResponses, router } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { invalid } from "../problem.js";
 import { topicOfJobId } from "../../queue/ids.js";
-import { BulkCancelBody, BulkCancelResult, iso, JobPage, ListQuery, TopicName } from "../schemas.js";
+import { BulkCancelBody, BulkCancelResult, JobPage, ListQuery } from "../job-schemas.js";
+import { iso, TopicName } from "../schema-parts.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 

@@ -6,7 +6,9 @@ import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
-import { ClaimBody, ClaimedView, iso, TopicList, TopicName, topicPageQuery, TopicSettingsBody, TopicView } from "../schemas.js";
+import { ClaimBody, ClaimedView } from "../job-schemas.js";
+import { iso, TopicName } from "../schema-parts.js";
+import { TopicList, topicPageQuery, TopicSettingsBody, TopicView } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
 import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT } from "../../limits.js";
 

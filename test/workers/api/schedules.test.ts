@@ -156,29 +156,18 @@ describe("a schedule's next occurrences", () => {
     const env = isolatedEnv();
     const runs = async (id: string, cron: string, timezone: string, startAt: string) =>
       ((await put(env, id, { topic: "t", cron, timezone, startAt })).body.nextRuns as string[]).slice(0, 3).map((t) => new Date(t).toISOString());
-    // Berlin springs forward on 28 March (02:00 → 03:00): 02:30 does not exist, and runs at 03:00 CEST.
-    expect(await runs("b-spring", "30 2 * * *", "Europe/Berlin", "2027-03-27T00:00:00Z")).toEqual([
-      "2027-03-27T01:30:00.000Z",
-      "2027-03-28T01:00:00.000Z",
-      "2027-03-29T00:30:00.000Z",
-    ]);
-    // It falls back on 31 October (03:00 → 02:00): 02:30 happens twice, and runs once, at the first.
-    expect(await runs("b-fall", "30 2 * * *", "Europe/Berlin", "2027-10-30T00:00:00Z")).toEqual([
-      "2027-10-30T00:30:00.000Z",
-      "2027-10-31T00:30:00.000Z",
-      "2027-11-01T01:30:00.000Z",
-    ]);
-    // New York springs forward on 14 March (02:00 → 03:00) and falls back on 7 November (02:00 → 01:00).
-    expect(await runs("ny-spring", "30 2 * * *", "America/New_York", "2027-03-13T00:00:00Z")).toEqual([
-      "2027-03-13T07:30:00.000Z",
-      "2027-03-14T07:00:00.000Z",
-      "2027-03-15T06:30:00.000Z",
-    ]);
-    expect(await runs("ny-fall", "30 1 * * *", "America/New_York", "2027-11-06T00:00:00Z")).toEqual([
-      "2027-11-06T05:30:00.000Z",
-      "2027-11-07T05:30:00.000Z",
-      "2027-11-08T06:30:00.000Z",
-    ]);
+    const cases = [
+      // Berlin springs forward on 28 March (02:00 → 03:00): 02:30 does not exist, and runs at 03:00 CEST.
+      { id: "b-spring", cron: "30 2 * * *", timezone: "Europe/Berlin", startAt: "2027-03-27", want: ["03-27T01:30", "03-28T01:00", "03-29T00:30"] },
+      // It falls back on 31 October (03:00 → 02:00): 02:30 happens twice, and runs once, at the first.
+      { id: "b-fall", cron: "30 2 * * *", timezone: "Europe/Berlin", startAt: "2027-10-30", want: ["10-30T00:30", "10-31T00:30", "11-01T01:30"] },
+      // New York springs forward on 14 March (02:00 → 03:00) and falls back on 7 November (02:00 → 01:00).
+      { id: "ny-spring", cron: "30 2 * * *", timezone: "America/New_York", startAt: "2027-03-13", want: ["03-13T07:30", "03-14T07:00", "03-15T06:30"] },
+      { id: "ny-fall", cron: "30 1 * * *", timezone: "America/New_York", startAt: "2027-11-06", want: ["11-06T05:30", "11-07T05:30", "11-08T06:30"] },
+    ];
+    for (const { id, cron, timezone, startAt, want } of cases) {
+      expect(await runs(id, cron, timezone, `${startAt}T00:00:00Z`), id).toEqual(want.map((t) => `2027-${t}:00.000Z`));
+    }
   });
 
   it("6 fields with seconds, every, startAt, endAt and limit", async () => {

@@ -1,18 +1,20 @@
 /**
- * Bulk operations in bounded Redis calls, each call timed: bulk cancel of
- * 100,000 scheduled jobs by due window, replay and purge of 10,000 dead
- * letters. Runs against a Redis of its own, one test after the other, with
- * every call in its SLOWLOG (threshold 0), so the longest call is known.
+ * Bulk operations in bounded Redis calls, each call's work counted: bulk
+ * cancel of 100,000 scheduled jobs by due window, replay and purge of 10,000
+ * dead letters (the scenario in bench/lib/bulk-operations.ts). Runs against a
+ * Redis of its own, one test after the other. After every bounded step the
+ * test reads which scripts ran and with how many arguments (SLOWLOG,
+ * threshold 0) and every command Redis ran inside them (INFO commandstats),
+ * so the work of each call is known exactly, whatever the machine's load.
+ * How long the calls take is the bench's: `npm run bench:bounded-calls`.
  */
 import { describe, expect, inject, it } from "vitest";
+import { cancelTheWindow, IN_WINDOW, killTenThousand, purgeTheRest, replayThe503s, scheduleMany, T0 } from "../../../bench/lib/bulk-operations.js";
+import { LUA_READ_BATCH } from "../../../src/limits.js";
+import { BULK_CANCEL_BATCH, DEAD_BATCH, type ListPosition, Queue } from "../../../src/queue/queue.js";
 import * as lua from "../../../src/queue/lua.generated.js";
-import { BULK_CANCEL_BATCH, DEAD_BATCH, Queue, type ListPosition } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
-import { freshPrefix, killAll } from "./helpers.js";
-
-const T0 = 1_900_000_000_000;
-/** The bound issue 15 sets for one Redis call of a bulk operation, µs. */
-const CALL_BOUND_US = 20_000;
+import { freshPrefix } from "./helpers.js";
 
 /** One command over the REST protocol to this test's Redis. */
 async function slowRedis(command: Array<string | number>): Promise<unknown> {
@@ -26,41 +28,86 @@ async function slowRedis(command: Array<string | number>): Promise<unknown> {
   return body.result;
 }
 
-/** Logs every call from now on (SLOWLOG threshold 0), emptied. */
-async function timeEveryCall(): Promise<void> {
+/** The metering's own commands, and the bridge's: left out of a step's work. */
+const METERING = /^(config|slowlog|info|memory)/;
+
+/** What one bounded step made Redis do. */
+interface StepWork {
+  /** The scripts it called (by name), each with its argument count (keys and ARGV). */
+  scripts: Array<{ name: string; args: number }>;
+  /** Commands Redis ran, those inside the scripts included (Upstash bills each), by name. */
+  commands: Record<string, number>;
+}
+
+/** Script names by the digests Redis may know them by (see digests()). */
+const SCRIPTS = new Map<string, string>();
+
+/**
+ * The bridge takes the first line's `#!lua flags=allow-key-locking` out
+ * (Redis 7.0 refuses it), which leaves that line empty, so Redis knows a
+ * script by the stripped text's digest; a first EVALSHA, before the bridge
+ * has seen the text, goes out with the flagged digest.
+ */
+async function nameScripts(scripts: Record<string, { source: string; sha1: string }>): Promise<void> {
+  for (const [name, script] of Object.entries(scripts)) {
+    const stripped = script.source.slice(script.source.indexOf("\n"));
+    const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(stripped));
+    SCRIPTS.set([...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join(""), name);
+    SCRIPTS.set(script.sha1, name);
+  }
+}
+
+/** Logs every call from now on (SLOWLOG threshold 0) and counts commands afresh. */
+async function meterFromHere(): Promise<void> {
   await slowRedis(["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
   await slowRedis(["CONFIG", "SET", "slowlog-max-len", "100000"]);
   await slowRedis(["SLOWLOG", "RESET"]);
+  await slowRedis(["CONFIG", "RESETSTAT"]);
 }
 
-/** SLOWLOG entries: µs and the command. */
-async function logged(): Promise<Array<{ micros: number; command: string[] }>> {
-  const raw = (await slowRedis(["SLOWLOG", "GET", "100000"])) as Array<[number, number, number, string[]]>;
-  return raw.map((e) => ({ micros: e[2], command: e[3] }));
-}
-
-/** How long (µs) each logged call of the script with this digest took. */
 /**
- * Each EVALSHA of `script` in the SLOWLOG, by the digest Redis knows it by:
- * the bridge takes the first line's `#!lua flags=allow-key-locking` out
- * (Redis 7.0 refuses it), which leaves that line empty. A first EVALSHA,
- * before the bridge has seen the text, goes out with the flagged digest (and
- * Redis answers NOSCRIPT, logged as a call too, the EVAL after it not).
+ * The work since the last meterFromHere(), then meters afresh. SLOWLOG keeps
+ * 32 arguments of a call: the 31 first and "... (N more arguments)".
  */
-async function scriptCalls(script: { source: string; sha1: string }): Promise<number[]> {
-  const stripped = script.source.slice(script.source.indexOf("\n"));
-  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(stripped));
-  const sha1 = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return (await logged())
-    .filter((e) => e.command[0]!.toUpperCase() === "EVALSHA" && (e.command[1] === sha1 || e.command[1] === script.sha1))
-    .map((e) => e.micros);
+async function workSoFar(): Promise<StepWork> {
+  const stats = String(await slowRedis(["INFO", "commandstats"]));
+  const log = (await slowRedis(["SLOWLOG", "GET", "100000"])) as Array<[number, number, number, string[]]>;
+  await meterFromHere();
+  const commands: Record<string, number> = {};
+  for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) if (!METERING.test(m[1]!)) commands[m[1]!] = Number(m[2]);
+  const scripts = log
+    .map((e) => e[3])
+    .filter((argv) => argv[0]!.toUpperCase() === "EVALSHA")
+    .reverse()
+    .map((argv) => {
+      const more = /^\.\.\. \((\d+) more arguments\)$/.exec(argv.at(-1)!);
+      const argc = more ? argv.length - 1 + Number(more[1]) : argv.length;
+      return { name: SCRIPTS.get(argv[1]!) ?? argv[1]!, args: argc - 3 };
+    });
+  return { scripts, commands };
 }
 
-const summary = (micros: number[]) => ({
-  calls: micros.length,
-  maxMs: Math.max(...micros) / 1_000,
-  meanMs: micros.reduce((a, b) => a + b, 0) / micros.length / 1_000,
-});
+const total = (work: StepWork) => Object.values(work.commands).reduce((a, b) => a + b, 0);
+
+/**
+ * The bounds of one step over `batch` jobs or letters, from the scripts'
+ * shape: two script calls (the page's listing, then the operation), the
+ * metas read LUA_READ_BATCH a call, and a fixed dozen others (the two
+ * EVALSHAs, an EVAL after a first NOSCRIPT, one ZMSCORE, MSET, ZADD, ZREM …),
+ * with two to spare; never more for 100,000 jobs than for 250. A call's
+ * arguments are its keys and ARGV: at most four per job (its id, its score,
+ * its meta and record keys) and ten others.
+ */
+function expectBounded(steps: StepWork[], batch: number, operation: string): void {
+  for (const [i, step] of steps.entries()) {
+    expect(
+      step.scripts.map((s) => s.name),
+      `step ${i}`,
+    ).toEqual([operation === "cancelJobs" ? "listJobs" : "listDead", operation]);
+    expect(total(step), `step ${i}: ${JSON.stringify(step.commands)}`).toBeLessThanOrEqual(Math.ceil(batch / LUA_READ_BATCH) + 14);
+    for (const call of step.scripts) expect(call.args, `step ${i}, ${call.name}`).toBeLessThanOrEqual(4 * batch + 10);
+  }
+}
 
 function slowQueue(clock: { now: number }) {
   const redis = createRedis({ redisUrl: inject("slowBridgeUrl"), redisToken: inject("slowBridgeToken"), redisTimeoutMs: 30_000 });
@@ -68,57 +115,41 @@ function slowQueue(clock: { now: number }) {
 }
 
 describe.sequential("bounded calls", () => {
-  it("the SLOWLOG times a script's whole run (a control, so the bounds below can fail)", async () => {
-    await timeEveryCall();
-    await slowRedis([
-      "EVAL",
-      "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 30000 return 1",
-      0,
-    ]);
-    expect((await logged()).some((e) => e.command[0]!.toUpperCase() === "EVAL" && e.micros > CALL_BOUND_US)).toBe(true);
+  it("the meter counts the commands inside a script and its arguments (a control, so the bounds below can fail)", async () => {
+    await meterFromHere();
+    const keys = Array.from({ length: 40 }, (_, i) => `bounded-control:${i}`);
+    await slowRedis(["EVAL", "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1]) end return 1", keys.length, ...keys, "x"]);
+    const work = await workSoFar();
+    expect(work.commands.set).toBe(40);
+    expect(work.commands.eval).toBe(1);
   });
 
-  it("bulk cancel of the 60,000 of 100,000 scheduled jobs in a due window: exactly those, through cursors, no call over 20 ms", {
+  it("bulk cancel of the 60,000 of 100,000 scheduled jobs in a due window: exactly those, through cursors, each step two calls of bounded work", {
     timeout: 300_000,
   }, async () => {
-    const clock = { now: T0 };
-    const queue = slowQueue(clock);
-    // 100,000 jobs, 10 per due millisecond value: job i is due at T0 + 1,000 + floor(i / 10).
-    const ids: string[] = [];
-    for (let b = 0; b < 100; b++) {
-      const batch = Array.from({ length: 1_000 }, (_, i) => ({
-        topic: "many",
-        payload: { n: b * 1_000 + i },
-        runAt: T0 + 1_000 + Math.floor((b * 1_000 + i) / 10),
-      }));
-      ids.push(...(await queue.enqueueBatch(batch)).map((r) => r.id));
-    }
-    // The window holds jobs 20,000 … 79,999.
-    const window = { dueFrom: T0 + 3_000, dueTo: T0 + 8_999 };
+    await nameScripts(lua);
+    const queue = slowQueue({ now: T0 });
+    const ids = await scheduleMany(queue);
 
-    await timeEveryCall();
-    await slowRedis(["CONFIG", "RESETSTAT"]);
-    let cancelled = 0;
-    let steps = 0;
-    let after: ListPosition | undefined;
-    for (;;) {
-      const r = await queue.cancelWindow("many", { ...window, ...(after ? { after } : {}) });
-      cancelled += r.cancelled;
-      steps++;
-      if (!r.next) break;
-      after = r.next;
-    }
-    const stats = String(await slowRedis(["INFO", "commandstats"]));
-    const calls = await scriptCalls(lua.cancelJobs);
-
-    expect(cancelled).toBe(60_000);
-    expect(steps).toBe(60_000 / BULK_CANCEL_BATCH);
-    expect(calls).toHaveLength(steps);
-    expect(Math.max(...calls)).toBeLessThan(CALL_BOUND_US);
-    // Commands as Upstash bills them (those run inside the scripts too), leaving out the metering's own and the bridge's MEMORY USAGE.
-    let commands = 0;
-    for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) if (!/^(config|slowlog|info|memory)/.test(m[1]!)) commands += Number(m[2]);
-    console.log(JSON.stringify({ bulkCancel60000Of100000: { ...summary(calls), commandsPerJob: commands / 60_000 } }));
+    await meterFromHere();
+    const steps: StepWork[] = [];
+    const walked = await cancelTheWindow(queue, async () => {
+      steps.push(await workSoFar());
+    });
+    const cancelled = walked.reduce((n, r) => n + r.cancelled, 0);
+    expect(cancelled).toBe(IN_WINDOW);
+    expect(walked.every((r) => r.cancelled <= BULK_CANCEL_BATCH)).toBe(true);
+    expect(steps).toHaveLength(IN_WINDOW / BULK_CANCEL_BATCH);
+    expectBounded(steps, BULK_CANCEL_BATCH, "cancelJobs");
+    console.log(
+      JSON.stringify({
+        bulkCancel60000Of100000: {
+          steps: steps.length,
+          mostCommandsAStep: Math.max(...steps.map(total)),
+          commandsPerJob: steps.map(total).reduce((a, b) => a + b, 0) / IN_WINDOW,
+        },
+      }),
+    );
 
     // Exactly the window is gone: what is left is the 40,000 outside it, in order.
     const left: string[] = [];
@@ -134,52 +165,44 @@ describe.sequential("bounded calls", () => {
     expect(await queue.get(ids[79_999]!)).toMatchObject({ state: "cancelled" });
   });
 
-  it("replay and purge of 10,000 dead letters, filtered by failed time and error text, spread: through cursors, no call over 20 ms", {
+  it("replay and purge of 10,000 dead letters, filtered by failed time and error text, spread: through cursors, each step bounded work", {
     timeout: 300_000,
   }, async () => {
+    await nameScripts(lua);
     const clock = { now: T0 };
     const queue = slowQueue(clock);
-    // 10,000 letters failed at T0 + 1 s … T0 + 10 s (1,000 a second), every other one with "HTTP 503".
-    for (let s = 1; s <= 10; s++) {
-      clock.now = T0 + s * 1_000 - 500;
-      await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "d", payload: { n: i, pad: "p".repeat(200) }, maxAttempts: 1 })));
-      clock.now = T0 + s * 1_000;
-      expect(await killAll(queue, "d", (p) => ((p as { n: number }).n % 2 === 0 ? "HTTP 503: busy" : "HTTP 400: bad"))).toBe(1_000);
-    }
+    expect(await killTenThousand(queue, clock)).toEqual(Array(10).fill(1_000));
     expect((await queue.topicStats("d")).dead).toBe(10_000);
 
-    // Replay the 503s that failed in seconds 3 to 6, spread over 10 minutes from T0 + 60 s.
-    await timeEveryCall();
-    clock.now = T0 + 20_000;
-    let replayed = 0;
-    let steps = 0;
-    let after: ListPosition | undefined;
-    for (;;) {
-      const r = await queue.replayDeadLettersStep("d", {
-        failedFrom: T0 + 3_000,
-        failedTo: T0 + 6_000,
-        errorContains: "HTTP 503",
-        dueAt: T0 + 60_000,
-        spreadMs: 600_000,
-        ...(after ? { after } : {}),
-      });
-      replayed += r.replayed;
-      steps++;
-      if (!r.next) break;
-      after = r.next;
-    }
-    const replayCalls = await scriptCalls(lua.replayDead);
-    expect(replayed).toBe(2_000);
-    expect(steps).toBe(4_000 / DEAD_BATCH);
-    expect(replayCalls).toHaveLength(steps);
+    await meterFromHere();
+    const replaySteps: StepWork[] = [];
+    const replayed = await replayThe503s(queue, clock, async () => {
+      replaySteps.push(await workSoFar());
+    });
+    expect(replayed.reduce((n, r) => n + r.replayed, 0)).toBe(2_000);
+    expect(replayed.every((r) => r.replayed <= DEAD_BATCH)).toBe(true);
+    expect(replaySteps).toHaveLength(4_000 / DEAD_BATCH);
+    expectBounded(replaySteps, DEAD_BATCH, "replayDead");
 
-    // Purge the rest: 8,000 letters.
-    await timeEveryCall();
-    expect(await queue.purgeDeadLetters("d")).toBe(8_000);
-    const purgeCalls = await scriptCalls(lua.purgeDead);
-    expect(purgeCalls).toHaveLength(Math.ceil(8_000 / DEAD_BATCH));
-    expect(Math.max(...replayCalls, ...purgeCalls)).toBeLessThan(CALL_BOUND_US);
-    console.log(JSON.stringify({ deadLetters: { replay2000Of4000InWindow: summary(replayCalls), purge8000: summary(purgeCalls) } }));
+    const purgeSteps: StepWork[] = [];
+    const purged = await purgeTheRest(queue, async () => {
+      purgeSteps.push(await workSoFar());
+    });
+    expect(purged.reduce((n, r) => n + r.purged, 0)).toBe(8_000);
+    expect(purged.every((r) => r.purged <= DEAD_BATCH)).toBe(true);
+    expect(purgeSteps).toHaveLength(8_000 / DEAD_BATCH);
+    expectBounded(purgeSteps, DEAD_BATCH, "purgeDead");
+    const most = (steps: StepWork[]) => Math.max(...steps.map(total));
+    console.log(
+      JSON.stringify({
+        deadLetters: {
+          replaySteps: replaySteps.length,
+          mostReplayCommands: most(replaySteps),
+          purgeSteps: purgeSteps.length,
+          mostPurgeCommands: most(purgeSteps),
+        },
+      }),
+    );
 
     // The replayed jobs are scheduled within the spread, their letters gone; the rest purged.
     expect((await queue.topicStats("d")).dead).toBe(0);

@@ -1,0 +1,70 @@
+// The schemas of dead letters: a letter, a replay and its result, and the
+// listing's and the purge's filters.
+import { z } from "@hono/zod-openapi";
+import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../limits.js";
+
+import { History } from "./job-schemas.js";
+import { Delay, Instant, JobId, QueryInstant } from "./schema-parts.js";
+
+export const DeadEntryView = z
+  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
+  .openapi("DeadLetter");
+
+const ErrorText = z.string().min(1).max(200).openapi({ description: "Only letters whose last error holds this text (case-sensitive)" });
+
+export const ReplayBody = z
+  .object({
+    ids: z.array(JobId).min(1).max(10_000).optional(),
+    all: z.boolean().optional(),
+    failedFrom: Instant.optional(),
+    failedTo: Instant.optional(),
+    error: ErrorText.optional(),
+    delay: Delay.optional(),
+    spread: Delay.optional().openapi({
+      description:
+        'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
+    }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
+  })
+  .strict()
+  .refine(
+    (b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1,
+    {
+      message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
+      path: ["ids"],
+    },
+  )
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with all or a filter, not with ids", path: ["cursor"] })
+  .refine((b) => b.failedFrom === undefined || b.failedTo === undefined || b.failedFrom <= b.failedTo, {
+    message: "must not be before failedFrom",
+    path: ["failedTo"],
+  })
+  .openapi("Replay");
+
+export const ReplayResult = z
+  .object({
+    replayed: z.number().int(),
+    notFound: z.array(JobId).openapi({
+      description:
+        "Given ids that are not among the topic's dead letters (unknown, never dead, already replayed or trimmed), each once; empty with all or a filter",
+    }),
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "All or a filter: a call replays a bounded batch; pass it back as `cursor` with the same body to go on; null when done. Always null with ids",
+    }),
+  })
+  .openapi("Replayed");
+
+export const DeadQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+});
+
+export const PurgeQuery = z.object({
+  failedFrom: QueryInstant.optional(),
+  failedTo: QueryInstant.optional(),
+  error: ErrorText.optional(),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
+});

@@ -1,0 +1,214 @@
+// The schemas of jobs: a job's request and views, its attempts, a topic's job
+// listing and bulk cancel, a reschedule, and a pull consumer's claim, ack and nack.
+import { z } from "@hono/zod-openapi";
+import type { AttemptRecord } from "../queue/types.js";
+import {
+  ATTEMPT_ERROR_BYTES,
+  ATTEMPT_HISTORY_LIMIT,
+  DEFAULT_LIST_LIMIT,
+  MAX_BATCH,
+  MAX_LIST_LIMIT,
+  MAX_MAX_ATTEMPTS,
+  MAX_RETRY_AFTER_MS,
+  MAX_TIMEOUT_MS,
+  MIN_MAX_ATTEMPTS,
+  MIN_TIMEOUT_MS,
+} from "../limits.js";
+
+import { BackoffBody, Delay, Instant, iso, JobId, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+
+export const JobBody = z
+  .object({
+    topic: TopicName,
+    payload: z
+      .unknown()
+      .optional()
+      .openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
+    delay: Delay.optional(),
+    runAt: Instant.optional(),
+    maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
+    backoff: BackoffBody.optional(),
+    idempotencyKey: KeyText.min(1).max(200).optional(),
+    target: TargetBody.optional(),
+    timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional(),
+  })
+  .strict()
+  .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
+  .openapi("JobRequest");
+export type JobBody = z.output<typeof JobBody>;
+
+export const BatchBody = z
+  .object({ jobs: z.array(JobBody).min(1).max(MAX_BATCH) })
+  .strict()
+  .openapi("BatchRequest");
+
+export const EnqueueResponse = z
+  .object({
+    id: JobId,
+    topic: TopicName,
+    dueAt: z.string().nullable().openapi({
+      description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished.",
+    }),
+    deduplicated: z.boolean(),
+  })
+  .openapi("Enqueued");
+
+export const AttemptView = z
+  .object({
+    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay marker" }),
+    run: z.number().int().openapi({
+      description: "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay. Attempts count per run",
+    }),
+    startedAt: z.string().nullable().openapi({
+      description: "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; null when unknown",
+    }),
+    durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed"]).openapi({
+      description:
+        "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
+        "replayed: no attempt but the marker of a dead-letter replay, which opens the next run",
+    }),
+    httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
+    error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
+  })
+  .openapi("Attempt");
+
+/** A job's attempt history as the API shows it. */
+export function historyView(history: AttemptRecord[]): Array<z.input<typeof AttemptView>> {
+  return history.map((h) => ({ ...h, startedAt: h.startedAt === null ? null : iso(h.startedAt) }));
+}
+
+export const History = z.array(AttemptView).openapi({
+  description: `The job's attempts, oldest first (the last ${ATTEMPT_HISTORY_LIMIT} entries); a dead-letter replay keeps them, adds a "replayed" marker and opens a new run, whose attempts count from 1 again`,
+});
+
+export const JobView = z
+  .object({
+    id: JobId,
+    topic: TopicName,
+    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled"]),
+    dueAt: z.string().nullable(),
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    payload: z.unknown(),
+    leaseExpiresAt: z.string().optional(),
+    finishedAt: z.string().optional(),
+    scheduleId: z.string().optional().openapi({ description: "The schedule whose occurrence made this job" }),
+    scheduledFor: z.string().optional().openapi({ description: "That occurrence (ISO 8601); also sent as Delayline-Scheduled-For" }),
+    webhookHeaders: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({ description: "An ingested webhook's provider headers (lower-case names, e.g. x-github-event), kept for its handler" }),
+    history: History,
+  })
+  .openapi("Job");
+
+export const ListQuery = z.object({
+  state: z
+    .enum(["scheduled", "inflight", "dead"])
+    .default("scheduled")
+    .openapi({ description: "scheduled (in due order), inflight (in lease-deadline order) or dead (dead letters, newest first)" }),
+  from: QueryInstant.optional().openapi({ description: "Earliest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
+  to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  payload: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true")
+    .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+});
+
+export const ListedJobView = z
+  .object({
+    id: JobId,
+    state: z.enum(["scheduled", "inflight", "dead"]),
+    dueAt: z.string().nullable().openapi({ description: "null for dead letters" }),
+    attempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    leaseExpiresAt: z.string().optional().openapi({ description: "Jobs in flight" }),
+    failedAt: z.string().optional().openapi({ description: "Dead letters" }),
+    payload: z.unknown().optional().openapi({ description: "With payload=true" }),
+    scheduleId: z.string().optional().openapi({ description: "With payload=true: the schedule whose occurrence made the job" }),
+    scheduledFor: z.string().optional().openapi({ description: "With payload=true: that occurrence" }),
+  })
+  .openapi("ListedJob");
+
+export const JobPage = z
+  .object({
+    jobs: z.array(ListedJobView),
+    nextCursor: z.string().nullable().openapi({
+      description:
+        "Where this page ended (a position, not an offset: jobs enqueued, claimed or cancelled meanwhile never make a page repeat or skip one); null when no more jobs follow",
+    }),
+  })
+  .openapi("JobPage");
+
+export const BulkCancelBody = z
+  .object({
+    ids: z.array(JobId).min(1).max(1_000).optional(),
+    dueFrom: Instant.optional(),
+    dueTo: Instant.optional(),
+    all: z.literal(true).optional(),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
+  })
+  .strict()
+  .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
+    message: "give ids, or dueFrom/dueTo, or all: true",
+    path: ["ids"],
+  })
+  .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
+  .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
+  .openapi("BulkCancel");
+
+export const BulkCancelResult = z
+  .object({
+    cancelled: z.number().int(),
+    inflight: z
+      .number()
+      .int()
+      .openapi({ description: "ids: the given jobs that are in flight (left alone); a window or all: the jobs in flight in the topic (left alone)" }),
+    notScheduled: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "ids: the given ids that are neither scheduled nor in flight (unknown, finished or cancelled)" }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "A window or all: pass it back as `cursor` to go on; null when the window is done. Always null with ids" }),
+  })
+  .openapi("BulkCancelled");
+
+export const RescheduleBody = z
+  .object({ delay: Delay.optional(), runAt: Instant.optional() })
+  .strict()
+  .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
+  .openapi("Reschedule");
+
+export const ClaimBody = z
+  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })
+  .strict()
+  .openapi("Claim");
+
+export const ClaimedView = z
+  .object({ id: JobId, attempt: z.number().int(), payload: z.unknown(), dueAt: z.string(), leaseExpiresAt: z.string() })
+  .openapi("ClaimedJob");
+
+export const AckBody = z
+  .object({ attempt: z.number().int().min(1) })
+  .strict()
+  .openapi("Ack");
+
+export const NackBody = z
+  .object({
+    attempt: z.number().int().min(1),
+    error: z.string().max(ATTEMPT_ERROR_BYTES),
+    retryAfterMs: z.number().int().min(0).max(MAX_RETRY_AFTER_MS).optional(),
+    permanent: z.boolean().optional(),
+  })
+  .strict()
+  .openapi("Nack");

@@ -1,0 +1,135 @@
+// The parts the API's schemas share: names and ids, durations and instants
+// (in a body and in a query string), a delivery target, a backoff, the
+// problem+json body. Each resource's schemas are in its own module
+// (job-, topic-, dead-, stats-, schedule-schemas.ts); schemas.ts gathers them.
+import { z } from "@hono/zod-openapi";
+import { isConnectionHeader } from "../handlers/headers.js";
+import { TOPIC_NAME_PATTERN } from "../queue/ids.js";
+import { parseDuration } from "../queue/policy/duration.js";
+import { PROBLEM_TYPES } from "./problem.js";
+import { MAX_BACKOFF_FACTOR, MAX_BACKOFF_SCHEDULE_DELAYS, MAX_DELAY_DAYS, MAX_DELAY_MS, TOPIC_NAME_MAX_LENGTH } from "../limits.js";
+
+export const TopicName = z
+  .string()
+  .regex(TOPIC_NAME_PATTERN, `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
+  .openapi({ example: "emails" });
+
+export const JobId = z.string().max(100).openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
+
+/** A duration: `"90s"`, `"5m"`, `"1h30m"`, `"500ms"`, or milliseconds. Parsed to ms. */
+export const Duration = z
+  .union([z.string().max(32), z.number().int().nonnegative()])
+  .transform((v, ctx) => {
+    try {
+      return parseDuration(v);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  })
+  .openapi({ description: 'A duration such as "90s", "5m", "1h30m", "500ms", or a number of ms', example: "90s" });
+
+export const Delay = Duration.refine((ms) => ms <= MAX_DELAY_MS, `must be at most ${MAX_DELAY_DAYS} days`);
+
+/** ISO 8601 or epoch ms; parsed to epoch ms. */
+export const Instant = z
+  // Past the latest instant a Date holds, the job would be stored and then
+  // its answer (an ISO due time) could not be written: a 500 for a stored job.
+  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative().max(8_640_000_000_000_000)])
+  .transform((v) => (typeof v === "number" ? v : Date.parse(v)))
+  .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
+
+export const BackoffBody = z
+  .discriminatedUnion("type", [
+    z.object({ type: z.literal("fixed"), delay: Duration }).strict(),
+    z
+      .object({
+        type: z.literal("exponential"),
+        delay: Duration.optional(),
+        factor: z.number().min(1).max(MAX_BACKOFF_FACTOR).optional(),
+        maxDelay: Duration.optional(),
+        jitter: z.boolean().optional(),
+      })
+      .strict(),
+    z.object({ type: z.literal("schedule"), delays: z.array(Duration).min(1).max(MAX_BACKOFF_SCHEDULE_DELAYS) }).strict(),
+  ])
+  .openapi("Backoff");
+
+const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, "an HTTP header name");
+// What every HTTP stack sends as is: anything else (NUL, other controls,
+// non-ASCII) makes fetch refuse the request at every attempt, so the job could never be delivered.
+const HeaderValue = z
+  .string()
+  .max(4_096)
+  .regex(/^[\t\x20-\x7e]*$/, "visible ASCII, spaces and tabs");
+
+/**
+ * Strings that become part of a Redis key must be well-formed Unicode: a
+ * lone surrogate reaches Redis as U+FFFD, so two different keys would be one.
+ */
+export const KeyText = z.string().regex(/^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/, "well-formed Unicode (no lone surrogates)");
+
+export const TargetBody = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: "an http(s) URL" }).max(2_048),
+    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).optional(),
+    headers: z
+      .record(HeaderName, HeaderValue)
+      .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
+      .superRefine((h, ctx) => {
+        const seen = new Set<string>();
+        for (const name of Object.keys(h)) {
+          if (isConnectionHeader(name)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: `${name} belongs to the connection, not the request: hop-by-hop, Proxy-*, Host and Content-Length headers cannot be set`,
+            });
+          }
+          // Names are case-insensitive on the wire: two spellings would be sent as one joined value.
+          if (seen.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: `${name} is given twice (header names ignore case)` });
+          seen.add(name.toLowerCase());
+        }
+      })
+      .optional()
+      .openapi({
+        description:
+          "Request headers for the delivery. Content-Type replaces the default application/json. User-Agent and Delayline-* are delayline's and are replaced by its own; " +
+          "hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), Host and Content-Length are refused.",
+      }),
+  })
+  .strict()
+  .openapi("Target");
+
+/** An instant in a query string: epoch ms digits or ISO 8601; parsed to epoch ms. */
+export const QueryInstant = z
+  .string()
+  .max(40)
+  .transform((v, ctx) => {
+    const ms = /^\d{1,16}$/.test(v) ? Number(v) : z.iso.datetime({ offset: true }).safeParse(v).success ? Date.parse(v) : NaN;
+    if (Number.isNaN(ms) || ms > 8_640_000_000_000_000) {
+      ctx.addIssue({ code: "custom", message: "an ISO 8601 date-time or epoch milliseconds" });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .openapi({ description: "ISO 8601 date-time or epoch milliseconds", example: "2026-12-01T09:00:00Z" });
+
+export const Problem = z
+  .object({
+    type: z.string().openapi({
+      description: `What went wrong, as a URN a program can switch on: ${Object.values(PROBLEM_TYPES).join(", ")}. The client adds urn:delayline:client:* for answers it never got or could not read.`,
+      examples: [PROBLEM_TYPES.validation],
+    }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    limit: z
+      .enum(["record-size", "request-size", "requests", "capacity", "memory"])
+      .optional()
+      .openapi({ description: "With urn:delayline:redis-limit: the Redis (Upstash) limit that refused the request." }),
+  })
+  .openapi("Problem");
+
+export const iso = (ms: number) => new Date(ms).toISOString();

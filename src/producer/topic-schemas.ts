@@ -1,0 +1,128 @@
+// The schemas of topics: a topic's settings as set and as shown, its
+// counters, and the topic listing's page.
+import { z } from "@hono/zod-openapi";
+import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
+import { backoffSchema } from "../queue/policy/backoff.js";
+import {
+  MAX_BURST,
+  MAX_CONCURRENCY,
+  MAX_MAX_ATTEMPTS,
+  MAX_RATE_PER_SEC,
+  MAX_TIMEOUT_MS,
+  MIN_MAX_ATTEMPTS,
+  MIN_SECRET_LENGTH,
+  MIN_TIMEOUT_MS,
+} from "../limits.js";
+
+import { BackoffBody, TopicName } from "./schema-parts.js";
+
+const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
+
+export const TopicSettingsBody = z
+  .object({
+    ratePerSec: z.number().positive().max(MAX_RATE_PER_SEC).nullable().optional(),
+    burst: z.number().int().min(1).max(MAX_BURST).nullable().optional(),
+    concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).nullable().optional(),
+    maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
+    backoff: BackoffBody.nullable().optional(),
+    url: z
+      .url({ protocol: /^https?$/, error: "an http(s) URL" })
+      .max(2_048)
+      .nullable()
+      .optional(),
+    mode: z.enum(["push", "pull"]).nullable().optional(),
+    paused: z.boolean().nullable().optional(),
+    timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).nullable().optional(),
+    signatureScheme: z
+      .enum(SIGNATURE_SCHEMES)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "How deliveries are signed: delayline (Delayline-Signature: t=…,v1=…, Stripe's format) or standard (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature). " +
+          "null: the deployment's SIGNING_SCHEME",
+      }),
+    signingSecret: SigningSecret.nullable()
+      .optional()
+      .openapi({ description: "Write-only. With signatureScheme standard, a whsec_ secret (base64 of 24–64 bytes)" }),
+    previousSigningSecrets: z.array(SigningSecret).min(1).max(3).nullable().optional().openapi({
+      description:
+        "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
+    }),
+    webhookSecret: z.string().min(MIN_SECRET_LENGTH).max(256).nullable().optional().openapi({ description: "Write-only" }),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    // A whsec_ secret is checked whatever the scheme, so a mistyped one is refused
+    // before it signs anything; with standard, every secret given must be one.
+    const given: Array<[Array<string | number>, string]> = [];
+    if (typeof b.signingSecret === "string") given.push([["signingSecret"], b.signingSecret]);
+    for (const [i, secret] of (b.previousSigningSecrets ?? []).entries()) given.push([["previousSigningSecrets", i], secret]);
+    for (const [path, secret] of given) {
+      if (b.signatureScheme !== "standard" && !secret.startsWith("whsec_")) continue;
+      const problem = whsecProblem(secret);
+      if (problem)
+        ctx.addIssue({ code: "custom", path, message: `${b.signatureScheme === "standard" ? "with signatureScheme standard, " : ""}must be ${problem}` });
+    }
+  })
+  .openapi("TopicSettingsPatch", { description: "A value sets a field; null clears it back to the default." });
+
+// A union of its own over the stored shape's options: zod 4 gives a schema its
+// methods as it is made, and the queue's may be made before @hono/zod-openapi
+// has added .openapi (whichever module a Worker or test imports first).
+const BackoffOut = z.union(backoffSchema.options).openapi("BackoffSettings", { description: "Delays in ms" });
+
+export const Counters = z
+  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })
+  .openapi("Counters", { description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered (all time)" });
+
+export const TopicView = z
+  .object({
+    topic: TopicName,
+    settings: z.object({
+      ratePerSec: z.number().optional(),
+      burst: z.number().optional(),
+      concurrency: z.number().optional(),
+      maxAttempts: z.number(),
+      backoff: BackoffOut,
+      paused: z.boolean(),
+      mode: z.enum(["push", "pull"]),
+      url: z.string().optional(),
+      timeoutMs: z.number(),
+      signatureScheme: z.enum(SIGNATURE_SCHEMES),
+      hasSigningSecret: z.boolean(),
+      hasPreviousSigningSecrets: z.boolean(),
+      hasWebhookSecret: z.boolean(),
+    }),
+    scheduled: z.number().int(),
+    ready: z.number().int(),
+    inflight: z.number().int(),
+    dead: z.number().int(),
+    oldestReadyDueAt: z.string().nullable(),
+    counters: Counters,
+  })
+  .openapi("Topic");
+
+/** `cursor` and `limit` of a topic listing (`GET /v1/topics`, `GET /v1/stats`). */
+export const topicPageQuery = (defaultLimit: number, maxLimit: number, what: string) => ({
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: "the `nextCursor` of the previous page (topics are listed in name order; the cursor is the last name, never an offset)" }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(maxLimit)
+    .default(defaultLimit)
+    .openapi({ description: `most topics on the page (default ${defaultLimit}, at most ${maxLimit})${what}` }),
+});
+
+export const TopicList = z
+  .object({
+    topics: z.array(TopicView),
+    total: z.number().int().openapi({ description: "topics registered in all (every page); one SCARD, not a sum" }),
+    nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
+  })
+  .openapi("TopicList");
