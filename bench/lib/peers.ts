@@ -64,13 +64,30 @@ export interface Peer {
   dead(): Promise<number>;
 }
 
+/** Where both peers keep scheduled jobs: each job's JSON in a sorted set scored by its due time. */
+abstract class ScheduledJobs {
+  constructor(
+    protected readonly scheduledRedis: IORedis,
+    protected readonly delayedKey: string,
+  ) {}
+
+  async add(due: number, payload: unknown): Promise<void> {
+    await this.addMany([{ due, payload }]);
+  }
+
+  async addMany(jobs: Array<{ due: number; payload: unknown }>): Promise<void> {
+    const args = jobs.flatMap((j) => [j.due, JSON.stringify({ id: newId(), due: j.due, attempts: 0, payload: j.payload } satisfies PeerJob)]);
+    await this.scheduledRedis.zadd(this.delayedKey, ...args);
+  }
+}
+
 async function settleFailure(redis: IORedis, job: PeerJob, policy: PeerPolicy, readd: (job: PeerJob) => Promise<unknown>, deadKey: string) {
   if (job.attempts >= policy.maxAttempts) await redis.lpush(deadKey, JSON.stringify(job));
   else await readd({ ...job, due: Date.now() + policy.retryInMs });
 }
 
 /** The classic sorted-set loop: ZRANGEBYSCORE … LIMIT 0 200, then ZREM per job. */
-export class NaiveQueue implements Peer {
+export class NaiveQueue extends ScheduledJobs implements Peer {
   readonly name = "naive" as const;
   private readonly key: string;
   private readonly deadKey: string;
@@ -79,19 +96,9 @@ export class NaiveQueue implements Peer {
     private readonly redis: IORedis,
     prefix = "naive",
   ) {
-    this.key = `${prefix}:delayed`;
+    super(redis, `${prefix}:delayed`);
+    this.key = this.delayedKey;
     this.deadKey = `${prefix}:dead`;
-  }
-
-  async add(due: number, payload: unknown): Promise<void> {
-    const job: PeerJob = { id: newId(), due, attempts: 0, payload };
-    await this.redis.zadd(this.key, due, JSON.stringify(job));
-  }
-
-  async addMany(jobs: Array<{ due: number; payload: unknown }>): Promise<void> {
-    const args: Array<string | number> = [];
-    for (const j of jobs) args.push(j.due, JSON.stringify({ id: newId(), due: j.due, attempts: 0, payload: j.payload } satisfies PeerJob));
-    await this.redis.zadd(this.key, ...args);
   }
 
   run(options: PeerRunOptions): PeerConsumer {
@@ -172,7 +179,7 @@ type MigrateCommands = IORedis & {
 };
 
 /** Laravel's design: migrate due jobs to a ready list in chunks of 100, then a pop per job. */
-export class MigrateQueue implements Peer {
+export class MigrateQueue extends ScheduledJobs implements Peer {
   readonly name = "migrate" as const;
   private readonly redis: MigrateCommands;
   private readonly delayed: string;
@@ -186,6 +193,7 @@ export class MigrateQueue implements Peer {
     prefix = "migrate",
     private readonly reserveMs = 90_000,
   ) {
+    super(redis, `${prefix}:delayed`);
     this.redis = redis as MigrateCommands;
     for (const [name, lua] of [
       ["dlMigrate", MIGRATE_LUA],
@@ -198,16 +206,6 @@ export class MigrateQueue implements Peer {
     this.ready = `${prefix}:ready`;
     this.reserved = `${prefix}:reserved`;
     this.deadKey = `${prefix}:dead`;
-  }
-
-  async add(due: number, payload: unknown): Promise<void> {
-    await this.redis.zadd(this.delayed, due, JSON.stringify({ id: newId(), due, attempts: 0, payload } satisfies PeerJob));
-  }
-
-  async addMany(jobs: Array<{ due: number; payload: unknown }>): Promise<void> {
-    const args: Array<string | number> = [];
-    for (const j of jobs) args.push(j.due, JSON.stringify({ id: newId(), due: j.due, attempts: 0, payload: j.payload } satisfies PeerJob));
-    await this.redis.zadd(this.delayed, ...args);
   }
 
   run(options: PeerRunOptions): PeerConsumer {
