@@ -20,6 +20,13 @@ function positionOf(cursor: string | undefined, topic: string, where: "query" | 
   return p;
 }
 
+/** Where a query's page of dead letters starts, once its failedFrom–failedTo window is checked (422 when it runs backwards). */
+function queryStart(topic: string, q: { cursor?: string | undefined; failedFrom?: number | undefined; failedTo?: number | undefined }) {
+  if (q.failedFrom !== undefined && q.failedTo !== undefined && q.failedFrom > q.failedTo)
+    throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
+  return positionOf(q.cursor, topic, "query");
+}
+
 /** A dead letter as the API shows it. */
 export function deadView(e: DeadEntry) {
   return { id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload, history: historyView(e.history) };
@@ -44,11 +51,10 @@ export const dead = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const { limit, cursor, failedFrom, failedTo } = c.req.valid("query");
-      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo)
-        throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
-      const after = positionOf(cursor, topic, "query");
-      const page = await c.get("queue").deadLetters(topic, { limit, ...defined({ after, failedFrom, failedTo }) });
+      const q = c.req.valid("query");
+      const page = await c
+        .get("queue")
+        .deadLetters(topic, { limit: q.limit, ...defined({ after: queryStart(topic, q), failedFrom: q.failedFrom, failedTo: q.failedTo }) });
       return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
     },
   )
@@ -101,11 +107,10 @@ export const dead = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const { failedFrom, failedTo, error, cursor } = c.req.valid("query");
-      if (failedFrom !== undefined && failedTo !== undefined && failedFrom > failedTo)
-        throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
-      const after = positionOf(cursor, topic, "query");
-      const r = await c.get("queue").purgeDeadLettersStep(topic, defined({ failedFrom, failedTo, errorContains: error, after }));
+      const q = c.req.valid("query");
+      const r = await c
+        .get("queue")
+        .purgeDeadLettersStep(topic, defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) }));
       return c.json({ purged: r.purged, nextCursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
     },
   )
