@@ -13,20 +13,8 @@
 import fc from "fast-check";
 import { noOutcomes } from "../../../src/env.js";
 import { RedisUnavailableError } from "../../../src/queue/errors.js";
-import {
-  afterClaim,
-  afterRound,
-  chunkPrice,
-  dueOfPeek,
-  foldEnded,
-  idleLookAt,
-  newTickState,
-  nextDrainStep,
-  nextLoopStep,
-  pollInterval,
-  roundStep,
-  type TickState,
-} from "../../../src/tick/decisions.js";
+import * as core from "../../../src/tick/decisions.js";
+import type { TickState } from "../../../src/tick/decisions.js";
 import type { EndedChunk } from "../../../src/tick/in-flight.js";
 import { planRound } from "../../../src/tick/round-plan.js";
 
@@ -204,7 +192,7 @@ class Play {
 
   fold(st: TickState, quietEmptyFanOuts: boolean): void {
     const { looks, ended } = this.takeEnded();
-    foldEnded(st, looks, ended, { now: this.now, tickPollMs: this.sc.tickPollMs, quietEmptyFanOuts });
+    core.foldEnded(st, looks, ended, { now: this.now, tickPollMs: this.sc.tickPollMs, quietEmptyFanOuts });
   }
 
   /** A step's kind, checked against a bug that ended a chunk since the last step. */
@@ -224,11 +212,11 @@ class Play {
 /** Plays a loop's window with the core's steps. */
 function playLoop(p: Play): string {
   const { sc } = p;
-  const st = newTickState(-Infinity);
+  const st = core.newTickState(-Infinity);
   let rotation = 0;
   for (let steps = 0; steps < STEP_LIMIT; steps++) {
     p.fold(st, true);
-    const step = nextLoopStep(st, { now: p.now, windowEnd: sc.spanMs, budgetLeft: p.left });
+    const step = core.nextLoopStep(st, { now: p.now, windowEnd: sc.spanMs, budgetLeft: p.left });
     p.stepped(step.kind);
     if (step.kind === "fail" || step.kind === "end") return step.kind === "end" ? step.ended : "fail";
     if (step.kind === "sleep") {
@@ -240,15 +228,15 @@ function playLoop(p: Play): string {
     const topics = Array.from({ length: sc.topics }, (_, t) => t);
     const due = topics.filter((t) => p.pending(t).some((j) => j.at <= p.now)).map((t) => ({ topic: String(t) }));
     const nextAt = Math.min(...p.jobs.filter((j) => j.claimedAt === undefined && j.at > p.now).map((j) => j.at));
-    const peek = dueOfPeek(st, { more: false, nextAt: Number.isFinite(nextAt) ? nextAt : null, due }, p.now);
+    const peek = core.dueOfPeek(st, { more: false, nextAt: Number.isFinite(nextAt) ? nextAt : null, due }, p.now);
     const views = peek.due.map((t) => st.memory.view(t, p.busy(Number(t)), Infinity));
     const limits = { tickChunk: sc.tickChunk, tickFanout: sc.tickFanout, tickPollMs: sc.tickPollMs, budgetLeft: p.left, fanning: sc.tickFanout > 0 };
     const plan = planRound(views, peek.due.length > 0 ? rotation++ % peek.due.length : 0, { ...limits, windowLeftMs: sc.spanMs - p.now, freeSlots: Infinity });
-    const round = roundStep(st, plan, { now: p.now, wakeAt: peek.wakeAt, running: p.running.length > 0 });
+    const round = core.roundStep(st, plan, { now: p.now, wakeAt: peek.wakeAt, running: p.running.length > 0 });
     if (round.kind === "end") return "budget";
-    const interval = pollInterval({ canHandOver: sc.canHandOver, tickPollMs: sc.tickPollMs, now: p.now, windowEnd: sc.spanMs, budgetLeft: p.left });
+    const interval = core.pollInterval({ canHandOver: sc.canHandOver, tickPollMs: sc.tickPollMs, now: p.now, windowEnd: sc.spanMs, budgetLeft: p.left });
     if (round.kind === "idle") {
-      st.nextLookAt = idleLookAt({
+      st.nextLookAt = core.idleLookAt({
         now: p.now,
         wakeAt: round.wakeAt,
         running: p.running.length > 0,
@@ -263,9 +251,9 @@ function playLoop(p: Play): string {
     const claims = plan.local
       .map((l) => ({ ...l, ...p.claim(Number(l.topic), l.max, "here") }))
       .map((c) => ({ ...c, topic: String(c.topic), claimed: c.jobs.length }));
-    p.spend(claims.reduce((n, c) => n + chunkPrice(c.claimed), 0));
+    p.spend(claims.reduce((n, c) => n + core.chunkPrice(c.claimed), 0));
     const facts = { roundAt: p.now, now: p.now, wakeAt: round.wakeAt, more: false, budgetLeft: p.left, windowEnd: sc.spanMs, tickPollMs: sc.tickPollMs };
-    afterRound(st, plan, claims, { ...facts, pollInterval: pollInterval({ ...facts, canHandOver: sc.canHandOver }) });
+    core.afterRound(st, plan, claims, { ...facts, pollInterval: core.pollInterval({ ...facts, canHandOver: sc.canHandOver }) });
   }
   p.violations.push(`no end after ${STEP_LIMIT} steps`);
   return "spin";
@@ -274,14 +262,14 @@ function playLoop(p: Play): string {
 /** Plays a drain's horizon with the core's steps. */
 function playDrain(p: Play): string {
   const { sc } = p;
-  const st = newTickState(0);
+  const st = core.newTickState(0);
   let end = sc.spanMs;
   const tick = { tickChunk: sc.tickChunk, tickFanout: sc.tickFanout, tickPollMs: sc.tickPollMs, tickIdlePeekMs: 20_000 };
   for (let steps = 0; steps < STEP_LIMIT; steps++) {
     p.fold(st, false);
     const running = p.running.length > 0;
     const base = { topic: "0", now: p.now, end, running, busy: p.busy(0), budgetLeft: p.left, canFanOut: sc.tickFanout > 0, room: Infinity };
-    const step = nextDrainStep(st, { ...base, canHandOver: sc.canHandOver, ...tick });
+    const step = core.nextDrainStep(st, { ...base, canHandOver: sc.canHandOver, ...tick });
     p.stepped(step.kind);
     switch (step.kind) {
       case "fail":
@@ -310,9 +298,9 @@ function playDrain(p: Play): string {
         break;
       case "claim": {
         const c = p.claim(0, step.max, "here");
-        p.spend(chunkPrice(c.jobs.length));
+        p.spend(core.chunkPrice(c.jobs.length));
         const facts = { stepAt: p.now, now: p.now, end, budgetLeft: p.left, tickPollMs: sc.tickPollMs };
-        afterClaim(st, { topic: "0", claimed: c.jobs.length, more: c.more, nextLookAt: c.nextLookAt }, facts);
+        core.afterClaim(st, { topic: "0", claimed: c.jobs.length, more: c.more, nextLookAt: c.nextLookAt }, facts);
       }
     }
   }
