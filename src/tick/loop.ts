@@ -180,7 +180,7 @@ class TickLoop {
     } finally {
       await this.letGo();
     }
-    // (letGo folds in the last chunks.)
+    // letGo folds in the last chunks: a failure among them is rethrown too.
     if (this.st.failure) throw this.st.failure.error;
     return this.finish(this.ended);
   }
