@@ -1,10 +1,9 @@
 import { addOutcomes, noOutcomes, type Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
-import { RedisUnavailableError } from "../queue/redis.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { ChunksInFlight } from "./in-flight.js";
 import { realClock, type Clock } from "./clock.js";
-import { nextAfterClaim, nextDrainStep } from "./drain-step.js";
+import { afterClaim, foldEnded, newTickState, nextDrainStep, type TickState } from "./decisions.js";
 import type { ChunkReport } from "./run-chunk.js";
 import { CHUNK_OVERHEAD } from "./round-plan.js";
 import { jsonLog, type Log } from "./settle.js";
@@ -59,16 +58,8 @@ class Drain {
   private readonly inFlight: ChunksInFlight;
   private readonly total = emptyReport();
   private end: number;
-  // Dropped when a fan-out fails: the drain goes on here.
-  private fanOut: DrainOptions["fanOut"];
-  private full = false;
-  private lastTaken = 1;
-  // When the next step runs; null while only the chunks still running can tell.
-  private next: number | null;
-  // A chunk that ends may not bring the next step before the pace of the claim that started it.
-  private pacedUntil = -Infinity;
-  // A bug (not an outage) in a chunk: rethrown by the drain.
-  private failure: { error: unknown } | undefined;
+  // When the drain steps next and what it remembers of its topic (src/tick/decisions.ts decides).
+  private readonly st: TickState;
 
   constructor(private readonly o: DrainOptions) {
     const s = o.settings;
@@ -76,7 +67,6 @@ class Drain {
     this.clock = o.clock ?? realClock;
     this.budget = new SubrequestBudget(s.tickSubrequestBudget);
     this.end = this.clock.now() + o.horizonMs;
-    this.fanOut = s.tickFanout > 0 ? o.fanOut : undefined;
     this.inFlight = new ChunksInFlight({
       queue: o.queue,
       settings: s,
@@ -85,9 +75,14 @@ class Drain {
       fetch: o.fetch ?? fetch,
       overall: new Semaphore(s.tickConcurrency),
       log: o.log ?? jsonLog,
-      ...(this.fanOut ? { fanOut: this.fanOut } : {}),
+      ...(this.canFanOut && o.fanOut ? { fanOut: o.fanOut } : {}),
     });
-    this.next = this.clock.now();
+    this.st = newTickState(this.clock.now());
+  }
+
+  /** A runner and TICK_FANOUT > 0 (a fan-out that fails stops them for the drain's topic: see TopicMemory). */
+  private get canFanOut(): boolean {
+    return this.s.tickFanout > 0 && this.o.fanOut !== undefined;
   }
 
   async run(): Promise<ChunkReport> {
@@ -97,42 +92,42 @@ class Drain {
       await this.inFlight.allEnded();
       this.foldEnded();
     }
-    if (this.failure) throw this.failure.error;
-    this.total.nextLookAt = this.next;
+    if (this.st.failure) throw this.st.failure.error;
+    const next = this.st.nextLookAt;
+    this.total.nextLookAt = Number.isFinite(next) ? next : null;
     this.total.subrequests = this.budget.spent;
     return this.total;
   }
 
-  /** One step (src/tick/drain-step.ts): folds in what ended, then does what the facts call for. False once the drain ends. */
+  /** One step (src/tick/decisions.ts): folds in what ended, then does what the facts call for. False once the drain ends. */
   private async step(): Promise<boolean> {
     this.foldEnded();
-    if (this.failure) throw this.failure.error;
-    const { inFlight, budget, s } = this;
+    const { inFlight, budget, s, o } = this;
     const now = this.clock.now();
-    const step = nextDrainStep({
+    const step = nextDrainStep(this.st, {
+      topic: o.topic,
       now,
-      next: this.next,
       end: this.end,
       running: !inFlight.idle,
-      busy: inFlight.busy(this.o.topic),
+      busy: inFlight.busy(o.topic),
       budgetLeft: budget.left,
-      fanning: this.fanOut !== undefined,
-      full: this.full,
-      lastTaken: this.lastTaken,
-      room: inFlight.room(this.o.topic, Infinity),
-      canHandOver: this.o.handOver !== undefined,
+      canFanOut: this.canFanOut,
+      room: inFlight.room(o.topic, Infinity),
+      canHandOver: o.handOver !== undefined,
       tickChunk: s.tickChunk,
       tickFanout: s.tickFanout,
       tickPollMs: s.tickPollMs,
       tickIdlePeekMs: s.tickIdlePeekMs,
     });
     switch (step.kind) {
+      case "fail":
+        throw step.error;
       case "wait":
         await inFlight.whenOneEnds();
         return true;
       case "ask-tick":
         budget.spend();
-        if (!(await this.o.queue.tickAsleep().catch(() => false))) return false;
+        if (!(await o.queue.tickAsleep().catch(() => false))) return false;
         this.end = step.until;
         return true;
       case "sleep":
@@ -140,11 +135,9 @@ class Drain {
         return true;
       case "fan-out":
         budget.spend(step.chunks);
-        for (let k = 0; k < step.chunks; k++) inFlight.startFanned(this.o.topic, s.tickChunk);
-        this.next = null;
+        for (let k = 0; k < step.chunks; k++) inFlight.startFanned(o.topic, s.tickChunk);
         return true;
       case "hold":
-        this.next = null;
         return true;
       case "claim":
         await this.claimHere(now, step.max);
@@ -154,59 +147,30 @@ class Drain {
         return true;
       case "hand-over":
         budget.spend();
-        this.add(await this.o.handOver!(step.horizonMs));
+        this.add(await o.handOver!(step.horizonMs));
         return false;
       case "end":
         return false;
     }
   }
 
-  /** Claims a chunk here (a claim, a settle and at least one delivery) and sets when the drain is back. */
+  /** Claims a chunk here (a claim, a settle and at least one delivery); the core says when the drain is back. */
   private async claimHere(stepAt: number, max: number): Promise<void> {
     const c = await this.inFlight.startHere(this.o.topic, max, CHUNK_OVERHEAD + max);
-    this.lastTaken = Math.max(1, c.claimed);
-    this.full = c.more;
-    const after = nextAfterClaim({
-      claimed: c.claimed,
-      more: c.more,
-      nextLookAt: c.nextLookAt,
-      stepAt,
-      now: this.clock.now(),
-      end: this.end,
-      budgetLeft: this.budget.left,
-      tickPollMs: this.s.tickPollMs,
-      pacedUntil: this.pacedUntil,
-    });
-    this.next = after.next;
-    this.pacedUntil = after.pacedUntil;
+    const facts = { stepAt, now: this.clock.now(), end: this.end, budgetLeft: this.budget.left, tickPollMs: this.s.tickPollMs };
+    afterClaim(this.st, { topic: this.o.topic, claimed: c.claimed, more: c.more, nextLookAt: c.nextLookAt }, facts);
   }
 
-  /** Folds in what running chunks ended or settled early since the last step, and when they want the drain back. */
+  /** Folds in what running chunks ended or settled early since the last step (a failed fan-out: the drain goes on here). */
   private foldEnded(): void {
     const { inFlight } = this;
-    // What a running chunk settled early (a freed slot, a retry): be back for it.
-    for (const at of inFlight.takeLooks()) this.backAt(at);
-    for (const e of inFlight.takeEnded()) {
-      const r = e.report;
-      if (!r) {
-        // A fan-out that failed: go on here. Anything else: the chunk's jobs come back after their lease.
-        if (e.where === "fanned") this.fanOut = undefined;
-        else if (!(e.error instanceof RedisUnavailableError)) this.failure ??= { error: e.error };
-        this.backAt(this.clock.now() + this.s.tickPollMs);
-        continue;
-      }
-      this.add(r);
-      if (e.where === "fanned") {
-        this.lastTaken = Math.max(1, r.claimed);
-        this.full = r.more;
-      }
-      // A step waiting for a running chunk (next null) goes on as it ends.
-      if (r.nextLookAt != null) this.backAt(r.more ? r.nextLookAt : Math.max(r.nextLookAt, this.pacedUntil));
-    }
-  }
-
-  private backAt(at: number): void {
-    this.next = Math.min(this.next ?? Infinity, at);
+    const folded = foldEnded(this.st, inFlight.takeLooks(), inFlight.takeEnded(), {
+      now: this.clock.now(),
+      tickPollMs: this.s.tickPollMs,
+      quietEmptyFanOuts: false,
+    });
+    this.total.claimed += folded.claimed.here + folded.claimed.fanned;
+    addOutcomes(this.total.outcomes, folded.outcomes);
   }
 
   private add(r: ChunkReport): void {

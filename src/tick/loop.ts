@@ -2,19 +2,18 @@ import { addOutcomes, noOutcomes, type Outcomes, type Settings } from "../env.js
 import type { TickLock } from "../queue/lock.js";
 import type { Queue, TickStatus } from "../queue/queue.js";
 import { RedisLimitError } from "../queue/errors.js";
-import { RedisUnavailableError } from "../queue/redis.js";
 import { fireDueSchedules } from "../schedules/fire.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
-import { ChunksInFlight } from "./in-flight.js";
+import { afterRound, claimLead, dueOfPeek, foldEnded, idleLookAt, newTickState, nextLoopStep, pollInterval, roundStep, type TickState } from "./decisions.js";
+import { ChunksInFlight, type EndedChunk } from "./in-flight.js";
 import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
-import { CHUNK_OVERHEAD, nextPollAfterWork, planRound, type RoundPlan } from "./round-plan.js";
+import { CHUNK_OVERHEAD, planRound, type RoundPlan } from "./round-plan.js";
 import type { ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 import { SleepMark } from "./sleep-mark.js";
-import { TopicMemory } from "./topic-memory.js";
 
 export { realClock, type Clock } from "./clock.js";
 
@@ -96,7 +95,8 @@ class TickLoop {
   private readonly outage: OutageBackoff;
   private readonly mark: SleepMark;
   private readonly riders = new PollRiders();
-  private readonly memory = new TopicMemory();
+  // When the loop polls next and what it remembers between rounds (src/tick/decisions.ts decides).
+  private readonly st: TickState = newTickState(-Infinity);
   private readonly inFlight: ChunksInFlight;
   private readonly report: TickReport = {
     ended: "window",
@@ -111,15 +111,8 @@ class TickLoop {
   private ended: TickReport["ended"] = "window";
   private lastExtend = -Infinity;
   private rotation = 0;
-  private pollAt = -Infinity;
-  // A chunk that ends may not bring the next poll before the pace of the round that started it.
-  private pacedUntil = -Infinity;
   /** How long the last round that claimed jobs took from its poll to its claims' return. */
   private roundTripMs = 0;
-  // Topics due at a poll that got no chunk because chunks still ran: polled again as one ends.
-  private readonly waitingForChunk = new Set<string>();
-  // A bug (not an outage) in a chunk: rethrown by the loop, as it would have been in the round.
-  private failure: { error: unknown } | undefined;
 
   constructor(private readonly o: TickOptions) {
     this.s = o.settings;
@@ -163,10 +156,15 @@ class TickLoop {
     try {
       for (;;) {
         this.foldEnded();
-        if (this.failure) throw this.failure.error;
-        if (clock.now() >= this.windowEnd) break;
-        if (clock.now() < this.pollAt) {
-          await this.inFlight.sleep(this.pollAt - clock.now());
+        const step = nextLoopStep(this.st, { now: clock.now(), windowEnd: this.windowEnd, budgetLeft: this.budget.left });
+        // A bug in a chunk is rethrown, as it would have been in the round.
+        if (step.kind === "fail") throw step.error;
+        if (step.kind === "end") {
+          this.ended = step.ended;
+          break;
+        }
+        if (step.kind === "sleep") {
+          await this.inFlight.sleep(step.ms);
           continue;
         }
         try {
@@ -182,34 +180,27 @@ class TickLoop {
     } finally {
       await this.letGo();
     }
-    // (The loop's own check narrowed this field; letGo may have set it since.)
-    const failed = this.failure as { error: unknown } | undefined;
-    if (failed) throw failed.error;
+    // letGo folds in the last chunks: a failure among them is rethrown too.
+    if (this.st.failure) throw this.st.failure.error;
     return this.finish(this.ended);
   }
 
   /** One round: a poll, due schedules fired, a plan, and its chunks started (or an idle wait). Says why the loop stops, if it does. */
   private async round(): Promise<"budget" | "lock-lost" | undefined> {
-    // A poll, the lock's release and a handover must stay affordable.
-    if (this.budget.left < 3) return "budget";
     const polledAt = this.clock.now();
     const peek = await this.poll();
     if (!peek) return "lock-lost";
     let now = this.clock.now();
-    let wakeAt = peek.more ? now : (peek.nextAt ?? Infinity);
-    const due = peek.due.map((d) => d.topic).filter((t) => !this.memory.isQuiet(t, now));
-    if (due.length < peek.due.length) wakeAt = Math.min(wakeAt, ...this.memory.quietEnds(now));
-    wakeAt = Math.min(wakeAt, await this.fireSchedules(peek.schedulesDue, due, now));
+    const { due, wakeAt: peekWake } = dueOfPeek(this.st, peek, now);
+    const wakeAt = Math.min(peekWake, await this.fireSchedules(peek.schedulesDue, due, now));
     now = this.clock.now();
 
     const plan = this.plan(due, now);
-    for (const topic of plan.waiting) this.waitingForChunk.add(topic);
-    if (plan.unserved > 0) wakeAt = now;
-    const nothingToStart = plan.local.length === 0 && plan.remote.length === 0;
-    if (nothingToStart && plan.unserved > 0 && this.inFlight.idle) return "budget";
+    const step = roundStep(this.st, plan, { now, wakeAt, running: !this.inFlight.idle });
+    if (step.kind === "end") return "budget";
     this.report.rounds++;
-    if (nothingToStart) this.waitIdle(wakeAt);
-    else await this.start(plan, now, wakeAt, peek.more, polledAt);
+    if (step.kind === "idle") this.waitIdle(step.wakeAt);
+    else await this.start(plan, now, step.wakeAt, peek.more, polledAt);
     return undefined;
   }
 
@@ -243,7 +234,7 @@ class TickLoop {
    */
   private async fireSchedules(schedulesDue: boolean, due: string[], now: number): Promise<number> {
     if (!schedulesDue) return Infinity;
-    if (this.memory.isQuiet(SCHEDULES, now) || this.budget.left < 6) return this.memory.quietUntilOf(SCHEDULES) ?? now + this.s.tickPollMs;
+    if (this.st.memory.isQuiet(SCHEDULES, now) || this.budget.left < 6) return this.st.memory.quietUntilOf(SCHEDULES) ?? now + this.s.tickPollMs;
     const f = await fireDueSchedules(this.o.queue.schedules, now, Math.min(6, this.budget.left - 4));
     this.budget.spend(f.calls);
     for (const j of f.jobs) if (!due.includes(j.topic)) due.push(j.topic);
@@ -252,7 +243,7 @@ class TickLoop {
     let wakeAt = f.fenced > 0 ? now : Infinity;
     if (f.nextAt !== null) {
       // Nothing fired yet still due: leave the schedules for a poll rather than spin.
-      if (f.jobs.length === 0 && f.nextAt <= now) this.memory.quiet(SCHEDULES, now + this.s.tickPollMs);
+      if (f.jobs.length === 0 && f.nextAt <= now) this.st.memory.quiet(SCHEDULES, now + this.s.tickPollMs);
       else wakeAt = Math.min(wakeAt, f.nextAt);
     }
     return wakeAt;
@@ -262,7 +253,7 @@ class TickLoop {
     const { s, inFlight } = this;
     const start = due.length > 0 ? this.rotation++ % due.length : 0;
     return planRound(
-      due.map((t) => this.memory.view(t, inFlight.busy(t), inFlight.room(t, s.tickChunk))),
+      due.map((t) => this.st.memory.view(t, inFlight.busy(t), inFlight.room(t, s.tickChunk))),
       start,
       {
         tickChunk: s.tickChunk,
@@ -279,126 +270,73 @@ class TickLoop {
   /** A round with nothing to start: wait for a running chunk, the next known work, a poll, or (asleep) the next idle look. */
   private waitIdle(wakeAt: number): void {
     const now = this.clock.now();
-    if (!this.inFlight.idle) {
-      // Work still runs: a chunk that ends brings the next poll forward.
-      this.pollAt = Math.min(wakeAt, now + this.pollInterval(), this.windowEnd);
-      return;
-    }
-    const sleep = this.mark.idle(now, wakeAt);
-    if (sleep !== null) {
-      this.report.idleSleeps++;
-      this.pollAt = now + Math.min(sleep, this.windowEnd - now);
-      return;
-    }
-    this.pollAt = now + Math.min(wakeAt - now, this.pollInterval(), this.windowEnd - now);
+    const running = !this.inFlight.idle;
+    // Asleep, the loop looks only every TICK_IDLE_PEEK_MS (src/tick/sleep-mark.ts).
+    const sleep = running ? null : this.mark.idle(now, wakeAt);
+    if (sleep !== null) this.report.idleSleeps++;
+    this.st.nextLookAt = idleLookAt({ now, wakeAt, running, sleep, pollInterval: this.pollInterval(), windowEnd: this.windowEnd });
   }
 
   /** Starts the plan's chunks and waits for their claims (not their handlers), then sets the next poll. */
   private async start(plan: RoundPlan, now: number, wakeAt: number, more: boolean, polledAt: number): Promise<void> {
-    const { clock, budget, inFlight, report } = this;
-    // A round's poll and claim take time: claimed that much further ahead (up to twice the lead), the jobs just past the lead
-    // are back before they are due, not a round trip late, with rounds a poll interval apart.
-    const lead = this.s.tickLeadMs > 0 ? this.s.tickLeadMs + Math.min(this.roundTripMs, this.s.tickLeadMs) : 0;
+    const { clock, budget, inFlight, report, s } = this;
+    const lead = claimLead(s.tickLeadMs, this.roundTripMs);
     this.mark.worked();
     budget.spend(plan.remote.length);
     report.fannedOut += plan.remote.length;
     for (const r of plan.remote) inFlight.startFanned(r.topic, r.max);
     const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, CHUNK_OVERHEAD + p.max, lead)));
     if (started.some((c) => c.claimed > 0)) this.roundTripMs = clock.now() - polledAt;
-    // What this round costs: the poll, the fan-outs, and per chunk here a claim (and a settle and a delivery a job).
-    let price = 1 + plan.remote.length;
-    let full = false;
-    started.forEach((c, i) => {
-      const topic = plan.local[i]!.topic;
-      price += c.claimed > 0 ? 2 + c.claimed : 1;
-      // Due already when the round began, yet nothing to take: a claim that
-      // found the topic's next job not yet due is not this.
-      if (c.claimed === 0 && c.nextLookAt != null && c.nextLookAt <= now) {
-        this.memory.quiet(topic, clock.now() + this.s.tickPollMs);
-        this.log({ level: "warn", msg: "a chunk got nothing yet asked to be back at once; leaving the topic for a poll", topic });
-        return;
-      }
-      report.claimed += c.claimed;
-      this.memory.claimed(topic, c.claimed, c.more);
-      full ||= c.more;
-      if (c.nextLookAt != null) wakeAt = Math.min(wakeAt, c.nextLookAt);
-    });
-    // Slots given to claims that took fewer jobs are free again for a topic that waited for them.
-    const unusedSlots = plan.local.reduce((n, p, i) => n + p.max - started[i]!.claimed, 0);
-    const slotsFreed = plan.slotBound && unusedSlots > 0;
-    if (slotsFreed) wakeAt = clock.now();
-    this.memory.forgetQuietBefore(now);
+    const claims = started.map((c, i) => ({
+      topic: plan.local[i]!.topic,
+      max: plan.local[i]!.max,
+      claimed: c.claimed,
+      more: c.more,
+      nextLookAt: c.nextLookAt,
+    }));
+    const facts = { roundAt: now, now: clock.now(), wakeAt, more, budgetLeft: budget.left, windowEnd: this.windowEnd, tickPollMs: s.tickPollMs };
+    const after = afterRound(this.st, plan, claims, { ...facts, pollInterval: this.pollInterval() });
+    for (const topic of after.quieted)
+      this.log({ level: "warn", msg: "a chunk got nothing yet asked to be back at once; leaving the topic for a poll", topic });
+    report.claimed += after.claimed;
     this.log({
       level: "info",
       msg: "tick round",
       round: report.rounds,
       topics: plan.local.map((p) => p.topic),
-      claimed: started.reduce((n, c) => n + c.claimed, 0),
+      claimed: after.claimed,
       fannedOut: plan.remote.length,
       subrequests: budget.spent,
-      budget: this.s.tickSubrequestBudget,
+      budget: s.tickSubrequestBudget,
       // When the loop looks next (a due job, the rate's next token, a lease deadline); chunks that end may bring it forward.
-      nextLookInMs: Number.isFinite(wakeAt) ? Math.max(0, wakeAt - clock.now()) : null,
+      nextLookInMs: Number.isFinite(after.wakeAt) ? Math.max(0, after.wakeAt - clock.now()) : null,
     });
-    const next = nextPollAfterWork({
-      now: clock.now(),
-      roundAt: now,
-      wakeAt,
-      // A full chunk or more due topics than one poll names is a backlog: worked off at once.
-      backlogged: more || plan.unserved > 0 || full || slotsFreed,
-      price,
-      budgetLeft: budget.left,
-      windowEnd: this.windowEnd,
-      tickPollMs: this.s.tickPollMs,
-      pollInterval: this.pollInterval(),
-    });
-    this.pollAt = next.pollAt;
-    this.pacedUntil = next.pacedUntil;
   }
 
-  /** Folds in what running chunks settled early and the chunks that ended: outcomes, memory, and the next poll. */
+  /** Folds in what running chunks settled early and the chunks that ended (src/tick/decisions.ts), and logs the lost ones. */
   private foldEnded(): void {
-    const { clock, s, report } = this;
-    for (const at of this.inFlight.takeLooks()) this.pollAt = Math.min(this.pollAt, at);
-    for (const e of this.inFlight.takeEnded()) {
-      const r = e.report;
-      if (!r) {
-        if (e.where === "fanned") {
-          this.log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
-          this.memory.fanOutFailed(e.topic);
-        } else if (e.error instanceof RedisUnavailableError) {
-          this.log({
-            level: "error",
-            msg:
-              e.error instanceof RedisLimitError
-                ? `Redis refused a chunk's command at its ${e.error.limit} limit; its jobs come back after their lease`
-                : "Redis unreachable while a chunk ran; its jobs come back after their lease",
-            topic: e.topic,
-            error: e.error.message,
-          });
-        } else this.failure ??= { error: e.error };
-        // Its jobs are still due (or leased, and come back after the lease): look again soon.
-        this.pollAt = Math.min(this.pollAt, clock.now() + s.tickPollMs);
-        continue;
-      }
-      addOutcomes(report.outcomes, r.outcomes);
-      if (e.where === "fanned") {
-        // (Due already when it was started, yet nothing to take: see TopicMemory.)
-        if (r.claimed === 0 && r.nextLookAt != null && r.nextLookAt <= e.startedAt) {
-          this.memory.quiet(e.topic, clock.now() + s.tickPollMs);
-          continue;
-        }
-        report.claimed += r.claimed;
-        this.memory.claimed(e.topic, r.claimed, r.more);
-      }
-      let look = r.nextLookAt ?? Infinity;
-      // Its slots are free again: whatever waited for them is polled now.
-      if (this.waitingForChunk.size > 0) {
-        this.waitingForChunk.clear();
-        look = clock.now();
-      }
-      if (Number.isFinite(look)) this.pollAt = Math.min(this.pollAt, r.more ? look : Math.max(look, this.pacedUntil));
+    const { inFlight, report } = this;
+    const folded = foldEnded(this.st, inFlight.takeLooks(), inFlight.takeEnded(), {
+      now: this.clock.now(),
+      tickPollMs: this.s.tickPollMs,
+      quietEmptyFanOuts: true,
+    });
+    addOutcomes(report.outcomes, folded.outcomes);
+    report.claimed += folded.claimed.fanned;
+    for (const e of folded.lost) this.logLost(e);
+  }
+
+  private logLost(e: EndedChunk): void {
+    if (e.where === "fanned") {
+      this.log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
+      return;
     }
+    const error = e.error as Error;
+    const msg =
+      error instanceof RedisLimitError
+        ? `Redis refused a chunk's command at its ${error.limit} limit; its jobs come back after their lease`
+        : "Redis unreachable while a chunk ran; its jobs come back after their lease";
+    this.log({ level: "error", msg, topic: e.topic, error: error.message });
   }
 
   /**
@@ -419,7 +357,7 @@ class TickLoop {
 
   /** Out of budget with window left: the successor takes the lock this loop just released and goes on with the window. */
   private async handOverIfOutOfBudget(): Promise<void> {
-    if (this.ended !== "budget" || this.failure || !this.o.handOver || this.windowEnd - this.clock.now() <= this.s.tickPollMs) return;
+    if (this.ended !== "budget" || this.st.failure || !this.o.handOver || this.windowEnd - this.clock.now() <= this.s.tickPollMs) return;
     try {
       this.report.handedOver = true;
       await this.o.handOver(this.windowEnd);
@@ -428,15 +366,16 @@ class TickLoop {
     }
   }
 
-  /**
-   * Without a successor to hand over to, blind polls (looking for jobs nobody
-   * told us about) may use at most half of what is left of the budget, so
-   * polling alone can never end a loop early: with little budget left, the
-   * poll interval stretches. Known due times are still met exactly.
-   */
+  /** The blind poll interval (see pollInterval in src/tick/decisions.ts). */
   private pollInterval(): number {
-    const { s } = this;
-    return this.o.handOver ? s.tickPollMs : Math.max(s.tickPollMs, (this.windowEnd - this.clock.now()) / Math.max(1, this.budget.left / 2));
+    const { budget, clock, o, s } = this;
+    return pollInterval({
+      canHandOver: o.handOver !== undefined,
+      tickPollMs: s.tickPollMs,
+      now: clock.now(),
+      windowEnd: this.windowEnd,
+      budgetLeft: budget.left,
+    });
   }
 
   private status(ended: string | null, asleep: boolean): TickStatus {

@@ -1,8 +1,8 @@
 /**
  * What one round of the tick does with the topics a poll found due: which
  * chunks run here, which are fanned out to invocations of their own, which
- * topics wait for a running chunk, and when the loop polls next. Pure: the
- * loop (src/tick/loop.ts) gathers the facts, this decides.
+ * topics wait for a running chunk. Pure: the loop (src/tick/loop.ts) gathers
+ * the facts, this decides (when the loop polls next: src/tick/decisions.ts).
  */
 import { CLAIM_REQUESTS_MAX } from "../queue/bounds.js";
 
@@ -119,36 +119,4 @@ export function planRound(due: DueTopic[], start: number, l: RoundLimits): Round
   }
   const unserved = due.length - waiting.length - local.length - new Set(remote.map((r) => r.topic)).size;
   return { local, remote, waiting, unserved, slotBound };
-}
-
-/**
- * When a round that did work polls next. A round not working off a backlog
- * is paced: rounds like it (costing `price`), back to back, must not spend the
- * budget before the window ends, so a steady trickle is gathered into rounds
- * up to one poll interval apart instead of ending the loop early. A backlog
- * is worked off at once, handing over if the budget ends. Returns the pace's
- * floor too: a chunk that ends may not bring the next poll before it.
- */
-export function nextPollAfterWork(a: {
-  now: number;
-  /** When the round began planning (after its schedules fired). */
-  roundAt: number;
-  /** The soonest time anything asked to be looked at. */
-  wakeAt: number;
-  backlogged: boolean;
-  /** What the round cost in subrequests. */
-  price: number;
-  budgetLeft: number;
-  windowEnd: number;
-  tickPollMs: number;
-  /** The blind poll interval (see pollInterval in loop.ts). */
-  pollInterval: number;
-}): { pollAt: number; pacedUntil: number } {
-  let wakeAt = a.wakeAt;
-  let pacedUntil = -Infinity;
-  if (!a.backlogged) {
-    pacedUntil = a.roundAt + Math.min(a.tickPollMs, ((a.windowEnd - a.now) * a.price) / Math.max(1, a.budgetLeft - 2));
-    wakeAt = Math.max(wakeAt, pacedUntil);
-  }
-  return { pollAt: a.now + Math.min(wakeAt - a.now, a.pollInterval, a.windowEnd - a.now), pacedUntil };
 }

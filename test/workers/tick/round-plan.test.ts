@@ -1,9 +1,9 @@
 /**
- * The tick's pure parts: the round planner and the sleep mark's state, as
- * plain unit tests (the loop's behaviour over time is the model test's).
+ * The round planner and the sleep mark's state, as plain unit tests (the
+ * tick's other decisions: decisions.test.ts; its behaviour over time: the model test).
  */
 import { describe, expect, it } from "vitest";
-import { CHUNK_OVERHEAD, nextPollAfterWork, planRound, type DueTopic, type RoundLimits } from "../../../src/tick/round-plan.js";
+import { CHUNK_OVERHEAD, planRound, type DueTopic, type RoundLimits } from "../../../src/tick/round-plan.js";
 import { SleepMark } from "../../../src/tick/sleep-mark.js";
 
 const idle = { here: false, fanned: false };
@@ -83,20 +83,6 @@ describe("planRound", () => {
       slotBound: false,
     });
     expect(planRound(due, 2, tight).local.map((l) => l.topic)).toEqual(["c", "a"]);
-  });
-});
-
-describe("nextPollAfterWork", () => {
-  const base = { now: 10, roundAt: 0, wakeAt: 200, price: 52, budgetLeft: 1_000, windowEnd: 60_000, tickPollMs: 1_000, pollInterval: 1_000 };
-
-  it("paces a trickle: rounds like this one must not spend the budget before the window ends", () => {
-    expect(nextPollAfterWork({ ...base, backlogged: false })).toEqual({ pollAt: 1_000, pacedUntil: 1_000 });
-    // With budget to spare the pace is no floor: the next due time decides.
-    expect(nextPollAfterWork({ ...base, backlogged: false, budgetLeft: 1_000_000 }).pollAt).toBe(200);
-  });
-
-  it("works a backlog off at once", () => {
-    expect(nextPollAfterWork({ ...base, backlogged: true, wakeAt: 10 })).toEqual({ pollAt: 10, pacedUntil: -Infinity });
   });
 });
 
