@@ -176,6 +176,38 @@ export const DEFAULT_IDEMPOTENCY_WINDOW_MS = DAY_MS;
 /** Default MAX_TOPICS: most topics that may exist, so a flood of names cannot grow the topic index without bound. */
 export const DEFAULT_MAX_TOPICS = 10_000;
 
+/** Default DELAYLINE_PREFIX: every key starts with it; its `{hash tag}` puts them all in one cluster slot. */
+export const DEFAULT_PREFIX = "dl:{main}";
+
+/** Default REDIS_TIMEOUT_MS: a Redis request slower than 5 s counts as an outage. */
+export const DEFAULT_REDIS_TIMEOUT_MS = 5_000;
+
+// ---- The tick ----------------------------------------------------------------------
+
+/** Default TICK_POLL_MS: the tick's longest sleep between rounds, 1 s. */
+export const DEFAULT_TICK_POLL_MS = 1_000;
+
+/** TICK_LEAD_MS, unset, is TICK_POLL_MS up to this: a claim made longer ahead would hold jobs in flight that could still be cancelled. */
+export const MAX_DEFAULT_TICK_LEAD_MS = 1_000;
+
+/** Default TICK_CHUNK: most jobs one claim takes per topic per round. */
+export const DEFAULT_TICK_CHUNK = 100;
+
+/** Default TICK_CONCURRENCY: most handlers running at once in one tick, across topics. */
+export const DEFAULT_TICK_CONCURRENCY = 50;
+
+/** Default TICK_SUBREQUEST_BUDGET: Cloudflare's paid plan allows 10,000 subrequests per invocation. */
+export const DEFAULT_TICK_SUBREQUEST_BUDGET = 10_000;
+
+/** Default TICK_OVERLAP_MS: a tick runs 15 s past its minute, so a late next cron still finds no gap. */
+export const DEFAULT_TICK_OVERLAP_MS = 15_000;
+
+/** Default TICK_FANOUT: extra invocations a round may start for a topic with a backlog. */
+export const DEFAULT_TICK_FANOUT = 4;
+
+/** Default TICK_IDLE_PEEK_MS: with nothing due within 20 s, the tick looks only this often. */
+export const DEFAULT_TICK_IDLE_PEEK_MS = 20_000;
+
 // ---- Schedules -----------------------------------------------------------------------
 
 /**

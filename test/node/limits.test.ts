@@ -16,6 +16,7 @@ const values: Record<string, unknown> = { ...limits };
 const numbers = Object.fromEntries(Object.entries(values).filter(([, v]) => typeof v === "number")) as Record<string, number>;
 const scripts = Object.values(lua).filter((s): s is lua.LuaScript => typeof s === "object" && s !== null && "source" in s);
 const readme = readFileSync(join(root, "README.md"), "utf8");
+const configuration = readFileSync(join(root, "docs/configuration.md"), "utf8");
 const number = (text: string) => Number(text.replace(/,/g, ""));
 
 describe("the build's substitution", () => {
@@ -81,10 +82,10 @@ describe("the generated scripts", () => {
 
 describe("README", () => {
   /** Rows of the table under `heading` whose first cell is a `NAME`: name -> the remaining cells. */
-  function rows(heading: string): Map<string, string[]> {
-    const start = readme.indexOf(`\n${heading}\n`);
-    expect(start, heading).toBeGreaterThan(0);
-    const section = readme.slice(start + heading.length + 2, readme.indexOf("\n#", start + heading.length + 2));
+  function rows(heading: string, doc = readme): Map<string, string[]> {
+    const start = doc.indexOf(`\n${heading}\n`);
+    expect(start, heading).toBeGreaterThanOrEqual(0);
+    const section = doc.slice(start + heading.length + 2, doc.indexOf("\n#", start + heading.length + 2));
     const found = new Map<string, string[]>();
     for (const line of section.split("\n")) {
       const m = /^\| `([A-Z_]+)` \|(.*)\|$/.exec(line);
@@ -106,9 +107,9 @@ describe("README", () => {
   });
 
   it("states the module's value as the default of each setting that takes one from it", () => {
-    const table = rows("## Configuration");
+    const table = rows("# Configuration", `\n${configuration}`);
     for (const [name, setting] of Object.entries(SETTING_DEFAULTS)) {
-      expect(table.get(setting)?.[0], setting).toBe(`\`${values[name]}\``);
+      expect(table.get(setting)?.[0], setting).toContain(`\`${values[name]}\``);
     }
   });
 
@@ -140,4 +141,14 @@ const SETTING_DEFAULTS: Record<string, string> = {
   DEFAULT_MAX_TOPICS: "MAX_TOPICS",
   DEFAULT_METRICS_TOPICS: "METRICS_TOPICS",
   DEFAULT_SIGNATURE_SCHEME: "SIGNING_SCHEME",
+  DEFAULT_PREFIX: "DELAYLINE_PREFIX",
+  DEFAULT_REDIS_TIMEOUT_MS: "REDIS_TIMEOUT_MS",
+  DEFAULT_TICK_POLL_MS: "TICK_POLL_MS",
+  MAX_DEFAULT_TICK_LEAD_MS: "TICK_LEAD_MS",
+  DEFAULT_TICK_CHUNK: "TICK_CHUNK",
+  DEFAULT_TICK_CONCURRENCY: "TICK_CONCURRENCY",
+  DEFAULT_TICK_SUBREQUEST_BUDGET: "TICK_SUBREQUEST_BUDGET",
+  DEFAULT_TICK_OVERLAP_MS: "TICK_OVERLAP_MS",
+  DEFAULT_TICK_FANOUT: "TICK_FANOUT",
+  DEFAULT_TICK_IDLE_PEEK_MS: "TICK_IDLE_PEEK_MS",
 };

@@ -1,7 +1,8 @@
 /**
- * The settings schema (src/env.ts) against what README.md's configuration
- * table promises: every setting has a row, and the bounds a row states are
- * exactly the ones the Worker enforces. And a Worker that refuses its
+ * The settings' declarations (src/settings/declarations.ts) against what
+ * docs/configuration.md's table promises: the table is the one they generate,
+ * every setting has a row, and the bounds a row states are exactly the ones
+ * the Worker enforces. And a Worker that refuses its
  * settings stops `npm start`'s wait for /healthz at once.
  */
 import { readFileSync } from "node:fs";
@@ -10,15 +11,18 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { waitForHealthy } from "../../dev/worker-process.js";
-import { settings, SETTING_NAMES, validateSettings, type Env } from "../../src/env.js";
+import { settings, SETTING_NAMES, SettingsError, validateSettings, type Env } from "../../src/env.js";
+import { SETTING_DECLARATIONS } from "../../src/settings/declarations.js";
+import { settingsTable, withSettingsTable } from "../../src/settings/table.js";
 
 const required: Env = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1", UPSTASH_REDIS_REST_TOKEN: "rest-token", DELAYLINE_TOKEN: "api-token-123" };
 const problemsWith = (name: string, value: string) => validateSettings({ ...required, [name]: value }).filter((p) => p.setting === name);
 
-/** The configuration table's rows by setting name (the first table whose rows name settings). */
+const configuration = readFileSync(join(import.meta.dirname, "../../docs/configuration.md"), "utf8");
+
+/** The configuration table's rows by setting name (the first table whose rows name settings), as their cells after the name. */
 function configurationRows(): Map<string, string> {
-  const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("`npm start` reads these"));
+  const section = configuration.slice(0, configuration.indexOf("`npm start` reads these"));
   const rows = new Map<string, string>();
   for (const line of section.split("\n")) {
     const m = /^\| `([A-Z_]+)` \|(.*)$/.exec(line);
@@ -40,16 +44,22 @@ const RULES: Record<string, { says: RegExp; good: string[]; bad: string[] }> = {
   SIGNING_SCHEME: { says: /`delayline` or `standard`/, good: ["delayline", "standard"], bad: ["stripe", "Standard"] },
 };
 
-describe("README's configuration table", () => {
+describe("docs/configuration.md's table", () => {
   const rows = configurationRows();
+
+  it("is the one the declarations generate (npm run docs:settings writes it)", () => {
+    expect(withSettingsTable(configuration)).toBe(configuration);
+    expect(configuration).toContain(settingsTable());
+  });
 
   it("has a row for every setting and none for a setting that does not exist", () => {
     expect([...rows.keys()].sort()).toEqual([...SETTING_NAMES].sort());
   });
 
   it.each(SETTING_NAMES.filter((n) => !(n in RULES)))("states %s's bounds, and they are the schema's", (name) => {
-    const bounds = /\((\d[\d,]*)–(\d[\d,]*)/.exec(rows.get(name) ?? "");
-    expect(bounds, `the row of ${name} states no (min–max)`).not.toBeNull();
+    // The accepts cell: "min–max", perhaps with a note after.
+    const bounds = /^[^|]*\|\s*(\d[\d,]*)–(\d[\d,]*)/.exec(rows.get(name) ?? "");
+    expect(bounds, `the row of ${name} states no min–max`).not.toBeNull();
     const [min, max] = [number(bounds![1]!), number(bounds![2]!)];
     expect(problemsWith(name, String(min))).toEqual([]);
     expect(problemsWith(name, String(max))).toEqual([]);
@@ -102,6 +112,40 @@ describe("README's configuration table", () => {
     expect(validateSettings({})).toEqual(
       expect.arrayContaining([expect.objectContaining({ setting: "UPSTASH_REDIS_REST_URL" }), expect.objectContaining({ setting: "DELAYLINE_TOKEN" })]),
     );
+  });
+});
+
+describe("the declarations", () => {
+  const bad: Record<string, string> = Object.fromEntries(SETTING_NAMES.map((n) => [n, RULES[n]?.bad[0] ?? "1.5"]));
+  const valid = { ...required, UPSTASH_REDIS_REST_TOKEN: "rest-token" };
+
+  it.each(SETTING_NAMES.filter((n) => n !== "UPSTASH_REDIS_REST_TOKEN"))("an invalid %s is refused, naming it", (name) => {
+    const env = { ...valid, [name]: bad[name] };
+    expect(() => settings(env)).toThrow(SettingsError);
+    expect(() => settings(env)).toThrow(new RegExp(`: ${name} `));
+  });
+
+  it("a required setting left unset (or empty) is refused, naming it", () => {
+    expect(() => settings({ ...valid, UPSTASH_REDIS_REST_TOKEN: "" })).toThrow(/UPSTASH_REDIS_REST_TOKEN is required/);
+  });
+
+  it("fill the Settings field each names, with its default when unset", () => {
+    const s = settings({ ...valid }) as unknown as Record<string, unknown>;
+    const fields = Object.values(SETTING_DECLARATIONS).map((d) => d.field);
+    expect(Object.keys(s).sort()).toEqual(fields.filter((f) => f !== "signingSecret").sort());
+    expect(s.tickPollMs).toBe(1_000);
+    expect(s.prefix).toBe("dl:{main}");
+    expect(settings({ ...valid, SIGNING_SECRET: "0123456789abcdef" }).signingSecret).toBe("0123456789abcdef");
+  });
+
+  it("derive TICK_LEAD_MS from TICK_POLL_MS when it is unset, at most 1,000", () => {
+    expect(settings({ ...valid, TICK_POLL_MS: "300" }).tickLeadMs).toBe(300);
+    expect(settings({ ...valid, TICK_POLL_MS: "5000" }).tickLeadMs).toBe(1_000);
+    expect(settings({ ...valid, TICK_POLL_MS: "300", TICK_LEAD_MS: "0" }).tickLeadMs).toBe(0);
+  });
+
+  it("the table's generator refuses a document without its markers", () => {
+    expect(() => withSettingsTable("# no table here\n")).toThrow(/markers/);
   });
 });
 
