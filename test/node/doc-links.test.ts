@@ -5,20 +5,12 @@
  * `-2`, …). The README sends a newcomer through these links, so a page moved
  * or a heading renamed must not leave one dangling.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DOC_PAGES, ROOT } from "./doc-pages.js";
 
-const ROOT = join(import.meta.dirname, "../..");
-const DOCS = [
-  "README.md",
-  "CONTRIBUTING.md",
-  "bench/README.md",
-  "bench/results/log.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
-].filter((f) => existsSync(join(ROOT, f)));
+const DOCS = DOC_PAGES;
 
 /** GitHub's anchor of a heading's text. */
 function slug(heading: string): string {

@@ -7,20 +7,12 @@
  * `<placeholder>` and `…` match any name; `../` climbs out of the doc's folder; git-ignored places (outputs such as
  * `bench/results/tmp/`, what the build makes) count as there.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DOC_PAGES, ROOT } from "./doc-pages.js";
 
-const ROOT = join(import.meta.dirname, "../..");
-const DOCS = [
-  "README.md",
-  "bench/README.md",
-  "bench/results/log.md",
-  "CONTRIBUTING.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
-].filter((d) => existsSync(join(ROOT, d)));
+const DOCS = DOC_PAGES;
 
 /** Names a doc gives that are not in this repository, each with where it says so. */
 const ELSEWHERE = new Set([

@@ -18,17 +18,15 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DOC_PAGES, ROOT } from "./doc-pages.js";
 
-const ROOT = join(import.meta.dirname, "../..");
 const OWNERS = [
   ...readdirSync(join(ROOT, "bench/results"))
     .filter((f) => f.endsWith(".md"))
     .map((f) => `bench/results/${f}`),
   "docs/costs.md",
 ].filter((f) => existsSync(join(ROOT, f)));
-const SCANNED = ["README.md", "CONTRIBUTING.md", "bench/README.md", ...readdirSync(join(ROOT, "docs")).map((f) => `docs/${f}`)]
-  .filter((f) => f.endsWith(".md") && !OWNERS.includes(f))
-  .filter((f) => existsSync(join(ROOT, f)));
+const SCANNED = DOC_PAGES.filter((f) => !OWNERS.includes(f));
 
 const UNIT = String.raw`(?:×|ms|jobs\/s|\/s|(?:Redis )?commands|requests)`;
 /** A number, then (for the docs) more numbers joined by " / ", then an optional unit: `54 / 134 / 170 ms`. */
