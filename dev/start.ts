@@ -95,7 +95,7 @@ function checkSettings(fromEnvironment: Record<string, string>, apiToken: string
   });
   if (problems.length === 0) return;
   throw new Error(
-    `invalid settings, nothing started:\n${problems.map((p) => `  ${p.setting} ${p.message}`).join("\n")}\n(README.md, Configuration, lists every setting with its bounds)`,
+    `invalid settings, nothing started:\n${problems.map((p) => `  ${p.setting} ${p.message}`).join("\n")}\n(docs/configuration.md lists every setting with its bounds)`,
   );
 }
 

@@ -1,7 +1,8 @@
 /**
  * src/limits.ts is the one place delayline's limits are written: the Lua
  * scripts carry its values (scripts/lua-limits.mjs puts them in at build
- * time), and README's tables state them.
+ * time), and the docs state them: docs/http-api.md's Limits table, the
+ * configuration page's defaults, and the prose of the pages that name one.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,8 +16,10 @@ const luaDir = join(root, "src/queue/lua");
 const values: Record<string, unknown> = { ...limits };
 const numbers = Object.fromEntries(Object.entries(values).filter(([, v]) => typeof v === "number")) as Record<string, number>;
 const scripts = Object.values(lua).filter((s): s is lua.LuaScript => typeof s === "object" && s !== null && "source" in s);
-const readme = readFileSync(join(root, "README.md"), "utf8");
-const configuration = readFileSync(join(root, "docs/configuration.md"), "utf8");
+const page = (path: string) => readFileSync(join(root, path), "utf8");
+const httpApi = page("docs/http-api.md");
+/** Every page that states a limit in its prose. */
+const docs = ["docs/http-api.md", "docs/operations.md", "docs/queue.md", "docs/chaos.md"].map(page).join("\n");
 const number = (text: string) => Number(text.replace(/,/g, ""));
 
 describe("the build's substitution", () => {
@@ -80,12 +83,17 @@ describe("the generated scripts", () => {
   });
 });
 
-describe("README", () => {
-  /** Rows of the table under `heading` whose first cell is a `NAME`: name -> the remaining cells. */
-  function rows(heading: string, doc = readme): Map<string, string[]> {
-    const start = doc.indexOf(`\n${heading}\n`);
-    expect(start, heading).toBeGreaterThanOrEqual(0);
-    const section = doc.slice(start + heading.length + 2, doc.indexOf("\n#", start + heading.length + 2));
+describe("the docs", () => {
+  /** Rows of the table under `heading` (or the whole text) whose first cell is a `NAME`: name -> the remaining cells. */
+  function rows(text: string, heading?: string): Map<string, string[]> {
+    let section = text;
+    if (heading !== undefined) {
+      const start = text.indexOf(`\n${heading}\n`);
+      expect(start, heading).toBeGreaterThan(0);
+      const from = start + heading.length + 2;
+      const end = text.indexOf("\n#", from);
+      section = text.slice(from, end < 0 ? text.length : end);
+    }
     const found = new Map<string, string[]>();
     for (const line of section.split("\n")) {
       const m = /^\| `([A-Z_]+)` \|(.*)\|$/.exec(line);
@@ -98,34 +106,34 @@ describe("README", () => {
     return found;
   }
 
-  it("lists every limit in its Limits table with the module's value", () => {
-    const table = rows("### Limits");
+  it("docs/http-api.md lists every limit in its Limits table with the module's value", () => {
+    const table = rows(httpApi, "## Limits");
     const settingsDefaults = Object.keys(numbers).filter((n) => SETTING_DEFAULTS[n] !== undefined);
     const listed = Object.keys(numbers).filter((n) => !settingsDefaults.includes(n));
     expect([...table.keys()].sort()).toEqual(listed.sort());
     for (const [name, [value]] of table) expect(number(value!), name).toBe(numbers[name]);
   });
 
-  it("states the module's value as the default of each setting that takes one from it", () => {
-    const table = rows("# Configuration", `\n${configuration}`);
+  it("docs/configuration.md states the module's value as the default of each setting that takes one from it", () => {
+    const table = rows(page("docs/configuration.md"));
     for (const [name, setting] of Object.entries(SETTING_DEFAULTS)) {
       expect(table.get(setting)?.[0], setting).toContain(`\`${values[name]}\``);
     }
   });
 
-  it("says the same limits where its prose states them", () => {
+  it("say the same limits where their prose states them", () => {
     const fmt = (n: number) => n.toLocaleString("en-US");
-    expect(readme).toContain(`| \`POST /v1/jobs/batch\` | up to ${fmt(limits.MAX_BATCH)} jobs`);
-    expect(readme).toContain(`\`limit\` (1–${fmt(limits.MAX_LIST_LIMIT)}, default ${limits.DEFAULT_LIST_LIMIT})`);
-    expect(readme).toContain(`the job's last ${limits.ATTEMPT_HISTORY_LIMIT} attempts`);
-    expect(readme).toContain(`up to ${fmt(limits.SERIES_MINUTES)}) of per-minute series`);
-    expect(readme).toContain(`a ${fmt(limits.SERIES_MINUTES)}-slot ring`);
-    expect(readme).toContain(`at most ${limits.BULK_CANCEL_BATCH} jobs per call (it reads no payload`);
-    expect(readme).toContain(`bounded per call (${limits.BULK_CANCEL_BATCH} jobs, and it stops once it has read 1 MB of records)`);
-    expect(readme).toContain(`one bounded step (${limits.DEAD_BATCH} letters, 1 MB of entries)`);
+    expect(docs).toContain(`| \`POST /v1/jobs/batch\` | up to ${fmt(limits.MAX_BATCH)} jobs`);
+    expect(docs).toContain(`\`limit\` (1–${fmt(limits.MAX_LIST_LIMIT)}, default ${limits.DEFAULT_LIST_LIMIT})`);
+    expect(docs).toContain(`the job's last ${limits.ATTEMPT_HISTORY_LIMIT} attempts`);
+    expect(docs).toContain(`up to ${fmt(limits.SERIES_MINUTES)}) of per-minute series`);
+    expect(docs).toContain(`a ${fmt(limits.SERIES_MINUTES)}-slot ring`);
+    expect(docs).toContain(`at most ${limits.BULK_CANCEL_BATCH} jobs per call (it reads no payload`);
+    expect(docs).toContain(`bounded per call (${limits.BULK_CANCEL_BATCH} jobs, and it stops once it has read 1 MB of records)`);
+    expect(docs).toContain(`one bounded step (${limits.DEAD_BATCH} letters, 1 MB of entries)`);
     // "1 MB" in the prose above and in the jobs route.
     expect([limits.BULK_CALL_BYTES, limits.LIST_PAGE_BYTES]).toEqual([2 ** 20, 2 ** 20]);
-    expect(readme).toContain(`${limits.MAX_DELAY_DAYS}-day delays (stay scheduled; ${limits.MAX_DELAY_DAYS + 1} days is 422)`);
+    expect(docs).toContain(`${limits.MAX_DELAY_DAYS}-day delays (stay scheduled; ${limits.MAX_DELAY_DAYS + 1} days is 422)`);
   });
 });
 
