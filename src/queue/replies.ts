@@ -199,9 +199,6 @@ export const replies = {
     return jobs;
   }),
 
-  /** migrate-dead.lua: the letters the old list still holds. */
-  migrateDead: intReply,
-
   /** migrate-model.lua: how many of the ids it dealt with (the first n), how many got keys, and the orphans it dropped from their due set. */
   migrateModel: z.tuple([intReply, intReply], z.string()).transform(([looked, moved, ...dropped]) => ({ looked, moved, dropped })),
 

@@ -35,8 +35,6 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
   reschedule: "safe",
   // Drops only what it checks is still past the retention window or the cap.
   sweep: "safe",
-  // Moves the old letters its caller read off the list's tail; a repeat finds them gone from the tail and moves nothing.
-  migrateDead: "safe",
   // Moves what is still in the old hashes, writing only absent keys: a repeat finds the ids moved and changes nothing.
   migrateModel: "safe",
   // A repeat of a lost run finds the job already stored; without keys, it re-creates a job claimed meanwhile.
