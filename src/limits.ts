@@ -246,7 +246,7 @@ export const MAX_RETRY_AFTER_MS = DAY_MS;
 /** How many attempts a job's history keeps, the latest (records.lua's HISTORY_LIMIT): bounds the record whatever maxAttempts says. */
 export const ATTEMPT_HISTORY_LIMIT = 25;
 
-/** The error text kept with an attempt: at most this many bytes of UTF-8 (a nack's `error` at most this many characters), enough for a status line and a reason. */
+/** The error text kept with an attempt: at most this many bytes of UTF-8, cut between characters (src/error-text.ts cutErrorText), enough for a status line and a reason; a nack's `error` is refused past this many characters. */
 export const ATTEMPT_ERROR_BYTES = 1_024;
 
 // ---- Metrics ---------------------------------------------------------------------------

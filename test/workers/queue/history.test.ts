@@ -114,6 +114,16 @@ describe("attempt history", () => {
     expect(new TextEncoder().encode(attempt!.error).length).toBe(1_023);
   });
 
+  it("keeps an error of surrogate pairs cut between them, valid UTF-8 when read back", async () => {
+    const { queue } = testQueue();
+    const { id } = await queue.enqueue({ topic: "emoji", payload: 1, maxAttempts: 1 });
+    await queue.claim("emoji", { max: 1, leaseMs: 60_000 });
+    // "🎉" is two UTF-16 units and four bytes: after "xx", byte 1,024 falls inside the 256th, and unit 1,024 between its halves.
+    await queue.settle("emoji", [{ id, attempt: 1, kind: "dead", error: `xx${"🎉".repeat(1_000)}` }]);
+    const [attempt] = (await queue.get(id))!.history;
+    expect(attempt!.error).toBe(`xx${"🎉".repeat(255)}`);
+  });
+
   it("a cancelled job keeps its attempts; a replayed dead letter keeps them, marks the replay and counts attempts afresh in run 2", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
