@@ -4,6 +4,7 @@ import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
 import { readJobs, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
+import type { LuaScript } from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { type DeadEntry, type JobMeta, type JobRecord, metaSchema, parseRecord } from "./types.js";
@@ -105,15 +106,11 @@ export async function replayDeadLettersStep(
   topic: string,
   options: DeadFilter & ReplayOptions & { after?: ListPosition } = {},
 ): Promise<{ replayed: number; next: ListPosition | null }> {
-  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
-  if (page.letters.length === 0) return { replayed: 0, next: null };
-  const raw = await ctx.run(
-    lua.replayDead,
-    [...replayKeys(ctx, topic), ...page.letters.map((l) => ctx.keys.job(l.id).meta)],
-    [...replayArgs(ctx, topic, options, "walk"), ...walkArgs(options, page)],
-  );
-  const { count, next } = replies.replayDead.walk.parse(raw);
-  return { replayed: count, next };
+  const r = await walkStep(ctx, topic, options, lua.replayDead, (ids) => ({
+    keys: [...replayKeys(ctx, topic), ...ids.map((id) => ctx.keys.job(id).meta)],
+    args: replayArgs(ctx, topic, options, "walk"),
+  }));
+  return { replayed: r.count, next: r.next };
 }
 
 export async function purgeDeadLettersStep(
@@ -121,15 +118,30 @@ export async function purgeDeadLettersStep(
   topic: string,
   options: DeadFilter & { after?: ListPosition } = {},
 ): Promise<{ purged: number; next: ListPosition | null }> {
+  const r = await walkStep(ctx, topic, options, lua.purgeDead, (ids) => ({
+    keys: [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(ids)],
+    args: [BULK_CALL_BYTES, "walk"],
+  }));
+  return { purged: r.count, next: r.next };
+}
+
+/**
+ * One step of a walk over a topic's letters, oldest first (replay-dead.lua,
+ * purge-dead.lua): a page of ids from the set, then `script` with the keys
+ * and leading arguments `call` gives for them, the filter and the page after
+ * those. Answers how many letters the script changed and where the walk goes on.
+ */
+async function walkStep(
+  ctx: QueueContext,
+  topic: string,
+  options: DeadFilter & { after?: ListPosition },
+  script: LuaScript,
+  call: (ids: string[]) => { keys: string[]; args: Array<string | number> },
+): Promise<{ count: number; next: ListPosition | null }> {
   const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
-  if (page.letters.length === 0) return { purged: 0, next: null };
-  const raw = await ctx.run(
-    lua.purgeDead,
-    [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(page.letters.map((l) => l.id))],
-    [BULK_CALL_BYTES, "walk", ...walkArgs(options, page)],
-  );
-  const { count, next } = replies.purgeDead.walk.parse(raw);
-  return { purged: count, next };
+  if (page.letters.length === 0) return { count: 0, next: null };
+  const { keys, args } = call(page.letters.map((l) => l.id));
+  return replies.deadWalk.parse(await ctx.run(script, keys, [...args, ...walkArgs(options, page)]));
 }
 
 export async function replayDeadLettersMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {

@@ -211,13 +211,14 @@ export const replies = {
 
   replayDead: {
     ids: z.tuple([intReply, intReply], z.string()).transform(([replayed, handled, ...notFound]) => ({ replayed, handled, notFound })),
-    walk: step,
   },
 
   purgeDead: {
     ids: z.tuple([intReply]).transform(([purged]) => purged),
-    walk: step,
   },
+
+  /** replay-dead.lua and purge-dead.lua walking: letters changed, and the position the walk goes on from. */
+  deadWalk: step,
 
   configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
 
