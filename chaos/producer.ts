@@ -71,7 +71,7 @@ export interface Acked {
  * hundred milliseconds instead turns an outage of ten seconds into a storm
  * of thousands of requests a second once it ends.
  */
-export function retryDelayMs(attempt: number, answer: Answer | null): number {
+function retryDelayMs(attempt: number, answer: Answer | null): number {
   const base = Math.min(4_000, 250 * 2 ** (attempt - 1));
   return Math.max(answer?.retryAfterMs ?? 0, base / 2 + (Math.random() * base) / 2);
 }

@@ -25,7 +25,7 @@ export interface ScheduleHost {
  * read one croner accepts (e.g. `5#L`): the expression itself still shows.
  * 24-hour times, so the reading matches the next-run column.
  */
-export function describeCron(expression: string): string | null {
+function describeCron(expression: string): string | null {
   try {
     return cronstrue.toString(expression, { use24HourTimeFormat: true, throwExceptionOnParseError: true });
   } catch {
@@ -41,7 +41,7 @@ const UNITS: Array<[number, string]> = [
 ];
 
 /** An interval in the largest unit that holds it whole: "every 30 s", "every 90 s", "every 2 h". */
-export function describeEvery(ms: number): string {
+function describeEvery(ms: number): string {
   for (const [size, unit] of UNITS) if (ms % size === 0) return `every ${fmtCount(ms / size)} ${unit}`;
   return `every ${fmtCount(ms)} ms`;
 }

@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import type { AddressInfo } from "node:net";
 
 /** A rule: drops the replies of the `times` next requests whose body `matches`. */
-export interface DropRule {
+interface DropRule {
   /** Which requests: given the request's path and body text. */
   matches(path: string, body: string): boolean;
   /** How many matching requests lose their reply. Default 1. */

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 
 /** A request as the parts see it. */
-export interface Arrival {
+interface Arrival {
   req: IncomingMessage;
   url: URL;
   /** When its headers arrived (epoch ms). */
@@ -125,7 +125,7 @@ export function requestLog(): ReceiverPart & { deliveries: Delivery[] } {
 }
 
 /** How much of a streamed answer (…/huge, …/slow) was written, and whether all of it was before the client went away. */
-export interface Streamed {
+interface Streamed {
   bytes: number;
   finished: boolean;
   closed: boolean;

@@ -1,7 +1,7 @@
 /**
  * Writes test/fixtures/model-v1.json: every Redis key delayline's data model
  * v1 (deployment-wide `<p>:jobs` / `<p>:meta` / `<p>:done:<n>` hashes, dead
- * letters in `dead:at` / `dead:entries` and the older `dead` list) holds
+ * letters in `dead:at` / `dead:entries`) holds
  * after a scripted run of the Queue, with what the Queue read back from them.
  * A migration to a later model is tested by loading it
  * (test/fixtures/load-dump.ts) and comparing its reads with `expect`.
@@ -186,30 +186,13 @@ async function main(): Promise<void> {
     const state = { rev: 1, next: T + 3_000_000, runs: 0, lastRunAt: null, lastJobId: null, paused: false };
     if (!(await queue.schedules.write("hourly-report", 0, definition, state))) throw new Error("schedule write");
 
-    // Legacy dead letters (the LIST earlier versions kept, newest first): entries exactly as deadEntry writes them,
-    // made by failing jobs under a scratch prefix (same topic names, so the ids are the topics'), then LPUSHed.
-    const legacy = await legacyEntries(stack.bridge.url, stack.token, direct, T);
-    const pushKeys = queue.keys.topic(PUSH);
-    const pullKeys = queue.keys.topic(PULL);
-    // Oldest first: LPUSH leaves the newest at the head, as the old list kept them. The newest push-a letter repeats a
-    // live letter's id (an older death of pushDead1), which the migration must drop in favour of the one kept by id.
-    const live = await direct.hget(pushKeys.deadEntries, ids.pushDead1!);
-    if (!live) throw new Error("no letter for pushDead1");
-    const shadow = olderDeath(live, T - 500_000, "HTTP 500: an older death");
-    await direct.lpush(pushKeys.deadLegacy, legacy.push[0]!.entry, legacy.push[1]!.entry, shadow);
-    await direct.lpush(pullKeys.deadLegacy, legacy.pull[0]!.entry);
-    ids.pushLegacyDead1 = legacy.push[0]!.id;
-    ids.pushLegacyDead2 = legacy.push[1]!.id;
-    ids.pullLegacyDead = legacy.pull[0]!.id;
-
-    // The dump, before anything reads (a dead-letter read would migrate the legacy lists).
+    // The dump, before anything reads.
     const keys = await dumpKeys(direct, PREFIX);
     for (const k of keys) {
       if (JSON.stringify(k.value).includes(PREFIX.slice(0, -1))) throw new Error(`${k.key}: its value names the prefix`);
     }
 
-    // What the current code reads at CLOCK_MS: each job before any dead-letter read, the listings (whose dead-letter
-    // reads move the legacy lists into dead:at / dead:entries), then each job again.
+    // What the current code reads at CLOCK_MS: each job before any dead-letter read, the listings, then each job again.
     at(T);
     const stateBefore: Record<string, string | null> = {};
     for (const id of Object.values(ids)) stateBefore[id] = (await queue.get(id))?.state ?? null;
@@ -245,7 +228,7 @@ async function main(): Promise<void> {
       clockMs: T,
       keys,
       expect: {
-        note: "Read by the code of commit e473397 at clockMs, with the Queue's default options (retentionMs 1 h: done records are in the bucket of their finish time). Each job is read with get before any dead-letter read (stateBeforeDeadLetterRead) and after the dead-letter listings, whose reads moved the legacy lists (t:<topic>:dead) into dead:at / dead:entries (state, snapshot). Payloads appear once per job, in jobs[id].payload.",
+        note: "Read by the code of commit e473397 at clockMs, with the Queue's default options (retentionMs 1 h: done records are in the bucket of their finish time). Each job is read with get before any dead-letter read (stateBeforeDeadLetterRead) and after the dead-letter listings (state, snapshot). Payloads appear once per job, in jobs[id].payload.",
         names: ids,
         jobs,
         deadLetters,
@@ -271,52 +254,6 @@ function expectClaimed(jobs: Array<{ id: string }>, wanted: Array<string | undef
   const got = jobs.map((j) => j.id).sort();
   const want = [...wanted].sort();
   if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`claimed ${got.join(",")}, wanted ${want.join(",")}`);
-}
-
-/**
- * Dead-letter entries as the current scripts write them (lib/records.lua
- * deadEntry), taken from a scratch prefix that is dropped again: two of
- * push-a, one of pull-b, failed well before the dump's other letters.
- */
-async function legacyEntries(
-  url: string,
-  token: string,
-  direct: IORedis,
-  T: number,
-): Promise<{ push: Array<{ id: string; entry: string }>; pull: Array<{ id: string; entry: string }> }> {
-  const scratch = "dl:{v1-scratch}";
-  let clock = T - 3_000_000;
-  const queue = new Queue({ redis: createRedis({ redisUrl: url, redisToken: token, redisTimeoutMs: 30_000 }), prefix: scratch, now: () => clock });
-  await queue.configureTopic(PULL, { mode: "pull" });
-  const a = await queue.enqueue({ topic: PUSH, payload: { n: "legacy-1", text: UNICODE.text } });
-  const b = await queue.enqueue({ topic: PUSH, payload: "42" });
-  const c = await queue.enqueue({ topic: PULL, payload: { n: "legacy-pull", nested: NESTED.order } });
-  const pushClaim = await queue.claim(PUSH, { max: 2, leaseMs: 60_000 });
-  const pullClaim = await queue.claim(PULL, { max: 1, leaseMs: 60_000, mode: "pull" });
-  clock += 1_000;
-  await queue.settle(PUSH, [{ id: a.id, attempt: 1, kind: "dead", error: "legacy: HTTP 404", httpStatus: 404 }]);
-  clock += 1_000;
-  await queue.settle(PUSH, [{ id: b.id, attempt: 1, kind: "dead", error: "legacy: timeout after 30000 ms" }]);
-  clock += 1_000;
-  await queue.nack(c.id, 1, { error: "legacy: consumer refused", permanent: true });
-  if (pushClaim.jobs.length !== 2 || pullClaim.jobs.length !== 1) throw new Error("scratch claims");
-  const letter = async (topic: string, id: string) => {
-    const entry = await direct.hget(queue.keys.topic(topic).deadEntries, id);
-    if (!entry) throw new Error(`no scratch letter ${id}`);
-    return { id, entry };
-  };
-  const out = { push: [await letter(PUSH, a.id), await letter(PUSH, b.id)], pull: [await letter(PULL, c.id)] };
-  const scratchKeys = await direct.keys(`${scratch}:*`);
-  if (scratchKeys.length > 0) await direct.del(...scratchKeys);
-  return out;
-}
-
-/** A dead-letter entry like `entry` (as stored), with another failed time and error: the same job dying earlier. */
-function olderDeath(entry: string, failedAt: number, error: string): string {
-  const head = /^\{"id":"[^"]+","attempts":\d+,"lastError":(?:null|"(?:[^"\\]|\\.)*"),"failedAt":\d+,/;
-  const id = /^\{"id":"([^"]+)"/.exec(entry)?.[1];
-  if (!id || !head.test(entry)) throw new Error(`not a dead-letter entry: ${entry.slice(0, 80)}`);
-  return entry.replace(head, `{"id":"${id}","attempts":1,"lastError":${JSON.stringify(error)},"failedAt":${failedAt},`);
 }
 
 await main();

@@ -39,7 +39,7 @@ export interface TickChunkReport {
 type Declarations = typeof SETTING_DECLARATIONS;
 
 /** A setting's name: the binding it is read from. */
-export type SettingName = keyof Declarations;
+type SettingName = keyof Declarations;
 
 type FieldOf<N extends SettingName> = Declarations[N]["field"];
 type ValueOf<N extends SettingName> = Declarations[N] extends { derive: (parsed: never) => infer R } ? R : z.output<Declarations[N]["schema"]>;

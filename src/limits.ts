@@ -50,7 +50,8 @@ export const CLAIM_CANDIDATES = 5;
  * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
  * claim of the same jobs. A claim hands its caller a batch to sweep once this
  * many finished jobs are past the retention window, or fewer once the oldest
- * of them has waited SWEEP_SLACK_MS.
+ * of them has waited SWEEP_SLACK_MS. Read by claim.lua only, through the build.
+ * @public
  */
 export const SWEEP_BATCH = 250;
 
@@ -58,7 +59,8 @@ export const SWEEP_BATCH = 250;
  * How long a finished job past the retention window may wait for a sweep
  * (1 min): a busy topic sweeps full batches, not each job as it expires,
  * and an idle topic is looked at for it once, this long after its oldest
- * finished job expired.
+ * finished job expired. Read by claim.lua only, through the build.
+ * @public
  */
 export const SWEEP_SLACK_MS = 60_000;
 
@@ -237,7 +239,11 @@ export const DEFAULT_BACKOFF_MAX_DELAY_MS = 3_600_000;
 /** Largest exponential factor a backoff may set: beyond it the second retry is already past any cap. */
 export const MAX_BACKOFF_FACTOR = 100;
 
-/** Most delays a schedule backoff lists (the last one repeats): as many as attempts. */
+/**
+ * Most delays a schedule backoff lists (the last one repeats): as many as attempts. A bound of its own that equals
+ * MAX_MAX_ATTEMPTS by design, not a second name for it.
+ * @alias
+ */
 export const MAX_BACKOFF_SCHEDULE_DELAYS = MAX_MAX_ATTEMPTS;
 
 /** Most a handler's (or pull consumer's) retry-after may push a retry out: 1 day. */
@@ -246,7 +252,7 @@ export const MAX_RETRY_AFTER_MS = DAY_MS;
 /** How many attempts a job's history keeps, the latest (records.lua's HISTORY_LIMIT): bounds the record whatever maxAttempts says. */
 export const ATTEMPT_HISTORY_LIMIT = 25;
 
-/** The error text kept with an attempt: at most this many bytes of UTF-8 (a nack's `error` at most this many characters), enough for a status line and a reason. */
+/** The error text kept with an attempt: at most this many bytes of UTF-8, cut between characters (src/error-text.ts cutErrorText), enough for a status line and a reason; a nack's `error` is refused past this many characters. */
 export const ATTEMPT_ERROR_BYTES = 1_024;
 
 // ---- Metrics ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { answersByPath, requestLog, startReceiver as startHarnessReceiver, type Receiver } from "../harness/receiver.js";
 
-export type { Delivery, Streamed } from "../harness/receiver.js";
+export type { Delivery } from "../harness/receiver.js";
 
 /**
  * The receiver of the delivery tests (harness/receiver.ts): every request is kept whole (`GET /__deliveries?prefix=`

@@ -30,7 +30,7 @@ export function testTools(env: NodeJS.ProcessEnv = process.env): { chromium: Tes
 }
 
 /** The apt-get arguments that install `tool`'s package; `--no-upgrade` leaves an installed one as it is. */
-export function aptInstallArgs(tool: TestTool): string[] {
+function aptInstallArgs(tool: TestTool): string[] {
   return ["install", "-y", "-qq", "--no-upgrade", ...(tool.noRecommends ? ["--no-install-recommends"] : []), tool.debianPackage];
 }
 
@@ -54,7 +54,7 @@ export interface Machine {
 }
 
 /** This machine: root when uid 0, Debian's apt when apt-get runs. */
-export function thisMachine(): Machine {
+function thisMachine(): Machine {
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   return {
     exists: existsSync,

@@ -10,14 +10,14 @@ import type { ListPosition, Queue } from "../../src/queue/queue.js";
 
 export const T0 = 1_900_000_000_000;
 /** The jobs scheduled, 10 per due millisecond: job i is due at T0 + 1,000 + floor(i / 10). */
-export const SCHEDULED = 100_000;
+const SCHEDULED = 100_000;
 /** The due window cancelled: jobs 20,000 … 79,999. */
-export const CANCEL_WINDOW = { dueFrom: T0 + 3_000, dueTo: T0 + 8_999 };
+const CANCEL_WINDOW = { dueFrom: T0 + 3_000, dueTo: T0 + 8_999 };
 export const IN_WINDOW = 60_000;
 /** Dead letters: 1,000 failed in each second T0 + 1 s … T0 + 10 s, every other one with "HTTP 503". */
-export const DEAD = 10_000;
+const DEAD = 10_000;
 /** What is replayed: the 503s that failed in seconds 3 to 6, spread over 10 minutes from T0 + 60 s. */
-export const REPLAY = { failedFrom: T0 + 3_000, failedTo: T0 + 6_000, errorContains: "HTTP 503", dueAt: T0 + 60_000, spreadMs: 600_000 };
+const REPLAY = { failedFrom: T0 + 3_000, failedTo: T0 + 6_000, errorContains: "HTTP 503", dueAt: T0 + 60_000, spreadMs: 600_000 };
 
 /** The clock the queue reads (`now: () => clock.now`). */
 export interface Clock {

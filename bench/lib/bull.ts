@@ -4,7 +4,7 @@
  */
 import { Queue, Worker, type Job, type Processor } from "bullmq";
 
-export const BULL_QUEUE = "bench";
+const BULL_QUEUE = "bench";
 
 export interface BullSystem {
   queue: Queue;
@@ -19,7 +19,7 @@ export interface BullSystem {
   close(): Promise<void>;
 }
 
-export interface BullWorker {
+interface BullWorker {
   worker: Worker;
   readonly completed: number;
   /** Every failed attempt (BullMQ emits `failed` for retried attempts too). */

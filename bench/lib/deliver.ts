@@ -33,7 +33,7 @@ import { pool, sleep, until } from "../../harness/util.js";
 import { payload, type Infra } from "./infra.js";
 
 /** Deliveries in flight at once, for every system. */
-export const DELIVERY_CONCURRENCY = 50;
+const DELIVERY_CONCURRENCY = 50;
 
 /** The throughput topic's concurrency: TICK_CHUNK's 1,000, so that TICK_CONCURRENCY is the bound. */
 const TOPIC_CONCURRENCY = 1_000;
@@ -142,7 +142,7 @@ const selfCpuUs = () => {
 };
 
 /** Plays Cloudflare's cron for `worker`: an invocation now and one at every minute boundary, each left to run its window. */
-export function startCron(worker: DirectWorker, log: (line: string) => void): { stop(): void } {
+function startCron(worker: DirectWorker, log: (line: string) => void): { stop(): void } {
   let stopped = false;
   const stopClock = everyMinute((at) => {
     worker.scheduled(at).catch((err: unknown) => {

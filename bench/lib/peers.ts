@@ -20,7 +20,7 @@ import type IORedis from "ioredis";
 import { pool, sleep } from "../../harness/util.js";
 
 /** A job as the peers store it: the member of their sorted set and list. */
-export interface PeerJob {
+interface PeerJob {
   id: string;
   due: number;
   attempts: number;
@@ -28,12 +28,12 @@ export interface PeerJob {
 }
 
 /** What a handler's failure does: retry after `retryInMs`, or dead when attempts are used up. */
-export interface PeerPolicy {
+interface PeerPolicy {
   maxAttempts: number;
   retryInMs: number;
 }
 
-export type PeerHandler = (job: PeerJob) => void | Promise<void>;
+type PeerHandler = (job: PeerJob) => void | Promise<void>;
 
 /** Options of a peer's consumer loop. */
 export interface PeerRunOptions {

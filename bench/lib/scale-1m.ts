@@ -39,7 +39,7 @@ export interface Scale1mSizes {
 export const SCALE_1M_SIZES: Scale1mSizes = { jobs: 1_000_000, topics: 10, small: 10_000, due: 20_000, runs: 3, costJobs: 5_000 };
 
 /** Keys of one name pattern and type. */
-export interface KeyGroup {
+interface KeyGroup {
   /** The key name with topics as `<topic>`, job ids / ULIDs / UUIDs as `<id>`, numbers (a whole segment, or 4+ digits) as `<n>`. */
   pattern: string;
   type: string;
@@ -50,7 +50,7 @@ export interface KeyGroup {
 }
 
 /** One key measured whole: `MEMORY USAGE key SAMPLES 0` (every element, as Upstash sizes a collection). */
-export interface MeasuredKey {
+interface MeasuredKey {
   pattern: string;
   type: string;
   bytes: number;
@@ -58,7 +58,7 @@ export interface MeasuredKey {
   elements: number;
 }
 
-export interface KeyCensus {
+interface KeyCensus {
   keys: number;
   /** Every group, largest key first. */
   groups: KeyGroup[];
@@ -102,7 +102,7 @@ async function fill(queue: Queue, topic: string, jobs: number, topics: number): 
 }
 
 /** A key's name as a pattern: the run's topics, ids and long numbers replaced. */
-export function keyPattern(key: string, topics: string[]): string {
+function keyPattern(key: string, topics: string[]): string {
   let p = key;
   // Longest first, so no topic name replaces part of another.
   for (const t of [...topics].sort((a, b) => b.length - a.length)) p = p.split(t).join("<topic>");
@@ -132,7 +132,7 @@ async function measureWhole(meter: IORedis, key: string, type: string, topics: s
  * sorted sets, are measured again whole (SAMPLES 0), so a collection's
  * sampled estimate cannot hide a key over the cap.
  */
-export async function keyCensus(meter: IORedis, topics: string[]): Promise<KeyCensus> {
+async function keyCensus(meter: IORedis, topics: string[]): Promise<KeyCensus> {
   const groups = new Map<string, KeyGroup>();
   const top: Array<{ key: string; type: string; bytes: number }> = [];
   const topZsets: typeof top = [];

@@ -29,7 +29,7 @@ export function encodeReply(reply: Reply, base64: boolean): Json {
  * assembled Buffer arguments piece by piece into a Buffer — for a settle's
  * seven thousand arguments, most of the bridge's CPU.
  */
-export function toArgument(value: unknown): string {
+function toArgument(value: unknown): string {
   if (typeof value === "string") return value;
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   throw new TypeError(`arguments must be strings, numbers or booleans, got ${value === null ? "null" : typeof value}`);

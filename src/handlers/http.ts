@@ -1,4 +1,6 @@
 import { deliverySigner, type DeliverySigner, type SignatureScheme } from "../client/signature.js";
+import { cutErrorText } from "../error-text.js";
+import { ATTEMPT_ERROR_BYTES } from "../limits.js";
 import { Deadlines } from "./deadlines.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
@@ -46,9 +48,6 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** How long the handler waits for a response body once its status has arrived; a slower body is cut off there. */
 export const BODY_WAIT_MS = 1_000;
-
-/** Bytes kept of an error response's body: at least the 1,024 characters its error text holds. */
-const ERROR_TEXT_BYTES = 4_096;
 
 /** Why a body read was cut off: one reason for every request, made once. */
 const CUT_OFF = new Error("response body cut off");
@@ -123,13 +122,13 @@ async function readStream(body: ReadableStream<Uint8Array>, stop: AbortControlle
   return kept;
 }
 
-/** The first 1,024 characters of an error response's body ("" without one), from a bounded read. */
-async function firstKilobyte(res: Response, stop: AbortController, deadlines: Deadlines): Promise<string> {
-  const parts = await readBody(res, stop, ERROR_TEXT_BYTES, deadlines);
+/** The start of an error response's body ("" without one), cut as every error text is, from a read of as many bytes. */
+async function errorBody(res: Response, stop: AbortController, deadlines: Deadlines): Promise<string> {
+  const parts = await readBody(res, stop, ATTEMPT_ERROR_BYTES, deadlines);
   const decoder = new TextDecoder();
   let text = "";
   for (const part of parts) text += decoder.decode(part, { stream: true });
-  return text.slice(0, 1_024);
+  return cutErrorText(text);
 }
 
 /**
@@ -226,7 +225,7 @@ async function request(job: JobContext, delivery: HttpDelivery, url: string, sen
     await readBody(res, stop, 0, deadlines);
     return { status: res.status };
   }
-  const text = `HTTP ${res.status}${(await firstKilobyte(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`;
+  const text = cutErrorText(`HTTP ${res.status}${(await errorBody(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`);
   if (res.status >= 500 || RETRYABLE.has(res.status)) {
     throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
   }

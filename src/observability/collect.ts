@@ -4,14 +4,14 @@ import type { Queue, SeriesPoint, TickStatus, TopicStats } from "../queue/queue.
 import type { RedisLimit } from "../queue/errors.js";
 
 /** One topic as the stats endpoints show it. */
-export interface TopicReport {
+interface TopicReport {
   stats: TopicStats;
   /** Oldest first; empty when no series was asked for. */
   series: SeriesPoint[];
 }
 
 /** The tick's heartbeat and status, and how many topics there are: what every stats answer carries, whatever its page. */
-export interface PipelineHead {
+interface PipelineHead {
   now: number;
   /** When the latest scheduled() invocation started. */
   lastScheduledAt: number | null;
@@ -41,7 +41,7 @@ export interface PageOptions {
 }
 
 /** Topics a page of `minutes` of series may hold: `limit`, or fewer so the page's series stay within {@link STATS_PAGE_SERIES_MINUTES}. */
-export function topicsPerPage(limit: number, minutes: number): number {
+function topicsPerPage(limit: number, minutes: number): number {
   return minutes > 0 ? Math.max(1, Math.min(limit, Math.floor(STATS_PAGE_SERIES_MINUTES / minutes))) : limit;
 }
 
@@ -98,7 +98,7 @@ export interface RankedReport extends PipelineHead {
 }
 
 /** Orders topics busiest first: backlog (scheduled + in flight + dead), then attempts dispatched, then name. */
-export function busier(a: TopicStats, b: TopicStats): number {
+function busier(a: TopicStats, b: TopicStats): number {
   const backlog = (t: TopicStats) => t.scheduled + t.inflight + t.dead;
   return backlog(b) - backlog(a) || b.counters.dispatched - a.counters.dispatched || (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
 }

@@ -35,7 +35,7 @@ function histogramSamples(topic: string, h: Histogram, bounds: readonly number[]
 }
 
 /** The `topic` label of the series that sums every topic without series of its own: no topic can be named so (TopicName allows no parentheses). */
-export const OTHER_TOPICS_LABEL = "(others)";
+const OTHER_TOPICS_LABEL = "(others)";
 
 /** What one `topic` label's samples are read from: a topic, or the sum of the others. */
 type Row = Pick<TopicStats, "topic" | "scheduled" | "ready" | "inflight" | "dead" | "oldestReadyDueAt" | "counters"> & {

@@ -25,11 +25,11 @@ import { ApiProblem } from "./problem.js";
  */
 
 /** How far (either way) a signed timestamp may be from now, as for deliveries and in Stripe's and Standard Webhooks' libraries. */
-export const TOLERANCE_SEC = 300;
+const TOLERANCE_SEC = 300;
 
 const unauthorized = (detail: string) => new ApiProblem(401, detail, { "www-authenticate": 'Bearer realm="delayline"' });
 
-export const HOW =
+const HOW =
   "send a bearer token, or sign the body with the topic's webhookSecret: " +
   'X-Delayline-Signature or Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">; ' +
   'Standard Webhooks\' webhook-id, webhook-timestamp and webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<t>.<body>">; ' +

@@ -30,7 +30,7 @@ const PAGE: Record<string, string> = {
 };
 
 /** URL patterns (Workers static assets `_headers` syntax: a trailing `*` matches the rest) and the headers they get. */
-export const PAGE_HEADER_RULES: ReadonlyArray<{ path: string; headers: Readonly<Record<string, string>> }> = [
+const PAGE_HEADER_RULES: ReadonlyArray<{ path: string; headers: Readonly<Record<string, string>> }> = [
   { path: "/docs/*", headers: PAGE },
   { path: "/dashboard/*", headers: PAGE },
   { path: "/favicon.ico", headers: { "X-Content-Type-Options": "nosniff" } },
@@ -46,7 +46,10 @@ export function pageHeaders(pathname: string): Record<string, string> {
   return out;
 }
 
-/** The rules as a `_headers` file for Workers static assets. */
+/**
+ * The rules as a `_headers` file for Workers static assets. Read by scripts/build-headers.mjs through tsImport.
+ * @public
+ */
 export function headersFile(): string {
   return PAGE_HEADER_RULES.map(
     (r) =>

@@ -96,7 +96,7 @@ const TYPE_BY_STATUS: Record<number, ProblemType> = {
 };
 
 /** The type of a problem with `status`: a 4xx hono raised that has no entry of its own is a bad request. */
-export function problemType(status: number): ProblemType {
+function problemType(status: number): ProblemType {
   return TYPE_BY_STATUS[status] ?? (status >= 500 ? PROBLEM_TYPES.internal : PROBLEM_TYPES.badRequest);
 }
 

@@ -2,7 +2,6 @@
 // bytes a bounded step may read. Defined in src/limits.ts; re-exported by
 // queue.ts under these names.
 export {
-  ATTEMPT_ERROR_BYTES,
   ATTEMPT_HISTORY_LIMIT,
   BULK_CALL_BYTES,
   BULK_CANCEL_BATCH,

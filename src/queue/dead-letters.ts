@@ -4,6 +4,7 @@ import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
 import { readJobs, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
+import type { LuaScript } from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { type DeadEntry, type JobMeta, type JobRecord, metaSchema, parseRecord } from "./types.js";
@@ -15,23 +16,7 @@ import type { DeadFilter, DeadLettersOptions, ListPosition } from "./views.js";
 // set; the entry callers see is composed here from the two. Every call that
 // touches many letters is a bounded step of two phases: a page of ids from
 // the set (list-dead.lua), then the script that re-checks and changes them by
-// their keys. Each call first moves letters kept the way the oldest versions
-// kept them (a list with the records embedded) into that model.
-
-/** Moves a topic's dead letters of the oldest versions (a list) into the per-job model, a bounded batch per call. */
-async function migrateDead(ctx: QueueContext, topic: string): Promise<void> {
-  const t = ctx.keys.topic(topic);
-  for (;;) {
-    // Two phases: the list's tail and its ids first, so the script gets their keys.
-    const tail = await redisCall({ name: "LRANGE", repeatSafe: true }, () => ctx.redis.lrange<string>(t.deadLegacy, -DEAD_BATCH, -1));
-    if (tail.length === 0) return;
-    // Oldest first; the id rule is migrate-dead.lua's.
-    const ids = tail.reverse().map((entry) => (typeof entry === "string" ? /^\{"id":"([^"]+)"/.exec(entry)?.[1] : undefined) ?? "");
-    const ours = ids.filter((id) => id.length === topic.length + 27 && id.startsWith(`${topic}.`));
-    const left = replies.migrateDead.parse(await ctx.run(lua.migrateDead, [t.deadLegacy, t.deadAt, ...ctx.keys.jobPairs(ours)], [topic, ...ids]));
-    if (left === 0) return;
-  }
-}
+// their keys.
 
 /** One page of a topic's letter ids (list-dead.lua), newest or oldest first. */
 async function pageDead(
@@ -54,7 +39,6 @@ export async function deadLetters(
   topic: string,
   options: DeadLettersOptions = {},
 ): Promise<{ entries: DeadEntry[]; next: ListPosition | null }> {
-  await migrateDead(ctx, topic);
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_DEAD_LIST_LIMIT)), MAX_LIST_LIMIT);
   const page = await pageDead(ctx, topic, { ...options, limit, order: "newest" });
   const read = await readJobs(
@@ -79,7 +63,8 @@ export async function deadLetters(
 export async function deadLetter(ctx: QueueContext, id: string): Promise<DeadEntry | null> {
   const topic = topicOfJobId(id);
   if (!topic) return null;
-  await migrateDead(ctx, topic);
+  // The one read here that runs no script, which would see to the data model first.
+  await ctx.ensureModel();
   const k = ctx.keys.job(id);
   const raw = await redisCall({ name: "MGET", repeatSafe: true }, () => ctx.redis.mget<Array<string | null>>(k.record, k.meta));
   const [record, meta] = raw.map((v) => (v === null || v === undefined ? null : typeof v === "string" ? v : JSON.stringify(v)));
@@ -95,7 +80,6 @@ export async function replayDeadLetters(
   topic: string,
   options: ReplayOptions & { ids: string[] },
 ): Promise<{ replayed: number; notFound: string[] }> {
-  await migrateDead(ctx, topic);
   const unique = [...new Set(options.ids)];
   // An id of another topic, or no job id at all, is no letter of this one: its keys are not asked for.
   const ours = unique.filter((id) => topicOfJobId(id) === topic);
@@ -122,16 +106,11 @@ export async function replayDeadLettersStep(
   topic: string,
   options: DeadFilter & ReplayOptions & { after?: ListPosition } = {},
 ): Promise<{ replayed: number; next: ListPosition | null }> {
-  await migrateDead(ctx, topic);
-  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
-  if (page.letters.length === 0) return { replayed: 0, next: null };
-  const raw = await ctx.run(
-    lua.replayDead,
-    [...replayKeys(ctx, topic), ...page.letters.map((l) => ctx.keys.job(l.id).meta)],
-    [...replayArgs(ctx, topic, options, "walk"), ...walkArgs(options, page)],
-  );
-  const { count, next } = replies.replayDead.walk.parse(raw);
-  return { replayed: count, next };
+  const r = await walkStep(ctx, topic, options, lua.replayDead, (ids) => ({
+    keys: [...replayKeys(ctx, topic), ...ids.map((id) => ctx.keys.job(id).meta)],
+    args: replayArgs(ctx, topic, options, "walk"),
+  }));
+  return { replayed: r.count, next: r.next };
 }
 
 export async function purgeDeadLettersStep(
@@ -139,16 +118,30 @@ export async function purgeDeadLettersStep(
   topic: string,
   options: DeadFilter & { after?: ListPosition } = {},
 ): Promise<{ purged: number; next: ListPosition | null }> {
-  await migrateDead(ctx, topic);
+  const r = await walkStep(ctx, topic, options, lua.purgeDead, (ids) => ({
+    keys: [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(ids)],
+    args: [BULK_CALL_BYTES, "walk"],
+  }));
+  return { purged: r.count, next: r.next };
+}
+
+/**
+ * One step of a walk over a topic's letters, oldest first (replay-dead.lua,
+ * purge-dead.lua): a page of ids from the set, then `script` with the keys
+ * and leading arguments `call` gives for them, the filter and the page after
+ * those. Answers how many letters the script changed and where the walk goes on.
+ */
+async function walkStep(
+  ctx: QueueContext,
+  topic: string,
+  options: DeadFilter & { after?: ListPosition },
+  script: LuaScript,
+  call: (ids: string[]) => { keys: string[]; args: Array<string | number> },
+): Promise<{ count: number; next: ListPosition | null }> {
   const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
-  if (page.letters.length === 0) return { purged: 0, next: null };
-  const raw = await ctx.run(
-    lua.purgeDead,
-    [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(page.letters.map((l) => l.id))],
-    [BULK_CALL_BYTES, "walk", ...walkArgs(options, page)],
-  );
-  const { count, next } = replies.purgeDead.walk.parse(raw);
-  return { purged: count, next };
+  if (page.letters.length === 0) return { count: 0, next: null };
+  const { keys, args } = call(page.letters.map((l) => l.id));
+  return replies.deadWalk.parse(await ctx.run(script, keys, [...args, ...walkArgs(options, page)]));
 }
 
 export async function replayDeadLettersMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {
@@ -166,7 +159,6 @@ export async function purgeDeadLetters(ctx: QueueContext, topic: string, filter:
 }
 
 export async function deleteDeadLetter(ctx: QueueContext, topic: string, id: string): Promise<boolean> {
-  await migrateDead(ctx, topic);
   // An id of another topic, or no job id at all, is no letter of this one.
   if (topicOfJobId(id) !== topic) return false;
   const t = ctx.keys.topic(topic);

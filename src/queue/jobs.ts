@@ -1,4 +1,5 @@
-import { ATTEMPT_ERROR_BYTES, CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
+import { cutErrorText } from "../error-text.js";
+import { CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
@@ -190,14 +191,14 @@ export async function settle(
   const t = ctx.keys.topic(topic);
   const observed = observationVector(outcomes.map((o) => o.observed));
   const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
-  const args: Array<string | number> = [now, ctx.deadLetterCap, "", observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
+  const args: Array<string | number> = [now, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
   for (const o of outcomes) {
     args.push(
       o.id,
       o.attempt,
       o.kind,
       o.kind === "retry" ? Math.round(o.at) : 0,
-      o.kind === "ack" ? "" : clipUtf8(o.error, ATTEMPT_ERROR_BYTES),
+      o.kind === "ack" ? "" : cutErrorText(o.error),
       o.startedAt === undefined ? "" : Math.round(o.startedAt),
       o.observed === undefined ? "" : Math.max(0, Math.round(o.observed.durationMs)),
       o.httpStatus ?? "",
@@ -242,14 +243,4 @@ export async function nack(ctx: QueueContext, id: string, attempt: number, failu
     decision.kind === "retry" ? { id, attempt, kind: "retry", at: decision.at, error: failure.error } : { id, attempt, kind: "dead", error: failure.error };
   const [r] = await settle(ctx, topic, [outcome], { now, index: "none" });
   return r!.applied ? decision.kind : "stale";
-}
-
-/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
-function clipUtf8(text: string, bytes: number): string {
-  const encoded = new TextEncoder().encode(text);
-  if (encoded.length <= bytes) return text;
-  let end = bytes;
-  // Back up over continuation bytes (10xxxxxx) to the start of a character.
-  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
-  return new TextDecoder().decode(encoded.subarray(0, end));
 }

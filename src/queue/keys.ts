@@ -30,7 +30,6 @@
  *   <p>:jobs, <p>:meta       HASH   job id -> record / meta, for every job of the deployment
  *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention)
  *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON
- *   <p>:t:<topic>:dead       LIST   dead letters older still, newest first
  *   <p>:t:<topic>:conf       HASH   topic settings
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
@@ -65,8 +64,6 @@ export interface TopicKeys {
   deadAt: string;
   /** The dead-letter hash of the hash model, read only to migrate it (migrate-model.lua). */
   deadEntries: string;
-  /** The dead-letter list of versions before that, read only to migrate it. */
-  deadLegacy: string;
   conf: string;
   bucket: string;
   metrics: string;
@@ -120,7 +117,6 @@ export class Keys {
       done: `${t}:done`,
       deadAt: `${t}:dead:at`,
       deadEntries: `${t}:dead:entries`,
-      deadLegacy: `${t}:dead`,
       conf: `${t}:conf`,
       bucket: `${t}:bucket`,
       metrics: `${t}:metrics`,

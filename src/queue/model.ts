@@ -13,10 +13,10 @@ import { runScript } from "./scripts.js";
 // this module finds the ids to move.
 
 /** The data model this code reads and writes, as `<p>:model` holds it once migrated. */
-export const MODEL_VERSION = "2";
+const MODEL_VERSION = "2";
 
 /** Ids per migrate-model.lua call (each takes 5 keys; the script also stops at BULK_CALL_BYTES of values read). */
-export const MIGRATE_BATCH = 250;
+const MIGRATE_BATCH = 250;
 
 /** Topics per page of the registry walk (one SSCAN and one pipelined request of HLENs each). */
 const TOPIC_PAGE = 500;

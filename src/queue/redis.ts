@@ -3,7 +3,7 @@ import type { Settings } from "../env.js";
 import { RedisCommandError, type RedisLimit, RedisLimitError, RedisOutcomeUnknownError, RedisTimeoutError, RedisUnavailableError } from "./errors.js";
 
 // The error classes live in errors.ts; the edge and the tick import the outage class from here.
-export { RedisTimeoutError, RedisUnavailableError };
+export { RedisUnavailableError };
 
 /**
  * The one place the Upstash client is built.

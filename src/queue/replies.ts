@@ -199,9 +199,6 @@ export const replies = {
     return jobs;
   }),
 
-  /** migrate-dead.lua: the letters the old list still holds. */
-  migrateDead: intReply,
-
   /** migrate-model.lua: how many of the ids it dealt with (the first n), how many got keys, and the orphans it dropped from their due set. */
   migrateModel: z.tuple([intReply, intReply], z.string()).transform(([looked, moved, ...dropped]) => ({ looked, moved, dropped })),
 
@@ -214,13 +211,14 @@ export const replies = {
 
   replayDead: {
     ids: z.tuple([intReply, intReply], z.string()).transform(([replayed, handled, ...notFound]) => ({ replayed, handled, notFound })),
-    walk: step,
   },
 
   purgeDead: {
     ids: z.tuple([intReply]).transform(([purged]) => purged),
-    walk: step,
   },
+
+  /** replay-dead.lua and purge-dead.lua walking: letters changed, and the position the walk goes on from. */
+  deadWalk: step,
 
   configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
 

@@ -28,7 +28,7 @@ export interface Firing {
 }
 
 /** Most schedules one fire call takes. */
-export const FIRE_BATCH = 100;
+const FIRE_BATCH = 100;
 
 /**
  * Schedules in Redis: definitions, states, the due set the tick fires from

@@ -13,7 +13,7 @@ import { redisCall } from "./redis.js";
  * carries an idempotency key (the caller says). The compiler makes every new
  * script take a side.
  */
-export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
+const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   get: "safe",
   listDead: "safe",
   listJobs: "safe",
@@ -35,8 +35,6 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
   reschedule: "safe",
   // Drops only what it checks is still past the retention window or the cap.
   sweep: "safe",
-  // Moves the old letters its caller read off the list's tail; a repeat finds them gone from the tail and moves nothing.
-  migrateDead: "safe",
   // Moves what is still in the old hashes, writing only absent keys: a repeat finds the ids moved and changes nothing.
   migrateModel: "safe",
   // A repeat of a lost run finds the job already stored; without keys, it re-creates a job claimed meanwhile.
@@ -57,7 +55,7 @@ export const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"
 const BY_NAME = new Map<string, "safe" | "unsafe" | "keyed">();
 
 /** Whether `script` may be sent again after a failure that may have reached Redis; `keyed`: every job of this call has an idempotency key. */
-export function repeatSafe(script: LuaScript, keyed = false): boolean {
+function repeatSafe(script: LuaScript, keyed = false): boolean {
   if (BY_NAME.size === 0) {
     // Generated names are kebab-case ("cancel-jobs"), the exports camelCase.
     for (const [k, v] of Object.entries(SCRIPT_REPEAT))

@@ -127,7 +127,7 @@ function isStoredTarget(v: unknown): boolean {
 }
 
 /** How an attempt ended, as its job's attempt history records it. */
-export type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed";
+type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed";
 
 /** One entry of a job's attempt history: an attempt, or the marker of a dead-letter replay. */
 export interface AttemptRecord {
@@ -187,7 +187,7 @@ export const metaSchema = z.object({
 export type JobMeta = z.infer<typeof metaSchema>;
 
 /** A dead-letter entry. */
-export const deadEntrySchema = z.object({
+const deadEntrySchema = z.object({
   id: z.string(),
   attempts: z.number().int(),
   lastError: z.string().nullable(),
@@ -202,7 +202,6 @@ export const intReply = z.number().int();
 /** A number as Redis stores it in a string (a score, a hash field). */
 export const NUMERIC_TEXT = /^-?\d+(\.\d+)?$/;
 export const numericReply = z.union([z.number(), z.string().regex(NUMERIC_TEXT)]).transform(Number);
-export const stringReply = z.string();
 export const nullableString = z.string().nullable();
 export const flatHash = z.array(z.string()).transform((flat) => {
   const out: Record<string, string> = {};

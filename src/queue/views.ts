@@ -44,10 +44,10 @@ export interface ClaimedJob {
 }
 
 /** Who claims: the tick (push topics) or a pull consumer over HTTP (pull topics). */
-export type ClaimMode = "push" | "pull";
+type ClaimMode = "push" | "pull";
 
 /** What kept a claim from taking every ready job; "bytes": the claim's reply reached CLAIM_REPLY_BUDGET_BYTES, and more are takeable now. */
-export type HeldBy = "concurrency" | "rate" | "paused" | "mode" | "bytes";
+type HeldBy = "concurrency" | "rate" | "paused" | "mode" | "bytes";
 
 export interface ClaimResult {
   jobs: ClaimedJob[];
@@ -139,7 +139,7 @@ export interface JobSnapshot {
 }
 
 /** The states a topic's jobs can be listed in. */
-export type ListedState = "scheduled" | "inflight";
+type ListedState = "scheduled" | "inflight";
 
 /** A position in a listing: the score (due time or lease deadline, ms) and id of a job; a page starts after it. */
 export interface ListPosition {

@@ -82,7 +82,7 @@ export function firstAtOrAfter(t: ScheduleTiming, from: number): number | null {
 }
 
 /** The first occurrence strictly after `after`. */
-export function firstAfter(t: ScheduleTiming, after: number): number | null {
+function firstAfter(t: ScheduleTiming, after: number): number | null {
   return firstAtOrAfter(t, after + 1);
 }
 

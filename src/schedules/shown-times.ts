@@ -3,7 +3,7 @@ import type { ScheduleDefinition, ScheduleState } from "../queue/schedules.js";
 import { isoInZone, occurrencesFrom, timingOf } from "./occurrences.js";
 
 /** How many upcoming occurrences a schedule's view lists. */
-export const NEXT_RUNS = 5;
+const NEXT_RUNS = 5;
 
 /** 0000-01-01T00:00:00Z: the earliest instant ISO 8601 writes with four year digits. */
 const EARLIEST_SHOWN_MS = -62_167_219_200_000;

@@ -5,8 +5,8 @@
  */
 import { SETTING_DECLARATIONS } from "./declarations.js";
 
-export const TABLE_BEGIN = "<!-- settings:begin (generated from src/settings/declarations.ts by `npm run docs:settings`) -->";
-export const TABLE_END = "<!-- settings:end -->";
+const TABLE_BEGIN = "<!-- settings:begin (generated from src/settings/declarations.ts by `npm run docs:settings`) -->";
+const TABLE_END = "<!-- settings:end -->";
 
 /** The table: one row per setting, in declaration order. */
 export function settingsTable(): string {

@@ -1,4 +1,5 @@
 import { deliverySigner } from "../client/signature.js";
+import { cutErrorText } from "../error-text.js";
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
 import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
@@ -30,10 +31,9 @@ export interface DispatchContext {
   onStart?: (jobs: number) => void;
 }
 
-/** The error text kept with a job: its message, at most 1 KB. */
+/** The error text kept with a job: its message, cut as every error text is. */
 function errorText(err: unknown): string {
-  const text = err instanceof Error ? err.message || err.name : String(err);
-  return text.slice(0, 1_024);
+  return cutErrorText(err instanceof Error ? err.message || err.name : String(err));
 }
 
 /**

@@ -63,7 +63,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
 ];
 
 /** Scripts that answer counts, records and positions but no code. */
-const NO_CODES = ["get", "migrate-dead", "migrate-model", "read-jobs", "sweep", "topic-stats"];
+const NO_CODES = ["get", "migrate-model", "read-jobs", "sweep", "topic-stats"];
 
 const fold = (text: string) => text.replace(/\s+/g, " ").trim();
 

@@ -77,14 +77,10 @@ it("every command a script runs names a key of its KEYS, and each call's KEYS sh
   const queue = new Queue({ redis, prefix: PREFIX });
   const now = Date.now();
 
-  // Data of earlier versions, so their migrations run: a job in the hash model's record hash, a letter in a dead-letter list.
+  // Data of an earlier version, so its migration runs: a job in the hash model's record hash.
   const old = new IORedis(stack.redis.url);
   await old.hset(`${PREFIX}:jobs`, "a.01MCC6XZVQJSVFFC77WBAJDD34", JSON.stringify({ payload: 1, createdAt: now }));
   await old.zadd(`${PREFIX}:t:a:due`, now, "a.01MCC6XZVQJSVFFC77WBAJDD34");
-  await old.lpush(
-    `${PREFIX}:t:a:dead`,
-    `{"id":"a.01MCC6XZVQJSVFFC77WBAJDD35","attempts":1,"lastError":"old","failedAt":${now},"history":[],"job":{"payload":2,"createdAt":${now}}}`,
-  );
   old.disconnect();
 
   // The operations of a job's life, and the admin ones around it.

@@ -21,7 +21,7 @@ import { type Dump, dumpKeys, loadDump } from "../fixtures/load-dump.js";
 
 interface ExpectedJob {
   name: string;
-  stateBeforeDeadLetterRead: string | null;
+  stateBeforeDeadLetterRead: string;
   state: string;
   attempts: number;
   payload: unknown;
@@ -60,10 +60,10 @@ function queueAt(prefix: string, clock: { ms: number }): Queue {
   return new Queue({ redis, prefix, now: () => clock.ms });
 }
 
-/** Every key of the hash model still under `prefix`, with the dead-letter lists of the versions before it unless `lists` is false (dead-letter reads move those). */
-async function legacyKeys(prefix: string, lists = true): Promise<string[]> {
+/** Every key of the hash model still under `prefix`. */
+async function legacyKeys(prefix: string): Promise<string[]> {
   const names = (await dumpKeys(direct, prefix)).map((k) => k.key.slice(prefix.length));
-  return names.filter((k) => k === ":jobs" || k === ":meta" || /^:done:\d+$/.test(k) || /:dead:entries$/.test(k) || (lists && /:dead$/.test(k)));
+  return names.filter((k) => k === ":jobs" || k === ":meta" || /^:done:\d+$/.test(k) || /:dead:entries$/.test(k));
 }
 
 it("the v1 dump reads the same after the first operation moves it, claims deliver each due job once, and no old key is left", { timeout: 60_000 }, async () => {
@@ -77,7 +77,6 @@ it("the v1 dump reads the same after the first operation moves it, claims delive
   // Each job as the hash model's code read it before any dead-letter read (the first get migrates).
   for (const [id, job] of Object.entries(want.jobs)) {
     const got = await queue.get(id);
-    if (job.stateBeforeDeadLetterRead === null) continue; // a letter of the older LIST: listed once the dead letters are read
     expect(got, job.name).not.toBeNull();
     expect({ state: got!.state, attempts: got!.attempts, payload: got!.payload }, job.name).toEqual({
       state: job.stateBeforeDeadLetterRead,
@@ -200,12 +199,11 @@ it("two isolates migrating at once lose and repeat no job, and large payloads mo
   });
   const [id1, id2] = [...bulk.keys()];
   await Promise.all([first.get(id1!), second.get(id2!)]);
-  expect(await legacyKeys(prefix, false)).toEqual([]);
+  expect(await legacyKeys(prefix)).toEqual([]);
   expect(await direct.get(`${prefix}:model`)).toBe("2");
 
   const want = dump.expect as Expected;
   for (const [id, job] of Object.entries(want.jobs)) {
-    if (job.stateBeforeDeadLetterRead === null) continue;
     const got = await second.get(id);
     expect({ state: got?.state, attempts: got?.attempts, payload: got?.payload }, job.name).toEqual({
       state: job.stateBeforeDeadLetterRead,

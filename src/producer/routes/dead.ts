@@ -28,7 +28,7 @@ function queryStart(topic: string, q: { cursor?: string | undefined; failedFrom?
 }
 
 /** A dead letter as the API shows it. */
-export function deadView(e: DeadEntry) {
+function deadView(e: DeadEntry) {
   return { id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload, history: historyView(e.history) };
 }
 

@@ -13,7 +13,7 @@
   keys of those still there and ZREMs them. So no call holds Redis for long;
   the caller repeats the call until it answers 1 (or refuses). The topic's
   own keys go once its sets are empty. Each purging call marks the topic
-  purged now (KEYS[12], kept for the idempotency window): enqueue.lua then
+  purged now (KEYS[11], kept for the idempotency window): enqueue.lua then
   treats the idempotency keys of jobs made before the mark that are gone as
   free, so purging touches no key of them.
 
@@ -27,9 +27,8 @@
   KEYS[8]  topics set      topic registry
   KEYS[9]  topic index     zset topic -> when the tick should next look at it
   KEYS[10] parked set      topics that are pull or paused
-  KEYS[11] old dead list   dead letters of the oldest versions not yet moved (migrate-dead.lua)
-  KEYS[12] purge mark      string: ms of the topic's last purge
-  KEYS[11+2i] record of job i, KEYS[12+2i] meta of job i: the keys of the i-th id in ARGV[7…]
+  KEYS[11] purge mark      string: ms of the topic's last purge
+  KEYS[10+2i] record of job i, KEYS[11+2i] meta of job i: the keys of the i-th id in ARGV[7…]
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
@@ -46,13 +45,12 @@
 ]]
 local rcall = redis.call
 local dueKey, leaseKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local legacyKey = KEYS[11]
 local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
 local scheduled, inflight = rcall("ZCARD", dueKey), rcall("ZCARD", leaseKey)
-local dead = rcall("ZCARD", deadKey) + rcall("LLEN", legacyKey)
+local dead = rcall("ZCARD", deadKey)
 if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead, "" } end
 if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead, "" } end
-if purge then rcall("SET", KEYS[12], ARGV[4], "PX", ARGV[5]) end
+if purge then rcall("SET", KEYS[11], ARGV[4], "PX", ARGV[5]) end
 
 local setOf = { due = dueKey, dead = deadKey, done = doneKey }
 
@@ -65,8 +63,8 @@ local function dropBatch(setKey)
   local jobKeys, present = {}, {}
   for i, id in ipairs(ids) do
     if scores[i] then
+      jobKeys[#jobKeys + 1] = KEYS[10 + 2 * i]
       jobKeys[#jobKeys + 1] = KEYS[11 + 2 * i]
-      jobKeys[#jobKeys + 1] = KEYS[12 + 2 * i]
       present[#present + 1] = id
     end
   end
@@ -95,9 +93,7 @@ for _, set in ipairs(purge and { "due", "dead", "done" } or { "done" }) do
   end
 end
 
--- The old list holds no job keys of its own: its length is counted, and it goes in one DEL.
-droppedDead = droppedDead + rcall("LLEN", legacyKey)
-rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7], legacyKey)
+rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7])
 rcall("SREM", KEYS[8], ARGV[1])
 rcall("ZREM", KEYS[9], ARGV[1])
 rcall("SREM", KEYS[10], ARGV[1])

@@ -24,15 +24,13 @@
   then per outcome i, from KEYS[7 + 2(i-1)]: its job's record key (not read) and meta key
 
   ARGV[1]  now, epoch ms
-  ARGV[2]  dead-letter cap
-  ARGV[3]  unused ("")
-  ARGV[4]  the chunk's observations as a metrics vector (JSON array), or "" for none
-  ARGV[5]  n, the number of outcomes
-  ARGV[6]  topic name (its member in the topic index)
-  ARGV[7]  what the topic index learns: "" nothing (pull consumers; pull topics are not indexed),
+  ARGV[2]  the chunk's observations as a metrics vector (JSON array), or "" for none
+  ARGV[3]  n, the number of outcomes
+  ARGV[4]  topic name (its member in the topic index)
+  ARGV[5]  what the topic index learns: "" nothing (pull consumers; pull topics are not indexed),
            "r" each retry's time, "c" the topic's earliest due job, retries included
            (a topic with a concurrency limit: the slots this settle frees let ready jobs start)
-  then for outcome i, eight values from ARGV[8 + 8(i-1)]:
+  then for outcome i, eight values from ARGV[6 + 8(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
            when the attempt started, ms ("" unknown: when it was claimed),
            how long it ran, ms ("" unknown: from its start until now),
@@ -47,11 +45,10 @@ local rcall = redis.call
 local dueKey, leaseKey, metricsKey, deadAtKey, doneKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local nowText = ARGV[1]
 local now = tonumber(nowText)
-local deadCap = tonumber(ARGV[2])
-local observed = ARGV[4]
-local n = tonumber(ARGV[5])
-local topic, indexMode = ARGV[6], ARGV[7]
-local FIRST, PER = 8, 8
+local observed = ARGV[2]
+local n = tonumber(ARGV[3])
+local topic, indexMode = ARGV[4], ARGV[5]
+local FIRST, PER = 6, 8
 
 local ids, metaKeys = {}, {}
 for i = 1, n do

@@ -9,11 +9,10 @@
   KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
   KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
-  KEYS[6]  old dead list   dead letters of the oldest versions not yet moved (migrate-dead.lua)
 
   ARGV[1]  now, epoch ms
 
-  Returns  { scheduled, ready now, in flight, dead (set and old list), conf (flat field/value array),
+  Returns  { scheduled, ready now, in flight, dead letters, conf (flat field/value array),
              { dispatched or false, total vector JSON or false }, oldest ready due ms or false }
 ]]
 local rcall = redis.call
@@ -22,7 +21,7 @@ return {
   rcall("ZCARD", KEYS[1]),
   rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]),
   rcall("ZCARD", KEYS[2]),
-  rcall("ZCARD", KEYS[3]) + rcall("LLEN", KEYS[6]),
+  rcall("ZCARD", KEYS[3]),
   rcall("HGETALL", KEYS[4]),
   rcall("HMGET", KEYS[5], "dispatched", "total"),
   oldest[2] or false,

@@ -3,7 +3,7 @@ import worker from "../../../app/worker.js";
 import type { Env } from "../../../src/env.js";
 import { freshEnv } from "../fixtures.js";
 
-export { deliveries, type Delivery } from "../fixtures.js";
+export { deliveries } from "../fixtures.js";
 
 export const TOKEN = "test-api-token-0123456789";
 

@@ -118,6 +118,37 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   ]);
 });
 
+it("each dead-letter operation on a topic of 100 letters: Redis commands and requests", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  await queue.enqueueBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "letters", payload: i })));
+  const { jobs } = await queue.claim("letters", { max: 100, leaseMs: 60_000 });
+  await queue.settle(
+    "letters",
+    jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "dead" as const, error: "HTTP 500" })),
+  );
+  const [first, second, third] = jobs.map((j) => j.id);
+  // Each operation once before it is metered, so what is metered runs loaded scripts (a first EVALSHA answers NOSCRIPT).
+  await queue.deadLetters("letters", { limit: 1 });
+  await queue.replayDeadLetters("letters", { ids: [first!] });
+  await queue.deleteDeadLetter("letters", second!);
+  const ops: Record<string, () => Promise<unknown>> = {
+    list: () => queue.deadLetters("letters", { limit: 25 }),
+    get: () => queue.deadLetter(third!),
+    replayByIds: () => queue.replayDeadLetters("letters", { ids: jobs.slice(3, 13).map((j) => j.id) }),
+    deleteOne: () => queue.deleteDeadLetter("letters", third!),
+    purgeAll: () => queue.purgeDeadLetters("letters"),
+  };
+  // By id one request (a read, or the script); a page and a purge step two (the page of ids, then their script).
+  const requests: Record<string, number> = { list: 2, get: 1, replayByIds: 1, deleteOne: 1, purgeAll: 2 };
+  for (const [name, op] of Object.entries(ops)) {
+    const m = await meter(op);
+    report[`deadLetter_${name}_commands`] = m.commands;
+    report[`deadLetter_${name}_requests`] = m.requests;
+    expect(m.requests, name).toBe(requests[name]);
+  }
+  expect((await queue.deadLetters("letters")).entries).toEqual([]);
+});
+
 it("an idle minute of the tick, polling and asleep, with 1, 100 and 10,000 empty topics: requests and Redis commands", { timeout: 300_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
   for (const mode of ["polling", "asleep"] as const) {

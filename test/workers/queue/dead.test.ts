@@ -66,31 +66,4 @@ describe("dead letters", () => {
     expect(await queue.deleteDeadLetter("r", id)).toBe(true);
     expect(await queue.get(id)).toBeNull();
   });
-
-  it("letters of earlier versions (a list, newest first) are moved over: listed, counted, replayed", async () => {
-    const clock = { now: T0 };
-    const { queue, redis } = testQueue({ clock });
-    const t = queue.keys.topic("old");
-    const ids = ["old.01ARZ3NDEKTSV4RRFFQ69G5FA1", "old.01ARZ3NDEKTSV4RRFFQ69G5FA2", "old.01ARZ3NDEKTSV4RRFFQ69G5FA3"];
-    // As earlier versions wrote them: no history, LPUSHed newest first.
-    const letters = ids.map(
-      (id, i) => `{"id":"${id}","attempts":3,"lastError":"HTTP 502","failedAt":${T0 - 1_000 + i},"job":{"payload":{"n":${i}},"createdAt":${T0 - 5_000}}}`,
-    );
-    await redis.lpush(t.deadLegacy, ...letters);
-    expect((await queue.topicStats("old")).dead).toBe(3);
-    expect((await queue.deadLetters("old")).entries.map((e) => [e.id, e.failedAt, e.history])).toEqual([
-      [ids[2], T0 - 998, []],
-      [ids[1], T0 - 999, []],
-      [ids[0], T0 - 1_000, []],
-    ]);
-    expect(await redis.exists(t.deadLegacy)).toBe(0);
-    expect((await queue.replayDeadLetters("old", { ids: [ids[0]!] })).replayed).toBe(1);
-    expect(await queue.get(ids[0]!)).toMatchObject({
-      state: "scheduled",
-      attempts: 0,
-      payload: { n: 0 },
-      history: [{ attempt: 0, run: 2, startedAt: T0, durationMs: null, outcome: "replayed" }],
-    });
-    expect((await queue.topicStats("old")).dead).toBe(2);
-  });
 });

@@ -8,7 +8,7 @@ export { killAll } from "../../../bench/lib/bulk-operations.js";
 export { freshPrefix } from "../fixtures.js";
 
 /** The test deployment's Redis client (through the bridge, to the real Redis). */
-export function testRedis() {
+function testRedis() {
   return createRedis(settings(testEnv));
 }
 

@@ -6,7 +6,7 @@ import { runChunk } from "../../../src/tick/run-chunk.js";
 import { freshEnv, tickOnce } from "../fixtures.js";
 import { DrivenClock } from "./sim-clock.js";
 
-export { deliveries, type Delivery } from "../fixtures.js";
+export { deliveries } from "../fixtures.js";
 
 /** Time that passes only when the loop sleeps: rounds are instant, so tests of timing logic are exact. */
 /**

@@ -19,7 +19,7 @@ import type { EndedChunk } from "../../../src/tick/in-flight.js";
 import { planRound } from "../../../src/tick/round-plan.js";
 
 /** What one chunk does once started: how long it runs, and how it ends. */
-export interface ChunkFate {
+interface ChunkFate {
   ms: number;
   /** ok; outage: its jobs come back as it ends; bug: it throws. */
   end: "ok" | "outage" | "bug";

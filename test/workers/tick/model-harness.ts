@@ -53,7 +53,7 @@ export const RESUME_TAKES_EFFECT_WITHIN_MS = 0;
 // The trace
 // ---------------------------------------------------------------------------
 
-export interface ClaimEvent {
+interface ClaimEvent {
   at: number;
   runner: string;
   topic: string;
@@ -63,18 +63,18 @@ export interface ClaimEvent {
   nextDueAt: number | null;
   reaped: { retried: number; dead: number };
 }
-export interface SettleEvent {
+interface SettleEvent {
   at: number;
   runner: string;
   topic: string;
   outcomes: Array<{ id: string; attempt: number; kind: Outcome["kind"]; retryAt?: number; applied: boolean }>;
 }
-export interface MarkEvent {
+interface MarkEvent {
   at: number;
   runner: string;
   change: number | "clear";
 }
-export interface InvocationEvent {
+interface InvocationEvent {
   id: string;
   scheduledTime: number;
   startedAt: number;
@@ -82,7 +82,7 @@ export interface InvocationEvent {
   endedAt?: number;
   report?: TickReport;
 }
-export interface DrainEvent {
+interface DrainEvent {
   id: string;
   topic: string;
   producer: number;

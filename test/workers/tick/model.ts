@@ -13,22 +13,22 @@ import { createModelHarness, currentRunner, RESUME_TAKES_EFFECT_WITHIN_MS, type 
 import { seededRandom, SimClock } from "./sim-clock.js";
 
 /** A minute boundary (in 2030): cron minute k is scheduled at BASE + k·60 s. */
-export const BASE = 31_666_666 * 60_000;
+const BASE = 31_666_666 * 60_000;
 /** Slack on top of TICK_POLL_MS in the lateness bound (the issue's "+ 100 ms"). */
-export const LATENESS_SLACK_MS = 100;
+const LATENESS_SLACK_MS = 100;
 
 // ---------------------------------------------------------------------------
 // Scenarios
 // ---------------------------------------------------------------------------
 
 /** What a handler (or the pull consumer) does with one attempt: after `ms` virtual ms, succeed or fail. */
-export interface Behaviour {
+interface Behaviour {
   /** ok; retry: RetryableError (with `after`: its retry-after); error: a plain Error (retried by policy); permanent: PermanentError. */
   k: "ok" | "retry" | "error" | "permanent";
   ms: number;
   after?: number;
 }
-export interface TopicSpec {
+interface TopicSpec {
   mode: "push" | "pull";
   rate?: number;
   burst?: number;
@@ -36,7 +36,7 @@ export interface TopicSpec {
   maxAttempts: number;
   backoff: BackoffInput;
 }
-export interface JobSpec {
+interface JobSpec {
   topic: number;
   delay: number;
   /** Behaviour of attempt 1, 2, …; past its end, ok. */
@@ -171,7 +171,7 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
 // ---------------------------------------------------------------------------
 
 /** One attempt as a push handler saw it (or, for pull topics, as the consumer did). */
-export interface AttemptRecord {
+interface AttemptRecord {
   id: string;
   attempt: number;
   dueAt: number;
@@ -179,7 +179,7 @@ export interface AttemptRecord {
   end?: number;
   runner: string;
 }
-export interface JobModel {
+interface JobModel {
   j: number;
   spec: JobSpec;
   topic: string;
@@ -203,7 +203,7 @@ export interface Violation {
   /** What the checker found around it, for telling known bugs apart (see model.test.ts KNOWN_BUGS). */
   facts?: ViolationFacts;
 }
-export interface ViolationFacts {
+interface ViolationFacts {
   /** The runner that claimed the late attempt, or that pushed a pull job. */
   runner?: string;
   /** The runner that settled the previous attempt (scheduled this retry). */
@@ -229,7 +229,7 @@ export interface ViolationFacts {
   /** A SimClock spin or the error it caused. */
   spin?: boolean;
 }
-export interface RunStats {
+interface RunStats {
   pushJobs: number;
   pullJobs: number;
   attempts: number;
@@ -256,7 +256,7 @@ export interface RunResult {
 const normalized = (b: BackoffInput): Backoff => normalizeBackoff(b);
 
 /** Expected attempts and final state from a job's plan. */
-export function expectedOutcome(plan: Behaviour[], maxAttempts: number): { attempts: number; state: "succeeded" | "dead" } {
+function expectedOutcome(plan: Behaviour[], maxAttempts: number): { attempts: number; state: "succeeded" | "dead" } {
   for (let k = 1; k <= maxAttempts; k++) {
     const b = plan[k - 1] ?? { k: "ok", ms: 0 };
     if (b.k === "ok") return { attempts: k, state: "succeeded" };
@@ -288,7 +288,7 @@ function retryDelay(b: Behaviour, policy: Backoff, k: number): [number, number] 
  * Taken from the seed, not drawn, so the seeds kept in model.test.ts draw the
  * scenarios they were found with.
  */
-export const fanoutOf = (sc: Pick<Scenario, "seed">): number => (Math.abs(sc.seed) % 4 === 0 ? 0 : 4);
+const fanoutOf = (sc: Pick<Scenario, "seed">): number => (Math.abs(sc.seed) % 4 === 0 ? 0 : 4);
 
 /** Runs one scenario to its end and checks it. Never throws for a violation: they are in the result. */
 export async function runScenario(sc: Scenario): Promise<RunResult> {
@@ -541,7 +541,7 @@ function longestFree(blocked: Interval[], from: number, to: number): { length: n
 }
 
 /** Why a push topic may not start a ready job, as intervals: not covered by a tick, paused, at its concurrency, out of tokens. */
-export function blockedIntervals(
+function blockedIntervals(
   sc: Scenario,
   trace: Trace,
   topicIndex: number,
@@ -861,7 +861,7 @@ function check(
 // ---------------------------------------------------------------------------
 
 /** A time as seconds after BASE. */
-export const rel = (t: number) => (Number.isFinite(t) ? `+${((t - BASE) / 1000).toFixed(3)}s` : String(t));
+const rel = (t: number) => (Number.isFinite(t) ? `+${((t - BASE) / 1000).toFixed(3)}s` : String(t));
 
 function explain(r: RunResult, pollMs: number): string {
   const lines: string[] = [];

@@ -289,7 +289,7 @@ interface Sleeper {
 }
 
 /** What a sleep rejects with once a task spins at one virtual instant (see SimClock.SPIN_LIMIT). */
-export class SpinError extends Error {
+class SpinError extends Error {
   override name = "SpinError";
   constructor(readonly at: number) {
     super(`SimClock: more than ${SimClock.SPIN_LIMIT} wake-ups in a row at one virtual instant (${at}): a task spins with 0 ms sleeps`);

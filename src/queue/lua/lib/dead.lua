@@ -1,41 +1,13 @@
 --[[
   dead: reading a topic's dead letters for the bulk operations (replay,
-  purge) and the entries of the oldest versions for their migration. A
-  letter is its job's two keys (src/queue/keys.ts), the meta's state "dead"
-  (lib/records.lua finishedMeta), and its id in the topic's dead-letter set.
+  purge). A letter is its job's two keys (src/queue/keys.ts), the meta's
+  state "dead" (lib/records.lua finishedMeta), and its id in the topic's
+  dead-letter set.
   The bulk operations are two phases: the caller pages ids from the set
   (list-dead.lua), then hands them with their keys to the script, which
   re-checks each against the set and reads only the metas (never a payload).
   Included by scripts that say `-- @include dead`.
 ]]
-
--- An old dead-letter entry's parts (the LIST of the oldest versions, which
--- embedded the record: {"id","attempts","lastError","failedAt"[,"history"],"job"})
--- without decoding its record (cjson would round payload numbers): attempts
--- and failed time as text, the error's JSON text ("null" for none), the
--- history's JSON text ("[]" in entries written before histories were kept)
--- and the record's JSON text. nil for an entry of another shape.
-local function deadEntryParts(entry)
-  local at = string.find(entry, ',"job":', 1, true)
-  if not at then return nil end
-  local from = string.find(entry, ',"history":', 1, true)
-  local headEnd = (from and from < at) and from or at
-  local head = string.sub(entry, 1, headEnd - 1)
-  local ok, decoded = pcall(cjson.decode, head .. "}")
-  if not ok or type(decoded) ~= "table" then return nil end
-  local attempts = string.match(head, '"attempts":(%d+)')
-  local failedAt = string.match(head, ',"failedAt":(%d+)')
-  local record = string.sub(entry, at + 7, -2)
-  if not attempts or not failedAt or record == "null" or record == "" then return nil end
-  local lastError = decoded.lastError
-  return {
-    attempts = attempts,
-    failedAt = failedAt,
-    errorJson = type(lastError) == "string" and cjson.encode(lastError) or "null",
-    history = (from and from < at) and string.sub(entry, from + 11, at - 1) or "[]",
-    record = record,
-  }
-end
 
 -- Metas are read this many at a time, so a call stops soon after its byte budget.
 local DEAD_READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
