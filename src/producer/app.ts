@@ -144,7 +144,8 @@ async function requireToken(c: Context<AppEnv>, next: Next) {
 }
 
 // hono's bodyLimit, built once per limit (settings change only by
-// redeploying) rather than once per request as it was.
+// redeploying) rather than once per request as it was. Shared by every app
+// in the isolate: a limit's middleware holds nothing of a deployment.
 const bodyLimits = new Map<number, MiddlewareHandler>();
 const tooLarge = (maxBytes: number) => problem(413, `the body is larger than ${maxBytes} bytes`);
 
@@ -164,7 +165,8 @@ const limitBody: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 // The writes' queue holds nothing of a request (the isolate's shared client
-// and the settings), so it is built once per settings, not per request.
+// and the settings), so it is built once per settings, not per request; apps
+// share it, as two deployments with the same settings share their Redis keys.
 const writeQueues = new WeakMap<Settings, Queue>();
 
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
