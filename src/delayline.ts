@@ -1,16 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env } from "./env.js";
-import { defineHandler, type BatchHandler, type BatchHandlerOptions, type HandlerOptions, type JobHandler } from "./handlers/registry.js";
-import { app, type AppEnv } from "./producer/app.js";
-import { TickChunk } from "./tick/chunk.js";
-import { scheduled } from "./tick/scheduled.js";
-
-/**
- * A topic's code handler: a function taking one job; `{ handler, concurrency }`
- * for one with options; or `{ batchHandler, batchSize }` for one that takes
- * up to `batchSize` jobs per call and returns a result per job.
- */
-export type HandlerDefinition = JobHandler | ({ handler: JobHandler } & HandlerOptions) | ({ batchHandler: BatchHandler } & BatchHandlerOptions);
+import { Handlers, type HandlerDefinition } from "./handlers/registry.js";
+import { createApp, type AppEnv } from "./producer/app.js";
+import { createTickChunk, type TickChunk } from "./tick/chunk.js";
+import { createScheduled, type Scheduled } from "./tick/scheduled.js";
 
 /** Options of {@link delayline}. */
 export interface DelaylineWorkerOptions {
@@ -26,20 +19,33 @@ export interface DelaylineWorker {
   /** The HTTP API, /docs and /dashboard. */
   fetch: (request: Request, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
   /** The cron tick: give the Worker a `* * * * *` trigger. */
-  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext) => Promise<void>;
+  scheduled: Scheduled;
   /**
    * The API as a hono app, to mount in an app of your own at its root
    * (`yours.route("/", dl.app)`): the dashboard and the API reference call
-   * `/v1/…` and `/openapi.json` by absolute path.
+   * `/v1/…` and `/openapi.json` by absolute path. Each delayline() call makes
+   * its own.
    */
   app: OpenAPIHono<AppEnv>;
   /**
    * The entrypoint the tick runs chunks, drains and handovers in, each an
-   * invocation with a subrequest budget of its own. Export it from the
-   * Worker's main module under this name, and bind the Worker to itself as
-   * `TICK_RUNNER` with `entrypoint = "TickChunk"`.
+   * invocation with a subrequest budget of its own, with this deployment's
+   * handlers. Export it from the Worker's main module under this name, and
+   * bind the Worker to itself as `TICK_RUNNER` with `entrypoint = "TickChunk"`.
    */
-  TickChunk: typeof TickChunk;
+  TickChunk: new (
+    ctx: ExecutionContext,
+    env: Env,
+  ) => TickChunk;
+  /**
+   * This deployment's code handlers: the `handlers` option's, and what
+   * `handlers.define(topic, definition)` and `handlers.remove(topic)` change
+   * later. They live in the isolate, so a change made after the module loaded
+   * holds only in the isolate that made it (the next chunk it runs of that
+   * topic uses it); give every isolate the same handlers by defining them
+   * when the module loads.
+   */
+  handlers: Handlers;
 }
 
 /**
@@ -49,20 +55,12 @@ export interface DelaylineWorker {
  *   export default dl satisfies ExportedHandler<Env>;
  *   export const TickChunk = dl.TickChunk;
  *
- * Handlers live in the isolate, so they are registered when the Worker's
- * module loads, before its first request, tick or fanned-out chunk; a second
- * call for the same topic replaces the first.
+ * Each call is a deployment of its own: its handlers, app, tick and
+ * TickChunk class, shared with no other call in the isolate. A second
+ * definition for the same topic replaces the first.
  */
 export function delayline(options: DelaylineWorkerOptions = {}): DelaylineWorker {
-  for (const [topic, definition] of Object.entries(options.handlers ?? {})) {
-    if (typeof definition === "function") defineHandler(topic, definition);
-    else if ("batchHandler" in definition) {
-      const { batchHandler, ...handlerOptions } = definition;
-      defineHandler(topic, batchHandler, handlerOptions);
-    } else {
-      const { handler, ...handlerOptions } = definition;
-      defineHandler(topic, handler, handlerOptions);
-    }
-  }
-  return { fetch: app.fetch, scheduled, app, TickChunk };
+  const handlers = new Handlers(options.handlers);
+  const app = createApp();
+  return { fetch: app.fetch, scheduled: createScheduled(handlers), app, TickChunk: createTickChunk(handlers), handlers };
 }

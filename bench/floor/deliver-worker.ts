@@ -74,6 +74,8 @@ async function dispatchRun(url: string, n: number, concurrency: number, payload:
     let started = 0;
     running.push(
       dispatchChunk(jobs, {
+        // No code handler: the http handler delivers, as for a topic with a url.
+        handler: undefined,
         settings,
         secrets: {},
         deploymentSigningSecret: SIGNING_SECRET,

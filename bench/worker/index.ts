@@ -1,7 +1,7 @@
 /**
  * The Worker the benchmarks run: the library as app/worker.ts uses it, plus two
  * bench-only code handlers and a route that reads what they saw. Kept out of
- * src/ so the production handler registry never carries a bench topic.
+ * src/ and app/worker.ts so this repository's deployment never carries a bench topic.
  *
  * - `bench-noop`: does nothing (the backlog drain measures the pipeline, not a handler).
  * - `bench-lateness`: notes when it ran, by the Worker's clock, for lateness.

@@ -1,6 +1,7 @@
 /**
- * Topic → handler. Handlers are registered when the Worker's module loads (delayline({ handlers }), src/delayline.ts);
- * a topic without one is delivered by the built-in `http` handler.
+ * Topic → handler, one {@link Handlers} per deployment (each delayline() call
+ * makes its own, src/delayline.ts); a topic without one is delivered by the
+ * built-in `http` handler.
  */
 
 /** What a handler gets for one job. */
@@ -79,28 +80,53 @@ export interface BatchHandlerOptions extends HandlerOptions {
 
 export type Registered = { kind: "single"; fn: JobHandler; options: HandlerOptions } | { kind: "batch"; fn: BatchHandler; options: BatchHandlerOptions };
 
-const handlers = new Map<string, Registered>();
+/**
+ * A topic's code handler: a function taking one job; `{ handler, concurrency }`
+ * for one with options; or `{ batchHandler, batchSize }` for one that takes
+ * up to `batchSize` jobs per call and returns a result per job.
+ */
+export type HandlerDefinition = JobHandler | ({ handler: JobHandler } & HandlerOptions) | ({ batchHandler: BatchHandler } & BatchHandlerOptions);
 
-/** Registers the handler of a topic: one job per call, or with `batchSize` an array of jobs per call. */
-export function defineHandler(topic: string, fn: JobHandler, options?: HandlerOptions): void;
-export function defineHandler(topic: string, fn: BatchHandler, options: BatchHandlerOptions): void;
-export function defineHandler(topic: string, fn: JobHandler | BatchHandler, options: HandlerOptions | BatchHandlerOptions = {}): void {
-  if ("batchSize" in options) {
-    if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 1_000) {
-      throw new RangeError("batchSize must be a whole number from 1 to 1,000");
-    }
-    handlers.set(topic, { kind: "batch", fn: fn as BatchHandler, options });
-  } else {
-    handlers.set(topic, { kind: "single", fn: fn as JobHandler, options });
+/**
+ * One deployment's code handlers by topic: what delayline({ handlers }) was
+ * given, and what its Worker defines or removes later. Its tick, fanned-out
+ * chunks and drains read it at each chunk, so a change applies from the next
+ * chunk claimed in this isolate; other isolates of the deployment see only
+ * what their own module load and requests did.
+ */
+export class Handlers {
+  private readonly byTopic = new Map<string, Registered>();
+
+  /** With `definitions` defined (see {@link define}). */
+  constructor(definitions: Record<string, HandlerDefinition> = {}) {
+    for (const [topic, definition] of Object.entries(definitions)) this.define(topic, definition);
+  }
+
+  /** Makes `definition` the handler of `topic`, replacing any it had. */
+  define(topic: string, definition: HandlerDefinition): void {
+    this.byTopic.set(topic, registered(definition));
+  }
+
+  /** Removes a topic's handler: its jobs go back to the http handler. */
+  remove(topic: string): void {
+    this.byTopic.delete(topic);
+  }
+
+  /** The code handler of a topic, if it has one. */
+  get(topic: string): Registered | undefined {
+    return this.byTopic.get(topic);
   }
 }
 
-/** Removes a topic's handler (its jobs go back to the http handler). */
-export function removeHandler(topic: string): void {
-  handlers.delete(topic);
-}
-
-/** The code handler of a topic, if one is registered. */
-export function handlerFor(topic: string): Registered | undefined {
-  return handlers.get(topic);
+function registered(definition: HandlerDefinition): Registered {
+  if (typeof definition === "function") return { kind: "single", fn: definition, options: {} };
+  if ("batchHandler" in definition) {
+    const { batchHandler, ...options } = definition;
+    if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 1_000) {
+      throw new RangeError("batchSize must be a whole number from 1 to 1,000");
+    }
+    return { kind: "batch", fn: batchHandler, options };
+  }
+  const { handler, ...options } = definition;
+  return { kind: "single", fn: handler, options };
 }

@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler, Next } from "hono";
+import { createRoute, z, type OpenAPIHono, type RouteHandler } from "@hono/zod-openapi";
+import type { Context, ErrorHandler, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError, type Settings } from "../env.js";
@@ -23,8 +23,59 @@ import { Problem } from "./schema-parts.js";
 
 export type { AppEnv };
 
-/** The producer: delayline's HTTP API. */
-export const app = router();
+/**
+ * The producer: delayline's HTTP API, /metrics, /healthz and the pages, as a
+ * hono app of its own for each delayline() call, so routes or middleware a
+ * Worker adds to one deployment's app are not another's.
+ */
+export function createApp(): OpenAPIHono<AppEnv> {
+  const app = router();
+  // Registered first so it also sees what later middleware, notFound and onError return.
+  app.use(noSniff);
+  app.use(headerLimit);
+  // The OpenAPI document needs no settings or Redis: it is registered before
+  // the middleware below, so it answers before any of it runs.
+  describe(app);
+  app.use(async (c, next) => {
+    // Parsing here makes a misconfigured deployment fail on its first request,
+    // naming the setting, rather than somewhere deep in a handler.
+    c.set("settings", settings(c.env));
+    await next();
+  });
+  // The API and /metrics need a token; the pages (/docs, /dashboard) ask for one themselves.
+  app.use("/metrics", (c, next) => requireToken(c, next));
+  app.use("/v1/*", async (c, next) => {
+    // Webhook ingest authorises itself: a bearer token or a body signature.
+    if (c.req.path.startsWith("/v1/hooks/")) return next();
+    return requireToken(c, next);
+  });
+  app.use("/v1/*", limitBody);
+  app.use("/v1/*", async (c, next) => {
+    if (c.req.path.startsWith("/v1/hooks/")) return next();
+    return jsonBody(c, next);
+  });
+  app.use("/v1/*", withQueue);
+  app.use("/metrics", withQueue);
+  app.openapi(healthRoute, health);
+  servePages(app);
+  app.route("/v1/jobs", jobs);
+  app.route("/v1/topics", topics);
+  app.route("/v1/topics", topicJobs);
+  app.route("/v1/topics", dead);
+  app.route("/v1/hooks", hooks);
+  app.route("/v1/schedules", schedules);
+  app.route("/v1/stats", stats);
+  app.route("/metrics", metrics);
+  app.notFound((c) => {
+    const allowed = servedMethods(app, c.req.path);
+    if (allowed.length > 0) {
+      return problem(405, `${c.req.method} is not allowed on ${c.req.path}`, { headers: { allow: allowed.join(", ") } });
+    }
+    return problem(404, `no route for ${c.req.method} ${c.req.path}`);
+  });
+  app.onError(onError);
+  return app;
+}
 
 /**
  * The most header bytes (names and values) a request may carry. HTTP servers
@@ -35,8 +86,7 @@ const MAX_HEADER_BYTES = 32 * 1024;
 
 // Every answer (JSON, problem+json, /metrics' text, the pages) says what it is
 // and nothing else: a browser must not sniff an API answer into HTML or script.
-// Registered first so it also sees what later middleware, notFound and onError return.
-app.use(async (c, next) => {
+const noSniff: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   try {
     c.res.headers.set("x-content-type-options", "nosniff");
@@ -45,57 +95,43 @@ app.use(async (c, next) => {
     c.res = new Response(c.res.body, c.res);
     c.res.headers.set("x-content-type-options", "nosniff");
   }
-});
+};
 
-app.use(async (c, next) => {
+const headerLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   let size = 0;
   for (const [name, value] of c.req.raw.headers) size += name.length + value.length + 4;
   if (size > MAX_HEADER_BYTES) return problem(431, `the request headers are ${size} bytes; the limit is ${MAX_HEADER_BYTES}`);
   await next();
-});
+};
 
-// The OpenAPI document needs no settings or Redis: it is registered first,
-// so it answers before any middleware below runs.
-app.openAPIRegistry.register("Problem", Problem);
-app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
-  type: "apiKey",
-  in: "header",
-  name: "X-Delayline-Signature",
-  description:
-    't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> (refused more than 300 s from now), or sha256=<hex HMAC-SHA256 of the raw body>, ' +
-    "with the topic's webhookSecret (webhook ingest only; Stripe-Signature, Standard Webhooks' webhook-signature and X-Hub-Signature-256 are accepted too)",
-});
-app.doc31("/openapi.json", {
-  openapi: "3.1.0",
-  info: {
-    title: "delayline",
-    version: "0.1.0",
-    description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
-    license: { name: "MIT", url: "https://opensource.org/license/mit" },
-  },
-  // Relative, so it resolves against wherever the document was fetched: the
-  // /docs page calls the deployment serving it (`npm start`'s included), and a
-  // generator run on a downloaded copy leaves the base URL to its caller
-  // rather than baking in a host.
-  servers: [{ url: "/", description: "The deployment serving this document" }],
-  security: [{ bearer: [] }],
-});
-
-app.use(async (c, next) => {
-  // Parsing here makes a misconfigured deployment fail on its first request,
-  // naming the setting, rather than somewhere deep in a handler.
-  c.set("settings", settings(c.env));
-  await next();
-});
-
-// The API and /metrics need a token; the pages (/docs, /dashboard) ask for one themselves.
-app.use("/metrics", (c, next) => requireToken(c, next));
-app.use("/v1/*", async (c, next) => {
-  // Webhook ingest authorises itself: a bearer token or a body signature.
-  if (c.req.path.startsWith("/v1/hooks/")) return next();
-  return requireToken(c, next);
-});
+/** The OpenAPI document's parts of its own (the routes describe themselves) and its route. */
+function describe(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.register("Problem", Problem);
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "signature", {
+    type: "apiKey",
+    in: "header",
+    name: "X-Delayline-Signature",
+    description:
+      't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> (refused more than 300 s from now), or sha256=<hex HMAC-SHA256 of the raw body>, ' +
+      "with the topic's webhookSecret (webhook ingest only; Stripe-Signature, Standard Webhooks' webhook-signature and X-Hub-Signature-256 are accepted too)",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "delayline",
+      version: "0.1.0",
+      description: "A delay pipeline for Cloudflare Workers on Upstash Redis. Errors are application/problem+json (RFC 9457).",
+      license: { name: "MIT", url: "https://opensource.org/license/mit" },
+    },
+    // Relative, so it resolves against wherever the document was fetched: the
+    // /docs page calls the deployment serving it (`npm start`'s included), and a
+    // generator run on a downloaded copy leaves the base URL to its caller
+    // rather than baking in a host.
+    servers: [{ url: "/", description: "The deployment serving this document" }],
+    security: [{ bearer: [] }],
+  });
+}
 
 async function requireToken(c: Context<AppEnv>, next: Next) {
   const token = bearerToken(c.req.header("authorization"));
@@ -108,11 +144,12 @@ async function requireToken(c: Context<AppEnv>, next: Next) {
 }
 
 // hono's bodyLimit, built once per limit (settings change only by
-// redeploying) rather than once per request as it was.
+// redeploying) rather than once per request as it was. Shared by every app
+// in the isolate: a limit's middleware holds nothing of a deployment.
 const bodyLimits = new Map<number, MiddlewareHandler>();
 const tooLarge = (maxBytes: number) => problem(413, `the body is larger than ${maxBytes} bytes`);
 
-app.use("/v1/*", async (c, next) => {
+const limitBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   const maxBytes = c.get("settings").maxBodyBytes;
   // With a Content-Length (and no Transfer-Encoding) hono's bodyLimit only
   // compares it with the limit, as here; but its first step reads
@@ -125,15 +162,11 @@ app.use("/v1/*", async (c, next) => {
     bodyLimits.set(maxBytes, limit);
   }
   return limit(c, next);
-});
-
-app.use("/v1/*", async (c, next) => {
-  if (c.req.path.startsWith("/v1/hooks/")) return next();
-  return jsonBody(c, next);
-});
+};
 
 // The writes' queue holds nothing of a request (the isolate's shared client
-// and the settings), so it is built once per settings, not per request.
+// and the settings), so it is built once per settings, not per request; apps
+// share it, as two deployments with the same settings share their Redis keys.
 const writeQueues = new WeakMap<Settings, Queue>();
 
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
@@ -152,33 +185,30 @@ const withQueue = async (c: Context<AppEnv>, next: Next) => {
   }
   await next();
 };
-app.use("/v1/*", withQueue);
-app.use("/metrics", withQueue);
 
 const Health = z
   .object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() })
   .openapi("Health");
 
-app.openapi(
-  createRoute({
-    method: "get",
-    path: "/healthz",
-    operationId: "getHealth",
-    summary: "Liveness and Redis reachability (no auth)",
-    security: [],
-    responses: {
-      200: { description: "Healthy", content: { "application/json": { schema: Health } } },
-      503: { description: "Redis unreachable", content: { "application/json": { schema: Health } } },
-    },
-  }),
-  async (c) => {
-    // Two calls one after another: the isolate's shared client.
-    const { health } = queueFromSettings(c.get("settings"), { oneCallAtATime: true });
-    if (!(await health.isUp())) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
-    const last = await health.lastTickAt().catch(() => null);
-    return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);
+const healthRoute = createRoute({
+  method: "get",
+  path: "/healthz",
+  operationId: "getHealth",
+  summary: "Liveness and Redis reachability (no auth)",
+  security: [],
+  responses: {
+    200: { description: "Healthy", content: { "application/json": { schema: Health } } },
+    503: { description: "Redis unreachable", content: { "application/json": { schema: Health } } },
   },
-);
+});
+
+const health: RouteHandler<typeof healthRoute, AppEnv> = async (c) => {
+  // Two calls one after another: the isolate's shared client.
+  const { health } = queueFromSettings(c.get("settings"), { oneCallAtATime: true });
+  if (!(await health.isUp())) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
+  const last = await health.lastTickAt().catch(() => null);
+  return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);
+};
 
 // Pages served from Workers static assets: the API reference (Swagger UI,
 // built into public/docs by scripts/build-docs.mjs), the dashboard
@@ -190,26 +220,19 @@ const asset = (what: string) => async (c: Context<AppEnv>) => {
   if (!c.env.ASSETS) throw new ApiProblem(404, `${what} is not deployed with this Worker (no ASSETS binding)`);
   return withPageHeaders(c.req.path, await c.env.ASSETS.fetch(c.req.raw));
 };
-for (const [page, what] of [
-  ["/docs", "the API reference"],
-  ["/dashboard", "the dashboard"],
-] as const) {
-  app.get(page, (c) => c.redirect(`${page}/`, 301));
-  app.get(`${page}/*`, asset(what));
+function servePages(app: OpenAPIHono<AppEnv>): void {
+  for (const [page, what] of [
+    ["/docs", "the API reference"],
+    ["/dashboard", "the dashboard"],
+  ] as const) {
+    app.get(page, (c) => c.redirect(`${page}/`, 301));
+    app.get(`${page}/*`, asset(what));
+  }
+  app.get("/favicon.ico", asset("the icon"));
 }
-app.get("/favicon.ico", asset("the icon"));
 
-app.route("/v1/jobs", jobs);
-app.route("/v1/topics", topics);
-app.route("/v1/topics", topicJobs);
-app.route("/v1/topics", dead);
-app.route("/v1/hooks", hooks);
-app.route("/v1/schedules", schedules);
-app.route("/v1/stats", stats);
-app.route("/metrics", metrics);
-
-/** Route patterns the app serves, for telling 405 from 404. */
-function servedMethods(path: string): string[] {
+/** The methods `app` serves at `path`, for telling 405 from 404. */
+function servedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
   const methods = new Set<string>();
   for (const r of app.routes) {
     if (r.method === "ALL") continue;
@@ -219,15 +242,7 @@ function servedMethods(path: string): string[] {
   return [...methods];
 }
 
-app.notFound((c) => {
-  const allowed = servedMethods(c.req.path);
-  if (allowed.length > 0) {
-    return problem(405, `${c.req.method} is not allowed on ${c.req.path}`, { headers: { allow: allowed.join(", ") } });
-  }
-  return problem(404, `no route for ${c.req.method} ${c.req.path}`);
-});
-
-app.onError((err, c) => {
+const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof SettingsError) {
     console.error(JSON.stringify({ level: "error", msg: err.message }));
     return problem(500, err.message, { type: PROBLEM_TYPES.settings });
@@ -256,7 +271,7 @@ app.onError((err, c) => {
   if (err instanceof HTTPException && err.status >= 400 && err.status < 500) return problem(err.status, err.message || "bad request");
   console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(err) }));
   return problem(500, "internal error");
-});
+};
 
 /**
  * A limit of Redis' (Upstash's) refused the request (see RedisLimitError for what may have been written). Storage

@@ -1,5 +1,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { settings, type Env } from "../env.js";
+import type { Handlers } from "../handlers/registry.js";
 import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
 import { runDrain } from "./drain.js";
 import { runTick } from "./loop.js";
@@ -19,13 +20,17 @@ export const MAX_HANDOVERS = 16;
  * The tick's work in invocations of its own, each with a subrequest budget
  * of its own. The Worker calls it through a service binding to itself
  * (`TICK_RUNNER` in wrangler.toml). These are RPC methods, not HTTP routes:
- * nothing outside the Worker can reach them.
+ * nothing outside the Worker can reach them. Each deployment has a class of
+ * its own ({@link createTickChunk}) that holds its code handlers.
  */
-export class TickChunk extends WorkerEntrypoint<Env> {
+export abstract class TickChunk extends WorkerEntrypoint<Env> {
+  /** The deployment's code handlers. */
+  protected abstract readonly handlers: Handlers;
+
   /** One chunk of a topic (src/tick/run-chunk.ts), fanned out by the tick. */
   async run(topic: string, max: number): Promise<ChunkReport> {
     const s = settings(this.env);
-    return runChunk({ queue: queueFromSettings(s), settings: s, topic, max });
+    return runChunk({ queue: queueFromSettings(s), settings: s, handlers: this.handlers, topic, max });
   }
 
   /**
@@ -39,6 +44,7 @@ export class TickChunk extends WorkerEntrypoint<Env> {
     return runDrain({
       queue: queueFromSettings(s),
       settings: s,
+      handlers: this.handlers,
       topic,
       horizonMs,
       ...(runner
@@ -62,6 +68,7 @@ export class TickChunk extends WorkerEntrypoint<Env> {
       queue: queueFromSettings(s),
       lock: tickLockFromSettings(s),
       settings: s,
+      handlers: this.handlers,
       scheduledTime,
       windowMs: windowEnd - scheduledTime,
       ...(runner
@@ -74,4 +81,15 @@ export class TickChunk extends WorkerEntrypoint<Env> {
     console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
     return { ended: report.ended };
   }
+}
+
+/**
+ * The TickChunk entrypoint of the deployment whose code handlers are
+ * `handlers`. A class per deployment, holding them: the runtime makes the
+ * entrypoint's instances itself, from the class the main module exports.
+ */
+export function createTickChunk(handlers: Handlers): new (ctx: ExecutionContext, env: Env) => TickChunk {
+  return class extends TickChunk {
+    protected readonly handlers = handlers;
+  };
 }

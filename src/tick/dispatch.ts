@@ -2,7 +2,7 @@ import { deliverySigner } from "../client/signature.js";
 import { cutErrorText } from "../error-text.js";
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
-import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
+import { PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
 import { forbiddenTarget } from "../handlers/ssrf.js";
 import { decideAfterFailure } from "../queue/policy/backoff.js";
 import type { ClaimedJob, Outcome } from "../queue/queue.js";
@@ -11,6 +11,8 @@ import { Semaphore } from "./budget.js";
 
 /** What dispatching one topic's chunk needs. */
 export interface DispatchContext {
+  /** The topic's code handler (its deployment's, src/handlers/registry.ts); without one, the http handler delivers. */
+  handler: Registered | undefined;
   settings: TopicSettings;
   secrets: TopicSecrets;
   /** The deployment's SIGNING_SECRET, for topics without their own. */
@@ -128,9 +130,9 @@ function httpDelivery(ctx: DispatchContext, deadlines: Deadlines): HttpDelivery 
 
 const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
 
-/** Handlers of `topic` one chunk runs at once: the topic's concurrency, its code handler's, else 10. */
-export function handlerSlots(topic: string, settings: TopicSettings): number {
-  return Math.max(1, Math.min(handlerFor(topic)?.options.concurrency ?? Infinity, settings.concurrency ?? 10));
+/** Handlers of a topic one chunk runs at once: the topic's concurrency, its code handler's, else 10. */
+export function handlerSlots(handler: Registered | undefined, settings: TopicSettings): number {
+  return Math.max(1, Math.min(handler?.options.concurrency ?? Infinity, settings.concurrency ?? 10));
 }
 
 /**
@@ -144,11 +146,10 @@ export function handlerSlots(topic: string, settings: TopicSettings): number {
  */
 export async function dispatchChunk(jobs: ClaimedJob[], ctx: DispatchContext): Promise<Outcome[]> {
   if (jobs.length === 0) return [];
-  const topic = jobs[0]!.topic;
-  const registered = handlerFor(topic);
+  const registered = ctx.handler;
   const chunk: ChunkRun = {
     ctx,
-    slots: ctx.topicSlots ?? new Semaphore(handlerSlots(topic, ctx.settings)),
+    slots: ctx.topicSlots ?? new Semaphore(handlerSlots(registered, ctx.settings)),
     // One timer for the chunk's timeouts and body waits: two timers per job were some 6 % of a delivery's CPU.
     deadlines: new Deadlines(),
   };

@@ -1,17 +1,14 @@
 import { addOutcomes, noOutcomes, type Settings } from "../env.js";
-import type { Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { ChunksInFlight } from "./in-flight.js";
 import { realClock, type Clock } from "./clock.js";
 import { afterClaim, foldEnded, newTickState, nextDrainStep, type TickState } from "./decisions.js";
-import type { ChunkReport } from "./run-chunk.js";
+import type { ChunkOptions, ChunkReport } from "./run-chunk.js";
 import { CHUNK_OVERHEAD } from "./round-plan.js";
 import { jsonLog, type Log } from "./settle.js";
 
-/** Options of {@link runDrain}. */
-export interface DrainOptions {
-  queue: Queue;
-  settings: Settings;
+/** Options of {@link runDrain}: its deployment's queue, settings and code handlers, and: */
+export interface DrainOptions extends Pick<ChunkOptions, "queue" | "settings" | "handlers"> {
   topic: string;
   /** Follow the topic this long from now. */
   horizonMs: number;
@@ -70,6 +67,7 @@ class Drain {
     this.inFlight = new ChunksInFlight({
       queue: o.queue,
       settings: s,
+      handlers: o.handlers,
       clock: this.clock,
       budget: this.budget,
       fetch: o.fetch ?? fetch,

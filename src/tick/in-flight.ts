@@ -1,5 +1,3 @@
-import type { Settings } from "../env.js";
-import type { Queue } from "../queue/queue.js";
 import { Semaphore, type SubrequestBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
 import { RoomCount } from "./room-count.js";
@@ -16,10 +14,8 @@ export interface EndedChunk {
   error?: unknown;
 }
 
-/** Options of {@link ChunksInFlight}. */
-export interface InFlightOptions {
-  queue: Queue;
-  settings: Settings;
+/** Options of {@link ChunksInFlight}: its invocation's deployment (queue, settings, code handlers), and: */
+export interface InFlightOptions extends Pick<ChunkOptions, "queue" | "settings" | "handlers"> {
   clock: Clock;
   /** The invocation's budget: chunks run here take reservations of it. */
   budget: SubrequestBudget;
@@ -105,6 +101,7 @@ export class ChunksInFlight {
       started = await startChunk({
         queue: this.o.queue,
         settings: this.o.settings,
+        handlers: this.o.handlers,
         topic,
         max,
         ...(leadMs !== undefined ? { leadMs } : {}),

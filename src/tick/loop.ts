@@ -11,17 +11,15 @@ import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
 import { CHUNK_OVERHEAD, planRound, type RoundPlan } from "./round-plan.js";
-import type { ChunkReport } from "./run-chunk.js";
+import type { ChunkOptions, ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 import { SleepMark } from "./sleep-mark.js";
 
 export { realClock, type Clock } from "./clock.js";
 
-/** Options of one tick invocation. */
-export interface TickOptions {
-  queue: Queue;
+/** Options of one tick invocation: its deployment's queue, settings and code handlers, and: */
+export interface TickOptions extends Pick<ChunkOptions, "queue" | "settings" | "handlers"> {
   lock: TickLock;
-  settings: Settings;
   /** When Cloudflare scheduled this invocation (its minute), epoch ms. */
   scheduledTime: number;
   clock?: Clock;
@@ -131,6 +129,7 @@ class TickLoop {
     this.inFlight = new ChunksInFlight({
       queue: o.queue,
       settings: this.s,
+      handlers: o.handlers,
       clock: this.clock,
       budget: this.budget,
       fetch: o.fetch ?? fetch,

@@ -2,7 +2,7 @@ import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
 import { CLAIM_REQUESTS_MAX } from "../queue/bounds.js";
 import type { ClaimResult, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
-import { handlerFor } from "../handlers/registry.js";
+import type { Handlers, Registered } from "../handlers/registry.js";
 import { ChunkSettles, settlesAtTail } from "./chunk-settle.js";
 import { ChunkTail } from "./chunk-tail.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
@@ -17,6 +17,8 @@ export type ChunkReport = TickChunkReport;
 export interface ChunkOptions {
   queue: Queue;
   settings: Settings;
+  /** The deployment's code handlers; a topic without one is delivered over http. */
+  handlers: Handlers;
   topic: string;
   /** Most jobs to claim; also bounded by TICK_CHUNK and by what `budget` has left. */
   max: number;
@@ -91,8 +93,10 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
     return { claimed: 0, more: false, nextLookAt: report.nextLookAt, slots: 1, done: Promise.resolve(report) };
   }
   budget.spend();
+  // Read once per chunk: a handler defined or removed meanwhile applies from the next chunk.
+  const handler = o.handlers.get(o.topic);
   // A batch handler takes its jobs together, so none may wait for a later one of its batch.
-  const batchHandler = handlerFor(o.topic)?.kind === "batch";
+  const batchHandler = handler?.kind === "batch";
   const leadMs = batchHandler ? 0 : (o.leadMs ?? s.tickLeadMs);
   const claimedFrom = clock.now();
   const claim = await o.queue.claim(o.topic, { max: take, now: claimedFrom, leadMs });
@@ -105,8 +109,8 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   report.nextDueAt = claim.nextDueAt;
   report.heldBy = claim.heldBy;
   const claimLook = report.more ? clock.now() : (claim.nextLookAt ?? null);
-  const slots = claim.topic ? handlerSlots(o.topic, claim.topic.settings) : 1;
-  const done = finishChunk({ o, clock, budget, spentBefore, report, claim, claimMs, slots, batchHandler });
+  const slots = claim.topic ? handlerSlots(handler, claim.topic.settings) : 1;
+  const done = finishChunk({ o, clock, budget, spentBefore, report, claim, claimMs, slots, handler });
   // Handled by whoever awaits it; this only keeps an early rejection from counting as unhandled.
   done.catch(() => {});
   return { claimed: report.claimed, more: report.more, nextLookAt: claimLook, slots, done };
@@ -124,7 +128,8 @@ interface ClaimedChunk {
   claim: ClaimResult;
   claimMs: number;
   slots: number;
-  batchHandler: boolean;
+  /** The topic's code handler as the chunk began, if it has one. */
+  handler: Registered | undefined;
 }
 
 /** Delivers and settles what the claim took; the chunk's report, with when its topic wants the tick again. */
@@ -160,6 +165,7 @@ async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult[
   const overall = o.overall ?? new Semaphore(s.tickConcurrency);
   const tail = tailOf(c, settles, Math.min(c.slots, overall.size));
   await dispatchChunk(claim.jobs, {
+    handler: c.handler,
     settings: topic.settings,
     secrets: topic.secrets,
     allowPrivateTargets: s.allowPrivateTargets,
@@ -192,7 +198,7 @@ async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult[
  * claimed when it is back.
  */
 function tailOf(c: ClaimedChunk, settles: ChunkSettles, lanes: number): ChunkTail | undefined {
-  if (c.batchHandler) return undefined;
+  if (c.handler?.kind === "batch") return undefined;
   const { o, clock, budget, report, claim } = c;
   const backlog = report.more || claim.heldBy === "concurrency";
   const jobs = claim.jobs.length;

@@ -5,11 +5,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { validate } from "@readme/openapi-parser";
 import { expect, it } from "vitest";
-import { app } from "../../src/producer/app.js";
+import { createApp } from "../../src/producer/app.js";
 
 // The document is generated from the same zod schemas the routes validate with; no settings or Redis are needed.
 async function served(): Promise<Record<string, unknown>> {
-  const res = await app.request("/openapi.json");
+  const res = await createApp().request("/openapi.json");
   expect(res.status).toBe(200);
   return (await res.json()) as Record<string, unknown>;
 }

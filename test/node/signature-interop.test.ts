@@ -11,7 +11,8 @@ import Stripe from "stripe";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { settings, type Env } from "../../src/env.js";
-import { app } from "../../src/producer/app.js";
+import { Handlers } from "../../src/handlers/registry.js";
+import { createApp } from "../../src/producer/app.js";
 import { queueFromSettings } from "../../src/queue/from-settings.js";
 import { runChunk } from "../../src/tick/run-chunk.js";
 import { startReceiver, type Delivery } from "../receiver.js";
@@ -38,6 +39,7 @@ function deployment(overrides: Partial<Env> = {}) {
     ALLOW_PRIVATE_TARGETS: "true",
     ...overrides,
   };
+  const app = createApp();
   const api = async (method: string, path: string, body: unknown) => {
     const res = await app.request(
       path,
@@ -53,7 +55,7 @@ function deployment(overrides: Partial<Env> = {}) {
   };
   const s = settings(env);
   /** Delivers the topic's due jobs, as one chunk of the tick would. */
-  const deliver = (topic: string) => runChunk({ queue: queueFromSettings(s), settings: s, topic, max: 10, log: () => {} });
+  const deliver = (topic: string) => runChunk({ queue: queueFromSettings(s), settings: s, handlers: new Handlers(), topic, max: 10, log: () => {} });
   /** POST /v1/hooks/:topic without a token: the status and JSON answer. */
   const hook = async (topic: string, body: string, headers: Record<string, string>) => {
     const res = await app.request(`/v1/hooks/${topic}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body }, env);

@@ -4,6 +4,7 @@
  */
 import { inject } from "vitest";
 import type { Env, Settings } from "../../src/env.js";
+import { Handlers } from "../../src/handlers/registry.js";
 import { queueFromSettings, tickLockFromSettings } from "../../src/queue/from-settings.js";
 import { runTick, type TickOptions, type TickReport } from "../../src/tick/loop.js";
 import { testEnv } from "./self.js";
@@ -34,12 +35,13 @@ export function freshEnv(tag: string, overrides: Partial<Env> = {}): Env {
 
 /**
  * One tick invocation of a deployment, wired as src/tick/scheduled.ts wires
- * it (without the heartbeat): its queue, a lock of its own, quiet unless
- * `log` is given. `options` replace any of these (a queue on the test's
- * clock, another deployment's queue, fan-out and handover).
+ * it (without the heartbeat): its queue, a lock of its own, no code handlers
+ * (every topic delivered over http), quiet unless `log` is given. `options`
+ * replace any of these (a queue on the test's clock, another deployment's
+ * queue, the test's handlers, fan-out and handover).
  */
 export function tickOnce(s: Settings, options: Partial<TickOptions> & { scheduledTime: number }): Promise<TickReport> {
-  return runTick({ queue: queueFromSettings(s), lock: tickLockFromSettings(s), settings: s, log: () => {}, ...options });
+  return runTick({ queue: queueFromSettings(s), lock: tickLockFromSettings(s), settings: s, handlers: new Handlers(), log: () => {}, ...options });
 }
 
 /** What the test receiver (test/receiver.ts) was sent on paths starting with `prefix`, in arrival order. */

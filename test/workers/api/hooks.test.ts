@@ -3,14 +3,11 @@
  * in the job's `webhookHeaders`: shown by GET /v1/jobs/:id, handed to a code
  * handler in its JobContext, sent on by the http handler; bounded in size.
  */
-import { inject, afterEach, describe, expect, it } from "vitest";
-import { defineHandler, removeHandler, type JobContext } from "../../../src/handlers/registry.js";
+import { inject, describe, expect, it } from "vitest";
+import type { JobContext } from "../../../src/handlers/registry.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
 import { tickDeployment, uniqueTopic } from "../tick/helpers.js";
 import { call, deliveries } from "./helpers.js";
-
-const registered: string[] = [];
-afterEach(() => registered.splice(0).forEach(removeHandler));
 
 const github = {
   "content-type": "application/json",
@@ -26,9 +23,8 @@ describe("webhook ingest keeps the provider's event headers", () => {
   it("a code handler receives X-GitHub-Event and the delivery id in webhookHeaders; other headers are not kept", async () => {
     const d = tickDeployment();
     const topic = uniqueTopic("gh-handler");
-    registered.push(topic);
     const seen: JobContext[] = [];
-    defineHandler(topic, (job) => {
+    d.handlers.define(topic, (job) => {
       seen.push(job);
     });
     const r = await call(d.env, `/v1/hooks/${topic}`, { raw: '{"action":"opened"}', headers: github });
@@ -37,7 +33,7 @@ describe("webhook ingest keeps the provider's event headers", () => {
     expect((await call(d.env, `/v1/jobs/${r.body.id}`)).body).toMatchObject({ payload: { action: "opened" }, webhookHeaders: kept });
     expect((await call(d.env, `/v1/jobs/${r.body.id}`)).body.webhookHeaders).toEqual(kept);
 
-    expect((await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} })).outcomes.ack).toBe(1);
+    expect((await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} })).outcomes.ack).toBe(1);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.webhookHeaders).toEqual(kept);
     expect(seen[0]!.webhookHeaders?.["x-github-event"]).toBe("pull_request");
@@ -55,7 +51,7 @@ describe("webhook ingest keeps the provider's event headers", () => {
     expect((await call(d.env, `/v1/jobs/${ordinary.body.id}`)).body).not.toHaveProperty("webhookHeaders");
     const hooked = await call(d.env, `/v1/hooks/${topic}`, { raw: '{"n":2}', headers: { ...github, "webhook-id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W" } });
     expect(hooked.status).toBe(202);
-    expect((await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} })).outcomes.ack).toBe(2);
+    expect((await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} })).outcomes.ack).toBe(2);
     const got = await deliveries(path);
     const byJob = new Map(got.map((g) => [g.headers["delayline-job-id"], g]));
     const sent = byJob.get(hooked.body.id)!;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { app } from "../../../src/producer/app.js";
+import worker from "../../../app/worker.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const UNAUTHENTICATED = new Set(["/healthz", "/openapi.json", "/docs"]);
@@ -19,7 +19,7 @@ describe("the OpenAPI document", () => {
 
   it("lists exactly the routes the app serves", async () => {
     // A route appears once per handler (validators included); compare distinct method + path pairs.
-    const served = app.routes
+    const served = worker.app.routes
       .filter((r) => r.method !== "ALL" && !["/openapi.json", "/docs", "/docs/*", "/dashboard", "/dashboard/*", "/favicon.ico"].includes(r.path))
       .map((r) => `${r.method} ${r.path.replace(/:([^/]+)/g, "{$1}")}`);
     const listed = (await documented()).map((r) => `${r.method} ${r.path}`);

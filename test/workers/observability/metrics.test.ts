@@ -5,7 +5,7 @@
  * queue's per-minute series. Every counter must equal the scenario's numbers.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandler, PermanentError, removeHandler, RetryableError } from "../../../src/handlers/registry.js";
+import { PermanentError, RetryableError } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import type { TickReport } from "../../../src/tick/loop.js";
 import { call } from "../api/helpers.js";
@@ -25,13 +25,13 @@ let report: TickReport;
 
 beforeAll(async () => {
   // ok: 6 jobs on time and one claimed 30 s after it was due.
-  defineHandler(ok, () => {});
+  d.handlers.define(ok, () => {});
   // flaky: every job fails its first attempt and succeeds on its second.
-  defineHandler(flaky, (job) => {
+  d.handlers.define(flaky, (job) => {
     if (job.attempt === 1) throw new RetryableError("not yet", 1_000);
   });
   // doomed: 3 jobs fail all 3 attempts; 2 fail permanently at once.
-  defineHandler(doomed, (job) => {
+  d.handlers.define(doomed, (job) => {
     if ((job.payload as { permanent?: boolean }).permanent) throw new PermanentError("refused");
     throw new Error("always fails");
   });
@@ -49,7 +49,6 @@ beforeAll(async () => {
   ]);
   clock.t = T0;
   report = await d.tick({ scheduledTime: T0, clock, windowMs: 20_000, log: (line) => logs.push(line) });
-  for (const t of [ok, flaky, doomed]) removeHandler(t);
 });
 
 const EXPECTED = {

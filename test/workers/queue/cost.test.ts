@@ -209,7 +209,6 @@ it("schedules: commands per fire (with its job) and an idle minute with 0 and 10
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
   const { upsertSchedule } = await import("../../../src/schedules/lifecycle.js");
   const { fireDueSchedules } = await import("../../../src/schedules/fire.js");
-  const { defineHandler, removeHandler } = await import("../../../src/handlers/registry.js");
   const meterEnv = { UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"), TICK_POLL_MS: "1000" };
   const T = 1_900_000_020_000 - 20_000;
 
@@ -249,17 +248,13 @@ it("schedules: commands per fire (with its job) and an idle minute with 0 and 10
     const d = tickDeployment(meterEnv, clock);
     const topic = `sched${crypto.randomUUID().slice(0, 6)}`;
     let delivered = 0;
-    defineHandler(topic, () => void delivered++);
-    try {
-      await upsertSchedule(d.queue.schedules, "two", { every: 2_000, timezone: "UTC", grace: 60_000, startAt: T + 2_000, job: { topic, payload: "x" } }, T);
-      const minute = await meter(() => d.tick({ scheduledTime: T, windowMs: 60_000 }));
-      expect(delivered).toBe(29);
-      report.schedule_every2s_commandsPerMinute = minute.commands;
-      report.schedule_every2s_requestsPerMinute = minute.requests;
-      report.schedule_every2s_commandsPerOccurrence = minute.commands / delivered;
-    } finally {
-      removeHandler(topic);
-    }
+    d.handlers.define(topic, () => void delivered++);
+    await upsertSchedule(d.queue.schedules, "two", { every: 2_000, timezone: "UTC", grace: 60_000, startAt: T + 2_000, job: { topic, payload: "x" } }, T);
+    const minute = await meter(() => d.tick({ scheduledTime: T, windowMs: 60_000 }));
+    expect(delivered).toBe(29);
+    report.schedule_every2s_commandsPerMinute = minute.commands;
+    report.schedule_every2s_requestsPerMinute = minute.requests;
+    report.schedule_every2s_commandsPerOccurrence = minute.commands / delivered;
   }
 
   // Idle: 0 and 10,000 schedules whose next occurrence is a year off cost the sleeping tick the same.
@@ -291,32 +286,27 @@ it("schedules: commands per fire (with its job) and an idle minute with 0 and 10
 
 it("a steady trickle through the tick: what the tick adds per job at 200 and 1,000 jobs/s", { timeout: 300_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
-  const { defineHandler, removeHandler } = await import("../../../src/handlers/registry.js");
   for (const rate of [200, 1_000]) {
     const clock = new VirtualClock(1_900_000_000_000);
     const d = tickDeployment({ UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"), UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken") }, clock);
     const topic = `trickle${crypto.randomUUID().slice(0, 6)}`;
     const late: number[] = [];
-    defineHandler(topic, (job) => void late.push(clock.now() - job.dueAt));
-    try {
-      // Due evenly over 10 s from 2 s on, enqueued beforehand (the enqueue is not the tick's cost).
-      const n = rate * 10;
-      const start = clock.now() + 2_000;
-      for (let i = 0; i < n; i += 500) {
-        await d.queue.enqueueBatch(
-          Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ topic, payload: i + j, runAt: start + Math.floor(((i + j) * 1_000) / rate) })),
-        );
-      }
-      const tick = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 14_000 }));
-      expect(late).toHaveLength(n);
-      expect(Math.min(...late)).toBeGreaterThanOrEqual(0);
-      report[`trickle_${rate}perSec_tickCommandsPerJob`] = tick.commands / n;
-      report[`trickle_${rate}perSec_tickRequestsPerJob`] = tick.requests / n;
-      report[`trickle_${rate}perSec_maxLateMs`] = Math.max(...late);
-      expect(tick.commands / n).toBeLessThanOrEqual(1);
-      expect(tick.requests / n).toBeLessThanOrEqual(0.1);
-    } finally {
-      removeHandler(topic);
+    d.handlers.define(topic, (job) => void late.push(clock.now() - job.dueAt));
+    // Due evenly over 10 s from 2 s on, enqueued beforehand (the enqueue is not the tick's cost).
+    const n = rate * 10;
+    const start = clock.now() + 2_000;
+    for (let i = 0; i < n; i += 500) {
+      await d.queue.enqueueBatch(
+        Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ topic, payload: i + j, runAt: start + Math.floor(((i + j) * 1_000) / rate) })),
+      );
     }
+    const tick = await meter(() => d.tick({ scheduledTime: clock.now(), windowMs: 14_000 }));
+    expect(late).toHaveLength(n);
+    expect(Math.min(...late)).toBeGreaterThanOrEqual(0);
+    report[`trickle_${rate}perSec_tickCommandsPerJob`] = tick.commands / n;
+    report[`trickle_${rate}perSec_tickRequestsPerJob`] = tick.requests / n;
+    report[`trickle_${rate}perSec_maxLateMs`] = Math.max(...late);
+    expect(tick.commands / n).toBeLessThanOrEqual(1);
+    expect(tick.requests / n).toBeLessThanOrEqual(0.1);
   }
 });

@@ -2,10 +2,10 @@
  * Listing a topic's scheduled and in-flight jobs with cursors that are
  * positions (score + id), not offsets.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import { LIST_PAGE_BYTES, type ListedJob, type ListJobsOptions, type ListPosition, type Queue } from "../../../src/queue/queue.js";
-import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "../tick/helpers.js";
+import { recorder, tickDeployment, uniqueTopic, VirtualClock } from "../tick/helpers.js";
 import { testQueue } from "./helpers.js";
 
 const T0 = 1_900_000_000_000;
@@ -30,8 +30,6 @@ function expectInSetOrder(jobs: ListedJob[], scoreOf: (j: ListedJob) => number) 
     expect(scoreOf(a) < scoreOf(b) || (scoreOf(a) === scoreOf(b) && a.id < b.id), `${a.id} before ${b.id}`).toBe(true);
   }
 }
-
-afterEach(removeRecorders);
 
 describe("listing jobs", () => {
   it("pages scheduled jobs in due order, ties in enqueue order, within a due window; items carry what the issue names", async () => {
@@ -119,7 +117,7 @@ describe("listing jobs", () => {
     // virtual clock would move with it past the steps this test takes by hand.
     const d = tickDeployment({ TICK_LEAD_MS: "0" }, clock);
     const topic = uniqueTopic("page");
-    const delivered = recorder(topic, clock);
+    const delivered = recorder(d.handlers, topic, clock);
     // 25,000 jobs over 50 s of due times, five per millisecond value (ties).
     const initial: string[] = [];
     for (let b = 0; b < 25; b++) {

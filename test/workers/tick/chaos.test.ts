@@ -5,14 +5,12 @@
  * count — attempts, retries, dead letters — is checked exactly. Time is
  * virtual: the loop's sleeps advance it, so minutes of retries run at once.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { defineHandler, removeHandler, type JobContext } from "../../../src/handlers/registry.js";
+import { describe, expect, it } from "vitest";
+import type { JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000;
-const registered: string[] = [];
-afterEach(() => registered.splice(0).forEach(removeHandler));
 
 /** Whether attempt `attempt` of job `id` fails at `percent` %: the same hash rule as chaos/receiver.ts. */
 async function fails(id: string, attempt: number, percent: number): Promise<boolean> {
@@ -28,11 +26,10 @@ describe("handler failure rates: retries and dead letters exactly as the ids say
     const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "5000" }, clock);
     const topic = uniqueTopic(`fail${percent}`);
     const seen: string[] = [];
-    defineHandler(topic, async (job) => {
+    d.handlers.define(topic, async (job) => {
       seen.push(`${job.id}#${job.attempt}`);
       if (await fails(job.id, job.attempt, percent)) throw new Error(`chaos: attempt ${job.attempt} fails`);
     });
-    registered.push(topic);
     const maxAttempts = 3;
     const jobs = await d.queue.enqueueBatch(
       Array.from({ length: 200 }, (_, i) => ({ topic, payload: i, runAt: T0, maxAttempts, backoff: normalizeBackoff({ type: "fixed", delay: "2s" }) })),
@@ -82,15 +79,14 @@ describe("time edges", () => {
     const topic = uniqueTopic("time");
     const seen: Array<{ id: string; at: number; dueAt: number }> = [];
     // One batch at a time, in claim order.
-    defineHandler(
-      topic,
-      (batch: JobContext[]) => {
+    d.handlers.define(topic, {
+      batchSize: 1_000,
+      concurrency: 1,
+      batchHandler: (batch: JobContext[]) => {
         for (const job of batch) seen.push({ id: job.id, at: clock.now(), dueAt: job.dueAt });
         return batch.map(() => undefined);
       },
-      { batchSize: 1_000, concurrency: 1 },
-    );
-    registered.push(topic);
+    });
     const day = 86_400_000;
     const [past, epoch, now, far, farAt] = await d.queue.enqueueBatch([
       { topic, payload: "an hour ago", runAt: T0 - 3_600_000 },

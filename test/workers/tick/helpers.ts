@@ -1,5 +1,5 @@
 import { settings, type Env } from "../../../src/env.js";
-import { defineHandler, removeHandler, type JobContext } from "../../../src/handlers/registry.js";
+import { Handlers, type JobContext } from "../../../src/handlers/registry.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import type { Clock, TickOptions } from "../../../src/tick/loop.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
@@ -34,13 +34,14 @@ export class VirtualClock extends DrivenClock {
   }
 }
 
-/** A deployment of its own (fresh prefix) with the given settings. */
+/** A deployment of its own (fresh prefix, code handlers of its own, none at first) with the given settings. */
 export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
   const env = freshEnv("tick", overrides);
   const s = settings(env);
   // The queue reads time from the same clock as the loop, so reads of finished jobs find them.
   const queue = queueFromSettings(s, clock ? { now: () => clock.now() } : {});
-  const tick = (options: Partial<TickOptions> & { scheduledTime: number }) => tickOnce(s, { queue, ...(clock ? { clock } : {}), ...options });
+  const handlers = new Handlers();
+  const tick = (options: Partial<TickOptions> & { scheduledTime: number }) => tickOnce(s, { queue, handlers, ...(clock ? { clock } : {}), ...options });
   /**
    * What TICK_RUNNER gives a deployed tick, run here on the same clock: a
    * fanned-out chunk (a subrequest budget of its own) and a successor that
@@ -54,7 +55,7 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
   };
   runner.fanOut = (topic, max) => {
     runner.invocations++;
-    return runChunk({ queue, settings: s, topic, max, log: () => {}, ...(clock ? { clock } : {}) });
+    return runChunk({ queue, settings: s, handlers, topic, max, log: () => {}, ...(clock ? { clock } : {}) });
   };
   const withRunner = (scheduledTime: number) => {
     runner.handOver = (end: number) => {
@@ -67,6 +68,8 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
     env,
     settings: s,
     queue,
+    /** The deployment's code handlers, which its ticks and chunks run. */
+    handlers,
     /** Runs one tick invocation (a lock of its own each time, as separate invocations have). */
     tick,
     /** Fan-out and handover for a tick scheduled at `scheduledTime`, run in this isolate. */
@@ -87,20 +90,12 @@ export interface Seen {
   payload: unknown;
 }
 
-const recorded: string[] = [];
-
-/** Registers a code handler that records what it saw and when (on the given clock); {@link removeRecorders} removes it. */
-export function recorder(topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}): Seen[] {
+/** Defines a code handler of `topic` in `handlers` that records what it saw and when (on the given clock). */
+export function recorder(handlers: Handlers, topic: string, clock: { now(): number }, behave: (job: JobContext) => void | Promise<void> = () => {}): Seen[] {
   const seen: Seen[] = [];
-  defineHandler(topic, async (job) => {
+  handlers.define(topic, async (job) => {
     seen.push({ id: job.id, attempt: job.attempt, at: clock.now(), dueAt: job.dueAt, payload: job.payload });
     await behave(job);
   });
-  recorded.push(topic);
   return seen;
-}
-
-/** Removes every handler {@link recorder} registered (call after each test). */
-export function removeRecorders(): void {
-  recorded.splice(0).forEach(removeHandler);
 }

@@ -36,7 +36,7 @@ async function deliverOne(path: (topic: string) => string, job: { timeoutMs?: nu
   const topic = uniqueTopic("body");
   const url = `${receiver()}${path(topic)}`;
   const { id } = await d.queue.enqueue({ topic, payload: { n: 1 }, target: { url }, ...job });
-  const report = await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} });
+  const report = await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} });
   expect(report.claimed).toBe(1);
   return { job: (await d.queue.get(id))!, path: new URL(url).pathname };
 }
@@ -86,7 +86,7 @@ describe("the http handler's reading of response bodies", () => {
     await d.queue.enqueueBatch(Array.from({ length: 6 }, (_, i) => ({ topic, payload: i })));
     // Its concurrency lets a chunk take one job: six chunks, one after the other.
     for (let i = 0; i < 6; i++) {
-      const report = await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} });
+      const report = await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} });
       expect(report.outcomes.ack).toBe(1);
     }
     const got = await deliveries(`/${topic}/ok`);

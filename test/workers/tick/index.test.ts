@@ -9,13 +9,12 @@ import { PermanentError, RetryableError } from "../../../src/handlers/registry.j
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { runDrain } from "../../../src/tick/drain.js";
 import { runChunk, type ChunkReport } from "../../../src/tick/run-chunk.js";
-import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 import { DrivenClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
 const restores: Array<() => void> = [];
 afterEach(() => {
-  removeRecorders();
   for (const r of restores.splice(0)) r();
 });
 
@@ -30,7 +29,7 @@ describe("the topic index", () => {
       const far = uniqueTopic("far");
       await d.queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: `${far}-${i}`, payload: i, runAt: T0 + 3_600_000 })));
       const topic = uniqueTopic("near");
-      const seen = recorder(topic, clock);
+      const seen = recorder(d.handlers, topic, clock);
       await d.queue.enqueue({ topic, payload: "me", runAt: T0 + 2_000 });
       const report = await d.tick({ scheduledTime: T0, windowMs: 10_000 });
       expect(seen).toHaveLength(1);
@@ -63,7 +62,7 @@ describe("work added back", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("back");
     let fail = true;
-    const seen = recorder(topic, clock, () => {
+    const seen = recorder(d.handlers, topic, clock, () => {
       if (fail) throw new PermanentError("not yet");
     });
     const dead = await d.queue.enqueue({ topic, payload: "dead", runAt: T0 });
@@ -98,7 +97,7 @@ describe("limits", () => {
     restores.push(clock.install());
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("rc");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     await d.queue.configureTopic(topic, { ratePerSec: 2, burst: 2, concurrency: 1 });
     await d.queue.enqueueBatch(Array.from({ length: 60 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
     await d.tick({ scheduledTime: T0, windowMs: 10_000 });
@@ -124,7 +123,7 @@ describe("a steady load", () => {
       restores.push(clock.install());
       const d = tickDeployment(p.env, clock);
       const topic = uniqueTopic("steady");
-      const seen = recorder(topic, clock);
+      const seen = recorder(d.handlers, topic, clock);
       await d.queue.enqueueBatch(dues.map((runAt, i) => ({ topic, payload: i, runAt })));
       const runner = d.runner(T0);
       const report = await d.tick({ scheduledTime: T0, windowMs: 75_000, ...(p.runner ? { fanOut: runner.fanOut, handOver: runner.handOver } : {}) });
@@ -146,11 +145,11 @@ describe("a producer's drain", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("drain-retry");
-    const seen = recorder(topic, clock, (job) => {
+    const seen = recorder(d.handlers, topic, clock, (job) => {
       if (job.attempt === 1) throw new RetryableError("first attempt fails");
     });
     const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0, backoff: normalizeBackoff({ type: "fixed", delay: "2s" }) });
-    await runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs: 20_000, clock, log: () => {} });
+    await runDrain({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, horizonMs: 20_000, clock, log: () => {} });
     expect(seen.map((s) => [s.attempt, s.at - T0])).toEqual([
       [1, 0],
       [2, 2_000],
@@ -164,17 +163,17 @@ describe("a producer's drain", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_SUBREQUEST_BUDGET: "45", TICK_CHUNK: "10" }, clock);
     const topic = uniqueTopic("drain-steady");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     await d.queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic, payload: i, runAt: T0 + i * 20 })));
     let drains = 0;
     let chunks = 0;
     const fanOut = (t: string, max: number) => {
       chunks++;
-      return runChunk({ queue: d.queue, settings: d.settings, topic: t, max, clock, log: () => {} });
+      return runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic: t, max, clock, log: () => {} });
     };
     const drain = (horizonMs: number): Promise<ChunkReport> => {
       drains++;
-      return runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs, clock, log: () => {}, fanOut, handOver: drain });
+      return runDrain({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, horizonMs, clock, log: () => {}, fanOut, handOver: drain });
     };
     // The drain covers what falls due within its horizon: the last job is due at 19.98 s.
     const r = await drain(21_000);
@@ -194,10 +193,10 @@ describe("a producer's drain", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("drain-pull");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     await d.queue.configureTopic(topic, { mode: "pull" });
     const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0 });
-    const r = await runDrain({ queue: d.queue, settings: d.settings, topic, horizonMs: 20_000, clock, log: () => {} });
+    const r = await runDrain({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, horizonMs: 20_000, clock, log: () => {} });
     expect(r.claimed).toBe(0);
     expect(seen).toEqual([]);
     expect((await d.queue.get(id))!.state).toBe("scheduled");

@@ -1,16 +1,13 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../../src/client/signature.js";
-import { defineHandler, PermanentError, removeHandler, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
+import { PermanentError, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
-import { deliveries, recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { deliveries, recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 import { DrivenClock } from "./sim-clock.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
-const registered: string[] = [];
 const restores: Array<() => void> = [];
 afterEach(() => {
-  registered.splice(0).forEach(removeHandler);
-  removeRecorders();
   for (const r of restores.splice(0)) r();
 });
 
@@ -20,7 +17,7 @@ describe("the loop", () => {
     // A job every ~270 ms at a 100 ms poll needs the paid plan's larger subrequest budget.
     const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "5000" }, clock);
     const topic = uniqueTopic("times");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     const dues = Array.from({ length: 200 }, (_, i) => T0 + Math.floor((i * 54_000) / 200) + (i % 7) * 13);
     await d.queue.enqueueBatch(dues.map((runAt, i) => ({ topic, payload: i, runAt })));
     // Enqueue clamps past times to "now" on the real clock; put the due times where the test says.
@@ -38,7 +35,7 @@ describe("the loop", () => {
   it("three invocations at once deliver every job exactly once and never early", async () => {
     const d = tickDeployment({ TICK_POLL_MS: "50" });
     const topic = uniqueTopic("three");
-    const seen = recorder(topic, { now: () => Date.now() });
+    const seen = recorder(d.handlers, topic, { now: () => Date.now() });
     const start = Date.now();
     const jobs = await d.queue.enqueueBatch(Array.from({ length: 60 }, (_, i) => ({ topic, payload: i, delayMs: (i % 20) * 60 })));
     const dueOf = new Map(jobs.map((j) => [j.id, j.dueAt]));
@@ -52,7 +49,7 @@ describe("the loop", () => {
   it("a waiting invocation takes over when the running loop's window ends", async () => {
     const d = tickDeployment({ TICK_POLL_MS: "50" });
     const topic = uniqueTopic("handover");
-    const seen = recorder(topic, { now: () => Date.now() });
+    const seen = recorder(d.handlers, topic, { now: () => Date.now() });
     const start = Date.now();
     const first = d.tick({ scheduledTime: start, windowMs: 800 });
     await new Promise((r) => setTimeout(r, 100));
@@ -69,7 +66,7 @@ describe("the loop", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("early-release");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     // A holder whose window lasts a minute more lets go after 2 s (its lock lost, Redis gone, a bug).
     const { tickLockFromSettings } = await import("../../../src/queue/from-settings.js");
     const holder = tickLockFromSettings(d.settings);
@@ -89,8 +86,8 @@ describe("the loop", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100", TICK_SUBREQUEST_BUDGET: "12", TICK_IDLE_PEEK_MS: "0" }, clock);
     const slow = uniqueTopic("slow");
     const quick = uniqueTopic("quick");
-    recorder(slow, clock, () => clock.sleep(8_000));
-    const seen = recorder(quick, clock);
+    recorder(d.handlers, slow, clock, () => clock.sleep(8_000));
+    const seen = recorder(d.handlers, quick, clock);
     await d.queue.enqueue({ topic: slow, payload: 1, runAt: T0 });
     const job = await d.queue.enqueue({ topic: quick, payload: 2, runAt: T0 + 3_000 });
     const runner = d.runner(T0);
@@ -108,7 +105,7 @@ describe("the loop", () => {
     const topic = uniqueTopic("tail");
     let running = 0;
     let most = 0;
-    const seen = recorder(topic, clock, async (job) => {
+    const seen = recorder(d.handlers, topic, clock, async (job) => {
       running++;
       most = Math.max(most, running);
       await clock.sleep(job.payload === 0 ? 1_000 : 10);
@@ -130,7 +127,7 @@ describe("the loop", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("schedule");
-    const seen = recorder(topic, clock, (job) => {
+    const seen = recorder(d.handlers, topic, clock, (job) => {
       if (job.attempt < 3) throw new Error(`attempt ${job.attempt} failed`);
     });
     const { id } = await d.queue.enqueue({
@@ -153,7 +150,7 @@ describe("the loop", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("fail");
-    recorder(topic, clock, (job) => {
+    recorder(d.handlers, topic, clock, (job) => {
       if (job.payload === "permanent") throw new PermanentError("bad input");
       throw new RetryableError("upstream busy", 10);
     });
@@ -178,7 +175,7 @@ describe("the loop", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("replay");
     let fail = true;
-    const seen = recorder(topic, clock, () => {
+    const seen = recorder(d.handlers, topic, clock, () => {
       if (fail) throw new PermanentError("not yet");
     });
     const { id } = await d.queue.enqueue({ topic, payload: 1, runAt: T0 });
@@ -196,7 +193,7 @@ describe("the loop", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("crash");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     const jobs = await d.queue.enqueueBatch(
       Array.from({ length: 5 }, (_, i) => ({ topic, payload: i, runAt: T0, backoff: normalizeBackoff({ type: "fixed", delay: 0 }) })),
     );
@@ -212,7 +209,7 @@ describe("the loop", () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "50" }, clock);
     const topic = uniqueTopic("rate");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     await d.queue.configureTopic(topic, { ratePerSec: 20, burst: 5 });
     await d.queue.enqueueBatch(Array.from({ length: 400 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
     await d.tick({ scheduledTime: T0, clock, windowMs: 10_000 });
@@ -228,9 +225,8 @@ describe("the loop", () => {
     const hot = uniqueTopic("hot");
     const quiet = uniqueTopic("quiet");
     const order: string[] = [];
-    defineHandler(hot, () => void order.push("hot"));
-    defineHandler(quiet, () => void order.push("quiet"));
-    registered.push(hot, quiet);
+    d.handlers.define(hot, () => void order.push("hot"));
+    d.handlers.define(quiet, () => void order.push("quiet"));
     for (let i = 0; i < 5; i++) await d.queue.enqueueBatch(Array.from({ length: 1_000 }, (_, j) => ({ topic: hot, payload: j, runAt: T0 })));
     await d.queue.enqueue({ topic: quiet, payload: "me", runAt: T0 });
     await d.tick({ scheduledTime: T0, clock, windowMs: 200 });
@@ -245,7 +241,7 @@ describe("the loop", () => {
     restores.push(clock.install());
     const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_CHUNK: "10" }, clock);
     const topic = uniqueTopic("fanned");
-    const seen = recorder(topic, clock);
+    const seen = recorder(d.handlers, topic, clock);
     // 15 due now: a full local chunk of 10 marks a backlog, the next round fans the other 5 out.
     await d.queue.enqueueBatch(Array.from({ length: 15 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
     await d.queue.enqueue({ topic, payload: "later", runAt: T0 + 10 });
@@ -280,7 +276,7 @@ describe("the loop", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const paused = uniqueTopic("paused");
     const pull = uniqueTopic("pull");
-    const seen = [...recorder(paused, clock), ...recorder(pull, clock)];
+    const seen = [...recorder(d.handlers, paused, clock), ...recorder(d.handlers, pull, clock)];
     await d.queue.configureTopic(paused, { paused: true });
     await d.queue.configureTopic(pull, { mode: "pull" });
     await d.queue.enqueueBatch([
@@ -299,15 +295,13 @@ describe("the loop", () => {
     const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
     const topic = uniqueTopic("batch");
     const calls: number[] = [];
-    defineHandler(
-      topic,
-      (jobs: JobContext[]) => {
+    d.handlers.define(topic, {
+      batchSize: 128,
+      batchHandler: (jobs: JobContext[]) => {
         calls.push(jobs.length);
         return jobs.map((j) => ((j.payload as number) % 10 === 0 ? new PermanentError("tenth") : undefined));
       },
-      { batchSize: 128 },
-    );
-    registered.push(topic);
+    });
     await d.queue.enqueueBatch(Array.from({ length: 300 }, (_, i) => ({ topic, payload: i, runAt: T0 })));
     const report = await d.tick({ scheduledTime: T0, clock, windowMs: 1_000 });
     expect(calls.every((n) => n <= 128)).toBe(true);

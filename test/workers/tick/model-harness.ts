@@ -27,6 +27,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { settings as parseSettings, type Env, type Settings } from "../../../src/env.js";
+import { Handlers } from "../../../src/handlers/registry.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
@@ -123,6 +124,8 @@ export interface ModelHarness {
   readonly env: Env;
   readonly settings: Settings;
   readonly prefix: string;
+  /** The deployment's code handlers, which its ticks, drains and fanned-out chunks run. */
+  readonly handlers: Handlers;
   readonly trace: Trace;
   startTick(scheduledTime: number, windowMs: number): Promise<TickReport>;
   enqueue(inputs: EnqueueInput[], producer?: number): Promise<EnqueueResult[]>;
@@ -138,7 +141,7 @@ export interface ModelHarness {
   dispose(): Promise<void>;
 }
 
-/** A deployment of its own (fresh prefix), all on `clock`. `env` overrides settings (strings, as bindings are). */
+/** A deployment of its own (fresh prefix, code handlers of its own), all on `clock`. `env` overrides settings (strings, as bindings are). */
 export function createModelHarness(options: { env: Partial<Env>; clock: SimClock }): ModelHarness {
   const { clock } = options;
   const env = freshEnv("model", options.env);
@@ -146,6 +149,7 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
   const now = () => clock.now();
   const queue = queueFromSettings(s, { now });
   const trace: Trace = { claims: [], settles: [], marks: [], invocations: [], drains: [], logs: [] };
+  const handlers = new Handlers();
   let recording = true;
   const unpatch = recordQueueCalls(s.prefix, trace, clock, () => recording);
   const log = (line: LogLine) => {
@@ -154,13 +158,14 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
       if (trace.logs.length < 2_000) trace.logs.push({ at: clock.now(), runner: currentRunner(), line });
     }
   };
-  const wiring = wiringOf({ s, clock, trace, log, isRecording: () => recording });
+  const wiring = wiringOf({ s, handlers, clock, trace, log, isRecording: () => recording });
   let invocations = 0;
 
   return {
     env,
     settings: s,
     prefix: s.prefix,
+    handlers,
     trace,
 
     // RE-POINT: one cron invocation (src/tick/scheduled.ts without the heartbeat).
@@ -171,6 +176,7 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
       return asRunner(id, async () => {
         const report = await tickOnce(s, {
           queue: queueFromSettings(s, { now }),
+          handlers,
           scheduledTime,
           windowMs,
           clock,
@@ -226,20 +232,21 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
 // chunk, a drain's successor) runs here as a task of the simulation.
 // ---------------------------------------------------------------------------
 
-function wiringOf(ctx: { s: Settings; clock: SimClock; trace: Trace; log: (line: LogLine) => void; isRecording: () => boolean }) {
-  const { s, clock, trace, log } = ctx;
+function wiringOf(ctx: { s: Settings; handlers: Handlers; clock: SimClock; trace: Trace; log: (line: LogLine) => void; isRecording: () => boolean }) {
+  const { s, handlers, clock, trace, log } = ctx;
   const now = () => clock.now();
   let drains = 0;
 
   /** TickChunk.run. */
   const runChunk = (topic: string, max: number): Promise<ChunkReport> =>
-    runChunkOf({ queue: queueFromSettings(s, { now }), settings: s, topic, max, clock, log });
+    runChunkOf({ queue: queueFromSettings(s, { now }), settings: s, handlers, topic, max, clock, log });
 
   /** TickChunk.drain, with its fan-out and successors. */
   const runDrain = (topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> =>
     runDrainOf({
       queue: queueFromSettings(s, { now }),
       settings: s,
+      handlers,
       topic,
       horizonMs,
       clock,

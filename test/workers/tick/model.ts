@@ -5,7 +5,7 @@
  * under test goes through model-harness.ts.
  */
 import fc from "fast-check";
-import { defineHandler, PermanentError, removeHandler, RetryableError } from "../../../src/handlers/registry.js";
+import { PermanentError, RetryableError } from "../../../src/handlers/registry.js";
 import { normalizeBackoff, type Backoff, type BackoffInput } from "../../../src/queue/policy/backoff.js";
 import type { JobSnapshot } from "../../../src/queue/queue.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
@@ -331,7 +331,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       if (t.burst !== undefined) patch.burst = t.burst;
       if (t.concurrency !== undefined) patch.concurrency = t.concurrency;
       await harness.configure(topics[i]!, patch);
-      defineHandler(topics[i]!, async (ctx) => {
+      harness.handlers.define(topics[i]!, async (ctx) => {
         if (stopped) return;
         const model = jobs[(ctx.payload as { j: number }).j]!;
         const rec: AttemptRecord = { id: ctx.id, attempt: ctx.attempt, dueAt: ctx.dueAt, start: clock.now(), runner: currentRunner() };
@@ -464,7 +464,6 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     if (stuck.length > 0) violations.push({ kind: "stuck", message: `tasks never ended: ${stuck.join(", ")}` });
     uninstall();
     Math.random = originalRandom;
-    for (const t of topics) removeHandler(t);
     await harness.dispose().catch(() => {});
   }
 

@@ -3,13 +3,13 @@
  * one virtual clock against the real Redis: exactly one job per occurrence
  * whatever runs alongside, on time, collapsing what an outage missed.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import type { Handlers } from "../../../src/handlers/registry.js";
 import { fireDueSchedules, planFiring } from "../../../src/schedules/fire.js";
 import { pauseSchedule, resumeSchedule, upsertSchedule, type ScheduleInput } from "../../../src/schedules/lifecycle.js";
-import { recorder, removeRecorders, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
+import { recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const M0 = 1_900_000_020_000 - 20_000; // a minute boundary
-afterEach(removeRecorders);
 
 const every = (ms: number, topic: string, extra: Partial<ScheduleInput> = {}): ScheduleInput => ({
   every: ms,
@@ -20,9 +20,9 @@ const every = (ms: number, topic: string, extra: Partial<ScheduleInput> = {}): S
 });
 
 /** Records what each delivery says about its schedule. */
-function scheduleRecorder(topic: string, clock: VirtualClock) {
+function scheduleRecorder(handlers: Handlers, topic: string, clock: VirtualClock) {
   const seen: Array<{ id: string; for: number; at: number; scheduleId: string }> = [];
-  recorder(topic, clock, (job) => {
+  recorder(handlers, topic, clock, (job) => {
     seen.push({ id: job.id, for: job.schedule!.scheduledFor, at: clock.now(), scheduleId: job.schedule!.id });
   });
   return seen;
@@ -33,7 +33,7 @@ describe("schedules fired by the tick", () => {
     const clock = new VirtualClock(M0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("every2");
-    const seen = scheduleRecorder(topic, clock);
+    const seen = scheduleRecorder(d.handlers, topic, clock);
     await upsertSchedule(d.queue.schedules, "every-2s", every(2_000, topic, { startAt: M0 + 2_000 }), clock.now());
     // Each minute's cron, and three more invocations of the same minute arriving 3, 6 and 9 s late.
     const invocations = [];
@@ -66,7 +66,7 @@ describe("schedules fired by the tick", () => {
     const clock = new VirtualClock(M0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("outage");
-    const seen = scheduleRecorder(topic, clock);
+    const seen = scheduleRecorder(d.handlers, topic, clock);
     await upsertSchedule(d.queue.schedules, "ten", every(10_000, topic, { startAt: M0 + 10_000 }), clock.now());
     await d.tick({ scheduledTime: M0, windowMs: 60_000 });
     // No tick for five minutes.
@@ -85,7 +85,7 @@ describe("schedules fired by the tick", () => {
     const clock = new VirtualClock(M0 + 45_000);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("late");
-    const seen = scheduleRecorder(topic, clock);
+    const seen = scheduleRecorder(d.handlers, topic, clock);
     await upsertSchedule(d.queue.schedules, "ten", every(10_000, topic, { startAt: M0 + 10_000 }), M0);
     await d.tick({ scheduledTime: M0, windowMs: 60_000 });
     expect(seen.map((s) => s.for - M0)).toEqual([10_000, 20_000, 30_000, 40_000, 50_000]);
@@ -146,7 +146,7 @@ describe("schedules fired by the tick", () => {
     const clock = new VirtualClock(M0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
     const topic = uniqueTopic("ends");
-    const seen = scheduleRecorder(topic, clock);
+    const seen = scheduleRecorder(d.handlers, topic, clock);
     await upsertSchedule(d.queue.schedules, "three", every(5_000, topic, { startAt: M0 + 5_000, limit: 3 }), clock.now());
     await upsertSchedule(d.queue.schedules, "until", every(5_000, topic, { startAt: M0 + 5_000, endAt: M0 + 12_000 }), clock.now());
     await d.tick({ scheduledTime: M0, windowMs: 60_000 });

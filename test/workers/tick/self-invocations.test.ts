@@ -51,6 +51,25 @@ it("a backlog beyond one invocation's budget is carried by fanned-out invocation
   await remove(d, topic);
 });
 
+it("the invocations run the code handlers of the main module's deployment (app/worker.ts)", async () => {
+  // The runtime makes the TickChunk the main module exports: the class its delayline() call made for its handlers.
+  const worker = (await import("../../../app/worker.js")).default;
+  const d = deployment({});
+  const topic = uniqueTopic("handled");
+  const ran: string[] = [];
+  worker.handlers.define(topic, (job) => void ran.push(job.id));
+  try {
+    const jobs = await d.queue.enqueueBatch(Array.from({ length: 3 }, (_, i) => ({ topic, payload: i })));
+    const report = await testEnv.TICK_RUNNER!.run(topic, 10);
+    // Without the handler the jobs have nowhere to go over http (no target, no topic url): they would be dead.
+    expect(report.outcomes).toEqual({ ack: 3, retry: 0, dead: 0, stale: 0 });
+    expect(ran.sort()).toEqual(jobs.map((j) => j.id).sort());
+  } finally {
+    worker.handlers.remove(topic);
+  }
+  await remove(d, topic);
+});
+
 /** A tick on the deployment's prefix, asleep: three idle rounds, the mark, then a second for producers to notice. */
 async function sleepingTick(windowMs: number) {
   const d = deployment({ TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "20000" });

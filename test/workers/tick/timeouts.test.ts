@@ -4,9 +4,8 @@
  * while the jobs beside it that finish in time are not touched. One chunk at
  * a time on the real clock.
  */
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { Deadlines } from "../../../src/handlers/deadlines.js";
-import { defineHandler, removeHandler } from "../../../src/handlers/registry.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
 import { tickDeployment, uniqueTopic } from "./helpers.js";
 
@@ -40,15 +39,11 @@ describe("Deadlines", () => {
 });
 
 describe("handler timeouts", () => {
-  const topics: string[] = [];
-  afterEach(() => topics.splice(0).forEach(removeHandler));
-
   it("retries a job whose handler outlives its timeout as timed out, its signal aborted, and settles the others as they ended", async () => {
     const d = tickDeployment();
     const topic = uniqueTopic("timeout");
-    topics.push(topic);
     const aborted = new Map<number, boolean>();
-    defineHandler(topic, async (job) => {
+    d.handlers.define(topic, async (job) => {
       const n = job.payload as number;
       if (n === 0) await new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve()));
       aborted.set(n, job.signal.aborted);
@@ -58,7 +53,7 @@ describe("handler timeouts", () => {
       { topic, payload: 1, timeoutMs: 60_000 },
       { topic, payload: 2, timeoutMs: 200 },
     ]);
-    const report = await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} });
+    const report = await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} });
     expect(report.outcomes).toMatchObject({ ack: 2, retry: 1 });
     expect(await d.queue.get(jobs[0]!.id)).toMatchObject({ state: "scheduled", attempts: 1, lastError: "timed out after 200 ms" });
     expect(await d.queue.get(jobs[1]!.id)).toMatchObject({ state: "succeeded" });
@@ -73,7 +68,7 @@ describe("handler timeouts", () => {
     const d = tickDeployment({ ALLOW_PRIVATE_TARGETS: "true" });
     const topic = uniqueTopic("hang");
     const { id } = await d.queue.enqueue({ topic, payload: 1, timeoutMs: 300, maxAttempts: 2, target: { url: `${inject("receiverUrl")}/${topic}/hang` } });
-    const report = await runChunk({ queue: d.queue, settings: d.settings, topic, max: 10, log: () => {} });
+    const report = await runChunk({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic, max: 10, log: () => {} });
     expect(report.outcomes.retry).toBe(1);
     expect(await d.queue.get(id)).toMatchObject({ state: "scheduled", attempts: 1, lastError: "timed out after 300 ms" });
   });
