@@ -7,6 +7,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { ProblemType as ServerProblemType } from "../producer/problem.js";
 import type * as schemas from "../producer/schemas.js";
+import { retryAfterMs } from "../protocol/retry-after.js";
 
 export type Problem = z.output<typeof schemas.Problem>;
 
@@ -79,15 +80,6 @@ export class DelaylineUnavailableError extends DelaylineError {
   override name = "DelaylineUnavailableError";
   /** What the answer's Retry-After asked for, in ms; null when it had none (or there was no answer). */
   retryAfterMs: number | null = null;
-}
-
-/** Retry-After (delta seconds or an HTTP date) in ms from `now`; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number | null {
-  if (header === null) return null;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1_000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 /** The error for a non-2xx answer: its class by status, with the problem document (or one describing the body). */

@@ -5,18 +5,10 @@
  * non-2xx answer becomes a {@link DelaylineError} subclass carrying the
  * problem document; requests that are safe to repeat are retried.
  */
-export {
-  Receiver,
-  signPayload,
-  signStandard,
-  verifySignature,
-  verifyStandardSignature,
-  type ReceiverOptions,
-  type SignatureScheme,
-  type StandardVerifyOptions,
-  type VerifyOptions,
-  type VerifyResult,
-} from "./signature.js";
+export { Receiver, type ReceiverOptions } from "./receiver.js";
+export { signPayload, signStandard } from "../protocol/sign.js";
+export type { SignatureScheme } from "../protocol/signature-schemes.js";
+export { verifySignature, verifyStandardSignature, type StandardVerifyOptions, type VerifyOptions, type VerifyResult } from "../protocol/verify.js";
 
 import type { z } from "@hono/zod-openapi";
 import type * as scheduleSchemas from "../producer/schedule-schemas.js";

@@ -1,4 +1,4 @@
-import { deliverySigner } from "../client/signature.js";
+import { deliverySigner } from "../protocol/sign.js";
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
 import { handlerFor, PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";
