@@ -43,7 +43,7 @@ export function deadCommands(program: Command, io: Io): void {
         const entries: DeadLetter[] = [];
         let cursor: string | undefined;
         do {
-          const page = await dl.deadLetters(topic, {
+          const page = await dl.deadLetters.list(topic, {
             limit: Math.min(MAX_LIST_LIMIT, o.limit - entries.length),
             ...(cursor !== undefined ? { cursor } : {}),
             ...(o.failedFrom !== undefined ? { failedFrom: o.failedFrom } : {}),
@@ -83,7 +83,7 @@ export function deadCommands(program: Command, io: Io): void {
       if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
       const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
       const timing = { ...(o.delay !== undefined ? { delay: o.delay } : {}), ...(o.spread !== undefined ? { spread: o.spread } : {}) };
-      const r = await ctx.client().replayDeadLetters(topic, { ...what, ...timing });
+      const r = await ctx.client().deadLetters.replay(topic, { ...what, ...timing });
       ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
     }),
   );
@@ -99,7 +99,7 @@ export function deadCommands(program: Command, io: Io): void {
       const filter = filterOf(o);
       // Dropping every letter is never the default: it has to be asked for.
       if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
-      const purged = await ctx.client().purgeDeadLetters(topic, filter ?? {});
+      const purged = await ctx.client().deadLetters.purge(topic, filter ?? {});
       ctx.print({ purged }, (r) => `purged ${r.purged}`);
     }),
   );

@@ -31,7 +31,7 @@ export function jobCommands(program: Command, io: Io): void {
         if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
         if (o.target !== undefined) job.target = { url: o.target as string };
         if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
-        const r = await ctx.client().enqueue(job);
+        const r = await ctx.client().jobs.enqueue(job);
         ctx.print(r, (r) =>
           details([
             ["id", r.id],
@@ -49,7 +49,7 @@ export function jobCommands(program: Command, io: Io): void {
     .argument("<id>", "the job's id")
     .action(
       action(io, async (ctx, id: string) => {
-        const job = await ctx.client().get(id);
+        const job = await ctx.client().jobs.get(id);
         if (!job) throw new Error(`no job ${id} (unknown, or finished longer ago than the retention window)`);
         ctx.print(job, renderJob);
       }),
@@ -62,7 +62,7 @@ export function jobCommands(program: Command, io: Io): void {
     .action(
       action(io, async (ctx, ids: string[]) => {
         const dl = ctx.client();
-        for (const id of ids) await dl.cancel(id);
+        for (const id of ids) await dl.jobs.cancel(id);
         ctx.print({ cancelled: ids }, (r) => r.cancelled.map((id) => `cancelled ${id}`).join("\n"));
       }),
     );
@@ -86,7 +86,7 @@ export function jobCommands(program: Command, io: Io): void {
         ) => {
           const jobs: ListedJob[] = [];
           const page = Math.min(o.limit, MAX_LIST_LIMIT);
-          for await (const job of ctx.client().jobs(topic, {
+          for await (const job of ctx.client().jobs.all(topic, {
             state: o.state,
             limit: page,
             payload: o.payload === true,

@@ -30,7 +30,7 @@ export function topicCommands(program: Command, io: Io): void {
     .action(
       action(io, async (ctx) => {
         const list = [];
-        for await (const t of ctx.client().allTopics({ limit: 500 })) list.push(t);
+        for await (const t of ctx.client().topics.all({ limit: 500 })) list.push(t);
         ctx.print({ topics: list }, (r) =>
           table(
             r.topics,
@@ -54,7 +54,7 @@ export function topicCommands(program: Command, io: Io): void {
     .command("show")
     .description("a topic's settings and stats")
     .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topic(topic), renderTopic)));
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topics.get(topic), renderTopic)));
 
   topics
     .command("set")
@@ -110,7 +110,7 @@ export function topicCommands(program: Command, io: Io): void {
           patch[key] = null;
         }
         if (Object.keys(patch).length === 0) throw new UsageError("nothing to set: give a setting option or --clear");
-        ctx.print(await ctx.client().configureTopic(topic, patch as TopicSettingsPatch), renderTopic);
+        ctx.print(await ctx.client().topics.configure(topic, patch as TopicSettingsPatch), renderTopic);
       }),
     );
 
@@ -118,13 +118,13 @@ export function topicCommands(program: Command, io: Io): void {
     .command("pause")
     .description("stop dispatching and claiming the topic's jobs")
     .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().pause(topic), renderTopic)));
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topics.pause(topic), renderTopic)));
 
   topics
     .command("resume")
     .description("resume a paused topic")
     .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().resume(topic), renderTopic)));
+    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topics.resume(topic), renderTopic)));
 
   topics
     .command("delete")
@@ -133,7 +133,7 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--purge", "also drop its scheduled jobs and dead letters")
     .action(
       action(io, async (ctx, topic: string, o: { purge?: boolean }) => {
-        const r = await ctx.client().deleteTopic(topic, { purge: o.purge === true });
+        const r = await ctx.client().topics.delete(topic, { purge: o.purge === true });
         ctx.print(r, (r) => `deleted ${r.topic} (purged ${r.purged.scheduled} scheduled, ${r.purged.dead} dead letters)`);
       }),
     );
