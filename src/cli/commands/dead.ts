@@ -1,8 +1,8 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
-import type { DeadLetter } from "../../client/index.js";
 import { MAX_LIST_LIMIT } from "../../limits.js";
 import { action, durationArg, instantArg, UsageError, wholeNumber, type Io } from "../context.js";
+import { first } from "../collect.js";
 import { table } from "../table.js";
 
 interface Filter {
@@ -29,7 +29,12 @@ function filterOf(o: Filter): Filter | null {
 
 export function deadCommands(program: Command, io: Io): void {
   const dead = program.command("dead").description("dead letters: jobs out of attempts, or failed for good");
+  listCommand(dead, io);
+  replayCommand(dead, io);
+  purgeCommand(dead, io);
+}
 
+function listCommand(dead: Command, io: Io): void {
   dead
     .command("list")
     .description("a topic's dead letters, newest first")
@@ -39,19 +44,8 @@ export function deadCommands(program: Command, io: Io): void {
     .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
     .action(
       action(io, async (ctx, topic: string, o: Filter & { limit: number }) => {
-        const dl = ctx.client();
-        const entries: DeadLetter[] = [];
-        let cursor: string | undefined;
-        do {
-          const page = await dl.deadLetters.list(topic, {
-            limit: Math.min(MAX_LIST_LIMIT, o.limit - entries.length),
-            ...(cursor !== undefined ? { cursor } : {}),
-            ...(o.failedFrom !== undefined ? { failedFrom: o.failedFrom } : {}),
-            ...(o.failedTo !== undefined ? { failedTo: o.failedTo } : {}),
-          });
-          entries.push(...page.entries);
-          cursor = page.nextCursor ?? undefined;
-        } while (cursor !== undefined && entries.length < o.limit);
+        const { failedFrom, failedTo, limit } = o;
+        const entries = await first(ctx.client().deadLetters.all(topic, { failedFrom, failedTo, limit: Math.min(MAX_LIST_LIMIT, limit) }), limit);
         ctx.print({ entries }, (r) =>
           table(
             r.entries,
@@ -66,7 +60,9 @@ export function deadCommands(program: Command, io: Io): void {
         );
       }),
     );
+}
 
+function replayCommand(dead: Command, io: Io): void {
   withFilter(
     dead
       .command("replay")
@@ -87,7 +83,9 @@ export function deadCommands(program: Command, io: Io): void {
       ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
     }),
   );
+}
 
+function purgeCommand(dead: Command, io: Io): void {
   withFilter(
     dead
       .command("purge")
