@@ -2,8 +2,7 @@
  * The client's errors: one class per case an operator or a program acts on
  * differently, all extending {@link DelaylineError}, each carrying the
  * problem document the API answered with (or one the client made up when
- * no answer arrived). Which class an answer makes is the requester's
- * (`requester.ts`); this module holds only what the client publishes.
+ * no answer arrived).
  */
 import type { z } from "@hono/zod-openapi";
 import type { ProblemType as ServerProblemType } from "../producer/problem.js";
@@ -43,6 +42,11 @@ export class DelaylineError extends Error {
     this.name = new.target.name;
   }
 
+  /** An error of the class an answer's `status` makes (a {@link DelaylineNotFoundError} for 404, …): a plain DelaylineError for a status no class stands for. */
+  static forStatus(status: number, problem: Problem): DelaylineError {
+    return new (CLASS_BY_STATUS.get(status) ?? DelaylineError)(status, problem);
+  }
+
   /** The problem's `type` (e.g. `urn:delayline:not-found`, `urn:delayline:client:timeout`): what to switch on, rather than `detail`. */
   get type(): ProblemType {
     return this.problem.type as ProblemType;
@@ -70,3 +74,17 @@ export class DelaylineRateLimitError extends DelaylineError {}
  * (a claim, an ack) is left to the caller, who knows whether repeating it is.
  */
 export class DelaylineUnavailableError extends DelaylineError {}
+
+/** The class each status makes, as each class's comment says. */
+const CLASS_BY_STATUS = new Map<number, typeof DelaylineError>([
+  [401, DelaylineAuthError],
+  [403, DelaylineAuthError],
+  [404, DelaylineNotFoundError],
+  [409, DelaylineConflictError],
+  [400, DelaylineValidationError],
+  [413, DelaylineValidationError],
+  [415, DelaylineValidationError],
+  [422, DelaylineValidationError],
+  [429, DelaylineRateLimitError],
+  [503, DelaylineUnavailableError],
+]);

@@ -4,17 +4,7 @@
  * every non-2xx answer (or none) turned into its {@link DelaylineError} class.
  */
 import { retryAfterMs } from "../protocol/retry-after.js";
-import {
-  CLIENT_PROBLEM_TYPES,
-  DelaylineAuthError,
-  DelaylineConflictError,
-  DelaylineError,
-  DelaylineNotFoundError,
-  DelaylineRateLimitError,
-  DelaylineUnavailableError,
-  DelaylineValidationError,
-  type Problem,
-} from "./errors.js";
+import { CLIENT_PROBLEM_TYPES, DelaylineError, DelaylineNotFoundError, DelaylineRateLimitError, DelaylineUnavailableError, type Problem } from "./errors.js";
 import type { DelaylineOptions, RetryEvent } from "./options.js";
 
 /** How a request may be repeated. */
@@ -141,20 +131,6 @@ export async function unlessNotFound<T, F>(call: Promise<T>, fallback: F): Promi
   }
 }
 
-/** The class each status makes; other statuses make a plain DelaylineError. */
-const CLASS_BY_STATUS = new Map<number, typeof DelaylineError>([
-  [401, DelaylineAuthError],
-  [403, DelaylineAuthError],
-  [404, DelaylineNotFoundError],
-  [409, DelaylineConflictError],
-  [400, DelaylineValidationError],
-  [413, DelaylineValidationError],
-  [415, DelaylineValidationError],
-  [422, DelaylineValidationError],
-  [429, DelaylineRateLimitError],
-  [503, DelaylineUnavailableError],
-]);
-
 /** The error for a non-2xx answer: its class by status, with the problem document (or one describing the body) and its Retry-After. */
 function errorFromResponse(res: Response, text: string): DelaylineError {
   let parsed: unknown = null;
@@ -172,7 +148,7 @@ function errorFromResponse(res: Response, text: string): DelaylineError {
           status: res.status,
           detail: text.slice(0, 200) || res.statusText || `HTTP ${res.status}`,
         };
-  const err = new (CLASS_BY_STATUS.get(res.status) ?? DelaylineError)(res.status, problem);
+  const err = DelaylineError.forStatus(res.status, problem);
   err.retryAfterMs = retryAfterMs(res.headers.get("retry-after"), Date.now());
   return err;
 }

@@ -216,7 +216,7 @@ describe("client errors", () => {
     expect(invalid.problem.errors![0]!.path).toBe("topic");
   });
 
-  it("health() answers in both states: a 503 from /healthz is its answer, not an error", async () => {
+  it("health.get() answers in both states: a 503 from /healthz is its answer, not an error", async () => {
     const up = harness([]);
     expect(await up.dl.health.get()).toMatchObject({ ok: true, redis: "up" });
     const down = harness(["redis-down"]);

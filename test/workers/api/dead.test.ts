@@ -57,7 +57,7 @@ describe("dead letters over HTTP", () => {
     expect((await call(env, "/v1/topics/work")).body.dead).toBe(0);
   });
 
-  it("the client's replay and purgeDeadLetters go through every cursor; deleteDeadLetter", async () => {
+  it("the client's deadLetters.replay and purge go through every cursor; deadLetters.delete", async () => {
     const env = isolatedEnv();
     const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
     const ids = await deadLetters(env, 4, (i) => `failure ${i}`);

@@ -100,7 +100,7 @@ describe("topic listings page", () => {
 });
 
 describe("the client follows the pages", () => {
-  it("listTopics is a page; allTopics and topics() read every page; statsPages yields each stats page", async () => {
+  it("topics.list is a page; topics.all reads every page; stats.pages yields each stats page", async () => {
     const env = await withTopics();
     const dl = new Delayline({ baseUrl: "http://delayline.test/", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
     const first = await dl.topics.list({ limit: 4 });
