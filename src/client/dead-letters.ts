@@ -6,6 +6,7 @@ import { everyPage } from "./pages.js";
 import { path, query } from "./paths.js";
 import { SAFE, unlessNotFound, type Requester } from "./requester.js";
 
+/** A dead letter: the job as it failed, with its attempts. */
 export type DeadLetter = z.output<typeof schemas.DeadEntryView>;
 /** What one call of a replay did: how many jobs it put back, and which given ids were not dead letters. */
 export type Replayed = z.output<typeof schemas.ReplayResult>;

@@ -8,6 +8,7 @@ import type { z } from "@hono/zod-openapi";
 import type { ProblemType as ServerProblemType } from "../producer/problem.js";
 import type * as schemas from "../producer/schemas.js";
 
+/** An RFC 9457 problem document, as every error answer of the API carries. */
 export type Problem = z.output<typeof schemas.Problem>;
 
 /** The problem types the client makes up itself, for an answer it never got or could not read as a problem document. */

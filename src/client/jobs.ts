@@ -13,12 +13,15 @@ import { DelaylineConflictError } from "./errors.js";
 export type Duration = string | number;
 /** A job to enqueue, as POST /v1/jobs takes it. */
 export type JobRequest = z.input<typeof schemas.JobBody>;
+/** What an enqueue answers: the job's id, topic and due time, and whether an earlier job with its idempotency key was returned. */
 export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
+/** A job's state, payload and attempt history, as GET /v1/jobs/:id answers. */
 export type Job = z.output<typeof schemas.JobView>;
 /** One attempt of a job's history (Job.history, DeadLetter.history). */
 export type Attempt = z.output<typeof schemas.AttemptView>;
 /** A job as a listing shows it. */
 export type ListedJob = z.output<typeof schemas.ListedJobView>;
+/** A page of a topic's jobs; `nextCursor` goes on from it. */
 export type JobPage = z.output<typeof schemas.JobPage>;
 /** What one call of POST /v1/topics/:topic/jobs/cancel did. */
 export type BulkCancelled = z.output<typeof schemas.BulkCancelResult>;

@@ -10,7 +10,7 @@ interface Cursored {
 }
 
 /** `{ cursor }`, or nothing for the first call. */
-export const at = (cursor: string | null | undefined): { cursor?: string } => (cursor === null || cursor === undefined ? {} : { cursor });
+const at = (cursor: string | null | undefined): { cursor?: string } => (cursor === null || cursor === undefined ? {} : { cursor });
 
 /**
  * Every page of a listing, fetching the next only when the loop reaches it;

@@ -7,7 +7,9 @@ import { SAFE, unlessNotFound, type Requester } from "./requester.js";
 
 /** A recurring schedule, as PUT /v1/schedules/:id takes it. */
 export type ScheduleRequest = z.input<typeof scheduleSchemas.ScheduleBody>;
+/** A schedule with its next occurrences and last run. */
 export type Schedule = z.output<typeof scheduleSchemas.ScheduleView>;
+/** A page of schedules in id order; `nextCursor` goes on from it. */
 export type SchedulePage = z.output<typeof scheduleSchemas.ScheduleList>;
 
 /** Schedules: `/v1/schedules` and `/v1/schedules/:id`. */

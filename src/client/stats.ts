@@ -5,6 +5,7 @@ import { everyPage } from "./pages.js";
 import { query } from "./paths.js";
 import { SAFE, type Requester } from "./requester.js";
 
+/** The tick's heartbeat and a page of topics with their figures, as GET /v1/stats answers. */
 export type Stats = z.output<typeof schemas.StatsView>;
 
 /** Stats: `/v1/stats`, and `/metrics` (the same figures as Prometheus' exposition text). */

@@ -7,7 +7,9 @@ import { SAFE, type Requester } from "./requester.js";
 
 /** A change to a topic's settings, as PUT /v1/topics/:topic takes it. */
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
+/** A topic's settings in force, backlog and counters. */
 export type Topic = z.output<typeof schemas.TopicView>;
+/** A page of topics in name order; `nextCursor` goes on from it, `total` counts every topic. */
 export type TopicPage = z.output<typeof schemas.TopicList>;
 
 /** Topics: `/v1/topics` and `/v1/topics/:topic`. */
