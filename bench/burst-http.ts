@@ -233,7 +233,7 @@ async function burst(stack: Stack, jobs: number, leadMs: number) {
           payload: { i: i + j },
           target: { url: receiver.url },
         }));
-        for (const r of await stack.client.enqueueBatch(batch)) ids.add(r.id);
+        for (const r of await stack.client.jobs.enqueueBatch(batch)) ids.add(r.id);
       }
       const enqueueMs = Date.now() - enqueueStarted;
       const storedBeforeDue = Date.now() < dueAt;
@@ -247,7 +247,7 @@ async function burst(stack: Stack, jobs: number, leadMs: number) {
       const lastAt = Math.max(...first);
       // Acknowledged: every attempt settled as a success. A stack out of file descriptors may answer nothing.
       const counters = () =>
-        stack.client.topic("burst").then(
+        stack.client.topics.get("burst").then(
           (t) => t.counters,
           () => ({ succeeded: Number.NaN, retried: Number.NaN, dead: Number.NaN }),
         );

@@ -166,7 +166,7 @@ try {
     const names = Array.from({ length: n - created }, (_, i) => topicName(created + i));
     const t = Date.now();
     await pool(names.length, CONCURRENCY, async (i) => {
-      await stack.client.configureTopic(names[i]!, { maxAttempts: 3 });
+      await stack.client.topics.configure(names[i]!, { maxAttempts: 3 });
     });
     const ms = Date.now() - t;
     creation.push({ topics: n, created: names.length, ms, perSecond: Math.round((names.length * 1000) / Math.max(1, ms)) });
@@ -187,7 +187,7 @@ try {
       }
       const [mark, status] = [await markSet(redis), await tickStatus(redis)];
       const enqueuedAt = Date.now();
-      const job = await stack.client.enqueue({ topic, payload: { delayS }, delay: delayS * 1000, target: { url: receiver.url } });
+      const job = await stack.client.jobs.enqueue({ topic, payload: { delayS }, delay: delayS * 1000, target: { url: receiver.url } });
       const dueAt = Date.parse(job.dueAt!);
       const deadline = dueAt + 60_000;
       while (!receiver.arrivals.has(job.id) && Date.now() < deadline) await sleep(20);

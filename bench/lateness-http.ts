@@ -110,7 +110,7 @@ async function runProfile(key: ProfileKey) {
         payload: { i: i + j },
         target: { url: receiver.url },
       }));
-      for (const r of await stack.client.enqueueBatch(batch)) due.set(r.id, Date.parse(r.dueAt!));
+      for (const r of await stack.client.jobs.enqueueBatch(batch)) due.set(r.id, Date.parse(r.dueAt!));
     }
     const enqueueMs = Date.now() - enqueueStarted;
     log(`${key}: ${due.size} jobs stored in ${enqueueMs} ms (tick asleep: ${asleepAtEnqueue}); first due in ${start - Date.now()} ms`);

@@ -418,7 +418,7 @@ export async function latenessRun(infra: Infra, system: SystemName, n: number, s
         runAt: dueOf(k * 1_000 + j),
         payload: payload(k * 1_000 + j),
       }));
-      for (const r of await retried(() => stack.client.enqueueBatch(batch))) expected.add(r.id);
+      for (const r of await retried(() => stack.client.jobs.enqueueBatch(batch))) expected.add(r.id);
     });
     if (Date.now() > start) console.warn("delayline lateness: storing the jobs took longer than the lead");
     await sleep(Math.max(0, start - Date.now() - 200));
@@ -503,10 +503,10 @@ export async function enqueueRun(infra: Infra, system: SystemName, single: numbe
     const dl = stack.client;
     const runAt = new Date(due).toISOString();
     return {
-      singlePerSec: await timed(single, () => pool(single, IN_FLIGHT, (i) => dl.enqueue({ topic: "bench-enqueue", runAt, payload: payload(i) }))),
+      singlePerSec: await timed(single, () => pool(single, IN_FLIGHT, (i) => dl.jobs.enqueue({ topic: "bench-enqueue", runAt, payload: payload(i) }))),
       batchedPerSec: await timed(batched, () =>
         pool(batches, 4, (k) =>
-          dl.enqueueBatch(Array.from({ length: size(k) }, (_, j) => ({ topic: "bench-enqueue", runAt, payload: payload(k * 1_000 + j) }))),
+          dl.jobs.enqueueBatch(Array.from({ length: size(k) }, (_, j) => ({ topic: "bench-enqueue", runAt, payload: payload(k * 1_000 + j) }))),
         ),
       ),
     };
@@ -617,7 +617,7 @@ export async function idleRun(windowMs: number, peerPollMs: number, log: (line: 
     // delayline: the whole stack with its own bridge, cron driver and default settings.
     const stack = await startStack({ redisUrl: servers[0]!.url }, {}, log, logFile);
     stops.push(() => stack.stop());
-    await stack.client.enqueue({ topic: "idle", runAt: new Date(due).toISOString(), payload: payload(0) });
+    await stack.client.jobs.enqueue({ topic: "idle", runAt: new Date(due).toISOString(), payload: payload(0) });
     const b = await bull(servers[1]!.port);
     stops.push(() => b.close());
     await b.add(due, payload(0));

@@ -66,7 +66,7 @@ try {
   const t0 = Date.now();
   for (let at = 0; at < TOPICS; at += 1_000) {
     const jobs = Array.from({ length: Math.min(1_000, TOPICS - at) }, (_, i) => ({ topic: topicName(at + i), payload: { i: at + i }, delay: "1h" }));
-    await stack.client.enqueueBatch(jobs);
+    await stack.client.jobs.enqueueBatch(jobs);
   }
   createMs = Date.now() - t0;
   log(`${TOPICS} topics created in ${createMs} ms`);

@@ -66,8 +66,8 @@ export class JobBrowser {
     if (!client || !this.topic) return;
     // The total is the topic's count of jobs in the state (one ZCARD in the topic's stats script), read beside the page.
     const [page, topic] = await Promise.all([
-      client.listJobs(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) }),
-      client.topic(this.topic),
+      client.jobs.list(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) }),
+      client.topics.get(this.topic),
     ]);
     this.cursor = page.nextCursor;
     byId("jobs-more").hidden = page.nextCursor === null;
@@ -121,7 +121,7 @@ export class JobBrowser {
   private async cancel(ids: string[]): Promise<void> {
     const client = this.host.client();
     if (!client || !this.topic || ids.length === 0) return;
-    await client.cancelJobs(this.topic, { ids });
+    await client.jobs.bulkCancel(this.topic, { ids });
     await Promise.all([this.load(false), this.host.changed()]);
   }
 
@@ -129,7 +129,7 @@ export class JobBrowser {
   async openJob(id: string): Promise<void> {
     const client = this.host.client();
     if (!client) return;
-    const job = await client.get(id);
+    const job = await client.jobs.get(id);
     byId("job").hidden = false;
     byId("job-id").textContent = id;
     const missing = byId("job-missing");

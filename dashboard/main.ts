@@ -150,7 +150,7 @@ function renderTopics(s: Stats): void {
         () =>
           void act(async () => {
             toggle.disabled = true;
-            await (t.paused ? client!.resume(t.topic) : client!.pause(t.topic));
+            await (t.paused ? client!.topics.resume(t.topic) : client!.topics.pause(t.topic));
             await refresh();
           }),
       );
@@ -247,7 +247,7 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
       () =>
         void act(async () => {
           replay.disabled = true;
-          await client!.replayDeadLetters(deadTopic!, { ids: [e.id] });
+          await client!.deadLetters.replay(deadTopic!, { ids: [e.id] });
           await Promise.all([openDead(deadTopic!), refresh()]);
         }),
     );
@@ -270,7 +270,7 @@ function renderDeadEntries(entries: DeadLetter[], append: boolean): void {
 
 async function openDead(topic: string, more = false): Promise<void> {
   if (!client) return;
-  const page = await client.deadLetters(topic, { limit: DEAD_PAGE, ...(more && deadCursor ? { cursor: deadCursor } : {}) });
+  const page = await client.deadLetters.list(topic, { limit: DEAD_PAGE, ...(more && deadCursor ? { cursor: deadCursor } : {}) });
   deadTopic = topic;
   deadCursor = page.nextCursor;
   byId("dead").hidden = false;
@@ -288,7 +288,7 @@ async function readStats(c: Delayline): Promise<Stats> {
   const topics: Stats["topics"] = [];
   let cursor: string | null = null;
   for (let page = 0; page < topicPages; page++) {
-    const got: Stats = await c.stats({ minutes: MINUTES, limit: TOPIC_PAGE, ...(cursor === null ? {} : { cursor }) });
+    const got: Stats = await c.stats.get({ minutes: MINUTES, limit: TOPIC_PAGE, ...(cursor === null ? {} : { cursor }) });
     first ??= got;
     topics.push(...got.topics);
     cursor = got.nextCursor;
@@ -377,8 +377,8 @@ byId("login").addEventListener("submit", (event) => {
   const token = byId<HTMLInputElement>("token").value.trim();
   const error = byId("login-error");
   // Check the token before keeping it: a wrong one should say so here, not later.
-  new Delayline({ baseUrl: location.origin, token })
-    .stats({ minutes: 0, limit: 1 })
+  new Delayline({ baseUrl: location.origin, token }).stats
+    .get({ minutes: 0, limit: 1 })
     .then(() => {
       sessionStorage.setItem(TOKEN_KEY, token);
       error.hidden = true;
@@ -404,7 +404,7 @@ byId("dead-replay-all").addEventListener(
   "click",
   () =>
     void act(async () => {
-      await client!.replayDeadLetters(deadTopic!, { all: true });
+      await client!.deadLetters.replay(deadTopic!, { all: true });
       await Promise.all([openDead(deadTopic!), refresh()]);
     }),
 );
@@ -413,7 +413,7 @@ byId("dead-purge").addEventListener(
   () =>
     void act(async () => {
       if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
-      await client!.purgeDeadLetters(deadTopic!);
+      await client!.deadLetters.purge(deadTopic!);
       await Promise.all([openDead(deadTopic!), refresh()]);
     }),
 );

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { whsecProblem } from "./client/signature.js";
+import { whsecProblem } from "./protocol/whsec.js";
 import { SETTING_DECLARATIONS } from "./settings/declarations.js";
 
 /** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */

@@ -20,7 +20,7 @@
  *   claims at a chunk's tail). What is left between this and the tick is
  *   Redis: claim, settle and the scheduling round between them.
  */
-import { deliverySigner } from "../../src/client/signature.js";
+import { deliverySigner } from "../../src/protocol/sign.js";
 import type { ClaimedJob } from "../../src/queue/queue.js";
 import { decodeTopicConf, DEFAULT_TOPIC_DEFAULTS } from "../../src/queue/topics.js";
 import { Semaphore } from "../../src/tick/budget.js";

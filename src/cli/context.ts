@@ -173,6 +173,24 @@ function report(ctx: Context, err: unknown): void {
   ctx.io.stderr(`error: ${err instanceof Error ? err.message : String(err)}`);
 }
 
+/**
+ * A command that takes one argument, asks the API one thing with it and prints the answer: `usage` is the command
+ * with its argument (`"pause <topic>"`), `ask` the call, `render` the answer as text (--json prints it as JSON).
+ */
+export function askCommand<T>(
+  parent: Command,
+  io: Io,
+  usage: string,
+  description: string,
+  ask: (dl: Delayline, argument: string) => Promise<T>,
+  render: (answer: T) => string,
+): void {
+  parent
+    .command(usage)
+    .description(description)
+    .action(action(io, async (ctx, argument: string) => ctx.print(await ask(ctx.client(), argument), render)));
+}
+
 /** commander parser: a whole number within bounds. */
 export function wholeNumber(min: number, max: number) {
   return (value: string): number => {

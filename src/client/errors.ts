@@ -8,6 +8,7 @@ import type { z } from "@hono/zod-openapi";
 import type { ProblemType as ServerProblemType } from "../producer/problem.js";
 import type * as schemas from "../producer/schemas.js";
 
+/** An RFC 9457 problem document, as every error answer of the API carries. */
 export type Problem = z.output<typeof schemas.Problem>;
 
 /** The problem types the client makes up itself, for an answer it never got or could not read as a problem document. */
@@ -18,16 +19,19 @@ export const CLIENT_PROBLEM_TYPES = {
   timeout: "urn:delayline:client:timeout",
   /** An answer that is not a problem document (e.g. from a proxy in front of the Worker); `status` is its status. */
   notProblem: "urn:delayline:client:not-problem",
+  /** A 2xx answer that is not a JSON object, as every answer of the API is: the base URL names something else; `status` is 0. */
+  notTheApi: "urn:delayline:client:not-the-api",
 } as const;
 
 /** Every `type` a {@link DelaylineError} can carry: the API's (`urn:delayline:*`, listed in the OpenAPI Problem schema) or the client's own. */
 export type ProblemType = ServerProblemType | (typeof CLIENT_PROBLEM_TYPES)[keyof typeof CLIENT_PROBLEM_TYPES];
 
-/** A non-2xx answer, or none at all. `status` and `problem` say what went wrong. */
+/** A non-2xx answer, or none at all. `status` and `problem` say what went wrong; the class says what to do about it. */
 export class DelaylineError extends Error {
-  override name = "DelaylineError";
   /** How many attempts were made before this error was thrown (1 when the request was not retried). */
   attempts = 1;
+  /** What the answer's Retry-After asked for, in ms; null when it had none (or there was no answer). */
+  retryAfterMs: number | null = null;
   constructor(
     /** The HTTP status; 0 when no answer of the API arrived (network error, timeout, or a 2xx that is not the API's). */
     readonly status: number,
@@ -35,6 +39,13 @@ export class DelaylineError extends Error {
     options?: { cause?: unknown },
   ) {
     super(`${status === 0 ? problem.title : `${status} ${problem.title}`}: ${problem.detail}`, options);
+    // The class's own name, as a log shows it (a minifier that renames classes renames this too: switch on the class or `type`).
+    this.name = new.target.name;
+  }
+
+  /** An error of the class an answer's `status` makes (a {@link DelaylineNotFoundError} for 404, …): a plain DelaylineError for a status no class stands for. */
+  static forStatus(status: number, problem: Problem): DelaylineError {
+    return new (CLASS_BY_STATUS.get(status) ?? DelaylineError)(status, problem);
   }
 
   /** The problem's `type` (e.g. `urn:delayline:not-found`, `urn:delayline:client:timeout`): what to switch on, rather than `detail`. */
@@ -44,97 +55,37 @@ export class DelaylineError extends Error {
 }
 
 /** 401 or 403: the token is missing, wrong, or not allowed. */
-export class DelaylineAuthError extends DelaylineError {
-  override name = "DelaylineAuthError";
-}
+export class DelaylineAuthError extends DelaylineError {}
 
 /** 404: no such job, topic route, schedule or dead letter. */
-export class DelaylineNotFoundError extends DelaylineError {
-  override name = "DelaylineNotFoundError";
-}
+export class DelaylineNotFoundError extends DelaylineError {}
 
 /** 409: the request conflicts with the current state (a job in flight, a stale attempt, a topic that still holds jobs). */
-export class DelaylineConflictError extends DelaylineError {
-  override name = "DelaylineConflictError";
-}
+export class DelaylineConflictError extends DelaylineError {}
 
 /** 400, 413, 415 or 422: the request itself is wrong; `problem.errors` names the fields when the API could tell. */
-export class DelaylineValidationError extends DelaylineError {
-  override name = "DelaylineValidationError";
-}
+export class DelaylineValidationError extends DelaylineError {}
 
-/** 429: rate limited (by whatever stands in front of the Worker). Retried when the request is safe to retry. */
-export class DelaylineRateLimitError extends DelaylineError {
-  override name = "DelaylineRateLimitError";
-  /** What the answer's Retry-After asked for, in ms; null when it had none. */
-  retryAfterMs: number | null = null;
-}
+/** 429: rate limited (by whatever stands in front of the Worker). Retried when the request is safe to retry, after its `retryAfterMs`. */
+export class DelaylineRateLimitError extends DelaylineError {}
 
 /**
  * 503, a network error or a timeout: the request may or may not have taken
  * effect. Retried when the request is safe to retry; a request that is not
  * (a claim, an ack) is left to the caller, who knows whether repeating it is.
  */
-export class DelaylineUnavailableError extends DelaylineError {
-  override name = "DelaylineUnavailableError";
-  /** What the answer's Retry-After asked for, in ms; null when it had none (or there was no answer). */
-  retryAfterMs: number | null = null;
-}
+export class DelaylineUnavailableError extends DelaylineError {}
 
-/** Retry-After (delta seconds or an HTTP date) in ms from `now`; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number | null {
-  if (header === null) return null;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1_000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
-}
-
-/** The error for a non-2xx answer: its class by status, with the problem document (or one describing the body). */
-export function errorFromResponse(res: Response, text: string): DelaylineError {
-  let parsed: unknown = null;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not a problem document: described from the status below
-  }
-  const problem: Problem =
-    parsed && typeof parsed === "object" && "status" in parsed && "detail" in parsed
-      ? (parsed as Problem)
-      : {
-          type: CLIENT_PROBLEM_TYPES.notProblem,
-          title: res.statusText || `HTTP ${res.status}`,
-          status: res.status,
-          detail: text.slice(0, 200) || res.statusText || `HTTP ${res.status}`,
-        };
-  const s = res.status;
-  if (s === 401 || s === 403) return new DelaylineAuthError(s, problem);
-  if (s === 404) return new DelaylineNotFoundError(s, problem);
-  if (s === 409) return new DelaylineConflictError(s, problem);
-  if (s === 400 || s === 413 || s === 415 || s === 422) return new DelaylineValidationError(s, problem);
-  if (s === 429 || s === 503) {
-    const err = s === 429 ? new DelaylineRateLimitError(s, problem) : new DelaylineUnavailableError(s, problem);
-    err.retryAfterMs = retryAfterMs(res.headers.get("retry-after"), Date.now());
-    return err;
-  }
-  return new DelaylineError(s, problem);
-}
-
-/** The error for a request that got no answer: a network error, or no answer within the timeout. */
-export function errorFromFailure(cause: unknown, timedOut: boolean, timeoutMs: number): DelaylineUnavailableError {
-  const detail = timedOut
-    ? `no answer within ${timeoutMs} ms; the request may or may not have taken effect`
-    : `${describe(cause)}; the request may or may not have taken effect`;
-  return new DelaylineUnavailableError(
-    0,
-    { type: timedOut ? CLIENT_PROBLEM_TYPES.timeout : CLIENT_PROBLEM_TYPES.network, title: timedOut ? "Timeout" : "Network Error", status: 0, detail },
-    { cause },
-  );
-}
-
-/** A fetch failure's message with its underlying reason (Node's undici says only "fetch failed" and puts ECONNREFUSED in `cause`). */
-function describe(cause: unknown): string {
-  if (!(cause instanceof Error)) return String(cause);
-  const inner = cause.cause;
-  return inner instanceof Error && inner.message && inner.message !== cause.message ? `${cause.message} (${inner.message})` : cause.message;
-}
+/** The class each status makes, as each class's comment says. */
+const CLASS_BY_STATUS = new Map<number, typeof DelaylineError>([
+  [401, DelaylineAuthError],
+  [403, DelaylineAuthError],
+  [404, DelaylineNotFoundError],
+  [409, DelaylineConflictError],
+  [400, DelaylineValidationError],
+  [413, DelaylineValidationError],
+  [415, DelaylineValidationError],
+  [422, DelaylineValidationError],
+  [429, DelaylineRateLimitError],
+  [503, DelaylineUnavailableError],
+]);

@@ -1,6 +1,8 @@
-import { deliverySigner, type DeliverySigner, type SignatureScheme } from "../client/signature.js";
 import { cutErrorText } from "../error-text.js";
 import { ATTEMPT_ERROR_BYTES } from "../limits.js";
+import { retryAfterMs } from "../protocol/retry-after.js";
+import { deliverySigner, type DeliverySigner } from "../protocol/sign.js";
+import type { SignatureScheme } from "../protocol/signature-schemes.js";
 import { Deadlines } from "./deadlines.js";
 import { isConnectionHeader, isDelaylineHeader } from "./headers.js";
 import { PermanentError, RetryableError, type JobContext } from "./registry.js";
@@ -29,14 +31,6 @@ export interface HttpDelivery {
 }
 
 const RETRYABLE = new Set([408, 425, 429]);
-
-/** Parses Retry-After (seconds or an HTTP date) into ms from now. */
-export function retryAfterMs(header: string | null, now: number): number | undefined {
-  if (!header) return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1_000;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
 
 /**
  * Most of a response body the handler reads. Reading a body to its end lets
@@ -227,7 +221,7 @@ async function request(job: JobContext, delivery: HttpDelivery, url: string, sen
   }
   const text = cutErrorText(`HTTP ${res.status}${(await errorBody(res, stop, deadlines)).replace(/^/, ": ").replace(/^: $/, "")}`);
   if (res.status >= 500 || RETRYABLE.has(res.status)) {
-    throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()), res.status);
+    throw new RetryableError(text, retryAfterMs(res.headers.get("retry-after"), Date.now()) ?? undefined, res.status);
   }
   if (res.status >= 300 && res.status < 400) throw new PermanentError(`${text} (redirects are not followed)`, res.status);
   throw new PermanentError(text, res.status);

@@ -1,4 +1,5 @@
-import { equalConstantTime, hmacHex, parseSignature, verifySignature, verifyStandardSignature } from "../client/signature.js";
+import { equalConstantTime, hmacHex } from "../protocol/hmac.js";
+import { parseSignature, verifySignature, verifyStandardSignature } from "../protocol/verify.js";
 import { ApiProblem } from "./problem.js";
 
 /**

@@ -1,7 +1,8 @@
 // The schemas of topics: a topic's settings as set and as shown, its
 // counters, and the topic listing's page.
 import { z } from "@hono/zod-openapi";
-import { SIGNATURE_SCHEMES, whsecProblem } from "../client/signature.js";
+import { SIGNATURE_SCHEMES } from "../protocol/signature-schemes.js";
+import { whsecProblem } from "../protocol/whsec.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
 import {
   MAX_BURST,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SIGNATURE_SCHEMES, type SignatureScheme } from "../client/signature.js";
+import { SIGNATURE_SCHEMES, type SignatureScheme } from "../protocol/signature-schemes.js";
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
 

@@ -7,7 +7,7 @@
  * A declarative table: it is exempt from the 60-line rule for functions.
  */
 import { z } from "zod";
-import { SIGNATURE_SCHEMES } from "../client/signature.js";
+import { SIGNATURE_SCHEMES } from "../protocol/signature-schemes.js";
 import {
   DEFAULT_DEAD_LETTER_CAP,
   DEFAULT_IDEMPOTENCY_WINDOW_MS,

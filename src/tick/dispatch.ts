@@ -1,5 +1,5 @@
-import { deliverySigner } from "../client/signature.js";
 import { cutErrorText } from "../error-text.js";
+import { deliverySigner } from "../protocol/sign.js";
 import { Deadlines } from "../handlers/deadlines.js";
 import { deliverHttp, type HttpDelivery } from "../handlers/http.js";
 import { PermanentError, RetryableError, type BatchResult, type JobContext, type JobHandler, type Registered } from "../handlers/registry.js";

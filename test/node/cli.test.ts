@@ -73,7 +73,7 @@ it("enqueues, shows, lists and cancels a job; tables by default, JSON with --jso
   const listed = await json(["jobs", "cli-mail"]);
   expect(listed.jobs.map((j: { id: string }) => j.id)).toEqual([made.id]);
   // The API's own listing agrees.
-  expect((await dl.listJobs("cli-mail")).jobs.map((j) => j.id)).toEqual([made.id]);
+  expect((await dl.jobs.list("cli-mail")).jobs.map((j) => j.id)).toEqual([made.id]);
 
   const table = await cli(["jobs", "cli-mail"]);
   expect(table.code).toBe(0);
@@ -84,7 +84,7 @@ it("enqueues, shows, lists and cancels a job; tables by default, JSON with --jso
 
   const cancelled = await cli(["cancel", made.id]);
   expect(cancelled).toMatchObject({ code: 0, stdout: `cancelled ${made.id}\n` });
-  expect((await dl.get(made.id))!.state).toBe("cancelled");
+  expect((await dl.jobs.get(made.id))!.state).toBe("cancelled");
   expect(await cli(["jobs", "cli-mail"])).toMatchObject({ code: 0, stdout: "(no scheduled jobs in cli-mail)\n" });
 });
 
@@ -93,9 +93,9 @@ it("lists a dead letter and replays it: the job is scheduled again with fresh at
   const topic = await json(["topics", "set", "cli-work", "--mode", "pull", "--max-attempts", "1"]);
   expect(topic.settings).toMatchObject({ mode: "pull", maxAttempts: 1 });
   const made = await json(["enqueue", "cli-work", '"payload"']);
-  const [claimed] = await dl.claim("cli-work");
+  const [claimed] = await dl.jobs.claim("cli-work");
   expect(claimed!.id).toBe(made.id);
-  expect(await dl.nack(made.id, 1, { error: "boom from the consumer" })).toBe("dead");
+  expect(await dl.jobs.nack(made.id, 1, { error: "boom from the consumer" })).toBe("dead");
 
   const dead = await json(["dead", "list", "cli-work"]);
   expect(dead.entries).toMatchObject([{ id: made.id, attempts: 1, lastError: "boom from the consumer" }]);
@@ -118,7 +118,7 @@ it("lists a dead letter and replays it: the job is scheduled again with fresh at
 it("status shows health, the tick's heartbeat and each topic's backlog", { timeout: 60_000 }, async () => {
   await json(["enqueue", "cli-status", "--delay", "1h"]);
   // The cron driver's first tick may not have run yet when the stack answers.
-  for (let i = 0; i < 120 && (await dl.health()).lastTickAt === null; i++) await new Promise((r) => setTimeout(r, 250));
+  for (let i = 0; i < 120 && (await dl.health.get()).lastTickAt === null; i++) await new Promise((r) => setTimeout(r, 250));
   const status = await json(["status"]);
   expect(status.health).toMatchObject({ ok: true, redis: "up", lastTickAt: expect.any(Number) });
   expect(status.topics.find((t: { topic: string }) => t.topic === "cli-status")).toMatchObject({ scheduled: 1, ready: 0, dead: 0 });
@@ -271,7 +271,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
     const expected = Object.assign({}, ...Object.values(given).map((g) => g.shows)) as Record<string, unknown>;
     expect(made.settings).toMatchObject(expected);
     expect((await json(["topics", "show", "cli-every"])).settings).toMatchObject(expected);
-    expect((await dl.topic("cli-every")).settings).toMatchObject(expected);
+    expect((await dl.topics.get("cli-every")).settings).toMatchObject(expected);
     // The target is a setting, never an address the CLI talks to.
     expect(log.deliveries).toEqual([]);
 
@@ -283,7 +283,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       DELAYLINE_TOKEN: "",
     });
     expect(before.code, before.stderr).toBe(0);
-    expect((await dl.topic("cli-before")).settings.url).toBe(target);
+    expect((await dl.topics.get("cli-before")).settings.url).toBe(target);
     // After a command with no option of that name, the global ones still work.
     const after = await cli(["topics", "list", "--url", stack.url, "--token", stack.token, "--json"], { DELAYLINE_URL: "", DELAYLINE_TOKEN: "" });
     expect(after.code, after.stderr).toBe(0);
@@ -348,11 +348,11 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
     // Not only no token: no request at all.
     expect(log.deliveries.map((d) => `${d.method} ${d.path}`)).toEqual([]);
     // And the receiver's URL did reach the option it was given to.
-    expect((await dl.topic("cli-leak")).settings.url).toBe(`${receiver.url}/topics-set--url`);
+    expect((await dl.topics.get("cli-leak")).settings.url).toBe(`${receiver.url}/topics-set--url`);
   } finally {
     await receiver.close();
     await dl.schedules.delete("cli-leak-schedule");
-    await dl.deleteTopic("cli-leak", { purge: true });
+    await dl.topics.delete("cli-leak", { purge: true });
   }
 });
 
@@ -398,12 +398,12 @@ it("enqueue reads the payload from standard input with --payload-file -, or from
   const piped = await cli(["enqueue", "cli-stdin", "--payload-file", "-", "--delay", "1h", "--json"], {}, '{"from":"stdin","n":[1,2]}\n');
   expect(piped.code, piped.stderr).toBe(0);
   const { id } = JSON.parse(piped.stdout) as { id: string };
-  expect((await dl.get(id))!.payload).toEqual({ from: "stdin", n: [1, 2] });
+  expect((await dl.jobs.get(id))!.payload).toEqual({ from: "stdin", n: [1, 2] });
 
   const file = join(mkdtempSync(join(tmpdir(), "delayline-cli-")), "payload.json");
   writeFileSync(file, '"a file"');
   const fromFile = await json(["enqueue", "cli-stdin", "--payload-file", file, "--delay", "1h"]);
-  expect((await dl.get(fromFile.id))!.payload).toBe("a file");
+  expect((await dl.jobs.get(fromFile.id))!.payload).toBe("a file");
 
   const notJson = await cli(["enqueue", "cli-stdin", "--payload-file", "-"], {}, "not json");
   expect(notJson.code).toBe(1);
@@ -412,6 +412,6 @@ it("enqueue reads the payload from standard input with --payload-file -, or from
   expect(empty).toMatchObject({ code: 1, stderr: "error: --payload-file: standard input is empty: give the payload as JSON\n" });
   const both = await cli(["enqueue", "cli-stdin", '"arg"', "--payload-file", "-"], {}, '"stdin"');
   expect(both).toMatchObject({ code: 1, stderr: "error: give the payload as an argument or --payload-file, not both\n" });
-  await dl.cancel(id);
-  await dl.cancel(fromFile.id);
+  await dl.jobs.cancel(id);
+  await dl.jobs.cancel(fromFile.id);
 });

@@ -40,12 +40,12 @@ it("with the bridge stopped for 3 s, enqueue succeeds once it is back, and exact
     },
   });
   const plain = new Delayline({ baseUrl: stack.url, token: stack.apiToken });
-  await plain.enqueue({ topic: "outage-warmup", delay: "1h" });
+  await plain.jobs.enqueue({ topic: "outage-warmup", delay: "1h" });
 
   await stack.stopBridge();
   const stoppedAt = Date.now();
   let bridgeBack = false;
-  const enqueued = dl.enqueue({ topic: "outage", payload: { n: 1 }, delay: "1h" }).then((job) => ({ job, bridgeBack }));
+  const enqueued = dl.jobs.enqueue({ topic: "outage", payload: { n: 1 }, delay: "1h" }).then((job) => ({ job, bridgeBack }));
   // The enqueue has met the outage before the clock starts mattering.
   await failed;
   await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 3_000 - Date.now())));
@@ -62,7 +62,7 @@ it("with the bridge stopped for 3 s, enqueue succeeds once it is back, and exact
   expect(new Set(keys).size).toBe(1);
   expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
 
-  const listed = await plain.listJobs("outage", { payload: true });
+  const listed = await plain.jobs.list("outage", { payload: true });
   expect(listed.jobs.map((j) => [j.id, j.payload])).toEqual([[job.id, { n: 1 }]]);
-  expect(await plain.get(job.id)).toMatchObject({ state: "scheduled", topic: "outage" });
+  expect(await plain.jobs.get(job.id)).toMatchObject({ state: "scheduled", topic: "outage" });
 });

@@ -41,21 +41,21 @@ beforeAll(async () => {
 
   stack = await startLocalStack({ TICK_POLL_MS: "100" });
   dl = new Delayline({ baseUrl: stack.url, token: stack.token });
-  await dl.configureTopic("dash-fail", { maxAttempts: 1 });
-  await dl.enqueueBatch([
+  await dl.topics.configure("dash-fail", { maxAttempts: 1 });
+  await dl.jobs.enqueueBatch([
     ...Array.from({ length: OK }, (_, i) => ({ topic: "dash-ok", payload: { i }, delay: (i % 10) * 200, target: { url: `${target}/ok` } })),
     ...Array.from({ length: 5 }, (_, i) => ({ topic: "dash-ok", payload: { later: i }, delay: "1h" })),
     ...Array.from({ length: DEAD }, (_, i) => ({ topic: "dash-fail", payload: { i }, target: { url: `${target}/fail-once` } })),
   ]);
   // Wait for the tick to deliver them all and for a backlog sample.
   for (let i = 0; i < 240; i++) {
-    const s = await dl.stats({ minutes: 5 });
+    const s = await dl.stats.get({ minutes: 5 });
     const ok = s.topics.find((t) => t.topic === "dash-ok");
     const fail = s.topics.find((t) => t.topic === "dash-fail");
     if (ok?.counters.succeeded === OK && fail?.dead === DEAD && ok.series.some((p) => p.scheduled !== null)) return;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`the stack did not process the jobs in time:\n${JSON.stringify(await dl.stats({ minutes: 1 }))}\n${stack.output()}`);
+  throw new Error(`the stack did not process the jobs in time:\n${JSON.stringify(await dl.stats.get({ minutes: 1 }))}\n${stack.output()}`);
 }, 150_000);
 
 /** A page that records console errors, page errors, failed requests and any request off the stack. */
@@ -122,7 +122,7 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
     // Pause and resume through the buttons.
     await okRow.locator('[data-action="pause"]').click();
     await okRow.locator(".badge", { hasText: "paused" }).waitFor();
-    expect((await dl.topic("dash-ok")).settings.paused).toBe(true);
+    expect((await dl.topics.get("dash-ok")).settings.paused).toBe(true);
     await okRow.locator('[data-action="resume"]').click();
     await okRow.locator(".badge", { hasText: "active" }).waitFor();
 
@@ -135,7 +135,7 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
     await page.locator("#dead-list tbody tr").first().locator('[data-action="replay"]').click();
     await expect.poll(() => page.locator("#dead-list tbody tr").count(), { timeout: 10_000 }).toBe(DEAD - 1);
     await failRow.locator('[data-field="dead"]', { hasText: String(DEAD - 1) }).waitFor({ timeout: 10_000 });
-    await expect.poll(async () => (await dl.topic("dash-fail")).counters.succeeded, { timeout: 20_000 }).toBe(1);
+    await expect.poll(async () => (await dl.topics.get("dash-fail")).counters.succeeded, { timeout: 20_000 }).toBe(1);
 
     await page.screenshot({ path: join(artifactDir(), "dashboard.png"), fullPage: true });
     expect(problems).toEqual([]);
@@ -147,9 +147,9 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
 it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection; the job view shows a dead job's attempts; the search opens a job by id", {
   timeout: 90_000,
 }, async () => {
-  const scheduled = (await dl.listJobs("dash-ok")).jobs.map((j) => j.id);
+  const scheduled = (await dl.jobs.list("dash-ok")).jobs.map((j) => j.id);
   expect(scheduled).toHaveLength(5);
-  const [dead] = (await dl.deadLetters("dash-fail")).entries;
+  const [dead] = (await dl.deadLetters.list("dash-fail")).entries;
   expect(dead).toBeDefined();
   const browser = await launchChromium();
   try {
@@ -180,7 +180,7 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
     await cancelSelected.click();
     await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(2);
     expect(await listed()).toEqual(scheduled.slice(3));
-    for (const id of scheduled.slice(0, 3)) expect((await dl.get(id))!.state, id).toBe("cancelled");
+    for (const id of scheduled.slice(0, 3)) expect((await dl.jobs.get(id))!.state, id).toBe("cancelled");
     await okRow.locator('[data-field="scheduled"]', { hasText: "2" }).waitFor({ timeout: 10_000 });
 
     // The search opens a dead job by id: its attempt, with the receiver's 500.
@@ -216,11 +216,11 @@ it("at 1400×900: topics come a page of 50 at a time with More topics, a count's
   timeout: 120_000,
 }, async () => {
   // 55 more topics (after the dash-* ones in name order) make two pages of topics; dash-many holds 60 scheduled jobs, more than a page of the browser.
-  await dl.enqueueBatch([
+  await dl.jobs.enqueueBatch([
     ...Array.from({ length: 55 }, (_, i) => ({ topic: `zz-page-${String(i).padStart(2, "0")}`, payload: i, delay: "1h" })),
     ...Array.from({ length: 60 }, (_, i) => ({ topic: "dash-many", payload: i, delay: "1h" })),
   ]);
-  const total = (await dl.listTopics({ limit: 1 })).total;
+  const total = (await dl.topics.list({ limit: 1 })).total;
   expect(total).toBeGreaterThan(50);
   const browser = await launchChromium();
   try {
@@ -334,7 +334,7 @@ it("the schedules table shows a cron schedule in its time zone with cronstrue's 
     expect(await everyRow.locator('[data-field="timezone"]').textContent()).toBe("UTC");
     await everyRow.locator('[data-field="job-state"]', { hasText: "succeeded" }).waitFor({ timeout: 20_000 });
     const lastJob = await everyRow.locator('[data-field="last"] [data-action="open"]').textContent();
-    const job = await dl.get(lastJob!);
+    const job = await dl.jobs.get(lastJob!);
     expect(job?.state).toBe("succeeded");
     expect(job?.topic).toBe("dash-sched");
     expect(Number(await everyRow.locator('[data-field="runs"]').textContent())).toBeGreaterThanOrEqual(1);
@@ -413,7 +413,7 @@ it("/metrics from the live stack passes promtool's check", async () => {
   // npm test installs it first (test/prepare.ts); this file run alone says what to install.
   if (!existsSync(tool.path)) throw new Error(installHelp([tool]));
   const promtool = tool.path;
-  const text = await dl.metrics();
+  const text = await dl.stats.prometheus();
   const check = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
   expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);
   expect(text).toContain(`delayline_jobs_succeeded_total{topic="dash-ok"} ${OK}`);

@@ -1,6 +1,8 @@
 /**
  * No import cycles in src/ (runtime imports; `import type` is erased and
- * cannot form one), and no Redis client outside src/queue, read with
+ * cannot form one), no Redis client outside src/queue, and layers that point
+ * one way — src/protocol imports nothing else, the client nothing of the
+ * server's runtime, the server nothing of the client — read with
  * TypeScript's own import scanner.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -95,37 +97,43 @@ interface ImportOf {
   /** The module file for a relative specifier, else the specifier itself. */
   target: string;
   names: string[];
+  /** Erased from the JavaScript: `import type`, `export type`, every name `type`, or an `import("…")` type. */
+  typeOnly: boolean;
 }
 
 /** Every import of one module: declarations, `export … from`, `import()` and `import("…")` types. */
 function importsOf(file: string): ImportOf[] {
   const out: ImportOf[] = [];
-  const add = (spec: string, names: string[]) =>
-    out.push({ spec, target: spec.startsWith(".") ? resolve(dirname(file), spec.replace(/\.js$/, ".ts")) : spec, names });
+  const add = (spec: string, names: string[], typeOnly: boolean) =>
+    out.push({ spec, target: spec.startsWith(".") ? resolve(dirname(file), spec.replace(/\.js$/, ".ts")) : spec, names, typeOnly });
   const visit = (node: ts.Node) => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       const names: string[] = [];
+      let typeOnly = ts.isExportDeclaration(node) && node.isTypeOnly;
       if (ts.isImportDeclaration(node)) {
         const clause = node.importClause;
         if (clause?.name) names.push("*");
         const bindings = clause?.namedBindings;
         if (bindings && ts.isNamespaceImport(bindings)) names.push("*");
         if (bindings && ts.isNamedImports(bindings)) names.push(...bindings.elements.map((e) => (e.propertyName ?? e.name).text));
+        const allTypes = !clause?.name && bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.every((e) => e.isTypeOnly);
+        typeOnly = clause?.isTypeOnly === true || (allTypes && bindings.elements.length > 0);
       } else if (node.exportClause && ts.isNamedExports(node.exportClause)) {
         names.push(...node.exportClause.elements.map((e) => (e.propertyName ?? e.name).text));
+        typeOnly ||= node.exportClause.elements.length > 0 && node.exportClause.elements.every((e) => e.isTypeOnly);
       } else {
         names.push("*");
       }
-      add(node.moduleSpecifier.text, names);
+      add(node.moduleSpecifier.text, names, typeOnly);
     } else if (
       ts.isCallExpression(node) &&
       node.expression.kind === ts.SyntaxKind.ImportKeyword &&
       node.arguments[0] &&
       ts.isStringLiteral(node.arguments[0])
     ) {
-      add(node.arguments[0].text, ["*"]);
+      add(node.arguments[0].text, ["*"], false);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      add(node.argument.literal.text, ["*"]);
+      add(node.argument.literal.text, ["*"], true);
     }
     ts.forEachChild(node, visit);
   };
@@ -181,5 +189,67 @@ it("the Redis check finds each way a client gets out, and lets the error class t
     ];
     expect(redisLeaks([inside, fine], queueDir)).toEqual([]);
     for (const f of leaking) expect(redisLeaks([f], queueDir), relative(dir, f)).toHaveLength(1);
+  });
+});
+
+/**
+ * Imports that break the layers, as "file: import". src/protocol (what the
+ * server and its clients agree on: signatures, Retry-After) imports nothing
+ * outside itself, not even a package; src/client imports at runtime only
+ * itself and src/protocol (types of the API's schemas are fine: erased, they
+ * ship no server code); and nothing outside src/client and src/cli imports
+ * the client at all, so the server never depends on what it serves.
+ */
+function layerViolations(files: string[], srcDir: string): string[] {
+  const within = (dir: string) => (f: string) => !relative(join(srcDir, dir), f).startsWith("..");
+  const [inClient, inProtocol, inCli] = [within("client"), within("protocol"), within("cli")];
+  const out: string[] = [];
+  for (const file of files) {
+    for (const i of importsOf(file)) {
+      const relativeSpec = i.spec.startsWith(".");
+      const broken = inProtocol(file)
+        ? !relativeSpec || !inProtocol(i.target)
+        : inClient(file)
+          ? !i.typeOnly && (!relativeSpec || !(inClient(i.target) || inProtocol(i.target)))
+          : !inCli(file) && relativeSpec && inClient(i.target);
+      if (broken) out.push(`${relative(srcDir, file)}: ${i.spec}`);
+    }
+  }
+  return out;
+}
+
+it("layers point one way: src/protocol imports nothing else, src/client nothing of the server's runtime, and only src/cli imports src/client", () => {
+  expect(sources.filter((f) => f.includes("/protocol/")).length).toBeGreaterThan(3);
+  expect(layerViolations(sources, src)).toEqual([]);
+});
+
+it("the layer check finds each way a layer is crossed, and lets the allowed imports through (a control)", () => {
+  withFiles((write, dir) => {
+    const srcDir = join(dir, "src");
+    write("src/protocol/hmac.ts", "export const mac = 1;\n");
+    write("src/queue/queue.ts", "export class Queue {}\n");
+    write("src/client/index.ts", "export class Client {}\n");
+    const fine = [
+      write("src/protocol/sign.ts", 'import { mac } from "./hmac.js";\n'),
+      write(
+        "src/client/jobs.ts",
+        'import type { Queue } from "../queue/queue.js";\nimport { type Queue as Q } from "../queue/queue.js";\nexport type { Queue as R } from "../queue/queue.js";\nimport { mac } from "../protocol/hmac.js";\nimport { Client } from "./index.js";\n',
+      ),
+      write("src/cli/main.ts", 'import { Client } from "../client/index.js";\nimport { Queue } from "../queue/queue.js";\n'),
+      write("src/tick/dispatch.ts", 'import { mac } from "../protocol/hmac.js";\n'),
+    ];
+    const crossing = [
+      write("src/protocol/a.ts", 'import { Queue } from "../queue/queue.js";\n'),
+      write("src/protocol/b.ts", 'import type { Client } from "../client/index.js";\n'),
+      write("src/protocol/c.ts", 'import { z } from "zod";\n'),
+      write("src/client/d.ts", 'import { Queue } from "../queue/queue.js";\n'),
+      write("src/client/e.ts", 'export { Queue } from "../queue/queue.js";\n'),
+      write("src/client/f.ts", 'import { z } from "zod";\n'),
+      write("src/client/g.ts", 'const q = await import("../queue/queue.js");\n'),
+      write("src/handlers/h.ts", 'import type { Client } from "../client/index.js";\n'),
+      write("src/tick/i.ts", 'import { Client } from "../client/index.js";\n'),
+    ];
+    expect(layerViolations(fine, srcDir)).toEqual([]);
+    for (const f of crossing) expect(layerViolations([f], srcDir), relative(dir, f)).toHaveLength(1);
   });
 });

@@ -61,14 +61,14 @@ async function deliveries(prefix: string): Promise<Delivery[]> {
 
 it(`delivers ${JOBS} jobs due at once, each once and acknowledged, with workerd's open files bounded`, { timeout: 150_000 }, async () => {
   const topic = "burst-fds";
-  await dl.configureTopic(topic, { url: `${receiver.url}/${topic}/ok` });
+  await dl.topics.configure(topic, { url: `${receiver.url}/${topic}/ok` });
   const baseline = workerdOpenFds();
   expect(baseline, "no workerd found under npm start").toBeGreaterThan(0);
 
   const same = Date.now() + 8_000;
   const ids = new Set<string>();
   for (let i = 0; i < JOBS; i += 1_000) {
-    const made = await dl.enqueueBatch(Array.from({ length: 1_000 }, (_, j) => ({ topic, payload: { i: i + j }, runAt: same })));
+    const made = await dl.jobs.enqueueBatch(Array.from({ length: 1_000 }, (_, j) => ({ topic, payload: { i: i + j }, runAt: same })));
     for (const m of made) {
       expect(m.dueAt && Date.parse(m.dueAt)).toBe(same);
       ids.add(m.id);
@@ -92,10 +92,10 @@ it(`delivers ${JOBS} jobs due at once, each once and acknowledged, with workerd'
   expect(received.every((d) => d.at >= same)).toBe(true);
 
   // Acknowledged: every attempt settled as a success, none left scheduled or in flight.
-  let view = await dl.topic(topic);
+  let view = await dl.topics.get(topic);
   for (let i = 0; i < 100 && view.counters.succeeded < JOBS; i++) {
     await new Promise((r) => setTimeout(r, 100));
-    view = await dl.topic(topic);
+    view = await dl.topics.get(topic);
   }
   expect(view).toMatchObject({ scheduled: 0, inflight: 0, dead: 0, counters: { dispatched: JOBS, succeeded: JOBS, retried: 0, dead: 0 } });
 

@@ -65,8 +65,8 @@ it("answers /healthz within 60 s and leaves nothing running after SIGTERM", { ti
     expect(output).toContain("start-test-token");
     // The typed client, from Node, against the Worker running in workerd.
     const dl = new Delayline({ baseUrl: `http://127.0.0.1:${port}`, token: "start-test-token" });
-    const job = await dl.enqueue({ topic: "smoke", payload: { from: "node" }, delay: "1h" });
-    expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { from: "node" } });
+    const job = await dl.jobs.enqueue({ topic: "smoke", payload: { from: "node" }, delay: "1h" });
+    expect(await dl.jobs.get(job.id)).toMatchObject({ state: "scheduled", payload: { from: "node" } });
     // The API reference renders in a real browser, offline: every file comes from the Worker.
     const browser = await launchChromium();
     try {

@@ -120,10 +120,10 @@ it("delayline/client works from a plain node ESM script against npm start", { ti
     join(project, "round-trip.mjs"),
     `import { Delayline } from "delayline/client";
 const dl = new Delayline({ baseUrl: process.env.DELAYLINE_URL, token: process.env.DELAYLINE_TOKEN });
-const { id } = await dl.enqueue({ topic: "from-node", payload: { hello: "node" }, delay: "1h" });
-const got = await dl.get(id);
-await dl.cancel(id);
-const after = await dl.get(id);
+const { id } = await dl.jobs.enqueue({ topic: "from-node", payload: { hello: "node" }, delay: "1h" });
+const got = await dl.jobs.get(id);
+await dl.jobs.cancel(id);
+const after = await dl.jobs.get(id);
 console.log(JSON.stringify({ id, state: got?.state, payload: got?.payload, after: after?.state }));
 `,
   );

@@ -83,7 +83,7 @@ it("a batch past the request limit is refused with a 413 naming the budget and i
 
   // The client surfaces it as its validation error, with the type to switch on.
   const dl = new Delayline({ baseUrl: stack.url, token: stack.token });
-  const err = await dl.enqueueBatch(batch(topic, betweenSizes).jobs).catch((e: unknown) => e);
+  const err = await dl.jobs.enqueueBatch(batch(topic, betweenSizes).jobs).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(DelaylineValidationError);
   expect((err as DelaylineValidationError).status).toBe(413);
   expect((err as DelaylineValidationError).type).toBe("urn:delayline:request-too-large");

@@ -1,8 +1,8 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
-import type { DeadLetter } from "../../client/index.js";
 import { MAX_LIST_LIMIT } from "../../limits.js";
 import { action, durationArg, instantArg, UsageError, wholeNumber, type Io } from "../context.js";
+import { first } from "../collect.js";
 import { table } from "../table.js";
 
 interface Filter {
@@ -29,7 +29,12 @@ function filterOf(o: Filter): Filter | null {
 
 export function deadCommands(program: Command, io: Io): void {
   const dead = program.command("dead").description("dead letters: jobs out of attempts, or failed for good");
+  listCommand(dead, io);
+  replayCommand(dead, io);
+  purgeCommand(dead, io);
+}
 
+function listCommand(dead: Command, io: Io): void {
   dead
     .command("list")
     .description("a topic's dead letters, newest first")
@@ -39,19 +44,8 @@ export function deadCommands(program: Command, io: Io): void {
     .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
     .action(
       action(io, async (ctx, topic: string, o: Filter & { limit: number }) => {
-        const dl = ctx.client();
-        const entries: DeadLetter[] = [];
-        let cursor: string | undefined;
-        do {
-          const page = await dl.deadLetters(topic, {
-            limit: Math.min(MAX_LIST_LIMIT, o.limit - entries.length),
-            ...(cursor !== undefined ? { cursor } : {}),
-            ...(o.failedFrom !== undefined ? { failedFrom: o.failedFrom } : {}),
-            ...(o.failedTo !== undefined ? { failedTo: o.failedTo } : {}),
-          });
-          entries.push(...page.entries);
-          cursor = page.nextCursor ?? undefined;
-        } while (cursor !== undefined && entries.length < o.limit);
+        const { failedFrom, failedTo, limit } = o;
+        const entries = await first(ctx.client().deadLetters.all(topic, { failedFrom, failedTo, limit: Math.min(MAX_LIST_LIMIT, limit) }), limit);
         ctx.print({ entries }, (r) =>
           table(
             r.entries,
@@ -66,7 +60,9 @@ export function deadCommands(program: Command, io: Io): void {
         );
       }),
     );
+}
 
+function replayCommand(dead: Command, io: Io): void {
   withFilter(
     dead
       .command("replay")
@@ -83,11 +79,13 @@ export function deadCommands(program: Command, io: Io): void {
       if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
       const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
       const timing = { ...(o.delay !== undefined ? { delay: o.delay } : {}), ...(o.spread !== undefined ? { spread: o.spread } : {}) };
-      const r = await ctx.client().replayDeadLetters(topic, { ...what, ...timing });
+      const r = await ctx.client().deadLetters.replay(topic, { ...what, ...timing });
       ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
     }),
   );
+}
 
+function purgeCommand(dead: Command, io: Io): void {
   withFilter(
     dead
       .command("purge")
@@ -99,7 +97,7 @@ export function deadCommands(program: Command, io: Io): void {
       const filter = filterOf(o);
       // Dropping every letter is never the default: it has to be asked for.
       if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
-      const purged = await ctx.client().purgeDeadLetters(topic, filter ?? {});
+      const purged = await ctx.client().deadLetters.purge(topic, filter ?? {});
       ctx.print({ purged }, (r) => `purged ${r.purged}`);
     }),
   );

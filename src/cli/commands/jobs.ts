@@ -4,9 +4,17 @@ import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js"
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
 import { action, durationArg, instantArg, jsonValue, UsageError, wholeNumber, type Io } from "../context.js";
+import { first } from "../collect.js";
 import { details, duration, table, when } from "../table.js";
 
 export function jobCommands(program: Command, io: Io): void {
+  enqueueCommand(program, io);
+  getCommand(program, io);
+  cancelCommand(program, io);
+  listCommand(program, io);
+}
+
+function enqueueCommand(program: Command, io: Io): void {
   program
     .command("enqueue")
     .description("enqueue one job")
@@ -21,17 +29,7 @@ export function jobCommands(program: Command, io: Io): void {
     .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
     .action(
       action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
-        const job: JobRequest = { topic };
-        if (payload !== undefined && o.payloadFile !== undefined) throw new UsageError("give the payload as an argument or --payload-file, not both");
-        if (payload !== undefined) job.payload = payload;
-        if (o.payloadFile !== undefined) job.payload = await readPayload(ctx.io, o.payloadFile as string);
-        if (o.delay !== undefined) job.delay = o.delay as string | number;
-        if (o.runAt !== undefined) job.runAt = o.runAt as string | number;
-        if (o.maxAttempts !== undefined) job.maxAttempts = o.maxAttempts as number;
-        if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
-        if (o.target !== undefined) job.target = { url: o.target as string };
-        if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
-        const r = await ctx.client().enqueue(job);
+        const r = await ctx.client().jobs.enqueue(await jobOf(ctx.io, topic, payload, o));
         ctx.print(r, (r) =>
           details([
             ["id", r.id],
@@ -42,19 +40,38 @@ export function jobCommands(program: Command, io: Io): void {
         );
       }),
     );
+}
 
+/** The job `enqueue`'s arguments and options describe. */
+async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, unknown>): Promise<JobRequest> {
+  const job: JobRequest = { topic };
+  if (payload !== undefined && o.payloadFile !== undefined) throw new UsageError("give the payload as an argument or --payload-file, not both");
+  if (payload !== undefined) job.payload = payload;
+  if (o.payloadFile !== undefined) job.payload = await readPayload(io, o.payloadFile as string);
+  if (o.delay !== undefined) job.delay = o.delay as string | number;
+  if (o.runAt !== undefined) job.runAt = o.runAt as string | number;
+  if (o.maxAttempts !== undefined) job.maxAttempts = o.maxAttempts as number;
+  if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
+  if (o.target !== undefined) job.target = { url: o.target as string };
+  if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
+  return job;
+}
+
+function getCommand(program: Command, io: Io): void {
   program
     .command("get")
     .description("a job's state, payload and attempt history")
     .argument("<id>", "the job's id")
     .action(
       action(io, async (ctx, id: string) => {
-        const job = await ctx.client().get(id);
+        const job = await ctx.client().jobs.get(id);
         if (!job) throw new Error(`no job ${id} (unknown, or finished longer ago than the retention window)`);
         ctx.print(job, renderJob);
       }),
     );
+}
 
+function cancelCommand(program: Command, io: Io): void {
   program
     .command("cancel")
     .description("cancel scheduled jobs (not those in flight)")
@@ -62,11 +79,22 @@ export function jobCommands(program: Command, io: Io): void {
     .action(
       action(io, async (ctx, ids: string[]) => {
         const dl = ctx.client();
-        for (const id of ids) await dl.cancel(id);
+        for (const id of ids) await dl.jobs.cancel(id);
         ctx.print({ cancelled: ids }, (r) => r.cancelled.map((id) => `cancelled ${id}`).join("\n"));
       }),
     );
+}
 
+/** What `jobs <topic>` takes. */
+interface ListOptions {
+  state: "scheduled" | "inflight" | "dead";
+  from?: string | number;
+  to?: string | number;
+  limit: number;
+  payload?: boolean;
+}
+
+function listCommand(program: Command, io: Io): void {
   program
     .command("jobs")
     .description("a topic's scheduled jobs (due order), jobs in flight or dead letters (newest first)")
@@ -77,45 +105,31 @@ export function jobCommands(program: Command, io: Io): void {
     .option("--limit <n>", "jobs to show", wholeNumber(1, 100_000), 100)
     .option("--payload", "include payloads")
     .action(
-      action(
-        io,
-        async (
-          ctx,
-          topic: string,
-          o: { state: "scheduled" | "inflight" | "dead"; from?: string | number; to?: string | number; limit: number; payload?: boolean },
-        ) => {
-          const jobs: ListedJob[] = [];
-          const page = Math.min(o.limit, MAX_LIST_LIMIT);
-          for await (const job of ctx.client().jobs(topic, {
-            state: o.state,
-            limit: page,
-            payload: o.payload === true,
-            ...(o.from !== undefined ? { from: o.from } : {}),
-            ...(o.to !== undefined ? { to: o.to } : {}),
-          })) {
-            jobs.push(job);
-            if (jobs.length >= o.limit) break;
-          }
-          ctx.print({ jobs }, (r) =>
-            table(
-              r.jobs,
-              [
-                { header: "ID", value: (j) => j.id },
-                { header: "STATE", value: (j) => j.state },
-                {
-                  header: o.state === "dead" ? "FAILED" : o.state === "inflight" ? "LEASE UNTIL" : "DUE",
-                  value: (j) => j.failedAt ?? j.leaseExpiresAt ?? j.dueAt,
-                },
-                { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
-                { header: "LAST ERROR", value: (j) => j.lastError },
-                ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
-              ],
-              `(no ${o.state} jobs in ${topic})`,
-            ),
-          );
-        },
-      ),
+      action(io, async (ctx, topic: string, o: ListOptions) => {
+        const { state, from, to, limit } = o;
+        const listed = ctx.client().jobs.all(topic, { state, from, to, limit: Math.min(limit, MAX_LIST_LIMIT), payload: o.payload === true });
+        const jobs = await first(listed, limit);
+        ctx.print({ jobs }, (r) => jobsTable(r.jobs, topic, o));
+      }),
     );
+}
+
+function jobsTable(jobs: ListedJob[], topic: string, o: ListOptions): string {
+  return table(
+    jobs,
+    [
+      { header: "ID", value: (j) => j.id },
+      { header: "STATE", value: (j) => j.state },
+      {
+        header: o.state === "dead" ? "FAILED" : o.state === "inflight" ? "LEASE UNTIL" : "DUE",
+        value: (j) => j.failedAt ?? j.leaseExpiresAt ?? j.dueAt,
+      },
+      { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
+      { header: "LAST ERROR", value: (j) => j.lastError },
+      ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
+    ],
+    `(no ${o.state} jobs in ${topic})`,
+  );
 }
 
 /** The JSON payload in a file, or on standard input for "-". */

@@ -1,12 +1,20 @@
 /** `delayline schedules list | show | create | delete | pause | resume`. */
 import type { Command } from "commander";
 import type { Schedule, ScheduleRequest } from "../../client/index.js";
-import { action, durationArg, instantArg, jsonValue, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, askCommand, durationArg, instantArg, jsonValue, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table, when } from "../table.js";
 
 export function scheduleCommands(program: Command, io: Io): void {
   const schedules = program.command("schedules").description("recurring schedules: each occurrence enqueues one job");
+  listCommand(schedules, io);
+  showCommand(schedules, io);
+  createCommand(schedules, io);
+  deleteCommand(schedules, io);
+  askCommand(schedules, io, "pause <id>", "skip the schedule's occurrences until it is resumed", (dl, id) => dl.schedules.pause(id), renderSchedule);
+  askCommand(schedules, io, "resume <id>", "go on from the schedule's next occurrence after now", (dl, id) => dl.schedules.resume(id), renderSchedule);
+}
 
+function listCommand(schedules: Command, io: Io): void {
   schedules
     .command("list", { isDefault: true })
     .description("every schedule, in id order")
@@ -32,7 +40,9 @@ export function scheduleCommands(program: Command, io: Io): void {
         );
       }),
     );
+}
 
+function showCommand(schedules: Command, io: Io): void {
   schedules
     .command("show")
     .description("a schedule with its next occurrences and last run")
@@ -44,7 +54,9 @@ export function scheduleCommands(program: Command, io: Io): void {
         ctx.print(s, renderSchedule);
       }),
     );
+}
 
+function createCommand(schedules: Command, io: Io): void {
   schedules
     .command("create")
     .alias("set")
@@ -71,7 +83,9 @@ export function scheduleCommands(program: Command, io: Io): void {
         ctx.print(await ctx.client().schedules.upsert(id, body as ScheduleRequest), renderSchedule);
       }),
     );
+}
 
+function deleteCommand(schedules: Command, io: Io): void {
   schedules
     .command("delete")
     .description("delete a schedule (the jobs it enqueued stay)")
@@ -82,18 +96,6 @@ export function scheduleCommands(program: Command, io: Io): void {
         ctx.print({ id, deleted: true }, () => `deleted schedule ${id}`);
       }),
     );
-
-  schedules
-    .command("pause")
-    .description("skip the schedule's occurrences until it is resumed")
-    .argument("<id>")
-    .action(action(io, async (ctx, id: string) => ctx.print(await ctx.client().schedules.pause(id), renderSchedule)));
-
-  schedules
-    .command("resume")
-    .description("go on from the schedule's next occurrence after now")
-    .argument("<id>")
-    .action(action(io, async (ctx, id: string) => ctx.print(await ctx.client().schedules.resume(id), renderSchedule)));
 }
 
 function renderSchedule(s: Schedule): string {

@@ -11,7 +11,7 @@ export function statusCommand(program: Command, io: Io): void {
     .action(
       action(io, async (ctx) => {
         const dl = ctx.client();
-        const health = await dl.health();
+        const health = await dl.health.get();
         // With Redis down every other read is a 503: the health answer is all there is to show.
         const stats = health.ok ? await everyTopic(dl) : null;
         ctx.print({ health, tick: stats?.tick ?? null, topics: stats?.topics ?? [] }, () => render(health, stats));
@@ -24,7 +24,7 @@ export function statusCommand(program: Command, io: Io): void {
 async function everyTopic(dl: Delayline): Promise<Stats> {
   let first: Stats | null = null;
   const topics: Stats["topics"] = [];
-  for await (const page of dl.statsPages({ minutes: 0, limit: 100 })) {
+  for await (const page of dl.stats.pages({ minutes: 0, limit: 100 })) {
     first ??= page;
     topics.push(...page.topics);
   }

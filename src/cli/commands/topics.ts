@@ -2,11 +2,11 @@
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
 import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
-import { action, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 
-/** Settings `topics set --clear` can reset to their defaults. */
-const CLEARABLE = [
+/** The settings `topics set` takes, each as an option named after it, and can reset to its default with --clear. */
+const SETTINGS = [
   "ratePerSec",
   "burst",
   "concurrency",
@@ -23,14 +23,32 @@ const CLEARABLE = [
 
 export function topicCommands(program: Command, io: Io): void {
   const topics = program.command("topics").description("topics: their settings, backlog and counters");
+  listCommand(topics, io);
+  askCommand(topics, io, "show <topic>", "a topic's settings and stats", (dl, topic) => dl.topics.get(topic), renderTopic);
+  setCommand(topics, io);
+  askCommand(topics, io, "pause <topic>", "stop dispatching and claiming the topic's jobs", (dl, topic) => dl.topics.pause(topic), renderTopic);
+  askCommand(topics, io, "resume <topic>", "resume a paused topic", (dl, topic) => dl.topics.resume(topic), renderTopic);
+  topics
+    .command("delete")
+    .description("delete an empty topic with its settings and metrics")
+    .argument("<topic>")
+    .option("--purge", "also drop its scheduled jobs and dead letters")
+    .action(
+      action(io, async (ctx, topic: string, o: { purge?: boolean }) => {
+        const r = await ctx.client().topics.delete(topic, { purge: o.purge === true });
+        ctx.print(r, (r) => `deleted ${r.topic} (purged ${r.purged.scheduled} scheduled, ${r.purged.dead} dead letters)`);
+      }),
+    );
+}
 
+function listCommand(topics: Command, io: Io): void {
   topics
     .command("list", { isDefault: true })
     .description("every registered topic (the API pages them; this follows every page)")
     .action(
       action(io, async (ctx) => {
-        const list = [];
-        for await (const t of ctx.client().allTopics({ limit: 500 })) list.push(t);
+        const list: Topic[] = [];
+        for await (const t of ctx.client().topics.all({ limit: 500 })) list.push(t);
         ctx.print({ topics: list }, (r) =>
           table(
             r.topics,
@@ -49,13 +67,9 @@ export function topicCommands(program: Command, io: Io): void {
         );
       }),
     );
+}
 
-  topics
-    .command("show")
-    .description("a topic's settings and stats")
-    .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().topic(topic), renderTopic)));
-
+function setCommand(topics: Command, io: Io): void {
   topics
     .command("set")
     .description("change a topic's settings (creates the topic)")
@@ -81,62 +95,26 @@ export function topicCommands(program: Command, io: Io): void {
     .option("--signing-secret <secret>", "signs deliveries (write-only; a whsec_ secret with --signature-scheme standard)")
     .option("--previous-signing-secrets <secret...>", "while rotating: old secrets deliveries are also signed with (write-only)")
     .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
-    .option("--clear <setting...>", `reset settings to their defaults: ${CLEARABLE.join(", ")}`)
+    .option("--clear <setting...>", `reset settings to their defaults: ${SETTINGS.join(", ")}`)
     .addHelpText(
       "after",
       "\nHere --url is the topic's delivery URL. The Worker's URL goes before the command (delayline --url <worker> topics set …) or in DELAYLINE_URL.",
     )
     .action(
-      action(io, async (ctx, topic: string, o: Record<string, unknown>) => {
-        const patch: Record<string, unknown> = {};
-        for (const key of [
-          "url",
-          "mode",
-          "ratePerSec",
-          "burst",
-          "concurrency",
-          "maxAttempts",
-          "timeoutMs",
-          "backoff",
-          "signatureScheme",
-          "signingSecret",
-          "previousSigningSecrets",
-          "webhookSecret",
-        ]) {
-          if (o[key] !== undefined) patch[key] = o[key];
-        }
-        for (const key of (o.clear as string[] | undefined) ?? []) {
-          if (!(CLEARABLE as readonly string[]).includes(key)) throw new UsageError(`--clear ${key}: not a setting (${CLEARABLE.join(", ")})`);
-          patch[key] = null;
-        }
-        if (Object.keys(patch).length === 0) throw new UsageError("nothing to set: give a setting option or --clear");
-        ctx.print(await ctx.client().configureTopic(topic, patch as TopicSettingsPatch), renderTopic);
-      }),
+      action(io, async (ctx, topic: string, o: Record<string, unknown>) => ctx.print(await ctx.client().topics.configure(topic, patchOf(o)), renderTopic)),
     );
+}
 
-  topics
-    .command("pause")
-    .description("stop dispatching and claiming the topic's jobs")
-    .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().pause(topic), renderTopic)));
-
-  topics
-    .command("resume")
-    .description("resume a paused topic")
-    .argument("<topic>")
-    .action(action(io, async (ctx, topic: string) => ctx.print(await ctx.client().resume(topic), renderTopic)));
-
-  topics
-    .command("delete")
-    .description("delete an empty topic with its settings and metrics")
-    .argument("<topic>")
-    .option("--purge", "also drop its scheduled jobs and dead letters")
-    .action(
-      action(io, async (ctx, topic: string, o: { purge?: boolean }) => {
-        const r = await ctx.client().deleteTopic(topic, { purge: o.purge === true });
-        ctx.print(r, (r) => `deleted ${r.topic} (purged ${r.purged.scheduled} scheduled, ${r.purged.dead} dead letters)`);
-      }),
-    );
+/** The change `topics set`'s options ask for: each setting given, and null for each one cleared. */
+function patchOf(o: Record<string, unknown>): TopicSettingsPatch {
+  const patch: Record<string, unknown> = {};
+  for (const key of SETTINGS) if (o[key] !== undefined) patch[key] = o[key];
+  for (const key of (o.clear as string[] | undefined) ?? []) {
+    if (!(SETTINGS as readonly string[]).includes(key)) throw new UsageError(`--clear ${key}: not a setting (${SETTINGS.join(", ")})`);
+    patch[key] = null;
+  }
+  if (Object.keys(patch).length === 0) throw new UsageError("nothing to set: give a setting option or --clear");
+  return patch as TopicSettingsPatch;
 }
 
 function renderTopic(t: Topic): string {

@@ -8,7 +8,7 @@
  * delivered verbatim: data, never code.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { verifySignature } from "../../../src/client/signature.js";
+import { verifySignature } from "../../../src/client/index.js";
 import { settings, type Env } from "../../../src/env.js";
 import { deliverHttp } from "../../../src/handlers/http.js";
 import { PermanentError } from "../../../src/handlers/registry.js";

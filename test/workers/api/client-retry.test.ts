@@ -63,7 +63,7 @@ function harness(faults: Fault[], options: Partial<DelaylineOptions> = {}) {
 describe("client retries", () => {
   it("an enqueue whose answer was lost is retried with the same Idempotency-Key, and returns the job the first attempt stored: one job", async () => {
     const { dl, plain, sent, retries } = harness(["lose-answer"]);
-    const job = await dl.enqueue({ topic: "lost", payload: { n: 1 }, delay: "1h" });
+    const job = await dl.jobs.enqueue({ topic: "lost", payload: { n: 1 }, delay: "1h" });
     expect(sent).toHaveLength(2);
     const keys = sent.map((r) => r.headers.get("idempotency-key"));
     expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
@@ -73,34 +73,34 @@ describe("client retries", () => {
     expect(retries[0]!.error.status).toBe(0);
     // No earlier call of the caller's made the job, so it is not reported as a repeat.
     expect(job.deduplicated).toBe(false);
-    const listed = await plain.listJobs("lost");
+    const listed = await plain.jobs.list("lost");
     expect(listed.jobs.map((j) => j.id)).toEqual([job.id]);
   });
 
   it("a caller's own idempotency key is the one every attempt carries, and a repeat it made is reported as one", async () => {
     const { dl, plain, sent } = harness(["lose-answer"]);
-    const job = await dl.enqueue({ topic: "own-key", delay: "1h", idempotencyKey: "order-42" });
+    const job = await dl.jobs.enqueue({ topic: "own-key", delay: "1h", idempotencyKey: "order-42" });
     expect(sent.map((r) => r.headers.get("idempotency-key"))).toEqual(["order-42", "order-42"]);
     // The lost attempt stored it under the caller's key; the retry found it there.
     expect(job.deduplicated).toBe(true);
-    expect((await plain.listJobs("own-key")).jobs.map((j) => j.id)).toEqual([job.id]);
+    expect((await plain.jobs.list("own-key")).jobs.map((j) => j.id)).toEqual([job.id]);
   });
 
   it("a batch whose answer was lost is retried, and stores each job once", async () => {
     const { dl, plain, sent } = harness(["lose-answer"]);
-    const made = await dl.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "lost-batch", payload: i, delay: "1h" })));
+    const made = await dl.jobs.enqueueBatch(Array.from({ length: 5 }, (_, i) => ({ topic: "lost-batch", payload: i, delay: "1h" })));
     expect(sent).toHaveLength(2);
     const bodies = await Promise.all(sent.map(async (r) => (await r.json()) as { jobs: Array<{ idempotencyKey: string }> }));
     expect(bodies[1]!.jobs.map((j) => j.idempotencyKey)).toEqual(bodies[0]!.jobs.map((j) => j.idempotencyKey));
     expect(new Set(bodies[0]!.jobs.map((j) => j.idempotencyKey)).size).toBe(5);
     expect(made.every((j) => !j.deduplicated)).toBe(true);
-    const listed = await plain.listJobs("lost-batch");
+    const listed = await plain.jobs.list("lost-batch");
     expect(listed.jobs.map((j) => j.id).sort()).toEqual(made.map((j) => j.id).sort());
   });
 
   it("the Worker's 503 while Redis is unreachable is retried after its Retry-After, then the enqueue succeeds once", async () => {
     const { dl, plain, retries } = harness(["redis-down", "redis-down"]);
-    const job = await dl.enqueue({ topic: "outage", delay: "1h" });
+    const job = await dl.jobs.enqueue({ topic: "outage", delay: "1h" });
     expect(retries).toHaveLength(2);
     for (const r of retries) {
       expect(r.error).toBeInstanceOf(DelaylineUnavailableError);
@@ -109,21 +109,21 @@ describe("client retries", () => {
       // The backoff here is 0; the wait is the 1 s the Worker's Retry-After asks for.
       expect(r.delayMs).toBe(1_000);
     }
-    expect((await plain.listJobs("outage")).jobs.map((j) => j.id)).toEqual([job.id]);
+    expect((await plain.jobs.list("outage")).jobs.map((j) => j.id)).toEqual([job.id]);
   });
 
   it("a 429 waits what Retry-After asks (seconds or an HTTP date); one asking more than a minute is the caller's to wait", async () => {
     const seconds = harness([{ status: 429, retryAfter: "1" }]);
-    await seconds.dl.topics();
+    await seconds.dl.topics.list();
     expect(seconds.retries.map((r) => r.delayMs)).toEqual([1_000]);
     expect(seconds.retries[0]!.error).toBeInstanceOf(DelaylineRateLimitError);
 
     const date = harness([{ status: 429, retryAfter: new Date(Date.now() - 5_000).toUTCString() }]);
-    await date.dl.topics();
+    await date.dl.topics.list();
     expect(date.retries.map((r) => r.delayMs)).toEqual([0]);
 
     const long = harness([{ status: 429, retryAfter: "120" }]);
-    const err = await long.dl.topics().catch((e: unknown) => e);
+    const err = await long.dl.topics.list().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DelaylineRateLimitError);
     expect(err).toMatchObject({ status: 429, retryAfterMs: 120_000, attempts: 1 });
     expect(long.sent).toHaveLength(1);
@@ -131,7 +131,7 @@ describe("client retries", () => {
 
   it("gives up after the retries allowed, with the last error and how many attempts it made", async () => {
     const { dl, sent } = harness(["redis-down", "redis-down", "redis-down"], { retry: { retries: 2, backoff: () => 0 } });
-    const err = await dl.stats().catch((e: unknown) => e);
+    const err = await dl.stats.get().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DelaylineUnavailableError);
     expect(err).toMatchObject({ status: 503, attempts: 3, retryAfterMs: 1_000 });
     expect(sent).toHaveLength(3);
@@ -139,7 +139,7 @@ describe("client retries", () => {
 
   it("an attempt with no answer within timeoutMs is a DelaylineUnavailableError (status 0) and is retried", async () => {
     const { dl, sent, retries } = harness(["hang", "hang"], { timeoutMs: 50 });
-    const topics = await dl.topics();
+    const { topics } = await dl.topics.list();
     expect(topics).toEqual([]);
     expect(sent).toHaveLength(3);
     expect(retries.map((r) => [r.error.constructor, r.error.status, r.error.problem.type])).toEqual([
@@ -150,37 +150,37 @@ describe("client retries", () => {
 
   it("sends claim, ack, nack, ingest and keyless enqueues (idempotencyKeys: false) once: repeating them could do more than once", async () => {
     for (const call of [
-      (dl: Delayline) => dl.claim("work"),
-      (dl: Delayline) => dl.ack("work.01ARZ3NDEKTSV4RRFFQ69G5FAV", 1),
-      (dl: Delayline) => dl.nack("work.01ARZ3NDEKTSV4RRFFQ69G5FAV", 1, { error: "x" }),
-      (dl: Delayline) => dl.ingest("work", "{}", { contentType: "application/json" }),
+      (dl: Delayline) => dl.jobs.claim("work"),
+      (dl: Delayline) => dl.jobs.ack("work.01ARZ3NDEKTSV4RRFFQ69G5FAV", 1),
+      (dl: Delayline) => dl.jobs.nack("work.01ARZ3NDEKTSV4RRFFQ69G5FAV", 1, { error: "x" }),
+      (dl: Delayline) => dl.hooks.ingest("work", "{}", { contentType: "application/json" }),
     ]) {
       const { dl, sent } = harness(["redis-down"]);
       await expect(call(dl)).rejects.toBeInstanceOf(DelaylineUnavailableError);
       expect(sent).toHaveLength(1);
     }
     const { dl, sent } = harness(["redis-down"], { idempotencyKeys: false });
-    await expect(dl.enqueue({ topic: "t" })).rejects.toMatchObject({ status: 503, attempts: 1 });
+    await expect(dl.jobs.enqueue({ topic: "t" })).rejects.toMatchObject({ status: 503, attempts: 1 });
     expect(sent).toHaveLength(1);
     expect(sent[0]!.headers.has("idempotency-key")).toBe(false);
   });
 
   it("retry: false sends everything once", async () => {
     const { dl, sent } = harness(["redis-down"], { retry: false });
-    await expect(dl.topics()).rejects.toBeInstanceOf(DelaylineUnavailableError);
-    await expect(dl.enqueue({ topic: "t" })).resolves.toMatchObject({ deduplicated: false });
+    await expect(dl.topics.list()).rejects.toBeInstanceOf(DelaylineUnavailableError);
+    await expect(dl.jobs.enqueue({ topic: "t" })).resolves.toMatchObject({ deduplicated: false });
     expect(sent).toHaveLength(2);
     expect(sent[1]!.headers.has("idempotency-key")).toBe(false);
   });
 
   it("a cancel whose answer was lost succeeds on the retry that finds the job cancelled", async () => {
     const { dl, plain, sent } = harness([null, "lose-answer"]);
-    const job = await dl.enqueue({ topic: "cancel-lost", delay: "1h" });
-    await dl.cancel(job.id);
+    const job = await dl.jobs.enqueue({ topic: "cancel-lost", delay: "1h" });
+    await dl.jobs.cancel(job.id);
     expect(sent.map((r) => r.method)).toEqual(["POST", "DELETE", "DELETE", "GET"]);
-    expect((await plain.get(job.id))!.state).toBe("cancelled");
+    expect((await plain.jobs.get(job.id))!.state).toBe("cancelled");
     // Without a lost answer, cancelling a cancelled job is still a conflict.
-    await expect(plain.cancel(job.id)).rejects.toBeInstanceOf(DelaylineConflictError);
+    await expect(plain.jobs.cancel(job.id)).rejects.toBeInstanceOf(DelaylineConflictError);
   });
 });
 
@@ -194,13 +194,13 @@ describe("client errors", () => {
             baseUrl: "http://delayline.test",
             token: "wrong-token-000",
             fetch: (r) => worker.fetch(r, isolatedEnv(), createExecutionContext()),
-          }).topics(),
+          }).topics.list(),
         DelaylineAuthError,
         401,
       ],
-      [() => plain.cancel("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV"), DelaylineNotFoundError, 404],
-      [() => plain.enqueue({ topic: "bad topic" }), DelaylineValidationError, 422],
-      [() => plain.enqueueBatch([]), DelaylineValidationError, 422],
+      [() => plain.jobs.cancel("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV"), DelaylineNotFoundError, 404],
+      [() => plain.jobs.enqueue({ topic: "bad topic" }), DelaylineValidationError, 422],
+      [() => plain.jobs.enqueueBatch([]), DelaylineValidationError, 422],
     ];
     for (const [call, type, status] of cases) {
       const err = await call().catch((e: unknown) => e);
@@ -208,19 +208,19 @@ describe("client errors", () => {
       expect(err).toBeInstanceOf(DelaylineError);
       expect(err).toMatchObject({ status, name: type.name, problem: { status, detail: expect.any(String) } });
     }
-    await plain.enqueue({ topic: "full", delay: "1h" });
-    const conflict = await plain.deleteTopic("full").catch((e: unknown) => e);
+    await plain.jobs.enqueue({ topic: "full", delay: "1h" });
+    const conflict = await plain.topics.delete("full").catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(DelaylineConflictError);
     expect((conflict as DelaylineError).problem.detail).toMatch(/purge=true/);
-    const invalid = (await plain.enqueue({ topic: "bad topic" }).catch((e: unknown) => e)) as DelaylineError;
+    const invalid = (await plain.jobs.enqueue({ topic: "bad topic" }).catch((e: unknown) => e)) as DelaylineError;
     expect(invalid.problem.errors![0]!.path).toBe("topic");
   });
 
-  it("health() answers in both states: a 503 from /healthz is its answer, not an error", async () => {
+  it("health.get() answers in both states: a 503 from /healthz is its answer, not an error", async () => {
     const up = harness([]);
-    expect(await up.dl.health()).toMatchObject({ ok: true, redis: "up" });
+    expect(await up.dl.health.get()).toMatchObject({ ok: true, redis: "up" });
     const down = harness(["redis-down"]);
-    expect(await down.dl.health()).toEqual({ ok: false, redis: "down", lastTickAt: null, tickAgeMs: null });
+    expect(await down.dl.health.get()).toEqual({ ok: false, redis: "down", lastTickAt: null, tickAgeMs: null });
     expect(down.sent).toHaveLength(1);
   });
 
@@ -231,7 +231,7 @@ describe("client errors", () => {
       ["42", '"42"'],
     ] as const) {
       const dl = new Delayline({ baseUrl: "http://not-the-worker.test", token: TOKEN, fetch: async () => new Response(body, { status: 200 }) });
-      const err = (await dl.topic("t").catch((e: unknown) => e)) as DelaylineError;
+      const err = (await dl.topics.get("t").catch((e: unknown) => e)) as DelaylineError;
       expect(err).toBeInstanceOf(DelaylineError);
       expect(err.problem).toMatchObject({ type: "urn:delayline:client:not-the-api", status: 0 });
       expect(err.problem.detail).toBe(

@@ -35,88 +35,90 @@ describe("Delayline client", () => {
 
   it("lists a topic's jobs page by page, and iterates over every page with for await", async () => {
     const dl = client();
-    const made = await dl.enqueueBatch(Array.from({ length: 25 }, (_, i) => ({ topic: "list", payload: i, runAt: Date.UTC(2099, 0, 1) + (24 - i) * 1_000 })));
+    const made = await dl.jobs.enqueueBatch(
+      Array.from({ length: 25 }, (_, i) => ({ topic: "list", payload: i, runAt: Date.UTC(2099, 0, 1) + (24 - i) * 1_000 })),
+    );
     const inDueOrder = made.map((j) => j.id).reverse();
-    const first = await dl.listJobs("list", { limit: 10, payload: true });
+    const first = await dl.jobs.list("list", { limit: 10, payload: true });
     expect(first.jobs.map((j) => j.payload)).toEqual([24, 23, 22, 21, 20, 19, 18, 17, 16, 15]);
     expect(first.nextCursor).toEqual(expect.any(String));
-    const second = await dl.listJobs("list", { limit: 10, cursor: first.nextCursor! });
+    const second = await dl.jobs.list("list", { limit: 10, cursor: first.nextCursor! });
     expect(second.jobs.map((j) => j.id)).toEqual(inDueOrder.slice(10, 20));
     expect(second.jobs[0]!.payload).toBeUndefined();
 
     const fetched: string[] = [];
-    for await (const job of dl.jobs("list", { state: "scheduled", limit: 7 })) fetched.push(job.id);
+    for await (const job of dl.jobs.all("list", { state: "scheduled", limit: 7 })) fetched.push(job.id);
     expect(fetched).toEqual(inDueOrder);
     const window: string[] = [];
-    for await (const job of dl.jobs("list", { from: Date.UTC(2099, 0, 1), to: "2099-01-01T00:00:02Z" })) window.push(job.id);
+    for await (const job of dl.jobs.all("list", { from: Date.UTC(2099, 0, 1), to: "2099-01-01T00:00:02Z" })) window.push(job.id);
     expect(window).toEqual(inDueOrder.slice(0, 3));
-    for await (const job of dl.jobs("list", { state: "inflight" })) throw new Error(`nothing is in flight, got ${job.id}`);
+    for await (const job of dl.jobs.all("list", { state: "inflight" })) throw new Error(`nothing is in flight, got ${job.id}`);
 
-    expect(await dl.cancelJobs("list", { ids: [inDueOrder[0]!] })).toEqual({ cancelled: 1, inflight: 0, notScheduled: 0 });
-    expect(await dl.cancelJobs("list", { dueTo: "2099-01-01T00:00:09Z" })).toEqual({ cancelled: 9, inflight: 0 });
-    expect(await dl.cancelJobs("list", { all: true })).toEqual({ cancelled: 15, inflight: 0 });
-    expect((await dl.listJobs("list")).jobs).toEqual([]);
+    expect(await dl.jobs.bulkCancel("list", { ids: [inDueOrder[0]!] })).toEqual({ cancelled: 1, inflight: 0, notScheduled: 0 });
+    expect(await dl.jobs.bulkCancel("list", { dueTo: "2099-01-01T00:00:09Z" })).toEqual({ cancelled: 9, inflight: 0 });
+    expect(await dl.jobs.bulkCancel("list", { all: true })).toEqual({ cancelled: 15, inflight: 0 });
+    expect((await dl.jobs.list("list")).jobs).toEqual([]);
   });
 
   it("round-trips every operation against the Worker", async () => {
     const dl = client();
-    const job = await dl.enqueue({ topic: "mail", payload: { to: "ada" }, delay: "1h", idempotencyKey: "k1" });
+    const job = await dl.jobs.enqueue({ topic: "mail", payload: { to: "ada" }, delay: "1h", idempotencyKey: "k1" });
     expect(job).toMatchObject({ topic: "mail", deduplicated: false });
-    expect((await dl.enqueue({ topic: "mail", idempotencyKey: "k1" })).id).toBe(job.id);
-    const batch = await dl.enqueueBatch([
+    expect((await dl.jobs.enqueue({ topic: "mail", idempotencyKey: "k1" })).id).toBe(job.id);
+    const batch = await dl.jobs.enqueueBatch([
       { topic: "mail", payload: 1 },
       { topic: "mail", payload: 2, delay: 5_000 },
     ]);
     expect(batch).toHaveLength(2);
-    expect(await dl.get(job.id)).toMatchObject({ state: "scheduled", payload: { to: "ada" } });
-    expect(await dl.reschedule(job.id, { runAt: "2099-01-01T00:00:00Z" })).toEqual({ id: job.id, dueAt: "2099-01-01T00:00:00.000Z" });
-    await dl.cancel(job.id);
-    expect((await dl.get(job.id))!.state).toBe("cancelled");
-    expect(await dl.get("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV")).toBeNull();
+    expect(await dl.jobs.get(job.id)).toMatchObject({ state: "scheduled", payload: { to: "ada" } });
+    expect(await dl.jobs.reschedule(job.id, { runAt: "2099-01-01T00:00:00Z" })).toEqual({ id: job.id, dueAt: "2099-01-01T00:00:00.000Z" });
+    await dl.jobs.cancel(job.id);
+    expect((await dl.jobs.get(job.id))!.state).toBe("cancelled");
+    expect(await dl.jobs.get("mail.01ARZ3NDEKTSV4RRFFQ69G5FAV")).toBeNull();
 
-    expect((await dl.configureTopic("work", { mode: "pull", maxAttempts: 1 })).settings.mode).toBe("pull");
-    expect((await dl.pause("work")).settings.paused).toBe(true);
-    expect((await dl.resume("work")).settings.paused).toBe(false);
-    const [w1, w2] = await dl.enqueueBatch([
+    expect((await dl.topics.configure("work", { mode: "pull", maxAttempts: 1 })).settings.mode).toBe("pull");
+    expect((await dl.topics.pause("work")).settings.paused).toBe(true);
+    expect((await dl.topics.resume("work")).settings.paused).toBe(false);
+    const [w1, w2] = await dl.jobs.enqueueBatch([
       { topic: "work", payload: "a" },
       { topic: "work", payload: "b" },
     ]);
-    const claimed = await dl.claim("work", { max: 5, leaseMs: 30_000 });
+    const claimed = await dl.jobs.claim("work", { max: 5, leaseMs: 30_000 });
     expect(claimed.map((c) => c.id)).toEqual([w1!.id, w2!.id]);
-    await dl.ack(w1!.id, 1);
-    expect(await dl.nack(w2!.id, 1, { error: "boom" })).toBe("dead");
-    const dead = await dl.deadLetters("work", { limit: 10 });
+    await dl.jobs.ack(w1!.id, 1);
+    expect(await dl.jobs.nack(w2!.id, 1, { error: "boom" })).toBe("dead");
+    const dead = await dl.deadLetters.list("work", { limit: 10 });
     expect(dead.entries.map((e) => e.id)).toEqual([w2!.id]);
-    expect(await dl.replayDeadLetters("work", { ids: [w2!.id] })).toEqual({ replayed: 1, notFound: [] });
-    const again = await dl.claim("work");
-    await dl.nack(again[0]!.id, 1, { error: "again", permanent: true });
-    expect(await dl.purgeDeadLetters("work")).toBe(1);
-    expect((await dl.topics()).map((t) => t.topic)).toEqual(["mail", "work"]);
-    expect((await dl.topic("work")).counters).toMatchObject({ succeeded: 1, dead: 2 });
-    const stats = await dl.stats({ minutes: 5 });
+    expect(await dl.deadLetters.replay("work", { ids: [w2!.id] })).toEqual({ replayed: 1, notFound: [] });
+    const again = await dl.jobs.claim("work");
+    await dl.jobs.nack(again[0]!.id, 1, { error: "again", permanent: true });
+    expect(await dl.deadLetters.purge("work")).toBe(1);
+    expect((await dl.topics.list()).topics.map((t) => t.topic)).toEqual(["mail", "work"]);
+    expect((await dl.topics.get("work")).counters).toMatchObject({ succeeded: 1, dead: 2 });
+    const stats = await dl.stats.get({ minutes: 5 });
     const work = stats.topics.find((t) => t.topic === "work")!;
     expect(work).toMatchObject({ mode: "pull", dead: 0, counters: { dispatched: 3, succeeded: 1, retried: 0, dead: 2 } });
     expect(work.series).toHaveLength(5);
     expect(work.series.reduce((n, p) => n + p.succeeded + p.dead, 0)).toBe(3);
-    expect(await dl.metrics()).toContain('delayline_jobs_dead_total{topic="work"} 2\n');
+    expect(await dl.stats.prometheus()).toContain('delayline_jobs_dead_total{topic="work"} 2\n');
 
-    const hook = await dl.ingest("hooks", "plain text", { contentType: "text/plain", delay: "1m" });
-    expect((await dl.get(hook.id))!.payload).toEqual({ contentType: "text/plain", text: "plain text" });
+    const hook = await dl.hooks.ingest("hooks", "plain text", { contentType: "text/plain", delay: "1m" });
+    expect((await dl.jobs.get(hook.id))!.payload).toEqual({ contentType: "text/plain", text: "plain text" });
 
-    await expect(dl.deleteTopic("mail")).rejects.toMatchObject({ status: 409 });
-    expect(await dl.deleteTopic("mail", { purge: true })).toEqual({ topic: "mail", deleted: true, purged: { scheduled: 2, dead: 0 } });
-    expect((await dl.topics()).map((t) => t.topic)).toEqual(["hooks", "work"]);
+    await expect(dl.topics.delete("mail")).rejects.toMatchObject({ status: 409 });
+    expect(await dl.topics.delete("mail", { purge: true })).toEqual({ topic: "mail", deleted: true, purged: { scheduled: 2, dead: 0 } });
+    expect((await dl.topics.list()).topics.map((t) => t.topic)).toEqual(["hooks", "work"]);
   });
 
   it("throws typed errors carrying the problem document", async () => {
     const err = await client()
-      .enqueue({ topic: "bad topic" })
+      .jobs.enqueue({ topic: "bad topic" })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DelaylineError);
     expect((err as DelaylineError).status).toBe(422);
     expect((err as DelaylineError).problem.errors![0]!.path).toBe("topic");
     const unauthorized = await client("wrong-token-000")
-      .topics()
+      .topics.list()
       .catch((e: unknown) => e);
     expect((unauthorized as DelaylineError).status).toBe(401);
   });

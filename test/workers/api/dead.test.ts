@@ -57,19 +57,19 @@ describe("dead letters over HTTP", () => {
     expect((await call(env, "/v1/topics/work")).body.dead).toBe(0);
   });
 
-  it("the client's replay and purgeDeadLetters go through every cursor; deleteDeadLetter", async () => {
+  it("the client's deadLetters.replay and purge go through every cursor; deadLetters.delete", async () => {
     const env = isolatedEnv();
     const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
     const ids = await deadLetters(env, 4, (i) => `failure ${i}`);
-    expect(await dl.deleteDeadLetter("work", ids[0]!)).toBe(true);
-    expect(await dl.deleteDeadLetter("work", ids[0]!)).toBe(false);
-    const page = await dl.deadLetters("work", { limit: 2 });
+    expect(await dl.deadLetters.delete("work", ids[0]!)).toBe(true);
+    expect(await dl.deadLetters.delete("work", ids[0]!)).toBe(false);
+    const page = await dl.deadLetters.list("work", { limit: 2 });
     expect(page.entries.map((e) => e.id)).toEqual([ids[3], ids[2]]);
     expect(page.entries[0]!.history).toEqual([expect.objectContaining({ attempt: 1, outcome: "dead", error: "failure 3" })]);
-    expect((await dl.deadLetters("work", { cursor: page.nextCursor! })).entries.map((e) => e.id)).toEqual([ids[1]]);
-    expect(await dl.replayDeadLetters("work", { failedFrom: Date.now() - 60_000, error: "failure 1" })).toEqual({ replayed: 1, notFound: [] });
-    expect(await dl.purgeDeadLetters("work", { error: "failure" })).toBe(2);
-    expect(await dl.replayDeadLetters("work", { all: true })).toEqual({ replayed: 0, notFound: [] });
+    expect((await dl.deadLetters.list("work", { cursor: page.nextCursor! })).entries.map((e) => e.id)).toEqual([ids[1]]);
+    expect(await dl.deadLetters.replay("work", { failedFrom: Date.now() - 60_000, error: "failure 1" })).toEqual({ replayed: 1, notFound: [] });
+    expect(await dl.deadLetters.purge("work", { error: "failure" })).toBe(2);
+    expect(await dl.deadLetters.replay("work", { all: true })).toEqual({ replayed: 0, notFound: [] });
   });
 
   it("refuses bad input with 422 before reaching Redis", async () => {

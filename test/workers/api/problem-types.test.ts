@@ -128,7 +128,7 @@ describe("problem types", () => {
   it("the client's errors expose the type: the API's, or the client's own for an answer that is not a problem", async () => {
     const env = isolatedEnv();
     const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
-    const notFound = await dl.reschedule("no-such-job", { delay: "1m" }).catch((e: unknown) => e);
+    const notFound = await dl.jobs.reschedule("no-such-job", { delay: "1m" }).catch((e: unknown) => e);
     expect(notFound).toBeInstanceOf(DelaylineError);
     expect((notFound as DelaylineError).type).toBe(PROBLEM_TYPES.notFound);
     const proxy = new Delayline({
@@ -137,7 +137,7 @@ describe("problem types", () => {
       retry: false,
       fetch: async () => new Response("<html>bad gateway</html>", { status: 502 }),
     });
-    const bad = await proxy.get("x").catch((e: unknown) => e);
+    const bad = await proxy.jobs.get("x").catch((e: unknown) => e);
     expect((bad as DelaylineError).type).toBe(CLIENT_PROBLEM_TYPES.notProblem);
   });
 });

@@ -4,16 +4,9 @@
  * but never a secret.
  */
 import { describe, expect, it } from "vitest";
-import {
-  deliverySigner,
-  hmacHex,
-  parseSignature,
-  signatureHeaders,
-  signPayload,
-  signStandard,
-  verifySignature,
-  verifyStandardSignature,
-} from "../../../src/client/signature.js";
+import { hmacHex } from "../../../src/protocol/hmac.js";
+import { deliverySigner, signatureHeaders, signPayload, signStandard } from "../../../src/protocol/sign.js";
+import { parseSignature, verifySignature, verifyStandardSignature } from "../../../src/protocol/verify.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const whsec = (bytes: number, fill = 7) => `whsec_${btoa(String.fromCharCode(...new Uint8Array(bytes).fill(fill)))}`;

@@ -100,20 +100,19 @@ describe("topic listings page", () => {
 });
 
 describe("the client follows the pages", () => {
-  it("listTopics is a page; allTopics and topics() read every page; statsPages yields each stats page", async () => {
+  it("topics.list is a page; topics.all reads every page; stats.pages yields each stats page", async () => {
     const env = await withTopics();
     const dl = new Delayline({ baseUrl: "http://delayline.test/", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
-    const first = await dl.listTopics({ limit: 4 });
+    const first = await dl.topics.list({ limit: 4 });
     expect(first.topics.map((t) => t.topic)).toEqual(names.slice(0, 4));
     expect(first.total).toBe(TOPICS);
-    const second = await dl.listTopics({ limit: 4, cursor: first.nextCursor! });
+    const second = await dl.topics.list({ limit: 4, cursor: first.nextCursor! });
     expect(second.topics.map((t) => t.topic)).toEqual(names.slice(4, 8));
     const walked: string[] = [];
-    for await (const t of dl.allTopics({ limit: 4 })) walked.push(t.topic);
+    for await (const t of dl.topics.all({ limit: 4 })) walked.push(t.topic);
     expect(walked).toEqual(names);
-    expect((await dl.topics()).map((t) => t.topic)).toEqual(names);
     const pages: number[] = [];
-    for await (const page of dl.statsPages({ minutes: 0, limit: 10 })) pages.push(page.topics.length);
+    for await (const page of dl.stats.pages({ minutes: 0, limit: 10 })) pages.push(page.topics.length);
     expect(pages).toEqual([10, 10, 3]);
   });
 });

@@ -4,7 +4,7 @@
  * case of their names.
  */
 import { describe, expect, inject, it } from "vitest";
-import { verifySignature } from "../../../src/client/signature.js";
+import { verifySignature } from "../../../src/client/index.js";
 import { deliveries, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { verifySignature } from "../../../src/client/signature.js";
+import { verifySignature } from "../../../src/client/index.js";
 import { PermanentError, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { deliveries, recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";

@@ -6,7 +6,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { describe, expect, inject, it } from "vitest";
-import { Receiver, verifySignature } from "../../../src/client/signature.js";
+import { Receiver, verifySignature } from "../../../src/client/index.js";
 import { deliveries, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000;
