@@ -59,7 +59,7 @@ export function spreadGlobalOptions(root: Command): void {
 }
 
 /** The global options in effect for `command`: the root's (flags or environment), then any copy given after a command (the last wins). */
-export function globalValues(command: Command): GlobalOptions {
+function globalValues(command: Command): GlobalOptions {
   const chain: Command[] = [];
   for (let c: Command | null = command; c; c = c.parent) chain.unshift(c);
   const values: Record<string, unknown> = {};

@@ -12,7 +12,7 @@ export interface Column<T> {
 }
 
 /** A cell's text. */
-export function cell(v: unknown): string {
+function cell(v: unknown): string {
   if (v === null || v === undefined || v === "") return "-";
   if (typeof v === "string") return v;
   if (typeof v === "number" || typeof v === "boolean") return String(v);

@@ -38,7 +38,7 @@ const RETRYABLE = new Set([408, 425, 429]);
  * the connection, so every delivery paid for a new one); an acknowledgement
  * fits with room to spare, and a longer body is cut off there, its connection closed.
  */
-export const BODY_LIMIT_BYTES = 64 * 1024;
+const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** How long the handler waits for a response body once its status has arrived; a slower body is cut off there. */
 export const BODY_WAIT_MS = 1_000;

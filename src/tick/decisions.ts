@@ -35,7 +35,7 @@ export const newTickState = (nextLookAt: number): TickState => ({
 });
 
 /** Brings the next look to `at` if that is sooner. */
-export function lookBy(st: TickState, at: number): void {
+function lookBy(st: TickState, at: number): void {
   st.nextLookAt = Math.min(st.nextLookAt, at);
 }
 
@@ -47,7 +47,7 @@ export const chunkPrice = (claimed: number): number => (claimed > 0 ? 2 + claime
  * back from `from`, must not spend the budget (less `reserve`) before `spanMs`
  * passes; so a trickle is gathered into looks at most a poll interval apart.
  */
-export const paceFloor = (from: number, spanMs: number, price: number, budgetLeft: number, reserve: number, tickPollMs: number): number =>
+const paceFloor = (from: number, spanMs: number, price: number, budgetLeft: number, reserve: number, tickPollMs: number): number =>
   from + Math.min(tickPollMs, (spanMs * price) / Math.max(1, budgetLeft - reserve));
 
 /** What the fold of ended chunks needs besides the state. */

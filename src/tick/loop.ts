@@ -15,8 +15,6 @@ import type { ChunkOptions, ChunkReport } from "./run-chunk.js";
 import { jsonLog, type Log } from "./settle.js";
 import { SleepMark } from "./sleep-mark.js";
 
-export { realClock, type Clock } from "./clock.js";
-
 /** Options of one tick invocation: its deployment's queue, settings and code handlers, and: */
 export interface TickOptions extends Pick<ChunkOptions, "queue" | "settings" | "handlers"> {
   lock: TickLock;

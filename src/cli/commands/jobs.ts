@@ -163,7 +163,7 @@ function renderJob(job: Job): string {
 }
 
 /** A job's or dead letter's attempts, oldest first. */
-export function historyTable(history: Attempt[]): string {
+function historyTable(history: Attempt[]): string {
   return table(history, [
     { header: "ATTEMPT", value: (a) => a.attempt, align: "right" },
     { header: "STARTED", value: (a) => a.startedAt },

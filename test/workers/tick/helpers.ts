@@ -1,7 +1,8 @@
 import { settings, type Env } from "../../../src/env.js";
 import { Handlers, type JobContext } from "../../../src/handlers/registry.js";
 import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import type { Clock, TickOptions } from "../../../src/tick/loop.js";
+import type { Clock } from "../../../src/tick/clock.js";
+import type { TickOptions } from "../../../src/tick/loop.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
 import { freshEnv, tickOnce } from "../fixtures.js";
 import { DrivenClock } from "./sim-clock.js";

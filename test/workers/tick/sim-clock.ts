@@ -1,4 +1,4 @@
-import type { Clock } from "../../../src/tick/loop.js";
+import type { Clock } from "../../../src/tick/clock.js";
 
 /**
  * A discrete-event clock that several concurrent tasks share: overlapping
