@@ -4,7 +4,6 @@ import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
 import { readJobs, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
-import type { LuaScript } from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { type DeadEntry, type JobMeta, type JobRecord, metaSchema, parseRecord } from "./types.js";
@@ -106,7 +105,7 @@ export async function replayDeadLettersStep(
   topic: string,
   options: DeadFilter & ReplayOptions & { after?: ListPosition } = {},
 ): Promise<{ replayed: number; next: ListPosition | null }> {
-  const r = await walkStep(ctx, topic, options, lua.replayDead, (ids) => ({
+  const r = await walkStep(ctx, topic, options, "replayDead", (ids) => ({
     keys: [...replayKeys(ctx, topic), ...ids.map((id) => ctx.keys.job(id).meta)],
     args: replayArgs(ctx, topic, options, "walk"),
   }));
@@ -118,12 +117,15 @@ export async function purgeDeadLettersStep(
   topic: string,
   options: DeadFilter & { after?: ListPosition } = {},
 ): Promise<{ purged: number; next: ListPosition | null }> {
-  const r = await walkStep(ctx, topic, options, lua.purgeDead, (ids) => ({
+  const r = await walkStep(ctx, topic, options, "purgeDead", (ids) => ({
     keys: [ctx.keys.topic(topic).deadAt, ...ctx.keys.jobPairs(ids)],
     args: [BULK_CALL_BYTES, "walk"],
   }));
   return { purged: r.count, next: r.next };
 }
+
+/** The scripts that walk a topic's letters, by name. */
+const WALK_SCRIPTS = { replayDead: lua.replayDead, purgeDead: lua.purgeDead } as const;
 
 /**
  * One step of a walk over a topic's letters, oldest first (replay-dead.lua,
@@ -135,13 +137,13 @@ async function walkStep(
   ctx: QueueContext,
   topic: string,
   options: DeadFilter & { after?: ListPosition },
-  script: LuaScript,
+  script: "replayDead" | "purgeDead",
   call: (ids: string[]) => { keys: string[]; args: Array<string | number> },
 ): Promise<{ count: number; next: ListPosition | null }> {
   const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
   if (page.letters.length === 0) return { count: 0, next: null };
   const { keys, args } = call(page.letters.map((l) => l.id));
-  return replies.deadWalk.parse(await ctx.run(script, keys, [...args, ...walkArgs(options, page)]));
+  return replies[script].walk.parse(await ctx.run(WALK_SCRIPTS[script], keys, [...args, ...walkArgs(options, page)]));
 }
 
 export async function replayDeadLettersMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {

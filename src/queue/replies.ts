@@ -211,14 +211,14 @@ export const replies = {
 
   replayDead: {
     ids: z.tuple([intReply, intReply], z.string()).transform(([replayed, handled, ...notFound]) => ({ replayed, handled, notFound })),
+    /** Walking: letters changed, and the position the walk goes on from (purge-dead.lua's walk answers the same). */
+    walk: step,
   },
 
   purgeDead: {
     ids: z.tuple([intReply]).transform(([purged]) => purged),
+    walk: step,
   },
-
-  /** replay-dead.lua and purge-dead.lua walking: letters changed, and the position the walk goes on from. */
-  deadWalk: step,
 
   configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
 
