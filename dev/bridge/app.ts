@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { encodeReply, type Json, parseCommand } from "./encoding.js";
 import { CommandRate, LIMIT_STATUS, replyBytes, UPSTASH_ERRORS, UPSTASH_LIMITS, type UpstashLimits, writtenKeys } from "./limits.js";
-import { type Outcome, type RedisPool, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
+import { type CommandPool, type Outcome, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
 import { ScriptDigests } from "./scripts.js";
 
 /** Options of the Upstash-compatible REST handler. */
@@ -10,7 +10,7 @@ export interface BridgeAppOptions {
   /** Bearer token every request must carry. */
   token: string;
   /** Where commands run. */
-  pool: RedisPool;
+  pool: CommandPool;
   /**
    * Largest body the bridge reads at all, whatever the limits: past it the
    * answer is 413 `request body too large`. Default 32 MiB. (Upstash's own
