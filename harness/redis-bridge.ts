@@ -20,6 +20,8 @@ export interface RedisBridgeOptions {
   redis?: RedisLauncherOptions;
   /** Called once per request the bridge answers. Default none. */
   log?: BridgeOptions["log"];
+  /** Called with every request's commands before they run. Default none. */
+  onCommands?: BridgeOptions["onCommands"];
   /** Names the token. Default "test". */
   tokenPrefix?: string;
   /**
@@ -40,7 +42,13 @@ export async function startRedisBridge(options: RedisBridgeOptions = {}): Promis
   try {
     const limits = { ...limitsFromEnv(process.env), ...options.limits };
     const target = cluster ? { redisCluster: cluster.urls } : { redisUrl: redis.url };
-    const bridge = await startBridge({ ...target, token, limits, ...(options.log ? { log: options.log } : {}) });
+    const bridge = await startBridge({
+      ...target,
+      token,
+      limits,
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.onCommands ? { onCommands: options.onCommands } : {}),
+    });
     return {
       redis,
       ...(cluster ? { cluster } : {}),

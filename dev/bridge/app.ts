@@ -19,6 +19,8 @@ export interface BridgeAppOptions {
   maxBodyBytes?: number;
   /** Upstash's limits (dev/bridge/limits.ts); each field `0` turns that limit off. Default {@link UPSTASH_LIMITS}, all on. */
   limits?: Partial<UpstashLimits>;
+  /** Called with every request's commands as the client sent them, before they run (a test recording the keys of each call). Default none. */
+  onCommands?: (commands: ReadonlyArray<{ readonly name: string; readonly args: readonly string[] }>) => void;
   /** Called once per request with what is safe to log: never tokens, keys or values. */
   log?: (line: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -146,6 +148,7 @@ export function createBridgeHandler(options: BridgeAppOptions): BridgeHandler {
       return commands.map(() => ({ error: UPSTASH_ERRORS.requests }));
     }
     commandsRun += commands.length;
+    options.onCommands?.(commands);
     // A script counts as one command here; Upstash bills the commands it runs too.
     await rate.take(commands.length);
     const rewrites = commands.map((c) => digests.rewrite(c.name, c.args));

@@ -5,10 +5,10 @@
  * 16384. Keys of one tag share a slot, which is what lets a script or a
  * transaction name several of them on a cluster.
  */
-export const SLOTS = 16_384;
+const SLOTS = 16_384;
 
 /** CRC16/XMODEM (polynomial 0x1021, initial 0, no reflection): Redis Cluster's key hash. */
-export function crc16(bytes: Uint8Array): number {
+function crc16(bytes: Uint8Array): number {
   let crc = 0;
   for (const b of bytes) {
     crc ^= b << 8;
