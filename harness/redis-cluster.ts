@@ -11,6 +11,8 @@ export interface RunningRedisCluster {
   nodes: RunningRedis[];
   /** The masters' URLs, `redis://127.0.0.1:<port>`: what a cluster client starts from. */
   urls: string[];
+  /** How many commands the masters refused with CROSSSLOT since they started (their `INFO errorstats`). */
+  crossSlotErrors(): Promise<number>;
   /** Stops every node and removes their temp dirs. */
   stop(): Promise<void>;
 }
@@ -22,9 +24,14 @@ export interface RedisClusterOptions {
   readyTimeoutMs?: number;
 }
 
-async function clusterInfo(port: number): Promise<string> {
-  const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "CLUSTER", "INFO"]);
+async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
   return stdout;
+}
+
+async function crossSlotErrors(nodes: RunningRedis[]): Promise<number> {
+  const counts = await Promise.all(nodes.map(async (n) => Number(/errorstat_CROSSSLOT:count=(\d+)/.exec(await cli(n.port, "INFO", "errorstats"))?.[1] ?? 0)));
+  return counts.reduce((a, b) => a + b, 0);
 }
 
 /**
@@ -48,12 +55,12 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     await run("redis-cli", ["--cluster", "create", ...addresses, "--cluster-replicas", "0", "--cluster-yes"]);
     const deadline = Date.now() + (options.readyTimeoutMs ?? 20_000);
     for (const n of nodes) {
-      while (!(await clusterInfo(n.port)).includes("cluster_state:ok")) {
+      while (!(await cli(n.port, "CLUSTER", "INFO")).includes("cluster_state:ok")) {
         if (Date.now() > deadline) throw new Error(`the Redis Cluster on ${addresses.join(", ")} did not reach cluster_state:ok`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    return { nodes, urls: nodes.map((n) => n.url), stop };
+    return { nodes, urls: nodes.map((n) => n.url), crossSlotErrors: () => crossSlotErrors(nodes), stop };
   } catch (err) {
     await stop();
     throw err;
