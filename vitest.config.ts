@@ -61,6 +61,17 @@ export default defineConfig({
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
+        // The bridge's own tests again, with the bridge in front of a 3-master Redis Cluster (test/global-setup.ts).
+        test: {
+          name: "node-cluster",
+          include: ["test/node/bridge-conformance.test.ts", "test/node/bridge-limits.test.ts", "test/node/bridge-protocol.test.ts"],
+          environment: "node",
+          globalSetup: ["test/global-setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
         test: {
           name: "node",
           include: ["test/node/**/*.test.ts"],

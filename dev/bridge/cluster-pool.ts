@@ -24,7 +24,8 @@ const EVERY_MASTER = new Set(["FLUSHDB", "FLUSHALL", "DBSIZE", "KEYS"]);
 /**
  * The bridge's commands on a Redis Cluster, through ioredis' cluster client,
  * which routes a command by its first key (EVAL and EVALSHA by their first
- * KEYS) and follows MOVED and ASK. What it cannot route is routed here:
+ * KEYS) and follows MOVED and ASK. What it cannot route is routed here: a
+ * script without keys to the master of slot 0;
  * `MEMORY USAGE <key>` (the record cap's measure) by its key; `SCAN … MATCH`
  * by the pattern's hash tag; SCRIPT LOAD, FLUSH and EXISTS, FLUSHDB,
  * FLUSHALL, DBSIZE and KEYS on every master, their replies merged (a script
@@ -79,6 +80,8 @@ export class ClusterPool implements CommandPool {
     if (EVERY_MASTER.has(upper) || (upper === "SCRIPT" && (sub === "LOAD" || sub === "FLUSH" || sub === "EXISTS"))) {
       return this.cluster.nodes("master");
     }
+    // A script without keys always runs on one master, so an EVALSHA finds what its EVAL cached.
+    if (/^EVAL(SHA)?(_RO)?$/.test(upper) && Number(args[1]) === 0) return this.masterOf(0);
     if (upper === "SCAN") {
       const match = args.findIndex((a, i) => i > 0 && a.toUpperCase() === "MATCH");
       const pattern = match === -1 ? undefined : args[match + 1];
@@ -148,13 +151,18 @@ export class ClusterPool implements CommandPool {
   }
 }
 
-/** One reply from every master's: a sum (DBSIZE), all keys (KEYS), a script found only where every master has it (SCRIPT EXISTS), else the first. */
+/**
+ * One reply from every master's: a sum (DBSIZE), all keys (KEYS), else the
+ * first. SCRIPT EXISTS finds a script any master holds, as one database
+ * would: one run by EVAL is cached on its keys' master only, and an EVALSHA
+ * that reaches another still has NOSCRIPT and its EVAL to fall back on.
+ */
 function merged(name: string, args: string[], replies: Reply[]): Reply {
   const upper = name.toUpperCase();
   if (upper === "DBSIZE") return replies.reduce<number>((sum, r) => sum + Number(r), 0);
   if (upper === "KEYS") return replies.flatMap((r) => r as Reply[]);
   if (upper === "SCRIPT" && args[0]?.toUpperCase() === "EXISTS") {
-    return (replies[0] as number[]).map((_, i) => (replies.every((r) => (r as number[])[i] === 1) ? 1 : 0));
+    return (replies[0] as number[]).map((_, i) => (replies.some((r) => (r as number[])[i] === 1) ? 1 : 0));
   }
   return replies[0]!;
 }
