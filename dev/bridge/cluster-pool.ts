@@ -26,7 +26,8 @@ const EVERY_MASTER = new Set(["FLUSHDB", "FLUSHALL", "DBSIZE", "KEYS"]);
  * which routes a command by its first key (EVAL and EVALSHA by their first
  * KEYS) and follows MOVED and ASK. What it cannot route is routed here: a
  * script without keys to the master of slot 0;
- * `MEMORY USAGE <key>` (the record cap's measure) by its key; `SCAN … MATCH`
+ * `MEMORY USAGE <key>` (the record cap's measure) by its key, sparing the
+ * MOVED a random node would answer; `SCAN … MATCH`
  * by the pattern's hash tag; SCRIPT LOAD, FLUSH and EXISTS, FLUSHDB,
  * FLUSHALL, DBSIZE and KEYS on every master, their replies merged (a script
  * loaded is then found by an EVALSHA on whichever node owns its keys).

@@ -72,6 +72,7 @@ it("the slot function is the cluster's: CLUSTER KEYSLOT of keys with and without
 it("every script call's KEYS and every pipelined command's keys hash to one slot; a call given two hash tags is caught", { timeout: 60_000 }, async () => {
   const redis = createRedis({ redisUrl: stack.bridge.url, redisToken: stack.token, redisTimeoutMs: 30_000 });
   sent.length = 0;
+  const refusedBefore = await stack.cluster!.crossSlotErrors();
   await runEveryQueueOperation(redis, PREFIX);
   const scriptCalls = sent.filter((c) => /^EVAL(SHA)?$/i.test(c.name)).length;
 
@@ -87,5 +88,60 @@ it("every script call's KEYS and every pipelined command's keys hash to one slot
   expect(spanning).toEqual([`EVAL ${PREFIX}:a ${other}`]);
   // The operations made their calls through scripts, and the cluster refused only the control.
   expect(scriptCalls).toBeGreaterThan(30);
-  expect(await stack.cluster!.crossSlotErrors()).toBe(1);
+  expect((await stack.cluster!.crossSlotErrors()) - refusedBefore).toBe(1);
+});
+
+/** One REST call to the bridge, answered as `[status, body]`. */
+async function rest(path: string, body: unknown): Promise<[number, unknown]> {
+  const res = await fetch(stack.bridge.url + path, { method: "POST", headers: { authorization: `Bearer ${stack.token}` }, body: JSON.stringify(body) });
+  return [res.status, await res.json()];
+}
+
+it("the bridge routes each command to its keys' master and refuses across slots only what Redis Cluster refuses, in Redis' words", async () => {
+  // One key on each master: the tags are picked by the slot ranges `redis-cli --cluster create` gave them, in order.
+  const tags = ["a", "b", "c"].map((_, m) => {
+    for (let i = 0; ; i++) if (Math.floor((keySlot(`{n${i}}`) * 3) / 16_384) === m) return `n${i}`;
+  });
+  const keys = tags.map((t) => `route:{${t}}:${crypto.randomUUID()}`);
+  const ranges = (await direct.cluster("SLOTS")) as Array<[number, number, [string, number]]>;
+  const masterOf = (k: string) => ranges.find(([first, last]) => keySlot(k) >= first && keySlot(k) <= last)![2][1];
+  expect(new Set(keys.map(masterOf)).size).toBe(3);
+  // A pipeline across masters: each command on its own, in order.
+  expect(await rest("/pipeline", [...keys.map((k, i) => ["SET", k, String(i)]), ...keys.map((k) => ["GET", k])])).toEqual([
+    200,
+    [...keys.map(() => ({ result: "OK" })), ...keys.map((_, i) => ({ result: String(i) }))],
+  ]);
+  const crossSlot = "CROSSSLOT Keys in request don't hash to the same slot";
+  expect(await rest("/", ["MGET", ...keys])).toEqual([400, { error: crossSlot }]);
+  expect(await rest("/", ["EVAL", "return #KEYS", 2, keys[0], keys[1]])).toEqual([400, { error: crossSlot }]);
+  expect(
+    await rest("/multi-exec", [
+      ["GET", keys[0]],
+      ["GET", keys[2]],
+    ]),
+  ).toEqual([400, { error: `EXECABORT ${crossSlot}` }]);
+  expect(
+    await rest("/multi-exec", [
+      ["INCR", keys[2]],
+      ["GET", keys[2]],
+    ]),
+  ).toEqual([200, [{ result: 3 }, { result: "3" }]]);
+  // What holds no key reaches every master: a loaded script runs by its digest on any of them; KEYS sees all three.
+  const [, sha] = (await rest("/", ["SCRIPT", "LOAD", "return redis.call('GET', KEYS[1])"])) as [number, { result: string }];
+  for (const [i, k] of keys.entries()) expect(await rest("/", ["EVALSHA", sha.result, 1, k])).toEqual([200, { result: String(i === 2 ? 3 : i) }]);
+  const [, listed] = (await rest("/", ["KEYS", "route:*"])) as [number, { result: string[] }];
+  expect(listed.result).toEqual(expect.arrayContaining(keys));
+  // A SCAN whose pattern names a hash tag walks that tag's master.
+  const [, scanned] = (await rest("/", ["SCAN", "0", "MATCH", `route:{${tags[1]}}:*`, "COUNT", "1000"])) as [number, { result: [string, string[]] }];
+  expect(scanned.result[1]).toContain(keys[1]);
+  // The record cap measures each key on its own master (MEMORY USAGE routed by the key).
+  stack.bridge.setLimits({ maxRecordBytes: 4_096 });
+  try {
+    for (const k of keys) {
+      expect(await rest("/", ["SET", k, "x".repeat(3_000)])).toEqual([200, { result: "OK" }]);
+      expect(await rest("/", ["APPEND", k, "y".repeat(2_000)])).toEqual([400, { error: "ERR max single record size exceeded" }]);
+    }
+  } finally {
+    stack.bridge.setLimits({ maxRecordBytes: 100 * 1024 * 1024 });
+  }
 });
