@@ -18,6 +18,8 @@ export interface RedisLauncherOptions {
   appendfsync?: "always" | "everysec" | "no";
   /** How long to wait for the first PONG. Default 10,000 ms. */
   startTimeoutMs?: number;
+  /** More `--name value` arguments for redis-server (a cluster node's settings). Default none. */
+  extraArgs?: string[];
 }
 
 export interface RunningRedis {
@@ -116,6 +118,7 @@ export async function startRedis(options: RedisLauncherOptions = {}): Promise<Ru
       "",
       "--loglevel",
       "warning",
+      ...(options.extraArgs ?? []),
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );

@@ -6,6 +6,14 @@ import { tsImport } from "tsx/esm/api";
  * project, and hands their addresses to the tests (and, through `inject`, to
  * the Worker's bindings). Everything stops when the run ends.
  *
+ * In cluster mode (`TEST_REDIS=cluster`, or a project named `*-cluster`) the
+ * bridge the tests and the Worker share fronts a 3-master Redis Cluster
+ * instead (harness/redis-cluster.ts): every key of a test must then share its
+ * prefix's hash tag, or Redis refuses the call with CROSSSLOT. The other
+ * bridges stay on a redis-server each: their tests read one server's own
+ * state (INFO commandstats, SLOWLOG, DBSIZE, KEYS *), which a cluster spreads
+ * over three.
+ *
  * The stack is loaded by Node itself (through tsx), not through the
  * project's Vite runner: the workers project inlines every dependency for
  * workerd, and ioredis cannot be evaluated that way.
@@ -14,7 +22,8 @@ export default async function setup(project: TestProject) {
   const { startRedisBridge } = (await tsImport("../harness/redis-bridge.ts", import.meta.url)) as typeof import("../harness/redis-bridge.js");
   const { startReceiver } = (await tsImport("./receiver.ts", import.meta.url)) as typeof import("./receiver.js");
   const receiver = await startReceiver();
-  const stack = await startRedisBridge();
+  const cluster = process.env.TEST_REDIS === "cluster" || project.name.endsWith("-cluster");
+  const stack = await startRedisBridge({ cluster });
   // A second Redis that only the cost test uses, so its command counts are exact.
   const meter = await startRedisBridge();
   // And one for the fuzz test, which checks that rejected requests write no key at all.
@@ -27,6 +36,7 @@ export default async function setup(project: TestProject) {
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
+  project.provide("redisCluster", cluster);
   project.provide("meterBridgeUrl", meter.bridge.url);
   project.provide("meterBridgeToken", meter.token);
   project.provide("fuzzBridgeUrl", fuzz.bridge.url);
@@ -37,6 +47,14 @@ export default async function setup(project: TestProject) {
   project.provide("slowBridgeToken", slow.token);
   project.provide("receiverUrl", receiver.url);
   return async () => {
+    // Every call of the run in one slot: a CROSSSLOT anywhere (even one a test expected and passed on) fails the run.
+    const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
+    if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
     await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), receiver.close()]);
+    if (crossSlot > 0) {
+      // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
+      process.exitCode = 1;
+      throw new Error(`the Redis Cluster refused ${crossSlot} commands with CROSSSLOT: some call's keys span hash slots`);
+    }
   };
 }

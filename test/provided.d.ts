@@ -4,6 +4,8 @@ declare module "vitest" {
     bridgeUrl: string;
     bridgeToken: string;
     redisUrl: string;
+    /** Whether `bridgeUrl` fronts a 3-master Redis Cluster (`redisUrl` is then its first master) instead of one redis-server. */
+    redisCluster: boolean;
     /** A bridge to a Redis of its own, for exact command counts. */
     meterBridgeUrl: string;
     meterBridgeToken: string;

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { encodeReply, type Json, parseCommand } from "./encoding.js";
 import { CommandRate, LIMIT_STATUS, replyBytes, UPSTASH_ERRORS, UPSTASH_LIMITS, type UpstashLimits, writtenKeys } from "./limits.js";
-import { type Outcome, type RedisPool, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
+import { type CommandPool, type Outcome, RedisUnavailableError, type ReplyForm, TransactionDiscardedError } from "./pool.js";
 import { ScriptDigests } from "./scripts.js";
 
 /** Options of the Upstash-compatible REST handler. */
@@ -10,7 +10,7 @@ export interface BridgeAppOptions {
   /** Bearer token every request must carry. */
   token: string;
   /** Where commands run. */
-  pool: RedisPool;
+  pool: CommandPool;
   /**
    * Largest body the bridge reads at all, whatever the limits: past it the
    * answer is 413 `request body too large`. Default 32 MiB. (Upstash's own
@@ -19,6 +19,8 @@ export interface BridgeAppOptions {
   maxBodyBytes?: number;
   /** Upstash's limits (dev/bridge/limits.ts); each field `0` turns that limit off. Default {@link UPSTASH_LIMITS}, all on. */
   limits?: Partial<UpstashLimits>;
+  /** Called with every request's commands as the client sent them, before they run (a test recording the keys of each call). Default none. */
+  onCommands?: (commands: ReadonlyArray<{ readonly name: string; readonly args: readonly string[] }>) => void;
   /** Called once per request with what is safe to log: never tokens, keys or values. */
   log?: (line: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -146,6 +148,7 @@ export function createBridgeHandler(options: BridgeAppOptions): BridgeHandler {
       return commands.map(() => ({ error: UPSTASH_ERRORS.requests }));
     }
     commandsRun += commands.length;
+    options.onCommands?.(commands);
     // A script counts as one command here; Upstash bills the commands it runs too.
     await rate.take(commands.length);
     const rewrites = commands.map((c) => digests.rewrite(c.name, c.args));

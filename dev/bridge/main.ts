@@ -1,6 +1,8 @@
 /**
  * `npm run bridge`: serve any Redis over the Upstash REST protocol.
  *   REDIS_URL     redis://127.0.0.1:6379 (default)
+ *   REDIS_CLUSTER_NODES  comma-separated nodes of a Redis Cluster (redis://127.0.0.1:7000,…):
+ *                 the bridge then uses a cluster client instead of REDIS_URL
  *   BRIDGE_TOKEN  required bearer token
  *   BRIDGE_PORT   default 8079
  *   BRIDGE_HOST   default 127.0.0.1
@@ -35,6 +37,7 @@ try {
 const bridge = await startBridge({
   limits,
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  redisCluster: process.env.REDIS_CLUSTER_NODES?.split(",").filter(Boolean),
   token,
   port,
   host: process.env.BRIDGE_HOST ?? "127.0.0.1",

@@ -30,8 +30,22 @@ export type Outcome = { result: Reply } | { error: string };
  */
 export type ReplyForm = "bytes" | "text";
 
+/** Where the bridge runs commands: one Redis ({@link RedisPool}) or a Redis Cluster (cluster-pool.ts). */
+export interface CommandPool {
+  /** One command; a Redis error is returned as `{ error }`, a connection failure throws {@link RedisUnavailableError}. */
+  command(name: string, args: string[], form?: ReplyForm): Promise<Outcome>;
+  /** Commands in order; each gets its own result or error. */
+  pipeline(commands: Array<{ name: string; args: string[] }>, form?: ReplyForm): Promise<Outcome[]>;
+  /** MULTI … EXEC; a transaction Redis discards throws {@link TransactionDiscardedError}. */
+  transaction(commands: Array<{ name: string; args: string[] }>, form?: ReplyForm): Promise<Outcome[]>;
+  /** Resolves once connected, or after `ms`: a bridge in front of a Redis that is down still starts and answers 503. */
+  waitReady(ms: number): Promise<boolean>;
+  /** Closes every connection; pending commands finish first. */
+  close(): Promise<void>;
+}
+
 /** Queues or sends `name` on `target` (a connection, pipeline or transaction) with replies in `form`. */
-function send<T>(
+export function send<T>(
   target: { call(name: string, ...args: string[]): T; callBuffer(name: string, ...args: string[]): T },
   form: ReplyForm,
   name: string,
@@ -77,11 +91,11 @@ const REFUSED = new Set([
   "DEBUG",
 ]);
 
-function refusal(name: string): string | undefined {
+export function refusal(name: string): string | undefined {
   return REFUSED.has(name.toUpperCase()) ? `ERR ${name.toUpperCase()} is not supported over the REST bridge` : undefined;
 }
 
-function isConnectionError(err: unknown): boolean {
+export function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (err.name === "ReplyError") return false;
   return true;
@@ -93,7 +107,7 @@ function isConnectionError(err: unknown): boolean {
  * connection, so they run in order), and a bounded pool of connections that a
  * MULTI/EXEC request holds alone, so concurrent transactions cannot interleave.
  */
-export class RedisPool {
+export class RedisPool implements CommandPool {
   private readonly options: Required<PoolOptions>;
   private readonly shared: Redis[];
   private next = 0;

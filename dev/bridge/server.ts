@@ -2,10 +2,18 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createBridgeHandler, type BridgeAppOptions } from "./app.js";
 import type { UpstashLimits } from "./limits.js";
-import { RedisPool, type PoolOptions } from "./pool.js";
+import { ClusterPool } from "./cluster-pool.js";
+import { type CommandPool, type PoolOptions, RedisPool } from "./pool.js";
 
-/** Options of a running bridge. */
-export interface BridgeOptions extends PoolOptions, Omit<BridgeAppOptions, "pool"> {
+/** Options of a running bridge: in front of one Redis (`redisUrl`) or of a Redis Cluster (`redisCluster`). */
+export interface BridgeOptions extends Omit<PoolOptions, "redisUrl">, Omit<BridgeAppOptions, "pool"> {
+  /** One Redis, e.g. `redis://127.0.0.1:6379/0`. Required unless `redisCluster` is given. */
+  redisUrl?: string;
+  /**
+   * Some nodes of a Redis Cluster (dev/bridge/cluster-pool.ts): the bridge then
+   * routes every command to the master owning its keys. Default none (one Redis at `redisUrl`).
+   */
+  redisCluster?: string[];
   /** Port to listen on; 0 picks a free one. Default 0. */
   port?: number;
   /** Interface to listen on. Default 127.0.0.1 (never exposed beyond the machine). */
@@ -31,7 +39,10 @@ export interface RunningBridge {
 }
 
 export async function startBridge(options: BridgeOptions): Promise<RunningBridge> {
-  const pool = new RedisPool(options);
+  let pool: CommandPool;
+  if (options.redisCluster?.length) pool = new ClusterPool({ ...options, redisCluster: options.redisCluster });
+  else if (options.redisUrl) pool = new RedisPool({ ...options, redisUrl: options.redisUrl });
+  else throw new Error("the bridge needs redisUrl or redisCluster");
   await pool.waitReady(options.connectTimeoutMs ?? 2_000);
   const host = options.host ?? "127.0.0.1";
   const handler = createBridgeHandler({ ...options, pool });

@@ -14,11 +14,11 @@ beforeAll(() => {
   redis = new Redis({ url: inject("bridgeUrl"), token: inject("bridgeToken"), enableTelemetry: false });
 });
 
-// Each test gets its own key prefix.
+// Each test gets its own key prefix, one hash tag: its calls stay in one slot on a cluster too.
 const k = (name: string) => `${p}:${name}`;
 let n = 0;
 function prefix() {
-  p = `conf:${process.pid}:${Date.now()}:${n++}`;
+  p = `conf:{${process.pid}:${Date.now()}:${n++}}`;
 }
 
 describe("strings", () => {

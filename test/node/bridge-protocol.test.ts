@@ -3,11 +3,14 @@ import { describe, expect, inject, it } from "vitest";
 import { startBridge } from "../../dev/bridge/server.js";
 import { freePort } from "../../dev/ports.js";
 import { startRedis } from "../../dev/redis-launcher.js";
+import { sharedRedisTarget } from "./redis-target.js";
 
 const url = () => inject("bridgeUrl");
 const auth = () => ({ authorization: `Bearer ${inject("bridgeToken")}` });
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
-const key = (name: string) => `proto:${crypto.randomUUID()}:${name}`;
+// One hash tag for the file: a call naming several keys stays in one slot on a cluster too.
+const TAG = crypto.randomUUID();
+const key = (name: string) => `proto:{${TAG}}:${crypto.randomUUID()}:${name}`;
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url() + path, {
@@ -214,7 +217,7 @@ describe("what the bridge refuses", () => {
   });
 
   it("answers 413 {error} for a body over its limit, declared or streamed, and goes on serving", async () => {
-    const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-limit", maxBodyBytes: 1_000 });
+    const bridge = await startBridge({ ...sharedRedisTarget(), token: "t0ken-limit", maxBodyBytes: 1_000 });
     try {
       const headers = { authorization: "Bearer t0ken-limit" };
       const big = JSON.stringify(["SET", key("big"), "z".repeat(2_000)]);
@@ -272,7 +275,7 @@ describe("outages", () => {
   });
 
   it("shuts down cleanly: in-flight requests finish, then the port closes", async () => {
-    const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-shutdown" });
+    const bridge = await startBridge({ ...sharedRedisTarget(), token: "t0ken-shutdown" });
     const inflight = slowCall(bridge.url, "t0ken-shutdown");
     await new Promise((r) => setTimeout(r, 20));
     const closed = bridge.close();
@@ -284,7 +287,7 @@ describe("outages", () => {
   });
 
   it("aborts like a crash: requests in flight are cut, then the port closes", async () => {
-    const bridge = await startBridge({ redisUrl: inject("redisUrl"), token: "t0ken-abort" });
+    const bridge = await startBridge({ ...sharedRedisTarget(), token: "t0ken-abort" });
     const inflight = slowCall(bridge.url, "t0ken-abort");
     const cut = expect(inflight).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 20));

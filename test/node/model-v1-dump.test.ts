@@ -7,8 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import IORedis from "ioredis";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { inject } from "vitest";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { type Dump, dumpKeys, loadDump, renamedKey } from "../fixtures/load-dump.js";
 
 const PREFIX = `dl:{v1-load-${process.pid}}`;
@@ -35,7 +34,8 @@ it("the dump holds every key type the v1 model writes, and no value names its pr
   for (const k of dump.keys) expect(JSON.stringify(k.value), k.key).not.toContain("dl:{v1");
 });
 
-it("loadDump writes every key under the new prefix with its type, value and time to live", async () => {
+// Skipped on a Redis Cluster (TEST_REDIS=cluster): it reads the dump through a connection to one redis-server, and on a cluster its keys' master may be another.
+it.skipIf(inject("redisCluster"))("loadDump writes every key under the new prefix with its type, value and time to live", async () => {
   const loadedAt = Date.now();
   const written = await loadDump(redis, dump, PREFIX);
   expect(written).toHaveLength(dump.keys.length);

@@ -1,0 +1,73 @@
+/**
+ * Every operation of the Queue, once each, on a deployment prefix of its own:
+ * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
+ * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
+ * letters (replay, purge), topics (configure, pages, stats, series, delete),
+ * pull topics, the peek, schedules and the tick's lock; and data of an
+ * earlier model, so its migration runs. Only schedule-fire is not reached
+ * (it needs a tick's firing).
+ */
+import type { Redis } from "@upstash/redis/cloudflare";
+import { TickLock } from "../../src/queue/lock.js";
+import { Queue } from "../../src/queue/queue.js";
+
+export async function runEveryQueueOperation(redis: Redis, prefix: string): Promise<void> {
+  const queue = new Queue({ redis, prefix });
+  const now = Date.now();
+
+  // Data of an earlier version, so its migration runs: a job in the hash model's record hash.
+  await redis.hset(`${prefix}:jobs`, { "a.01MCC6XZVQJSVFFC77WBAJDD34": JSON.stringify({ payload: 1, createdAt: now }) });
+  await redis.zadd(`${prefix}:t:a:due`, { score: now, member: "a.01MCC6XZVQJSVFFC77WBAJDD34" });
+
+  // The operations of a job's life, and the admin ones around it.
+  await queue.configureTopic("a", { maxAttempts: 2, ratePerSec: 1000 });
+  const jobs = await Promise.all(Array.from({ length: 6 }, (_, i) => queue.enqueue({ topic: "a", payload: { i }, idempotencyKey: `k${i}` })));
+  await queue.enqueue({ topic: "a", payload: { i: 0 }, idempotencyKey: "k0" });
+  await queue.enqueueBatch([
+    { topic: "b", payload: 1, delayMs: 60_000 },
+    { topic: "b", payload: 2, delayMs: 120_000 },
+  ]);
+  await queue.get(jobs[0]!.id);
+  await queue.reschedule(jobs[5]!.id, now + 3_600_000);
+  await queue.cancel(jobs[4]!.id);
+  await queue.listJobs("a", { state: "scheduled", limit: 10 });
+  const claimed = await queue.claim("a", { max: 3, leaseMs: 60_000, now: now + 1_000 });
+  await queue.settle("a", [...claimed.jobs.slice(0, 1).map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const }))]);
+  for (const j of claimed.jobs.slice(1)) await queue.nack(j.id, j.attempt, { error: "boom", permanent: true });
+  await queue.deadLetters("a", { limit: 10 });
+  const dead = claimed.jobs[1];
+  if (dead) await queue.deadLetter(dead.id);
+  if (dead) await queue.replayDeadLetters("a", { ids: [dead.id] });
+  await queue.replayDeadLettersMatching("a", {});
+  // A letter for the purges to drop (the replays above took the others back).
+  await queue.enqueue({ topic: "a", payload: "doomed" });
+  for (const j of (await queue.claim("a", { max: 10, leaseMs: 60_000, now: now + 2_000 })).jobs)
+    await queue.nack(j.id, j.attempt, { error: "x", permanent: true });
+  await queue.purgeDeadLettersStep("a", {});
+  await queue.purgeDeadLetters("a", {});
+  // Past the retention window and the sweep's slack: the claim names the acked job and its caller sweeps it.
+  await queue.claim("a", { max: 1, leaseMs: 60_000, now: Date.now() + 3_600_000 + 120_000 });
+  await queue.cancelIds("b", ["nope"]);
+  await queue.cancelWindow("b", {});
+  await queue.configureTopic("p", { mode: "pull" });
+  await queue.enqueue({ topic: "p", payload: "pulled" });
+  await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });
+  await queue.topicStats("a");
+  await queue.topicSeries("a", { minutes: 5, now });
+  await queue.topicCount();
+  await queue.listTopicsPage({ limit: 10 });
+  await queue.listTopics();
+  await queue.peek({ now: now + 1_000, limit: 10 });
+  await queue.tickStatus();
+  await queue.deleteTopic("b", { purge: true });
+
+  // The recurring schedules and the tick's lock.
+  const definition = { every: 60_000, timezone: "UTC", grace: 60_000, anchor: now, createdAt: now, updatedAt: now, job: { topic: "s", payload: "tick" } };
+  const state = { rev: 1, next: now, runs: 0, lastRunAt: null, lastJobId: null, paused: false };
+  await queue.schedules.write("sch", 0, definition, state);
+  await queue.schedules.due(now + 1_000);
+  await queue.schedules.delete("sch");
+  const lock = new TickLock(redis, prefix);
+  await lock.acquire(10_000, now + 10_000);
+  await lock.release();
+}
