@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { QueueContext } from "./context.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
-import { replies } from "./replies.js";
+import { replies, sleepMark } from "./replies.js";
 import type { PeekOptions, PeekResult, TickSleep, TickLook, TickStatus } from "./views.js";
 
 // What the tick keeps in Redis beside the jobs: its poll of the topic index
@@ -43,7 +43,7 @@ export async function peek(ctx: QueueContext, options: PeekOptions): Promise<Pee
 }
 
 export async function tickSleep(ctx: QueueContext): Promise<TickSleep> {
-  return replies.sleepMark.parse(await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get(ctx.keys.tickAsleep)));
+  return sleepMark.parse(await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get(ctx.keys.tickAsleep)));
 }
 
 export async function look(ctx: QueueContext, heartbeatAt: number): Promise<TickLook> {

@@ -123,6 +123,7 @@ it("every command a script runs names a key of its KEYS, and each call's KEYS sh
   await queue.listTopics();
   await queue.peek({ now: now + 1_000, limit: 10 });
   await queue.tickStatus();
+  await queue.look(now);
   await queue.deleteTopic("b", { purge: true });
 
   // The recurring schedules and the tick's lock.
