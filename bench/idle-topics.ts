@@ -12,7 +12,7 @@
  *    handover at :15): CONFIG RESETSTAT, exactly 60 s, INFO commandstats.
  *    Commands = every call commandstats lists (scripts' inner commands
  *    included, as Upstash bills them) but CONFIG and INFO (the measurement's
- *    own). REST requests = the HTTP requests the bridge served in the same
+ *    own) and MEMORY USAGE (the bridge's record-size check: Upstash runs none). REST requests = the HTTP requests the bridge served in the same
  *    60 s (counted inside the stack's Node process, harness/count-requests.ts).
  *    Target: 10,000-topic ÷ 1-topic ≤ 1.1.
  * 2. With the 10,000 topics in place: jobs on a new (10,001st) topic with
@@ -86,8 +86,8 @@ function parseCommandstats(text: string) {
   return byCommand;
 }
 
-/** The measurement's own commands. */
-const isOwn = (name: string) => /^(config|info)(\||$)/.test(name);
+/** The measurement's own commands, and the bridge's record-size measure (MEMORY USAGE), which Upstash neither runs nor bills. */
+const isOwn = (name: string) => /^(config|info|memory)(\||$)/.test(name);
 
 const summarizeLines = (lines: LoggedLine[]) => {
   const byMsg: Record<string, number> = {};
@@ -95,7 +95,7 @@ const summarizeLines = (lines: LoggedLine[]) => {
   return byMsg;
 };
 
-/** Waits until the tick has settled: its sleep mark set, a minute-aligned invocation holding the lock, at second PHASE_S of a minute. */
+/** Waits until the tick has settled: its sleep mark set, a minute-aligned invocation holding the lock (or the loop ended idle), at second PHASE_S of a minute. */
 async function settle(redis: IORedis, notBefore: number) {
   for (let attempt = 0; ; attempt++) {
     const now = Date.now();
@@ -103,7 +103,8 @@ async function settle(redis: IORedis, notBefore: number) {
     while (at < Math.max(now, notBefore) + 1_000) at += 60_000;
     await sleep(at - Date.now());
     const [status, mark] = [await tickStatus(redis), await markSet(redis)];
-    const aligned = status !== null && status.startedAt % 60_000 < 1_000 && status.ended === null;
+    // With the wake alarm the loop has ended idle (mark "c") and each cron only looks; without it a cron's loop sleeps.
+    const aligned = status !== null && ((status.startedAt % 60_000 < 1_000 && status.ended === null) || status.ended === "idle");
     if ((mark && aligned) || attempt >= 3) return { status, mark, aligned, waitedMinutes: attempt };
     log(`not settled at :${PHASE_S} (mark ${mark}, status ${JSON.stringify(status)}); another minute`);
   }
