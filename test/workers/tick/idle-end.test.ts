@@ -65,28 +65,26 @@ it("a job enqueued while no loop runs, due 45 s out (past a producer's drain), a
   const job = await d.queue.enqueue({ topic, payload: 1, runAt: enqueuedAt + 45_000 });
   const drains: string[] = [];
   const waits: Array<Promise<unknown>> = [];
-  await wakeForSoonJobs({
-    env: d.env,
-    settings: d.settings,
-    queue: d.queue,
-    jobs: [{ topic, dueAt: enqueuedAt + 45_000 }],
-    waitUntil: (w) => void waits.push(w),
-    clock,
-    drain: async (t) => void drains.push(t),
-  });
-  await Promise.all(waits);
+  /** The producer's wake after storing a job of `topic` due at `dueAt`, its waitUntil work awaited. */
+  const produced = async (dueAt: number) => {
+    const waitUntil = (w: Promise<unknown>) => void waits.push(w);
+    await wakeForSoonJobs({
+      env: d.env,
+      settings: d.settings,
+      queue: d.queue,
+      jobs: [{ topic, dueAt }],
+      waitUntil,
+      clock,
+      drain: async (t) => void drains.push(t),
+    });
+    await Promise.all(waits);
+  };
+  await produced(enqueuedAt + 45_000);
   // No drain (its invocation would end before the job is due): the alarm, a second ahead.
   expect(drains).toEqual([]);
   expect(armed).toEqual([{ at: enqueuedAt + 44_000, prefix: d.queue.keys.prefix }]);
   // A second job of this isolate, due later still, needs no alarm of its own: the first one's loop finds it.
-  await wakeForSoonJobs({
-    env: d.env,
-    settings: d.settings,
-    queue: d.queue,
-    jobs: [{ topic, dueAt: enqueuedAt + 50_000 }],
-    waitUntil: (w) => void waits.push(w),
-    clock,
-  });
+  await produced(enqueuedAt + 50_000);
   expect(armed).toHaveLength(1);
 
   // The alarm fires: its loop (TickChunk.wakeTick) runs until the next cron's window, and a duplicate wake finds the lock held.

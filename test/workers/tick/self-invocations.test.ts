@@ -175,7 +175,12 @@ it("while no loop runs, a job due past the producer's drain arms the wake alarm,
   expect((await d.tick({ scheduledTime: Date.now(), windowMs: 20_000, endWhenIdle: true })).ended).toBe("idle");
   expect(await d.queue.tickSleep()).toBe("c");
   const topic = uniqueTopic("alarm");
-  const { id, dueAt } = await enqueueThroughWorker(d.env, { topic, payload: { alarm: true }, delay: 4_000, target: { url: `${inject("receiverUrl")}/${topic}/ok` } });
+  const { id, dueAt } = await enqueueThroughWorker(d.env, {
+    topic,
+    payload: { alarm: true },
+    delay: 4_000,
+    target: { url: `${inject("receiverUrl")}/${topic}/ok` },
+  });
   // Nothing ran in the producer's invocation.
   expect(await deliveriesTo(topic)).toEqual([]);
   const ns = testEnv.TICK_ALARM as unknown as DurableObjectNamespace;
