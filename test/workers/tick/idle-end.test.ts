@@ -120,3 +120,26 @@ it("a cron look runs the loop while one runs or the mark is not the ended loop's
   clock.t = MINUTE + 60_000;
   expect(await d.cron({ scheduledTime: MINUTE + 60_000 })).toBeNull();
 });
+
+it("while no loop runs, a schedule's next occurrence and a drain's retry due before the next cron's look arm the alarm; later ones do not", async () => {
+  const { wakeForSoonSchedule } = await import("../../../src/tick/wake.js");
+  const { armForWorkLeft } = await import("../../../src/tick/wake-alarm.js");
+  const clock = new VirtualClock(MINUTE);
+  const { armed, ns } = alarms();
+  const d = await endedIdle(clock, ns);
+  const now = clock.now();
+  const waits: Array<Promise<unknown>> = [];
+  const schedule = (nextAt: number) =>
+    wakeForSoonSchedule({ env: d.env, settings: d.settings, queue: d.queue, nextAt, waitUntil: (w) => void waits.push(w), clock });
+  // Past the next cron's look: that look finds it.
+  await schedule(now + 90_000);
+  await Promise.all(waits);
+  expect(armed).toEqual([]);
+  await schedule(now + 40_000);
+  await Promise.all(waits);
+  expect(armed.map((a) => a.at)).toEqual([now + 39_000]);
+  // A drain's retry, sooner still: the alarm moves to it (this isolate armed it for later).
+  await armForWorkLeft(d.env, d.queue, now + 30_000, now);
+  await armForWorkLeft(d.env, d.queue, now + 90_000, now);
+  expect(armed.map((a) => a.at)).toEqual([now + 39_000, now + 29_000]);
+});
