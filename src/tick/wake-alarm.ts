@@ -23,7 +23,14 @@ export function armWakeAlarm(env: Env, prefix: string, dueAt: number, now: numbe
   const mine = armed.get(prefix);
   if (mine !== undefined && mine > now && mine <= at) return null;
   armed.set(prefix, at);
-  return ns.get(ns.idFromName(prefix)).arm(at, prefix);
+  return ns
+    .get(ns.idFromName(prefix))
+    .arm(at, prefix)
+    .catch((err: unknown) => {
+      // Not armed after all: the next job due before the cron's look tries again.
+      if (armed.get(prefix) === at) armed.delete(prefix);
+      throw err;
+    });
 }
 
 /**
