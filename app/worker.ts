@@ -10,3 +10,4 @@ const dl = delayline();
 
 export default dl satisfies ExportedHandler<Env>;
 export const TickChunk = dl.TickChunk;
+export const TickAlarm = dl.TickAlarm;

@@ -12,13 +12,16 @@
  *    handover at :15): CONFIG RESETSTAT, exactly 60 s, INFO commandstats.
  *    Commands = every call commandstats lists (scripts' inner commands
  *    included, as Upstash bills them) but CONFIG and INFO (the measurement's
- *    own). REST requests = the HTTP requests the bridge served in the same
+ *    own) and MEMORY USAGE (the bridge's record-size check: Upstash runs none). REST requests = the HTTP requests the bridge served in the same
  *    60 s (counted inside the stack's Node process, harness/count-requests.ts).
  *    Target: 10,000-topic ÷ 1-topic ≤ 1.1.
  * 2. With the 10,000 topics in place: jobs on a new (10,001st) topic with
  *    target.url = a loopback receiver and delays of 1, 2, 5, 15, 30 and 45 s,
  *    one at a time, each once the previous one arrived: first each at once,
- *    then each after the tick marked itself asleep. Lateness = arrival − dueAt.
+ *    then each after the tick marked itself asleep, then (with the wake alarm)
+ *    each 2 s into a minute whose cron only looked (the loop ended), so a
+ *    job due before the next cron is carried by a drain or the alarm.
+ *    Lateness = arrival − dueAt.
  *    Target: every one within TICK_POLL_MS + 100 ms (1,100 ms), none early.
  *
  * Writes bench/results/idle-topics.{json,md} (other runs than the full one:
@@ -86,8 +89,8 @@ function parseCommandstats(text: string) {
   return byCommand;
 }
 
-/** The measurement's own commands. */
-const isOwn = (name: string) => /^(config|info)(\||$)/.test(name);
+/** The measurement's own commands, and the bridge's record-size measure (MEMORY USAGE), which Upstash neither runs nor bills. */
+const isOwn = (name: string) => /^(config|info|memory)(\||$)/.test(name);
 
 const summarizeLines = (lines: LoggedLine[]) => {
   const byMsg: Record<string, number> = {};
@@ -95,7 +98,7 @@ const summarizeLines = (lines: LoggedLine[]) => {
   return byMsg;
 };
 
-/** Waits until the tick has settled: its sleep mark set, a minute-aligned invocation holding the lock, at second PHASE_S of a minute. */
+/** Waits until the tick has settled: its sleep mark set, a minute-aligned invocation holding the lock (or the loop ended idle), at second PHASE_S of a minute. */
 async function settle(redis: IORedis, notBefore: number) {
   for (let attempt = 0; ; attempt++) {
     const now = Date.now();
@@ -103,10 +106,26 @@ async function settle(redis: IORedis, notBefore: number) {
     while (at < Math.max(now, notBefore) + 1_000) at += 60_000;
     await sleep(at - Date.now());
     const [status, mark] = [await tickStatus(redis), await markSet(redis)];
-    const aligned = status !== null && status.startedAt % 60_000 < 1_000 && status.ended === null;
+    // With the wake alarm the loop has ended idle (mark "c") and each cron only looks; without it a cron's loop sleeps.
+    const aligned = status !== null && ((status.startedAt % 60_000 < 1_000 && status.ended === null) || status.ended === "idle");
     if ((mark && aligned) || attempt >= 3) return { status, mark, aligned, waitedMinutes: attempt };
     log(`not settled at :${PHASE_S} (mark ${mark}, status ${JSON.stringify(status)}); another minute`);
   }
+}
+
+/**
+ * Waits until the loop has ended idle (mark "c", the wake alarm's) and it is
+ * 2 s past a minute (its cron has looked), so a job enqueued now with
+ * `delayS` falls due before the next cron: a producer's drain (up to 20 s)
+ * or the wake alarm carries it, not a cron's loop.
+ */
+async function endedEarlyInMinute(redis: IORedis, delayS: number) {
+  for (let i = 0; i < 3; i++) {
+    const next = Math.ceil((Date.now() + 1) / 60_000) * 60_000 + 2_000;
+    await sleep(next - Date.now());
+    if ((await redis.get(keys.tickAsleep)) === "c" && (Date.now() % 60_000) / 1000 + delayS < 55) return;
+  }
+  log(`no ended loop early in a minute for ${delayS} s; enqueueing anyway`);
 }
 
 async function idleMinute(stack: NpmStart, redis: IORedis, topics: number) {
@@ -177,14 +196,15 @@ try {
 
   // 2. Lateness of jobs on a new topic among the idle ones.
   const topic = "fresh-topic";
-  for (const mode of ["at once", "after the sleep mark"] as const) {
+  for (const mode of ["at once", "after the sleep mark", "loop ended, due before the next cron"] as const) {
     for (const delayS of DELAYS_S) {
       let waitedForMarkMs = 0;
-      if (mode === "after the sleep mark") {
+      if (mode !== "at once") {
         const t = Date.now();
         while (!(await markSet(redis)) && Date.now() - t < 90_000) await sleep(200);
         waitedForMarkMs = Date.now() - t;
       }
+      if (mode === "loop ended, due before the next cron") await endedEarlyInMinute(redis, delayS);
       const [mark, status] = [await markSet(redis), await tickStatus(redis)];
       const enqueuedAt = Date.now();
       const job = await stack.client.jobs.enqueue({ topic, payload: { delayS }, delay: delayS * 1000, target: { url: receiver.url } });
@@ -283,7 +303,7 @@ const md =
   `Topic creation: ${creation.map((c) => `${c.created} in ${(c.ms / 1000).toFixed(1)} s (${c.perSecond}/s)`).join(", ")}.\n\n` +
   `## Lateness of a new topic among ${most?.topics.toLocaleString("en")} idle ones\n\n` +
   `Jobs on a new topic (the ${(Math.max(...COUNTS) + 1).toLocaleString("en")}th), \`target.url\` a loopback receiver, one at a time, each once the previous one arrived; ` +
-  `first each at once, then each after the tick's sleep mark was set. Lateness = arrival − \`dueAt\`. ` +
+  `first each at once, then each after the tick's sleep mark was set, then each 2 s into a minute whose cron only looked (the loop ended: a drain or the wake alarm carries it). Lateness = arrival − \`dueAt\`. ` +
   `Target: each within ${LATE_TARGET_MS} ms, none early, each once: **${onTime ? "met" : "missed"}**.\n\n` +
   `| enqueued | delay | sleep mark at enqueue | lateness | deliveries | delivered by |\n|---|---|---|---|---|---|\n` +
   lateness

@@ -4,6 +4,7 @@ import { Handlers, type HandlerDefinition } from "./handlers/registry.js";
 import { createApp, type AppEnv } from "./producer/app.js";
 import { createTickChunk, type TickChunk } from "./tick/chunk.js";
 import { createScheduled, type Scheduled } from "./tick/scheduled.js";
+import { TickAlarm } from "./tick/alarm-object.js";
 
 /** Options of {@link delayline}. */
 export interface DelaylineWorkerOptions {
@@ -38,6 +39,16 @@ export interface DelaylineWorker {
     env: Env,
   ) => TickChunk;
   /**
+   * The tick's wake alarm, a Durable Object class: with it bound as
+   * `TICK_ALARM` (and exported under this name), the tick ends its loop
+   * while nothing is due before the next cron, the cron only looks (one
+   * request), and producers arm the alarm for jobs due before that look.
+   * Without the binding the loop sleeps through its minute, looking every
+   * TICK_IDLE_PEEK_MS. It holds no handlers: it starts the tick through
+   * TICK_RUNNER.
+   */
+  TickAlarm: typeof TickAlarm;
+  /**
    * This deployment's code handlers: the `handlers` option's, and what
    * `handlers.define(topic, definition)` and `handlers.remove(topic)` change
    * later. They live in the isolate, so a change made after the module loaded
@@ -54,6 +65,7 @@ export interface DelaylineWorker {
  *   const dl = delayline({ handlers: { emails: async (job) => send(job.payload) } });
  *   export default dl satisfies ExportedHandler<Env>;
  *   export const TickChunk = dl.TickChunk;
+ *   export const TickAlarm = dl.TickAlarm;
  *
  * Each call is a deployment of its own: its handlers, app, tick and
  * TickChunk class, shared with no other call in the isolate. A second
@@ -62,5 +74,5 @@ export interface DelaylineWorker {
 export function delayline(options: DelaylineWorkerOptions = {}): DelaylineWorker {
   const handlers = new Handlers(options.handlers);
   const app = createApp();
-  return { fetch: app.fetch, scheduled: createScheduled(handlers), app, TickChunk: createTickChunk(handlers), handlers };
+  return { fetch: app.fetch, scheduled: createScheduled(handlers), app, TickChunk: createTickChunk(handlers), TickAlarm, handlers };
 }

@@ -61,6 +61,17 @@ export interface Env extends SettingBindings {
     drain(topic: string, horizonMs: number, handovers?: number): Promise<TickChunkReport>;
     /** Goes on with a tick loop whose invocation ran out of subrequests: the rest of its window, with a budget of its own. */
     continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }>;
+    /** Starts a tick loop of the deployment with key prefix `prefix` now, until the next cron's look (the wake alarm's), unless one runs. */
+    wakeTick(prefix: string): Promise<{ ended: string }>;
+  };
+  /**
+   * The tick's wake alarm (Durable Object namespace of the TickAlarm class,
+   * src/tick/alarm-object.ts). With it the tick ends its loop when idle and the
+   * cron only looks; without it the loop sleeps through its minute.
+   */
+  TICK_ALARM?: {
+    idFromName(name: string): object;
+    get(id: object): { arm(at: number, prefix: string): Promise<void> };
   };
 }
 

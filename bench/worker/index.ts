@@ -36,6 +36,7 @@ const worker = delayline({
 });
 
 export const TickChunk = worker.TickChunk;
+export const TickAlarm = worker.TickAlarm;
 
 export default {
   ...worker,

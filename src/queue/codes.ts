@@ -30,6 +30,8 @@ export const Code = {
   Time: { None: -1 },
   /** claim.lua: the topic is paused (it reaps but takes nothing), or not. */
   Paused: { Paused: 1, Active: 0 },
+  /** look.lua: a loop holds the tick lock, or none does. */
+  Held: { Held: 1, Free: 0 },
   /** lock-acquire.lua: the loop holding the tick lock has set its sleep mark, or not. */
   Asleep: { Asleep: 1, Awake: 0 },
   /** claim.lua: what held ready jobs back (Nothing: none did, or only `max`; Bytes: the reply's byte budget, more are takeable). */

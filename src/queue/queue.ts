@@ -29,6 +29,8 @@ import type {
   Outcome,
   PeekOptions,
   PeekResult,
+  TickLook,
+  TickSleep,
   SeriesPoint,
   SettleOptions,
   TickStatus,
@@ -289,7 +291,21 @@ export class Queue {
   }
 
   /** Whether the tick has said it sleeps longer than its poll interval (producers then wake jobs due soon themselves). */
-  tickAsleep(): Promise<boolean> {
-    return tickState.tickAsleep(this.ctx);
+  async tickAsleep(): Promise<boolean> {
+    return (await tickState.tickSleep(this.ctx)) !== null;
+  }
+
+  /** The tick's sleep mark: how it sleeps, if it does (producers then cover jobs due before it looks). */
+  tickSleep(): Promise<TickSleep> {
+    return tickState.tickSleep(this.ctx);
+  }
+
+  /**
+   * A cron invocation's first step: records the heartbeat at `heartbeatAt`
+   * and reads whether a loop runs, the sleep mark and the topic index's
+   * earliest score — one request, three commands besides the script's own.
+   */
+  look(heartbeatAt: number): Promise<TickLook> {
+    return tickState.look(this.ctx, heartbeatAt);
   }
 }

@@ -50,6 +50,10 @@ const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
 const ours = coded(Code.Lock, { Ours: true, NotOurs: false });
 const paused = coded(Code.Paused, { Paused: true, Active: false });
 const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
+/** The tick's sleep mark as stored (src/tick/sleep-mark.ts): "1" a loop sleeps, "c" no loop runs till the next cron; null: unset. */
+export const sleepMark = z
+  .union([z.string(), z.number(), z.null()])
+  .transform((v): "1" | "c" | null => (v === "c" ? "c" : v === null || v === "" ? null : "1"));
 const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode", Bytes: "bytes" } as const);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
@@ -278,6 +282,11 @@ export const replies = {
    * schedules' member of the topic index told apart), whether more may be
    * due, when the next falls due, and the topics to sample.
    */
+  look: z.tuple([coded(Code.Held, { Held: true, Free: false }), cell, time]).transform(([lockHeld, mark, earliestAt]) => ({
+    lockHeld,
+    sleepMark: sleepMark.parse(mark),
+    earliestAt,
+  })),
   peek: z.tuple([ours, more, time, z.array(z.string()), z.array(z.string())]).transform(([lockHeld, hasMore, nextAt, due, toSample]) => {
     const dueTopics: Array<{ topic: string; at: number }> = [];
     let schedulesDue = false;

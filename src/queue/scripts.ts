@@ -21,6 +21,8 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   listTopics: "safe",
   topicStats: "safe",
   schedulesDue: "safe",
+  // Sets the heartbeat to the same time again and reads.
+  look: "safe",
   // Overwrites: the lock renewal is fenced by the owner token, marks, status and samples are set to the same values.
   peek: "safe",
   // Each outcome is fenced by its attempt number: a repeat is stale and changes nothing.

@@ -2,12 +2,12 @@ import { z } from "zod";
 import type { QueueContext } from "./context.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
-import { replies } from "./replies.js";
-import type { PeekOptions, PeekResult, TickStatus } from "./views.js";
+import { replies, sleepMark } from "./replies.js";
+import type { PeekOptions, PeekResult, TickSleep, TickLook, TickStatus } from "./views.js";
 
 // What the tick keeps in Redis beside the jobs: its poll of the topic index
 // (which renews its lock and carries its sleep mark, status and backlog
-// samples), its status and its sleep mark. The lock itself is lock.ts's, the
+// samples), its status and its sleep mark, and a cron's look while no loop runs. The lock itself is lock.ts's, the
 // heartbeat health.ts's.
 
 export async function tickStatus(ctx: QueueContext): Promise<TickStatus | null> {
@@ -42,8 +42,12 @@ export async function peek(ctx: QueueContext, options: PeekOptions): Promise<Pee
   return replies.peek.parse(await ctx.run(lua.peek, keys, args));
 }
 
-export async function tickAsleep(ctx: QueueContext): Promise<boolean> {
-  return (await redisCall({ name: "EXISTS", repeatSafe: true }, () => ctx.redis.exists(ctx.keys.tickAsleep))) === 1;
+export async function tickSleep(ctx: QueueContext): Promise<TickSleep> {
+  return sleepMark.parse(await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get(ctx.keys.tickAsleep)));
+}
+
+export async function look(ctx: QueueContext, heartbeatAt: number): Promise<TickLook> {
+  return replies.look.parse(await ctx.run(lua.look, [ctx.keys.tickLast, ctx.keys.tickLock, ctx.keys.tickAsleep, ctx.keys.topicIndex], [heartbeatAt]));
 }
 
 const tickStatusSchema = z.object({

@@ -193,7 +193,7 @@ export const SETTING_DECLARATIONS = {
     max: 25_000,
     note: "0: always poll",
     fallback: DEFAULT_TICK_IDLE_PEEK_MS,
-    doc: "when nothing is due within this long, the tick stops polling every `TICK_POLL_MS` and looks only this often; producers then start jobs due sooner themselves",
+    doc: "when nothing is due within this long, the tick stops polling every `TICK_POLL_MS` and looks only this often; producers then start jobs due sooner themselves. With the wake alarm (`TICK_ALARM`), a loop with nothing due before the next cron ends instead and the cron only looks",
   }),
   MAX_TOPICS: whole("maxTopics", {
     min: 1,

@@ -3,8 +3,10 @@ import { settings, type Env } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
 import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
 import { runDrain } from "./drain.js";
-import { runTick } from "./loop.js";
+import { nextCronAt } from "./cron-look.js";
+import { runTick, type TickOptions } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
+import { armForWorkLeft } from "./wake-alarm.js";
 
 export type { ChunkReport } from "./run-chunk.js";
 
@@ -41,8 +43,9 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
   async drain(topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
-    return runDrain({
-      queue: queueFromSettings(s),
+    const queue = queueFromSettings(s);
+    const report = await runDrain({
+      queue,
       settings: s,
       handlers: this.handlers,
       topic,
@@ -54,6 +57,10 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
           }
         : {}),
     });
+    await armForWorkLeft(this.env, queue, report.nextLookAt ?? null, Date.now()).catch((err: unknown) =>
+      console.error(JSON.stringify({ level: "error", msg: "arming the wake alarm failed", error: String(err) })),
+    );
+    return report;
   }
 
   /**
@@ -61,7 +68,25 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
    * (see TickOptions.handOver); `handovers` counts the loops before it in
    * this window.
    */
-  async continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }> {
+  continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }> {
+    return this.loop(scheduledTime, windowEnd, handovers, {});
+  }
+
+  /**
+   * A loop started by the wake alarm (src/tick/alarm-object.ts) for a job due
+   * before the next cron's look: it runs until that cron's window would
+   * begin, and ends at once if a loop runs already. `prefix` names the
+   * deployment the alarm was armed for.
+   */
+  async wakeTick(prefix: string): Promise<{ ended: string }> {
+    const s = settings(this.env);
+    // One deployment per Worker (a shard per prefix later): an alarm armed for another prefix is not this tick's.
+    if (prefix !== s.prefix) return { ended: "not-acquired" };
+    const now = Date.now();
+    return this.loop(now, nextCronAt(now) + s.tickOverlapMs, 0, { waitForLock: false });
+  }
+
+  private async loop(scheduledTime: number, windowEnd: number, handovers: number, extra: Pick<TickOptions, "waitForLock">): Promise<{ ended: string }> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
     const report = await runTick({
@@ -71,6 +96,8 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
       handlers: this.handlers,
       scheduledTime,
       windowMs: windowEnd - scheduledTime,
+      endWhenIdle: this.env.TICK_ALARM !== undefined,
+      ...extra,
       ...(runner
         ? {
             fanOut: (topic: string, max: number) => runner.run(topic, max),

@@ -25,6 +25,8 @@ export async function acquireLock(a: {
   windowEnd: number;
   ttlMs: number;
   tickPollMs: number;
+  /** Ask once: false when another loop holds it. */
+  once?: boolean;
 }): Promise<boolean> {
   const { clock } = a;
   let handoverWait = 25;
@@ -39,6 +41,7 @@ export async function acquireLock(a: {
       continue;
     }
     if (got.acquired) return true;
+    if (a.once) return false;
     const holderLeft = got.holderWindowEnd === null ? 0 : got.holderWindowEnd - clock.now();
     const pace = got.holderAsleep ? ASLEEP_CHECK_MS : a.tickPollMs;
     const wait = holderLeft > 0 ? Math.min(holderLeft, got.heldForMs + 1, pace) : Math.min(got.heldForMs + 1, a.tickPollMs, handoverWait);

@@ -1,18 +1,17 @@
 import { addOutcomes, noOutcomes, type Outcomes, type Settings } from "../env.js";
 import type { TickLock } from "../queue/lock.js";
 import type { Queue, TickStatus } from "../queue/queue.js";
-import { RedisLimitError } from "../queue/errors.js";
 import { fireDueSchedules } from "../schedules/fire.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
 import { afterRound, claimLead, dueOfPeek, foldEnded, idleLookAt, newTickState, nextLoopStep, pollInterval, roundStep, type TickState } from "./decisions.js";
-import { ChunksInFlight, type EndedChunk } from "./in-flight.js";
+import { ChunksInFlight } from "./in-flight.js";
 import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
 import { CHUNK_OVERHEAD, planRound, type RoundPlan } from "./round-plan.js";
 import type { ChunkOptions, ChunkReport } from "./run-chunk.js";
-import { jsonLog, type Log } from "./settle.js";
+import { jsonLog, logLostChunk, type Log } from "./settle.js";
 import { SleepMark } from "./sleep-mark.js";
 
 /** Options of one tick invocation: its deployment's queue, settings and code handlers, and: */
@@ -43,11 +42,18 @@ export interface TickOptions extends Pick<ChunkOptions, "queue" | "settings" | "
    * stretch as the budget shrinks instead.
    */
   handOver?: (windowEnd: number) => Promise<unknown>;
+  /**
+   * The deployment has its wake alarm (TICK_ALARM): a loop that finds nothing
+   * due before the next cron's look ends instead of sleeping (src/tick/sleep-mark.ts). Default false.
+   */
+  endWhenIdle?: boolean;
+  /** Wait for a running loop to end its window (default), or end at once when one holds the lock (a wake alarm's loop). */
+  waitForLock?: boolean;
 }
 
 export interface TickReport {
-  /** Why the loop ended: its window passed, the budget ran out, the lock was lost, or it never got the lock. */
-  ended: "window" | "budget" | "lock-lost" | "not-acquired";
+  /** Why the loop ended: its window passed, the budget ran out, the lock was lost, it never got the lock, or idle (nothing due before the next cron). */
+  ended: "window" | "budget" | "lock-lost" | "not-acquired" | "idle";
   rounds: number;
   claimed: number;
   outcomes: Outcomes;
@@ -120,7 +126,7 @@ class TickLoop {
     // crashed loop is replaced within 15 s (30 s with the default idle look).
     this.lockTtl = Math.max(15_000, 3 * this.s.tickPollMs, this.s.tickIdlePeekMs + 10_000);
     this.outage = new OutageBackoff(this.clock, this.log, this.windowEnd);
-    this.mark = new SleepMark(this.s);
+    this.mark = new SleepMark({ ...this.s, endWhenIdle: o.endWhenIdle ?? false });
     // Chunks run side by side: a round waits for its claims, not for their
     // handlers, so a job that falls due while a slow handler runs is claimed
     // at the next poll. Chunks that end may bring the next poll forward.
@@ -147,6 +153,7 @@ class TickLoop {
       windowEnd: this.windowEnd,
       ttlMs: this.lockTtl,
       tickPollMs: this.s.tickPollMs,
+      once: this.o.waitForLock === false,
     };
     if (!(await acquireLock(args))) return this.finish("not-acquired");
     this.lastExtend = clock.now();
@@ -183,7 +190,7 @@ class TickLoop {
   }
 
   /** One round: a poll, due schedules fired, a plan, and its chunks started (or an idle wait). Says why the loop stops, if it does. */
-  private async round(): Promise<"budget" | "lock-lost" | undefined> {
+  private async round(): Promise<"budget" | "lock-lost" | "idle" | undefined> {
     const polledAt = this.clock.now();
     const peek = await this.poll();
     if (!peek) return "lock-lost";
@@ -196,8 +203,8 @@ class TickLoop {
     const step = roundStep(this.st, plan, { now, wakeAt, running: !this.inFlight.idle });
     if (step.kind === "end") return "budget";
     this.report.rounds++;
-    if (step.kind === "idle") this.waitIdle(step.wakeAt);
-    else await this.start(plan, now, step.wakeAt, peek.more, polledAt);
+    if (step.kind === "idle") return this.waitIdle(step.wakeAt);
+    await this.start(plan, now, step.wakeAt, peek.more, polledAt);
     return undefined;
   }
 
@@ -264,14 +271,16 @@ class TickLoop {
     );
   }
 
-  /** A round with nothing to start: wait for a running chunk, the next known work, a poll, or (asleep) the next idle look. */
-  private waitIdle(wakeAt: number): void {
+  /** A round with nothing to start: wait for a running chunk, the next known work, a poll, or (asleep) the next idle look; or end idle. */
+  private waitIdle(wakeAt: number): "idle" | undefined {
     const now = this.clock.now();
     const running = !this.inFlight.idle;
-    // Asleep, the loop looks only every TICK_IDLE_PEEK_MS (src/tick/sleep-mark.ts).
+    // Asleep, the loop looks only every TICK_IDLE_PEEK_MS, or ends (src/tick/sleep-mark.ts).
     const sleep = running ? null : this.mark.idle(now, wakeAt);
+    if (sleep === "end") return "idle";
     if (sleep !== null) this.report.idleSleeps++;
     this.st.nextLookAt = idleLookAt({ now, wakeAt, running, sleep, pollInterval: this.pollInterval(), windowEnd: this.windowEnd });
+    return undefined;
   }
 
   /** Starts the plan's chunks and waits for their claims (not their handlers), then sets the next poll. */
@@ -320,20 +329,7 @@ class TickLoop {
     });
     addOutcomes(report.outcomes, folded.outcomes);
     report.claimed += folded.claimed.fanned;
-    for (const e of folded.lost) this.logLost(e);
-  }
-
-  private logLost(e: EndedChunk): void {
-    if (e.where === "fanned") {
-      this.log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
-      return;
-    }
-    const error = e.error as Error;
-    const msg =
-      error instanceof RedisLimitError
-        ? `Redis refused a chunk's command at its ${error.limit} limit; its jobs come back after their lease`
-        : "Redis unreachable while a chunk ran; its jobs come back after their lease";
-    this.log({ level: "error", msg, topic: e.topic, error: error.message });
+    for (const e of folded.lost) logLostChunk(this.log, e);
   }
 
   /**
@@ -344,7 +340,7 @@ class TickLoop {
    */
   private async letGo(): Promise<void> {
     this.budget.spend();
-    await this.o.lock.release(this.status(this.ended, false)).catch(() => false);
+    await this.o.lock.release(this.status(this.ended, this.ended === "idle")).catch(() => false);
     // Out of budget, the successor starts at once, beside this loop's last chunks.
     const successor = this.handOverIfOutOfBudget();
     await this.inFlight.allEnded();

@@ -1,4 +1,6 @@
+import { RedisLimitError } from "../queue/errors.js";
 import type { Outcome, Queue } from "../queue/queue.js";
+import type { EndedChunk } from "./in-flight.js";
 
 /** A structured log line; never holds a payload or a secret. */
 export type LogLine = Record<string, unknown>;
@@ -31,4 +33,18 @@ export async function settleChunk(queue: Queue, topic: string, outcomes: Outcome
     });
   }
   return results;
+}
+
+/** Logs a chunk the loop lost: a fan-out that failed (the topic is delivered here from then on), or one here that Redis failed. */
+export function logLostChunk(log: Log, e: EndedChunk): void {
+  if (e.where === "fanned") {
+    log({ level: "error", msg: "fan-out chunk failed; the topic is delivered here from now on", topic: e.topic, error: String(e.error) });
+    return;
+  }
+  const error = e.error as Error;
+  const msg =
+    error instanceof RedisLimitError
+      ? `Redis refused a chunk's command at its ${error.limit} limit; its jobs come back after their lease`
+      : "Redis unreachable while a chunk ran; its jobs come back after their lease";
+  log({ level: "error", msg, topic: e.topic, error: error.message });
 }

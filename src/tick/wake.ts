@@ -1,7 +1,9 @@
 import type { Env, Settings } from "../env.js";
-import type { Queue } from "../queue/queue.js";
+import type { Queue, TickSleep } from "../queue/queue.js";
 import { fireDueSchedules } from "../schedules/fire.js";
 import { realClock, type Clock } from "./clock.js";
+import { unlookedUntil } from "./cron-look.js";
+import { armWakeAlarm } from "./wake-alarm.js";
 
 /**
  * How stale a producer's knowledge of whether the tick sleeps may be. The
@@ -10,14 +12,19 @@ import { realClock, type Clock } from "./clock.js";
  */
 export const SLEEP_MARK_STALENESS_MS = 1_000;
 
-let known: { prefix: string; at: number; asleep: boolean } | undefined;
+let known: { prefix: string; at: number; sleep: TickSleep } | undefined;
 
-async function tickAsleep(queue: Queue, now: number): Promise<boolean> {
-  if (known && known.prefix === queue.keys.prefix && now - known.at < SLEEP_MARK_STALENESS_MS) return known.asleep;
-  const asleep = await queue.tickAsleep();
-  known = { prefix: queue.keys.prefix, at: now, asleep };
-  return asleep;
+/** The sleep mark, read at most once a SLEEP_MARK_STALENESS_MS per isolate. */
+async function tickSleep(queue: Queue, now: number): Promise<TickSleep> {
+  if (known && known.prefix === queue.keys.prefix && now - known.at < SLEEP_MARK_STALENESS_MS) return known.sleep;
+  const sleep = await queue.tickSleep();
+  known = { prefix: queue.keys.prefix, at: now, sleep };
+  return sleep;
 }
+
+/** Whether no loop looks before `dueAt`: the tick sleeps, and (past the idle look's horizon) its loop ended idle. */
+const unlookedAt = (sleep: TickSleep, s: Settings, now: number, dueAt: number) =>
+  sleep !== null && (dueAt - now <= s.tickIdlePeekMs || (sleep === "c" && dueAt < unlookedUntil(now)));
 
 /**
  * Called by the producer after it stored jobs. While the tick sleeps (it
@@ -25,8 +32,11 @@ async function tickAsleep(queue: Queue, now: number): Promise<boolean> {
  * jobs due sooner are started from this invocation: at the earliest one's due
  * time it asks the TickChunk entrypoint to drain the topic over the idle
  * horizon, chunk after chunk as jobs fall due. Claims are atomic, so
- * a tick that wakes meanwhile never delivers a job twice. Best effort: if
- * this fails, the tick's next look finds the job (at most TICK_IDLE_PEEK_MS late).
+ * a tick that wakes meanwhile never delivers a job twice. While no loop runs
+ * at all (it ended idle: sleep mark "c"), a job due later but before the next
+ * cron's look arms the wake alarm (src/tick/wake-alarm.ts), which starts a
+ * loop. Best effort: if this fails, the tick's next look finds the job (at
+ * most TICK_IDLE_PEEK_MS late, or a minute without a loop).
  */
 export async function wakeForSoonJobs(args: {
   env: Env;
@@ -46,16 +56,39 @@ export async function wakeForSoonJobs(args: {
   if (!drain || s.tickIdlePeekMs === 0) return;
   const now = clock.now();
   const soon = args.jobs.filter((j) => j.dueAt - now <= s.tickIdlePeekMs);
-  if (soon.length === 0) return;
+  // Later jobs matter only with the alarm: without it a loop always looks within a peek.
+  const later = env.TICK_ALARM ? args.jobs.filter((j) => j.dueAt - now > s.tickIdlePeekMs && j.dueAt < unlookedUntil(now)) : [];
+  if (soon.length === 0 && later.length === 0) return;
+  let sleep: TickSleep;
   try {
-    if (!(await tickAsleep(args.queue, now))) return;
+    sleep = await tickSleep(args.queue, now);
   } catch {
     return;
   }
-  // One drain per topic, from its earliest job due soon: it follows the
-  // topic's later due times itself. A drain this isolate asked for, that has
-  // not begun yet and reaches past these jobs, covers them: it looks at the
-  // topic when it begins. One that has begun may have decided to end already.
+  if (sleep === "c" && later.length > 0) armAlarm(args, Math.min(...later.map((j) => j.dueAt)), now);
+  if (sleep !== null && soon.length > 0) startDrains(args, soon, drain, clock);
+}
+
+/** Arms the wake alarm for a job due at `dueAt` (in waitUntil), logging a failure. */
+function armAlarm(args: { env: Env; queue: Queue; waitUntil: (work: Promise<unknown>) => void }, dueAt: number, now: number): void {
+  const arming = armWakeAlarm(args.env, args.queue.keys.prefix, dueAt, now);
+  if (arming)
+    args.waitUntil(arming.catch((err: unknown) => console.error(JSON.stringify({ level: "error", msg: "arming the wake alarm failed", error: String(err) }))));
+}
+
+/**
+ * One drain per topic, from its earliest job due soon: it follows the
+ * topic's later due times itself. A drain this isolate asked for, that has
+ * not begun yet and reaches past these jobs, covers them: it looks at the
+ * topic when it begins. One that has begun may have decided to end already.
+ */
+function startDrains(
+  args: { settings: Settings; queue: Queue; waitUntil: (work: Promise<unknown>) => void },
+  soon: Array<{ topic: string; dueAt: number }>,
+  drain: (topic: string, horizonMs: number) => Promise<unknown>,
+  clock: Clock,
+): void {
+  const s = args.settings;
   const earliest = new Map<string, number>();
   for (const j of soon) earliest.set(j.topic, Math.min(earliest.get(j.topic) ?? Infinity, j.dueAt));
   const latest = Math.max(...soon.map((j) => j.dueAt));
@@ -106,12 +139,16 @@ export async function wakeForSoonSchedule(args: {
   if (args.nextAt === null || s.tickIdlePeekMs === 0 || !args.env.TICK_RUNNER) return;
   const now = clock.now();
   const until = now + s.tickIdlePeekMs;
-  if (args.nextAt > until) return;
+  if (!unlookedAt(args.env.TICK_ALARM ? "c" : "1", s, now, args.nextAt)) return;
+  let sleep: TickSleep;
   try {
-    if (!(await tickAsleep(args.queue, now))) return;
+    sleep = await tickSleep(args.queue, now);
   } catch {
     return;
   }
+  if (!unlookedAt(sleep, s, now, args.nextAt)) return;
+  // Past the peek while no loop runs: the alarm's loop fires it.
+  if (args.nextAt > until) return armAlarm(args, args.nextAt, now);
   let next: number | null = args.nextAt;
   args.waitUntil(
     (async () => {

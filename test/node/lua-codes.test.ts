@@ -41,6 +41,8 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "schedule-delete", map: "Removed", says: "$Removed deleted, $Missing there was none" },
   { script: "lock-acquire", map: "Lock", says: "{ $Ours } when taken; { $NotOurs, ms until the holder's lock expires" },
   { script: "lock-acquire", map: "Asleep", says: "the holder's lock value, $Asleep when the holder sleeps else $Awake } when held" },
+  { script: "look", map: "Held", says: "lock: $Held held, $Free free" },
+  { script: "look", map: "Time", says: "the index's earliest score ($None: none)" },
   { script: "lock-release", map: "Lock", says: "$Ours released, $NotOurs the lock was not ours" },
   { script: "peek", map: "Lock", says: "lock ($Ours renewed or not asked, $NotOurs lost: not ours any more)" },
   { script: "peek", map: "More", says: "more ($More: k topics were due and more may be, else $Done)" },

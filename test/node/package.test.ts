@@ -166,6 +166,7 @@ app.route("/", dl.app);
 
 export default { fetch: app.fetch, scheduled: dl.scheduled } satisfies ExportedHandler<Env>;
 export const TickChunk = dl.TickChunk;
+export const TickAlarm = dl.TickAlarm;
 `,
   );
   writeFileSync(

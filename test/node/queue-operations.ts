@@ -59,6 +59,7 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.listTopics();
   await queue.peek({ now: now + 1_000, limit: 10 });
   await queue.tickStatus();
+  await queue.look(now);
   await queue.deleteTopic("b", { purge: true });
 
   // The recurring schedules and the tick's lock.

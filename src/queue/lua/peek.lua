@@ -9,7 +9,7 @@
 
   KEYS[1]        topic index  zset topic -> when the tick should next look at it
   KEYS[2]        tick lock    STRING owner token, expires
-  KEYS[3]        sleep mark   STRING present while the tick sleeps past TICK_POLL_MS; expires
+  KEYS[3]        sleep mark   STRING present while the tick sleeps past TICK_POLL_MS: "1" (expires) or "c"
   KEYS[4]        tick status  STRING JSON the loop reports about itself (dashboard, /metrics)
   KEYS[5]        parked set   topics that are pull or paused
   KEYS[5+3i-2]   due zset of sampled topic i     (i = 1..m)
@@ -18,7 +18,8 @@
 
   ARGV[1]        owner token to renew the lock for, or "" not to renew
   ARGV[2]        lock time to live, ms (with a token)
-  ARGV[3]        sleep mark: "" leave it, "-" clear it, or a time to live in ms to set it for
+  ARGV[3]        sleep mark: "" leave it, "-" clear it, "c" set it to "c" (the loop ends; the next
+                 cron looks: src/tick/sleep-mark.ts), or a time to live in ms to set it to "1" for
   ARGV[4]        tick status JSON to record, or "" not to
   ARGV[5]        minute (floor(epoch ms / 60,000)) to sample the given topics for, or "" not to;
                  each sampled topic's metrics hash gets "g<minute mod SERIES_MINUTES>" =
@@ -47,6 +48,8 @@ end
 if lock == 1 then
   if ARGV[3] == "-" then
     rcall("DEL", KEYS[3])
+  elseif ARGV[3] == "c" then
+    rcall("SET", KEYS[3], "c")
   elseif ARGV[3] ~= "" then
     rcall("SET", KEYS[3], "1", "PX", ARGV[3])
   end

@@ -310,3 +310,64 @@ it("a steady trickle through the tick: what the tick adds per job at 200 and 1,0
     expect(tick.requests / n).toBeLessThanOrEqual(0.1);
   }
 });
+
+it("an idle minute with the wake alarm: the loop has ended, the cron only looks; Durable Object requests per idle minute and per job", {
+  timeout: 120_000,
+}, async () => {
+  const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
+  const { wakeForSoonJobs } = await import("../../../src/tick/wake.js");
+  const T = 1_900_000_020_000;
+  // The TICK_ALARM namespace, counting every Durable Object request (each arm is one; each alarm that fires one more).
+  let doRequests = 0;
+  const alarm = { idFromName: () => ({}), get: () => ({ arm: async () => void doRequests++ }) };
+  for (const topicCount of [1, 10_000]) {
+    const clock = new VirtualClock(T);
+    const d = tickDeployment(
+      {
+        UPSTASH_REDIS_REST_URL: inject("meterBridgeUrl"),
+        UPSTASH_REDIS_REST_TOKEN: inject("meterBridgeToken"),
+        TICK_POLL_MS: "1000",
+        TICK_ALARM: alarm,
+      } as never,
+      clock,
+    );
+    for (let t = 0; t < topicCount; t += 200) {
+      await Promise.all(Array.from({ length: Math.min(200, topicCount - t) }, (_, i) => d.queue.configureTopic(`idle${t + i}`, { maxAttempts: 3 })));
+    }
+    expect((await d.tick({ scheduledTime: T, windowMs: 60_000, endWhenIdle: true })).ended).toBe("idle");
+    // Loads the look script (a first EVALSHA answers NOSCRIPT), as every minute after the first finds it loaded.
+    clock.t = T + 60_000;
+    expect(await d.cron({ scheduledTime: T + 60_000 })).toBeNull();
+    clock.t = T + 120_000;
+    doRequests = 0;
+    const minute = await meter(() => d.cron({ scheduledTime: T + 120_000 }));
+    expect(minute.result).toBeNull();
+    report[`idle_ended_${topicCount}topics_commandsPerMinute`] = minute.commands;
+    report[`idle_ended_${topicCount}topics_requestsPerMinute`] = minute.requests;
+    report[`idle_ended_${topicCount}topics_durableObjectRequestsPerMinute`] = doRequests;
+    expect(minute.commands).toBeLessThanOrEqual(5);
+    expect(minute.requests).toBeLessThanOrEqual(2);
+    expect(doRequests).toBe(0);
+
+    // A trickle into the ended tick: 10 jobs a second apart, each due 40 s after it is enqueued (past a producer's drain).
+    if (topicCount !== 1) continue;
+    const waits: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 10; i++) {
+      clock.t = T + 121_000 + i * 1_000;
+      const dueAt = clock.now() + 40_000;
+      await d.queue.enqueue({ topic: "idle0", payload: i, runAt: dueAt });
+      await wakeForSoonJobs({
+        env: d.env,
+        settings: d.settings,
+        queue: d.queue,
+        jobs: [{ topic: "idle0", dueAt }],
+        waitUntil: (w) => void waits.push(w),
+        clock,
+      });
+    }
+    await Promise.all(waits);
+    // The first arms the alarm; the later ones are due after it, so its loop finds them (one isolate: the arm it made is remembered).
+    report.idle_ended_trickle_durableObjectRequestsPerJob = doRequests / 10;
+    expect(doRequests).toBe(1);
+  }
+});

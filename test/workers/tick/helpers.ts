@@ -4,6 +4,7 @@ import { queueFromSettings } from "../../../src/queue/from-settings.js";
 import type { Clock } from "../../../src/tick/clock.js";
 import type { TickOptions } from "../../../src/tick/loop.js";
 import { runChunk } from "../../../src/tick/run-chunk.js";
+import { cronTick } from "../../../src/tick/scheduled.js";
 import { freshEnv, tickOnce } from "../fixtures.js";
 import { DrivenClock } from "./sim-clock.js";
 
@@ -75,6 +76,11 @@ export function tickDeployment(overrides: Partial<Env> = {}, clock?: Clock) {
     tick,
     /** Fan-out and handover for a tick scheduled at `scheduledTime`, run in this isolate. */
     runner: withRunner,
+    /** One cron invocation of a deployment with the wake alarm (src/tick/scheduled.ts): its look, then the loop only if the look finds work. */
+    cron: (options: { scheduledTime: number; windowMs?: number }) =>
+      cronTick({ queue, settings: s, handlers, wakeAlarm: true, log: () => {}, ...(clock ? { clock } : {}), ...options }),
+    /** What the wake alarm starts (TickChunk.wakeTick): a loop that ends idle, and ends at once when one runs. */
+    wake: (options: { scheduledTime: number; windowMs: number }) => tick({ ...options, waitForLock: false, endWhenIdle: true }),
   };
 }
 

@@ -73,7 +73,7 @@ interface SettleEvent {
 interface MarkEvent {
   at: number;
   runner: string;
-  change: number | "clear";
+  change: number | "c" | "clear";
 }
 interface InvocationEvent {
   id: string;

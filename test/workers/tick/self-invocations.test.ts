@@ -161,3 +161,38 @@ it("while the tick sleeps, a retry the producer's drain scheduled runs at its re
   expect(report.claimed).toBe(0);
   await remove(d, topic);
 });
+
+/**
+ * With the wake alarm: a loop that found nothing due ends, and a job enqueued
+ * then, due after the producer's own drain would have ended, arms the
+ * deployment's Durable Object, whose alarm starts the loop through
+ * TICK_RUNNER (TickChunk.wakeTick) that delivers it.
+ */
+it("while no loop runs, a job due past the producer's drain arms the wake alarm, whose loop delivers it once", { timeout: 60_000 }, async () => {
+  const { runDurableObjectAlarm, runInDurableObject } = await import("cloudflare:test");
+  // Producers cover jobs due within 2 s by a drain; the job below is due in 4 s, so only the alarm covers it.
+  const d = deployment({ TICK_POLL_MS: "50", TICK_IDLE_PEEK_MS: "2000" });
+  expect((await d.tick({ scheduledTime: Date.now(), windowMs: 20_000, endWhenIdle: true })).ended).toBe("idle");
+  expect(await d.queue.tickSleep()).toBe("c");
+  const topic = uniqueTopic("alarm");
+  const { id, dueAt } = await enqueueThroughWorker(d.env, {
+    topic,
+    payload: { alarm: true },
+    delay: 4_000,
+    target: { url: `${inject("receiverUrl")}/${topic}/ok` },
+  });
+  // Nothing ran in the producer's invocation.
+  expect(await deliveriesTo(topic)).toEqual([]);
+  const ns = testEnv.TICK_ALARM as unknown as DurableObjectNamespace;
+  const stub = ns.get(ns.idFromName(ownPrefix!));
+  const armedAt = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
+  expect(armedAt).toBe(Date.parse(dueAt) - 1_000);
+  // Runs the alarm now; it returns once the loop it started has ended (idle again, after the delivery).
+  expect(await runDurableObjectAlarm(stub)).toBe(true);
+  const delivered = await deliveriesTo(topic);
+  expect(delivered.map((x) => x.headers["delayline-job-id"])).toEqual([id]);
+  expect(delivered[0]!.at).toBeGreaterThanOrEqual(Date.parse(dueAt));
+  expect(await d.queue.tickSleep()).toBe("c");
+  expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
+  await remove(d, topic);
+});
