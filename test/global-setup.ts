@@ -24,6 +24,13 @@ export default async function setup(project: TestProject) {
   // And one for the bulk-operation test, whose SLOWLOG holds only its own calls:
   // without the record cap, whose MEMORY USAGE of every key a call writes would fill it.
   const slow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
+  // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main one.
+  const shardB = await startRedisBridge();
+  const shardC = await startRedisBridge();
+  project.provide("shardBridges", [
+    { url: shardB.bridge.url, token: shardB.token },
+    { url: shardC.bridge.url, token: shardC.token },
+  ]);
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
@@ -37,6 +44,6 @@ export default async function setup(project: TestProject) {
   project.provide("slowBridgeToken", slow.token);
   project.provide("receiverUrl", receiver.url);
   return async () => {
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), receiver.close()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), shardB.stop(), shardC.stop(), receiver.close()]);
   };
 }
