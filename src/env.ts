@@ -58,10 +58,13 @@ export interface Env extends SettingBindings {
   ASSETS?: { fetch(request: Request): Promise<Response> };
   /** This Worker's TickChunk entrypoint (service binding), for fanning chunks out to invocations of their own. */
   TICK_RUNNER?: {
-    run(topic: string, max: number): Promise<TickChunkReport>;
-    drain(topic: string, horizonMs: number, handovers?: number): Promise<TickChunkReport>;
+    /** `shard` (default `main`): which shard's queue each call works on. */
+    run(topic: string, max: number, shard?: string): Promise<TickChunkReport>;
+    drain(topic: string, horizonMs: number, handovers?: number, shard?: string): Promise<TickChunkReport>;
     /** Goes on with a tick loop whose invocation ran out of subrequests: the rest of its window, with a budget of its own. */
-    continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }>;
+    continueTick(scheduledTime: number, windowEnd: number, handovers: number, shard?: string): Promise<{ ended: string }>;
+    /** The tick of a shard other than `main`, in an invocation of its own. */
+    tickShard(shard: string, scheduledTime: number): Promise<{ ended: string }>;
   };
 }
 

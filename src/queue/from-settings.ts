@@ -29,6 +29,18 @@ export interface QueueFromSettingsOptions {
 /** The `main` shard of the settings (without `DELAYLINE_SHARDS`, the only one: today's URL, token and prefix). */
 const mainShard = (s: Settings): Shard => s.shards.find((sh) => sh.name === MAIN_SHARD)!;
 
+/**
+ * The shard of the settings named `name` (`main` unless given), for
+ * {@link queueFromSettings} and {@link tickLockFromSettings}: what the tick's
+ * invocations for one shard build theirs from. Throws for a name the settings
+ * do not list (an invocation started under settings since changed).
+ */
+export function shardNamed(s: Settings, name: string = MAIN_SHARD): Shard {
+  const shard = s.shards.find((sh) => sh.name === name);
+  if (!shard) throw new Error(`no shard named "${name}" in DELAYLINE_SHARDS`);
+  return shard;
+}
+
 /** What a client of `shard` needs: its URL and token, and the deployment's timeout. */
 const clientSettings = (s: Settings, shard: Shard) => ({ redisUrl: shard.redisUrl, redisToken: shard.redisToken, redisTimeoutMs: s.redisTimeoutMs });
 

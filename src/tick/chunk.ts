@@ -1,10 +1,12 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { settings, type Env } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
-import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
+import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/from-settings.js";
+import { MAIN_SHARD } from "../queue/ids.js";
 import { runDrain } from "./drain.js";
 import { runTick } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
+import { tickShard } from "./scheduled.js";
 
 export type { ChunkReport } from "./run-chunk.js";
 
@@ -27,10 +29,16 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
   /** The deployment's code handlers. */
   protected abstract readonly handlers: Handlers;
 
-  /** One chunk of a topic (src/tick/run-chunk.ts), fanned out by the tick. */
-  async run(topic: string, max: number): Promise<ChunkReport> {
+  /** One chunk of a topic (src/tick/run-chunk.ts) on `shard`, fanned out by the tick. */
+  async run(topic: string, max: number, shard: string = MAIN_SHARD): Promise<ChunkReport> {
     const s = settings(this.env);
-    return runChunk({ queue: queueFromSettings(s), settings: s, handlers: this.handlers, topic, max });
+    return runChunk({ queue: queueFromSettings(s, { shard: shardNamed(s, shard) }), settings: s, handlers: this.handlers, topic, max });
+  }
+
+  /** The tick of a shard other than `main`, started by the cron's `scheduled()` (src/tick/scheduled.ts). */
+  async tickShard(shard: string, scheduledTime: number): Promise<{ ended: string }> {
+    const report = await tickShard({ env: this.env, handlers: this.handlers, shard, scheduledTime });
+    return { ended: report.ended };
   }
 
   /**
@@ -38,19 +46,19 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
    * producer while the tick sleeps (src/tick/wake.ts); `handovers` counts the
    * drains before it that ran out of budget.
    */
-  async drain(topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> {
+  async drain(topic: string, horizonMs: number, handovers = 0, shard: string = MAIN_SHARD): Promise<ChunkReport> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
     return runDrain({
-      queue: queueFromSettings(s),
+      queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
       settings: s,
       handlers: this.handlers,
       topic,
       horizonMs,
       ...(runner
         ? {
-            fanOut: (t: string, max: number) => runner.run(t, max),
-            ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runner.drain(topic, h, handovers + 1) } : {}),
+            fanOut: (t: string, max: number) => runner.run(t, max, shard),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runner.drain(topic, h, handovers + 1, shard) } : {}),
           }
         : {}),
     });
@@ -61,20 +69,20 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
    * (see TickOptions.handOver); `handovers` counts the loops before it in
    * this window.
    */
-  async continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }> {
+  async continueTick(scheduledTime: number, windowEnd: number, handovers: number, shard: string = MAIN_SHARD): Promise<{ ended: string }> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
     const report = await runTick({
-      queue: queueFromSettings(s),
-      lock: tickLockFromSettings(s),
+      queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
+      lock: tickLockFromSettings(s, shardNamed(s, shard)),
       settings: s,
       handlers: this.handlers,
       scheduledTime,
       windowMs: windowEnd - scheduledTime,
       ...(runner
         ? {
-            fanOut: (topic: string, max: number) => runner.run(topic, max),
-            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1) } : {}),
+            fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1, shard) } : {}),
           }
         : {}),
     });

@@ -3,34 +3,14 @@
  * bridge): each topic's jobs land on its shard's Redis, ids name their shard
  * and by-id calls go there, and a shard that is down fails only what is its.
  */
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { settings, type Env } from "../../../src/env.js";
 import { shardsFromSettings } from "../../../src/queue/from-settings.js";
-import { placeTopic } from "../../../src/queue/placement.js";
-import { freshPrefix } from "../fixtures.js";
+import { DOWN, SHARDS, threeShardBindings, topicOn } from "../shard-fixtures.js";
 import { call, isolatedEnv } from "./helpers.js";
 
-const [b, c] = inject("shardBridges") as [{ url: string; token: string }, { url: string; token: string }];
-/** A closed loopback port: a shard there is down. */
-const DOWN = "http://127.0.0.1:9";
-const SHARDS = ["main", "b", "c"];
-
-/** A deployment on shards main (the test stack's Redis), b and c (two more), each on a prefix of its own; `cUrl` moves shard c. */
-function shardedEnv(cUrl = c.url): Env {
-  return isolatedEnv({
-    DELAYLINE_SHARDS: JSON.stringify([
-      { name: "main" },
-      { name: "b", url: b.url, tokenBinding: "SHARD_B_TOKEN", prefix: freshPrefix("b") },
-      { name: "c", url: cUrl, tokenBinding: "SHARD_C_TOKEN", prefix: freshPrefix("c") },
-    ]),
-    SHARD_B_TOKEN: b.token,
-    SHARD_C_TOKEN: c.token,
-    REDIS_TIMEOUT_MS: "500",
-  } as Partial<Env>);
-}
-
-/** A topic that rendezvous hashing places on `shard`. */
-const topicOn = (shard: string, tag = "t") => Array.from({ length: 200 }, (_, i) => `${tag}-${i}`).find((t) => placeTopic(t, SHARDS) === shard)!;
+/** A deployment on shards main, b and c; `cUrl` moves shard c. */
+const shardedEnv = (cUrl?: string): Env => isolatedEnv(threeShardBindings(cUrl));
 
 describe("a deployment on three shards", () => {
   it("stores each topic's jobs on its own shard's Redis, and ids name the shard (none for main)", async () => {
