@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { whsecProblem } from "./protocol/whsec.js";
 import { SETTING_DECLARATIONS } from "./settings/declarations.js";
+import { resolveShards, type Shard } from "./settings/shards.js";
 
 /** How a chunk's (or a loop's) settled jobs ended: acked, retried, dead, or settled by someone else first. */
 export interface Outcomes {
@@ -57,10 +58,13 @@ export interface Env extends SettingBindings {
   ASSETS?: { fetch(request: Request): Promise<Response> };
   /** This Worker's TickChunk entrypoint (service binding), for fanning chunks out to invocations of their own. */
   TICK_RUNNER?: {
-    run(topic: string, max: number): Promise<TickChunkReport>;
-    drain(topic: string, horizonMs: number, handovers?: number): Promise<TickChunkReport>;
+    /** `shard` (default `main`): which shard's queue each call works on. */
+    run(topic: string, max: number, shard?: string): Promise<TickChunkReport>;
+    drain(topic: string, horizonMs: number, handovers?: number, shard?: string): Promise<TickChunkReport>;
     /** Goes on with a tick loop whose invocation ran out of subrequests: the rest of its window, with a budget of its own. */
-    continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }>;
+    continueTick(scheduledTime: number, windowEnd: number, handovers: number, shard?: string): Promise<{ ended: string }>;
+    /** The tick of a shard other than `main`, in an invocation of its own. */
+    tickShard(shard: string, scheduledTime: number): Promise<{ ended: string }>;
     /** Starts a tick loop of the deployment with key prefix `prefix` now, until the next cron's look (the wake alarm's), unless one runs. */
     wakeTick(prefix: string): Promise<{ ended: string }>;
   };
@@ -80,7 +84,10 @@ export interface Env extends SettingBindings {
  * declaration of src/settings/declarations.ts, where each field's meaning,
  * default and bounds are written (and docs/configuration.md states them).
  */
-export interface Settings extends Present, Absent {}
+export interface Settings extends Omit<Present, "shards">, Absent {
+  /** Every shard, resolved (URL, token from its binding, prefix); one, `main`, without `DELAYLINE_SHARDS`. */
+  shards: Shard[];
+}
 
 const declared = Object.entries(SETTING_DECLARATIONS) as Array<[SettingName, Declarations[SettingName]]>;
 
@@ -117,7 +124,14 @@ const present = (env: Env) => Object.fromEntries(Object.entries(env).filter(([, 
  */
 export function validateSettings(env: Env): SettingProblem[] {
   const parsed = SettingsSchema.safeParse(present(env));
-  return parsed.success ? [] : problemsOf(parsed.error);
+  return parsed.success ? withShards(settingsOf(parsed.data as Record<SettingName, unknown>), env).problems : problemsOf(parsed.error);
+}
+
+/** The settings with their shards resolved (a token is read from the binding its shard names), and what stops that. */
+function withShards(parsed: Record<string, unknown>, env: Env): { settings: Settings; problems: SettingProblem[] } {
+  const p = parsed as unknown as Settings & Parameters<typeof resolveShards>[0];
+  const { shards, problems } = resolveShards(p, (binding) => (env as Record<string, unknown>)[binding]);
+  return { settings: { ...p, shards }, problems };
 }
 
 const problemsOf = (error: z.ZodError): SettingProblem[] => error.issues.map((i) => ({ setting: i.path.join("."), message: i.message }));
@@ -135,17 +149,18 @@ export function settings(env: Env): Settings {
     const problems = problemsOf(parsed.error).map((p) => `${p.setting} ${p.message}`);
     throw new SettingsError(`invalid delayline settings: ${problems.join("; ")}`);
   }
-  const result = settingsOf(parsed.data as Record<SettingName, unknown>);
+  const { settings: result, problems } = withShards(settingsOf(parsed.data as Record<SettingName, unknown>), env);
+  if (problems.length > 0) throw new SettingsError(`invalid delayline settings: ${problems.map((p) => `${p.setting} ${p.message}`).join("; ")}`);
   cache.set(env, result);
   return result;
 }
 
 /** Each declaration's value under its field; a derived default once the values it needs are known. */
-function settingsOf(parsed: Record<SettingName, unknown>): Settings {
+function settingsOf(parsed: Record<SettingName, unknown>): Record<string, unknown> {
   const result: Record<string, unknown> = {};
   for (const [name, d] of declared) {
     const value = parsed[name] ?? ("derive" in d ? (d.derive as (p: Record<SettingName, unknown>) => unknown)(parsed) : undefined);
     if (value !== undefined) result[d.field] = value;
   }
-  return result as unknown as Settings;
+  return result;
 }

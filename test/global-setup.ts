@@ -33,6 +33,13 @@ export default async function setup(project: TestProject) {
   // And one for the bulk-operation test, whose SLOWLOG holds only its own calls:
   // without the record cap, whose MEMORY USAGE of every key a call writes would fill it.
   const slow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
+  // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main one.
+  const shardB = await startRedisBridge();
+  const shardC = await startRedisBridge();
+  project.provide("shardBridges", [
+    { url: shardB.bridge.url, token: shardB.token },
+    { url: shardC.bridge.url, token: shardC.token },
+  ]);
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
@@ -50,7 +57,7 @@ export default async function setup(project: TestProject) {
     // Every call of the run in one slot: a CROSSSLOT anywhere (even one a test expected and passed on) fails the run.
     const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
     if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), receiver.close()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), shardB.stop(), shardC.stop(), receiver.close()]);
     if (crossSlot > 0) {
       // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
       process.exitCode = 1;

@@ -18,6 +18,8 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the bulk-operation test's SLOWLOG. */
     slowBridgeUrl: string;
     slowBridgeToken: string;
+    /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one. */
+    shardBridges: Array<{ url: string; token: string }>;
     /** A local HTTP receiver that records deliveries (test/receiver.ts). */
     receiverUrl: string;
   }

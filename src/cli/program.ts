@@ -4,6 +4,7 @@ import { deadCommands } from "./commands/dead.js";
 import { jobCommands } from "./commands/jobs.js";
 import { listenCommand } from "./commands/listen.js";
 import { scheduleCommands } from "./commands/schedules.js";
+import { shardCommands } from "./commands/shards.js";
 import { statusCommand } from "./commands/status.js";
 import { topicCommands } from "./commands/topics.js";
 import { versionCommand } from "./commands/version.js";
@@ -13,7 +14,7 @@ import { packageVersion } from "./version.js";
 export function buildProgram(io: Io): Command {
   const version = packageVersion();
   const program = new Command("delayline")
-    .description("Operate a delayline deployment: health, jobs, topics, schedules, dead letters.")
+    .description("Operate a delayline deployment: health, jobs, topics, schedules, dead letters, shards.")
     // Each command parses only its own options up to its subcommand, so a command's option may share a global
     // option's name (`topics set --url` is the topic's URL) without the global one taking it. Set before any
     // subcommand is made: they inherit it.
@@ -34,6 +35,7 @@ export function buildProgram(io: Io): Command {
   topicCommands(program, io);
   scheduleCommands(program, io);
   deadCommands(program, io);
+  shardCommands(program, io);
   listenCommand(program, io);
   versionCommand(program, io, version);
 

@@ -3,12 +3,14 @@ import type { Context, ErrorHandler, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError, type Settings } from "../env.js";
-import { queueFromSettings } from "../queue/from-settings.js";
+import { queueFromSettings, shardsFromSettings } from "../queue/from-settings.js";
 import { RedisLimitError, RedisOutcomeUnknownError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
-import { type Queue, RequestTooLargeError, TopicLimitError } from "../queue/queue.js";
+import { RequestTooLargeError, TopicLimitError } from "../queue/queue.js";
+import type { Shards } from "../queue/shards.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
+import { PartialBatchError, partialBatchProblem } from "./batch-split.js";
 import { router, type AppEnv } from "./context.js";
 import { withPageHeaders } from "./page-headers.js";
 import { ApiProblem, PROBLEM_TYPES, problem } from "./problem.js";
@@ -164,25 +166,27 @@ const limitBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   return limit(c, next);
 };
 
-// The writes' queue holds nothing of a request (the isolate's shared client
-// and the settings), so it is built once per settings, not per request; apps
-// share it, as two deployments with the same settings share their Redis keys.
-const writeQueues = new WeakMap<Settings, Queue>();
+// The writes' queues hold nothing of a request (the isolate's shared clients
+// and the settings), so they are built once per settings, not per request; apps
+// share them, as two deployments with the same settings share their Redis keys.
+const writeShards = new WeakMap<Settings, Shards>();
 
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
   // Reads fan out (a topic list asks for every topic's stats at once), and
   // their calls share one request through a client of their own. Writes make
   // their calls one after another: they use the isolate's shared client.
   const s = c.get("settings");
-  if (c.req.method === "GET" || c.req.method === "HEAD") c.set("queue", queueFromSettings(s));
+  let shards: Shards | undefined;
+  if (c.req.method === "GET" || c.req.method === "HEAD") shards = shardsFromSettings(s);
   else {
-    let queue = writeQueues.get(s);
-    if (!queue) {
-      queue = queueFromSettings(s, { oneCallAtATime: true });
-      writeQueues.set(s, queue);
+    shards = writeShards.get(s);
+    if (!shards) {
+      shards = shardsFromSettings(s, { oneCallAtATime: true });
+      writeShards.set(s, shards);
     }
-    c.set("queue", queue);
   }
+  c.set("shards", shards);
+  c.set("queue", shards.queue()!);
   await next();
 };
 
@@ -243,6 +247,7 @@ function servedMethods(app: OpenAPIHono<AppEnv>, path: string): string[] {
 }
 
 const onError: ErrorHandler<AppEnv> = (err, c) => {
+  if (err instanceof PartialBatchError) return partialBatchProblem(err, onError(err.firstError as Error, c) as Response);
   if (err instanceof SettingsError) {
     console.error(JSON.stringify({ level: "error", msg: err.message }));
     return problem(500, err.message, { type: PROBLEM_TYPES.settings });

@@ -3,9 +3,12 @@ import type { Context } from "hono";
 import { wakeForSoonJobs, wakeForSoonSchedule } from "../tick/wake.js";
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
-import { validationProblem } from "./problem.js";
+import type { Shards } from "../queue/shards.js";
+import { shardOfJobId } from "../queue/ids.js";
+import { ApiProblem, validationProblem } from "./problem.js";
 
-export type AppEnv = { Bindings: Env; Variables: { settings: Settings; queue: Queue } };
+/** A request's settings, its deployment's shards, and `queue`: the `main` shard's, for what is not placed by topic or id (schedules, health). */
+export type AppEnv = { Bindings: Env; Variables: { settings: Settings; queue: Queue; shards: Shards } };
 
 /** A router whose validation failures are 422 problem documents. */
 export function router(): OpenAPIHono<AppEnv> {
@@ -57,16 +60,31 @@ export async function wakeSoonSchedule(c: Context<AppEnv>, nextAt: number | null
   await wakeForSoonSchedule({ env: c.env, settings: c.get("settings"), queue: c.get("queue"), nextAt, waitUntil });
 }
 
-/** After storing jobs: while the tick sleeps, start the ones due soon from this invocation (see src/tick/wake.ts). */
-export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: string; dueAt: number | null }>): Promise<void> {
+/**
+ * After storing jobs: while the tick sleeps, start the ones due soon from
+ * this invocation (see src/tick/wake.ts), on each one's shard — `queue`'s
+ * when given (a job by id stays on the shard its id names), else its topic's.
+ */
+export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: string; dueAt: number | null }>, queue?: Queue): Promise<void> {
   const jobs = stored.filter((j): j is { topic: string; dueAt: number } => j.dueAt !== null);
   if (jobs.length === 0) return;
-  let waitUntil: (work: Promise<unknown>) => void;
-  try {
-    const ctx = c.executionCtx;
-    waitUntil = (work) => ctx.waitUntil(work);
-  } catch {
-    return; // no execution context (not running as a Worker): nothing can outlive the response
+  const waitUntil = waitUntilOf(c);
+  if (!waitUntil) return; // no execution context (not running as a Worker): nothing can outlive the response
+  const shards = c.get("shards");
+  const byQueue = new Map<Queue, typeof jobs>();
+  for (const j of jobs) {
+    const q = queue ?? shards.forTopic(j.topic);
+    byQueue.set(q, [...(byQueue.get(q) ?? []), j]);
   }
-  await wakeForSoonJobs({ env: c.env, settings: c.get("settings"), queue: c.get("queue"), jobs, waitUntil });
+  for (const [q, some] of byQueue) await wakeForSoonJobs({ env: c.env, settings: c.get("settings"), queue: q, jobs: some, waitUntil });
+}
+
+/** The queue of the shard `topic` lives on. */
+export const topicQueue = (c: Context<AppEnv>, topic: string): Queue => c.get("shards").forTopic(topic);
+
+/** The queue of the shard job `id` names; 404 when the deployment has no such shard. */
+export function jobQueue(c: Context<AppEnv>, id: string): Queue {
+  const queue = c.get("shards").forJobId(id);
+  if (!queue) throw new ApiProblem(404, `no job ${id} (it names shard "${shardOfJobId(id)}", which this deployment does not have)`);
+  return queue;
 }

@@ -14,7 +14,10 @@ export const TopicName = z
   .regex(TOPIC_NAME_PATTERN, `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
   .openapi({ example: "emails" });
 
-export const JobId = z.string().max(100).openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>`" });
+export const JobId = z
+  .string()
+  .max(124)
+  .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>` on another" });
 
 /** A duration: `"90s"`, `"5m"`, `"1h30m"`, `"500ms"`, or milliseconds. Parsed to ms. */
 export const Duration = z

@@ -1,5 +1,6 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import { DEFAULT_DEAD_LETTER_CAP, DEFAULT_IDEMPOTENCY_WINDOW_MS, DEFAULT_MAX_TOPICS, DEFAULT_RETENTION_MS, REQUEST_BUDGET_BYTES } from "../limits.js";
+import { MAIN_SHARD } from "./ids.js";
 import { Keys } from "./keys.js";
 import type { LuaScript } from "./lua.generated.js";
 import { ensureModel as ensureDataModel } from "./model.js";
@@ -11,6 +12,8 @@ export interface QueueOptions {
   redis: Redis;
   /** Key prefix with a hash tag, e.g. `dl:{main}`. */
   prefix: string;
+  /** The shard these keys are (its name goes into the ids of jobs it mints, see src/queue/ids.ts). Default `main`. */
+  shard?: string;
   /** Defaults for topics that do not set their own. Default {@link DEFAULT_TOPIC_DEFAULTS}. */
   defaults?: Partial<TopicDefaults>;
   /** Finished jobs stay readable this long. Default 3,600,000 ms (1 h). */
@@ -42,6 +45,7 @@ export interface QueueOptions {
 export class QueueContext {
   readonly redis: Redis;
   readonly keys: Keys;
+  readonly shard: string;
   readonly defaults: TopicDefaults;
   readonly retentionMs: number;
   readonly deadLetterCap: number;
@@ -54,6 +58,7 @@ export class QueueContext {
   constructor(options: QueueOptions) {
     this.redis = options.redis;
     this.keys = new Keys(options.prefix);
+    this.shard = options.shard ?? MAIN_SHARD;
     this.defaults = { ...DEFAULT_TOPIC_DEFAULTS, ...options.defaults };
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.deadLetterCap = options.deadLetterCap ?? DEFAULT_DEAD_LETTER_CAP;

@@ -9,7 +9,11 @@ const TOPIC_CHARS = `[A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}}`;
  * configured, paused or drained over the API. The API's schema uses it too.
  */
 export const TOPIC_NAME_PATTERN = new RegExp(`^(?!\\.\\.?$)${TOPIC_CHARS}$`);
-const JOB_ID = new RegExp(`^(${TOPIC_CHARS})\\.([0-9A-HJKMNP-TV-Z]{26})$`);
+/** The one rule for shard names (src/settings/shards.ts declares them): 1–32 of `a–z 0–9 -`. */
+export const SHARD_NAME_PATTERN = /^[a-z0-9-]{1,32}$/;
+/** The shard that holds today's keys and every id without a shard in it. */
+export const MAIN_SHARD = "main";
+const JOB_ID = new RegExp(`^(?:([a-z0-9-]{1,32})~)?(${TOPIC_CHARS})\\.([0-9A-HJKMNP-TV-Z]{26})$`);
 
 /**
  * crypto's random bytes, drawn a kilobyte at a time. ulidx asks its random
@@ -33,23 +37,31 @@ function pooledRandom(): number {
 const ulid = monotonicFactory(pooledRandom);
 
 /**
- * A new job id: `<topic>.<ULID>`. The topic makes every by-id operation able
- * to find its keys; the ULID keeps jobs due at the same millisecond in
- * enqueue order, and its time is the job's createdAt (`now`), so a listing
- * can tell it without reading the record.
+ * A new job id: `<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>`
+ * on any other. The shard sends every by-id call to one database without a
+ * lookup, and the topic finds its keys there; the ULID keeps jobs due at the
+ * same millisecond in enqueue order, and its time is the job's createdAt
+ * (`now`), so a listing can tell it without reading the record. Ids of the
+ * main shard carry no shard, so the ids of a deployment from before shards
+ * stay valid byte for byte.
  */
-export function newJobId(topic: string, now: number): string {
-  return `${topic}.${ulid(now)}`;
+export function newJobId(topic: string, now: number, shard: string = MAIN_SHARD): string {
+  return shard === MAIN_SHARD ? `${topic}.${ulid(now)}` : `${shard}~${topic}.${ulid(now)}`;
 }
 
 /** The topic of a well-formed job id, or null for anything else. */
 export function topicOfJobId(id: string): string | null {
   const m = JOB_ID.exec(id);
-  return m && TOPIC_NAME_PATTERN.test(m[1]!) ? m[1]! : null;
+  return m && TOPIC_NAME_PATTERN.test(m[2]!) && m[1] !== MAIN_SHARD ? m[2]! : null;
+}
+
+/** The shard a well-formed job id names (`main` when it names none), or null for anything else. */
+export function shardOfJobId(id: string): string | null {
+  return topicOfJobId(id) === null ? null : (JOB_ID.exec(id)![1] ?? MAIN_SHARD);
 }
 
 /** When a well-formed job id was minted (its job's createdAt), epoch ms, or null for anything else. */
 export function createdAtOfJobId(id: string): number | null {
   const m = JOB_ID.exec(id);
-  return m ? decodeTime(m[2]!) : null;
+  return m ? decodeTime(m[3]!) : null;
 }

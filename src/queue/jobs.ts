@@ -34,7 +34,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   const newTopics = new Set<string>();
   const jobs: Array<{ id: string; dueAt: number; record: string; topic: string }> = [];
   for (const input of inputs) {
-    const id = newJobId(input.topic, now);
+    const id = newJobId(input.topic, now, ctx.shard);
     const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
     // No createdAt: it is the time in the id's ULID, minted from `now` (parseRecord fills it in).
     const record: Omit<JobRecord, "createdAt"> = { payload: input.payload };

@@ -56,6 +56,8 @@ export type * from "./views.js";
  */
 export class Queue {
   readonly keys: Keys;
+  /** The shard these keys are (`main` unless the options name another). */
+  readonly shard: string;
   /** The deployment's recurring schedules. */
   readonly schedules: Schedules;
   /** Whether Redis answers, and the tick's heartbeat. */
@@ -65,6 +67,7 @@ export class Queue {
   constructor(options: QueueOptions) {
     this.ctx = new QueueContext(options);
     this.keys = this.ctx.keys;
+    this.shard = this.ctx.shard;
     this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics, this.ctx.requestBudgetBytes);
     this.health = new Health(this.ctx.redis, this.keys);
   }

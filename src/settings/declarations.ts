@@ -38,6 +38,7 @@ import {
   UPSTASH_REQUEST_BYTES,
 } from "../limits.js";
 import { code, declare, figure, flag, whole, wholeDerived, wireBytes } from "./rules.js";
+import { ShardPinsSetting, ShardsSetting } from "./shards.js";
 
 const DAY_MS = 86_400_000;
 const REQUIRED_SECRET = "— (required, secret)";
@@ -77,6 +78,19 @@ export const SETTING_DECLARATIONS = {
     shownDefault: code(DEFAULT_PREFIX),
     accepts: "exactly one `{hash tag}`, no spaces or other braces",
     doc: "the prefix of every Redis key; its hash tag puts all keys in one cluster slot",
+  }),
+  DELAYLINE_SHARDS: declare("shards", {
+    schema: ShardsSetting,
+    shownDefault: "— (one shard, `main`: `UPSTASH_REDIS_REST_URL`, `UPSTASH_REDIS_REST_TOKEN`, `DELAYLINE_PREFIX`)",
+    accepts:
+      'JSON array of `{ "name", "url", "tokenBinding", "prefix"? }`: names of 1–32 `a–z 0–9 -`, one of them `main`; `tokenBinding` names the Worker secret holding the REST token; `prefix` (default `dl:{<name>}`) with a hash tag no other shard has; `main` may leave out `url` and `tokenBinding` (then the two above) and `prefix` (then `DELAYLINE_PREFIX`)',
+    doc: "the Redis databases the deployment spreads its topics over, each topic on one (see docs/operations.md, Shards)",
+  }),
+  DELAYLINE_SHARD_PINS: declare("shardPins", {
+    schema: ShardPinsSetting,
+    shownDefault: "`{}`",
+    accepts: 'JSON object `{ "<topic>": "<shard>" }` of shards `DELAYLINE_SHARDS` lists',
+    doc: "places each topic named on its shard, whatever rendezvous hashing would choose; adding a shard moves no pinned topic",
   }),
   ALLOW_PRIVATE_TARGETS: flag("allowPrivateTargets", {
     shownDefault: "`false` (`true` under `npm start`)",

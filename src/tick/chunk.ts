@@ -1,11 +1,13 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { settings, type Env } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
-import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
+import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/from-settings.js";
+import { MAIN_SHARD } from "../queue/ids.js";
 import { runDrain } from "./drain.js";
 import { nextCronAt } from "./cron-look.js";
 import { runTick, type TickOptions } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
+import { tickShard } from "./scheduled.js";
 import { armForWorkLeft } from "./wake-alarm.js";
 
 export type { ChunkReport } from "./run-chunk.js";
@@ -29,21 +31,27 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
   /** The deployment's code handlers. */
   protected abstract readonly handlers: Handlers;
 
-  /** One chunk of a topic (src/tick/run-chunk.ts), fanned out by the tick. */
-  async run(topic: string, max: number): Promise<ChunkReport> {
+  /** One chunk of a topic (src/tick/run-chunk.ts) on `shard`, fanned out by the tick. */
+  async run(topic: string, max: number, shard: string = MAIN_SHARD): Promise<ChunkReport> {
     const s = settings(this.env);
-    return runChunk({ queue: queueFromSettings(s), settings: s, handlers: this.handlers, topic, max });
+    return runChunk({ queue: queueFromSettings(s, { shard: shardNamed(s, shard) }), settings: s, handlers: this.handlers, topic, max });
+  }
+
+  /** The cron invocation of a shard other than `main`, started by the cron's `scheduled()` (src/tick/scheduled.ts). */
+  async tickShard(shard: string, scheduledTime: number): Promise<{ ended: string }> {
+    const report = await tickShard({ env: this.env, handlers: this.handlers, shard, scheduledTime });
+    return { ended: report?.ended ?? "looked" };
   }
 
   /**
    * A topic's jobs as they fall due over the next `horizonMs`, started by a
    * producer while the tick sleeps (src/tick/wake.ts); `handovers` counts the
-   * drains before it that ran out of budget.
+   * drains before it that ran out of budget; `shard`, the topic's.
    */
-  async drain(topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> {
+  async drain(topic: string, horizonMs: number, handovers = 0, shard: string = MAIN_SHARD): Promise<ChunkReport> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
-    const queue = queueFromSettings(s);
+    const queue = queueFromSettings(s, { shard: shardNamed(s, shard) });
     const report = await runDrain({
       queue,
       settings: s,
@@ -52,8 +60,8 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
       horizonMs,
       ...(runner
         ? {
-            fanOut: (t: string, max: number) => runner.run(t, max),
-            ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runner.drain(topic, h, handovers + 1) } : {}),
+            fanOut: (t: string, max: number) => runner.run(t, max, shard),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runner.drain(topic, h, handovers + 1, shard) } : {}),
           }
         : {}),
     });
@@ -66,32 +74,39 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
   /**
    * The rest of a tick loop's window, after the loop ran out of subrequests
    * (see TickOptions.handOver); `handovers` counts the loops before it in
-   * this window.
+   * this window, on `shard`.
    */
-  continueTick(scheduledTime: number, windowEnd: number, handovers: number): Promise<{ ended: string }> {
-    return this.loop(scheduledTime, windowEnd, handovers, {});
+  continueTick(scheduledTime: number, windowEnd: number, handovers: number, shard: string = MAIN_SHARD): Promise<{ ended: string }> {
+    return this.loop(scheduledTime, windowEnd, handovers, {}, shard);
   }
 
   /**
    * A loop started by the wake alarm (src/tick/alarm-object.ts) for a job due
    * before the next cron's look: it runs until that cron's window would
    * begin, and ends at once if a loop runs already. `prefix` names the
-   * deployment the alarm was armed for.
+   * shard (its key prefix) the alarm was armed for.
    */
   async wakeTick(prefix: string): Promise<{ ended: string }> {
     const s = settings(this.env);
-    // One deployment per Worker (a shard per prefix later): an alarm armed for another prefix is not this tick's.
-    if (prefix !== s.prefix) return { ended: "not-acquired" };
+    // An alarm armed for a prefix no shard of this deployment has (a shard since removed) is not this tick's.
+    const shard = s.shards.find((sh) => sh.prefix === prefix);
+    if (!shard) return { ended: "not-acquired" };
     const now = Date.now();
-    return this.loop(now, nextCronAt(now) + s.tickOverlapMs, 0, { waitForLock: false });
+    return this.loop(now, nextCronAt(now) + s.tickOverlapMs, 0, { waitForLock: false }, shard.name);
   }
 
-  private async loop(scheduledTime: number, windowEnd: number, handovers: number, extra: Pick<TickOptions, "waitForLock">): Promise<{ ended: string }> {
+  private async loop(
+    scheduledTime: number,
+    windowEnd: number,
+    handovers: number,
+    extra: Pick<TickOptions, "waitForLock">,
+    shard: string,
+  ): Promise<{ ended: string }> {
     const s = settings(this.env);
     const runner = this.env.TICK_RUNNER;
     const report = await runTick({
-      queue: queueFromSettings(s),
-      lock: tickLockFromSettings(s),
+      queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
+      lock: tickLockFromSettings(s, shardNamed(s, shard)),
       settings: s,
       handlers: this.handlers,
       scheduledTime,
@@ -100,12 +115,12 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
       ...extra,
       ...(runner
         ? {
-            fanOut: (topic: string, max: number) => runner.run(topic, max),
-            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1) } : {}),
+            fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
+            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1, shard) } : {}),
           }
         : {}),
     });
-    console.log(JSON.stringify({ level: "info", msg: "tick ended", ...report }));
+    console.log(JSON.stringify({ level: "info", msg: "tick ended", ...(shard === MAIN_SHARD ? {} : { shard }), ...report }));
     return { ended: report.ended };
   }
 }

@@ -1,6 +1,7 @@
 import { settings, type Env, type Settings } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
-import { queueFromSettings, tickLockFromSettings } from "../queue/from-settings.js";
+import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/from-settings.js";
+import { MAIN_SHARD } from "../queue/ids.js";
 import type { Queue } from "../queue/queue.js";
 import { realClock, type Clock } from "./clock.js";
 import { lookLeavesAsleep } from "./cron-look.js";
@@ -11,29 +12,57 @@ export type Scheduled = (controller: ScheduledController, env: Env, ctx: Executi
 
 /**
  * The cron entry point of the deployment whose code handlers are `handlers`:
- * records a heartbeat for /healthz, then runs the dispatch loop for the rest
- * of its minute — or, while the tick sleeps with nothing due before the next
- * cron, only looks (src/tick/cron-look.ts).
+ * runs `main`'s tick here, and starts every other shard's in an invocation
+ * of its own (TickChunk.tickShard through TICK_RUNNER) at the same time, so
+ * a shard that is down or slow delays only its own topics.
  */
 export function createScheduled(handlers: Handlers): Scheduled {
   return async (controller, env) => {
-    const s = settings(env);
     const runner = env.TICK_RUNNER;
-    const report = await cronTick({
-      queue: queueFromSettings(s),
-      settings: s,
-      handlers,
-      scheduledTime: controller.scheduledTime,
-      wakeAlarm: env.TICK_ALARM !== undefined,
-      ...(runner
-        ? {
-            fanOut: (topic: string, max: number) => runner.run(topic, max),
-            handOver: (windowEnd: number) => runner.continueTick(controller.scheduledTime, windowEnd, 1),
-          }
-        : {}),
-    });
-    console.log(JSON.stringify({ level: "info", msg: report ? "tick ended" : "tick looked: asleep, nothing due before the next cron", ...report }));
+    const scheduledTime = controller.scheduledTime;
+    const others = settings(env)
+      .shards.filter((sh) => sh.name !== MAIN_SHARD)
+      .map((sh) =>
+        // Without the binding (a library user's Worker that has none), the shard's tick runs here beside main's.
+        (runner ? runner.tickShard(sh.name, scheduledTime) : tickShard({ env, handlers, shard: sh.name, scheduledTime })).catch((err: unknown) =>
+          console.error(JSON.stringify({ level: "error", msg: "shard tick failed", shard: sh.name, error: String(err) })),
+        ),
+      );
+    try {
+      await tickShard({ env, handlers, shard: MAIN_SHARD, scheduledTime });
+    } finally {
+      await Promise.all(others);
+    }
   };
+}
+
+/**
+ * One shard's cron invocation for the minute of `scheduledTime` (see
+ * {@link cronTick}), on the shard's own Redis, lock, status and budget; its
+ * fanned-out chunks and handovers work on the same shard. Returns the loop's
+ * report, or null when it only looked.
+ */
+export async function tickShard(args: { env: Env; handlers: Handlers; shard: string; scheduledTime: number }): Promise<TickReport | null> {
+  const { env, handlers, shard, scheduledTime } = args;
+  const s = settings(env);
+  const runner = env.TICK_RUNNER;
+  const report = await cronTick({
+    queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
+    lock: tickLockFromSettings(s, shardNamed(s, shard)),
+    settings: s,
+    handlers,
+    scheduledTime,
+    wakeAlarm: env.TICK_ALARM !== undefined,
+    ...(runner
+      ? {
+          fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
+          handOver: (windowEnd: number) => runner.continueTick(scheduledTime, windowEnd, 1, shard),
+        }
+      : {}),
+  });
+  const msg = report ? "tick ended" : "tick looked: asleep, nothing due before the next cron";
+  console.log(JSON.stringify({ level: "info", msg, ...(shard === MAIN_SHARD ? {} : { shard }), ...report }));
+  return report;
 }
 
 /**
@@ -51,6 +80,8 @@ export async function cronTick(
     scheduledTime: number;
     /** The deployment has its wake alarm (TICK_ALARM). */
     wakeAlarm: boolean;
+    /** The tick lock of the queue's shard. Default `main`'s. */
+    lock?: TickOptions["lock"];
     clock?: Clock;
     windowMs?: number;
   },
@@ -63,6 +94,6 @@ export async function cronTick(
     const look = await queue.look(o.scheduledTime).catch(() => null);
     if (look && lookLeavesAsleep(look, clock.now())) return null;
   } else await queue.health.recordTickHeartbeat(o.scheduledTime);
-  const { wakeAlarm: _, ...options } = o;
-  return runTick({ ...options, lock: tickLockFromSettings(s), endWhenIdle });
+  const { wakeAlarm: _, lock, ...options } = o;
+  return runTick({ ...options, lock: lock ?? tickLockFromSettings(s), endWhenIdle });
 }

@@ -46,13 +46,14 @@ export async function wakeForSoonJobs(args: {
   waitUntil: (work: Promise<unknown>) => void;
   /** Default the real clock. */
   clock?: Clock;
-  /** Runs a drain of `topic` (src/tick/drain.ts). Default the TickChunk entrypoint's, through TICK_RUNNER. */
+  /** Runs a drain of `topic` (src/tick/drain.ts). Default the TickChunk entrypoint's on `queue`'s shard, through TICK_RUNNER. */
   drain?: (topic: string, horizonMs: number) => Promise<unknown>;
 }): Promise<void> {
   const { env, settings: s } = args;
   const clock = args.clock ?? realClock;
   const runner = env.TICK_RUNNER;
-  const drain = args.drain ?? (runner ? (topic: string, horizonMs: number) => runner.drain(topic, horizonMs) : undefined);
+  // The drain works on the shard these jobs were stored on.
+  const drain = args.drain ?? (runner ? (topic: string, horizonMs: number) => runner.drain(topic, horizonMs, 0, args.queue.shard) : undefined);
   if (!drain || s.tickIdlePeekMs === 0) return;
   const now = clock.now();
   const soon = args.jobs.filter((j) => j.dueAt - now <= s.tickIdlePeekMs);

@@ -16,6 +16,7 @@ import { GlobalOption } from "../../src/cli/context.js";
 import { buildProgram } from "../../src/cli/program.js";
 import { Delayline } from "../../src/client/index.js";
 import { TopicSettingsBody } from "../../src/producer/schemas.js";
+import { placeTopic } from "../../src/queue/placement.js";
 import { startLocalStack, type LocalStack } from "../local-stack.js";
 
 let stack: LocalStack;
@@ -297,6 +298,27 @@ it("topics set sets every topic setting, each read back with topics show and fro
   } finally {
     await receiver.close();
   }
+});
+
+it("shards plan --add lists the topics the new shard would take and the pins that keep them where they are", { timeout: 60_000 }, async () => {
+  const mine = Array.from({ length: 12 }, (_, i) => `cli-shard-${i}`);
+  await dl.jobs.enqueueBatch(mine.map((topic) => ({ topic, delay: "1h" })));
+  const plan = await json(["shards", "plan", "--add", "b"]);
+  const all: string[] = [];
+  for await (const t of dl.topics.all({ limit: 500 })) all.push(t.topic);
+  expect(all).toEqual(expect.arrayContaining(mine));
+  expect(plan.topics).toBe(all.length);
+  const moving = all.filter((t) => placeTopic(t, ["main", "b"]) === "b").sort();
+  expect(moving.length).toBeGreaterThan(0);
+  expect(plan.moves.map((m: { topic: string }) => m.topic).sort()).toEqual(moving);
+  expect(plan.moves.every((m: { from: string; to: string }) => m.from === "main" && m.to === "b")).toBe(true);
+  expect(plan.pins).toEqual(Object.fromEntries(moving.map((t) => [t, "main"])));
+  // With those pins set, adding the shard moves nothing.
+  const again = await cli(["shards", "plan", "--add", "b", "--json"], { DELAYLINE_SHARD_PINS: JSON.stringify(plan.pins) });
+  expect(JSON.parse(again.stdout).moves).toEqual([]);
+  const text = await cli(["shards", "plan", "--add", "b"]);
+  expect(text.stdout).toContain(`DELAYLINE_SHARD_PINS='${JSON.stringify(plan.pins)}'`);
+  expect((await cli(["shards", "plan", "--add", "main"])).stderr).toContain("error: shard main is one of the deployment's already");
 });
 
 it("the API token reaches no host but the Worker's: every command, with a receiver's URL in every option that takes a URL", { timeout: 300_000 }, async () => {

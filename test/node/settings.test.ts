@@ -42,6 +42,30 @@ const RULES: Record<string, { says: RegExp; good: string[]; bad: string[] }> = {
   ALLOW_PRIVATE_TARGETS: { says: /`true`\/`false`\/`1`\/`0`/, good: ["true", "false", "1", "0"], bad: ["yes", "TRUE"] },
   SIGNING_SECRET: { says: /≥ 16 characters/, good: ["0123456789abcdef"], bad: ["whsec_test123", "0123456789abcde"] },
   SIGNING_SCHEME: { says: /`delayline` or `standard`/, good: ["delayline", "standard"], bad: ["stripe", "Standard"] },
+  DELAYLINE_SHARDS: {
+    says: /JSON array .* one of them `main`/,
+    good: [
+      '[{"name":"main"}]',
+      // A token binding must name a binding the Worker has: here one every env of these tests holds.
+      '[{"name":"main"},{"name":"b-2","url":"https://b.upstash.io","tokenBinding":"UPSTASH_REDIS_REST_TOKEN","prefix":"x:{b}"}]',
+    ],
+    bad: [
+      "[]",
+      "not json",
+      '[{"name":"b","url":"https://b.upstash.io","tokenBinding":"UPSTASH_REDIS_REST_TOKEN"}]',
+      '[{"name":"main"},{"name":"main"}]',
+      '[{"name":"Main"}]',
+      '[{"name":"main"},{"name":"b"}]',
+      '[{"name":"main"},{"name":"b","url":"https://b.upstash.io","tokenBinding":"NO_SUCH_SECRET"}]',
+      '[{"name":"main"},{"name":"b","url":"https://b.upstash.io","tokenBinding":"UPSTASH_REDIS_REST_TOKEN","prefix":"other:{main}"}]',
+      '[{"name":"main","extra":1}]',
+    ],
+  },
+  DELAYLINE_SHARD_PINS: {
+    says: /JSON object/,
+    good: ["{}", '{"emails":"main"}'],
+    bad: ['{"emails":"b"}', "[1]", '{"..":"main"}', '{"emails":"Main"}', "nope"],
+  },
 };
 
 describe("docs/configuration.md's table", () => {
@@ -101,6 +125,38 @@ describe("docs/configuration.md's table", () => {
         },
       ]);
     }
+  });
+
+  it("a bad shard is refused naming its entry and what is wrong with it", () => {
+    const shards = (entries: unknown[]) => problemsWith("DELAYLINE_SHARDS", JSON.stringify(entries)).map((p) => p.message);
+    const b = { name: "b", url: "https://b.upstash.io", tokenBinding: "UPSTASH_REDIS_REST_TOKEN" };
+    expect(shards([b])).toEqual(['must list a shard named "main" (ids without a shard, and today\'s keys, are its)']);
+    expect(shards([{ name: "main" }, { ...b, tokenBinding: "SHARD_B_TOKEN" }])).toEqual([
+      'shard "b": its tokenBinding SHARD_B_TOKEN names no secret of the Worker',
+    ]);
+    expect(shards([{ name: "main" }, { ...b, prefix: "dl:{main}" }])).toEqual([
+      'shard "b": its prefix\'s hash tag {main} is shard "main"\'s too; every shard needs a hash tag of its own',
+    ]);
+    expect(shards([{ name: "main" }, { name: "b" }])).toEqual(['at 1: shard "b" needs a url and a tokenBinding (only "main" may leave them out)']);
+    expect(shards([{ name: "main" }, { ...b, name: "B" }])).toEqual(["at 1.name: must be 1–32 characters of a–z 0–9 -"]);
+    expect(validateSettings({ ...required, DELAYLINE_SHARD_PINS: '{"emails":"b"}' })).toEqual([
+      { setting: "DELAYLINE_SHARD_PINS", message: 'pins topic "emails" to shard "b", which DELAYLINE_SHARDS does not list' },
+    ]);
+  });
+
+  it("without DELAYLINE_SHARDS there is one shard, main, on today's URL, token and prefix; with it each shard's token is read from its binding", () => {
+    expect(settings({ ...required, DELAYLINE_PREFIX: "x:{y}" }).shards).toEqual([
+      { name: "main", redisUrl: "http://127.0.0.1:1", redisToken: "rest-token", prefix: "x:{y}" },
+    ]);
+    const env = {
+      ...required,
+      DELAYLINE_SHARDS: JSON.stringify([{ name: "main" }, { name: "b", url: "https://b.upstash.io", tokenBinding: "SHARD_B_TOKEN" }]),
+      SHARD_B_TOKEN: "b-token",
+    } as Env;
+    expect(settings(env).shards).toEqual([
+      { name: "main", redisUrl: "http://127.0.0.1:1", redisToken: "rest-token", prefix: "dl:{main}" },
+      { name: "b", redisUrl: "https://b.upstash.io", redisToken: "b-token", prefix: "dl:{b}" },
+    ]);
   });
 
   it("validateSettings names each bad setting with its rule and never shows a secret", () => {

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { ListPosition } from "../../queue/queue.js";
 import type { DeadEntry } from "../../queue/types.js";
 import { topicOfJobId } from "../../queue/ids.js";
-import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
+import { jobQueue, json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { DeadEntryView, DeadQuery, PurgeQuery, ReplayBody, ReplayResult } from "../dead-schemas.js";
@@ -52,9 +52,10 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const q = c.req.valid("query");
-      const page = await c
-        .get("queue")
-        .deadLetters(topic, { limit: q.limit, ...defined({ after: queryStart(topic, q), failedFrom: q.failedFrom, failedTo: q.failedTo }) });
+      const page = await topicQueue(c, topic).deadLetters(topic, {
+        limit: q.limit,
+        ...defined({ after: queryStart(topic, q), failedFrom: q.failedFrom, failedTo: q.failedTo }),
+      });
       return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
     },
   )
@@ -73,7 +74,7 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
-      const queue = c.get("queue");
+      const queue = topicQueue(c, topic);
       const dueAt = Date.now() + (body.delay ?? 0);
       const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
       let result: { replayed: number; notFound: string[]; nextCursor: string | null };
@@ -108,9 +109,10 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const q = c.req.valid("query");
-      const r = await c
-        .get("queue")
-        .purgeDeadLettersStep(topic, defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) }));
+      const r = await topicQueue(c, topic).purgeDeadLettersStep(
+        topic,
+        defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) }),
+      );
       return c.json({ purged: r.purged, nextCursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
     },
   )
@@ -129,7 +131,7 @@ export const dead = router()
     async (c) => {
       const { topic, id } = c.req.valid("param");
       // An id that is not one of this topic's jobs cannot be among its letters.
-      if (topicOfJobId(id) !== topic || !(await c.get("queue").deleteDeadLetter(topic, id)))
+      if (topicOfJobId(id) !== topic || !(await jobQueue(c, id).deleteDeadLetter(topic, id)))
         throw new ApiProblem(404, `topic ${topic} holds no dead letter ${id}`);
       return c.json({ id, deleted: true as const }, 200);
     },

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
 import { readIngestSignature, verifiedIngestKey } from "../ingest-signatures.js";
 import { keptWebhookHeaders, MAX_WEBHOOK_HEADER_BYTES, WEBHOOK_HEADERS } from "../webhook-headers.js";
 import { bearerToken, tokenMatches } from "../auth.js";
@@ -57,7 +57,7 @@ export const hooks = router().openapi(
     const { topic } = c.req.valid("param");
     const delay = parseDelay(c.req.valid("query").delay);
     const settings = c.get("settings");
-    const queue = c.get("queue");
+    const queue = topicQueue(c, topic);
     const raw = new Uint8Array(await c.req.raw.arrayBuffer());
 
     // Refused before the signature's secret is read: a header check needs no Redis.

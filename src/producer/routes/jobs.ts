@@ -1,12 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { EnqueueInput, Queue } from "../../queue/queue.js";
+import type { EnqueueInput, EnqueueResult, Queue } from "../../queue/queue.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
-import { json, problemResponses, router, wakeSoonJobs, type AppEnv } from "../context.js";
+import { jobQueue, json, problemResponses, router, wakeSoonJobs, type AppEnv } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { serializedBytes } from "../body.js";
+import { enqueuedView, PartialBatchError } from "../batch-split.js";
 import { ApiProblem, invalid, validationProblem } from "../problem.js";
 import { AckBody, BatchBody, EnqueueResponse, historyView, JobBody, JobView, NackBody, RescheduleBody } from "../job-schemas.js";
 import { iso, JobId } from "../schema-parts.js";
@@ -93,16 +94,16 @@ jobs
     const input = toInput(body, c.get("settings"));
 
     if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
-    const r = await c.get("queue").enqueue(input);
+    const r = await c.get("shards").enqueue(input);
     if (!r.deduplicated) await wakeSoonJobs(c, [r]);
-    return c.json({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated }, r.deduplicated ? 200 : 201);
+    return c.json(enqueuedView(r), r.deduplicated ? 200 : 201);
   })
   .openapi(
     createRoute({
       method: "post",
       path: "/batch",
       operationId: "enqueueJobBatch",
-      summary: "Enqueue up to 1,000 jobs, all or nothing",
+      summary: "Enqueue up to 1,000 jobs, all or nothing on each shard",
       request: { body: { ...json(BatchBody), required: true } },
       responses: {
         201: { description: "Enqueued, in order", ...json(z.object({ jobs: z.array(EnqueueResponse) })) },
@@ -115,15 +116,15 @@ jobs
       for (const [i, b] of bodies.entries()) {
         inputs.push(toInput(b, c.get("settings"), i));
       }
-      const results = await c.get("queue").enqueueBatch(inputs);
+      const shards = c.get("shards");
+      const split = await shards.enqueueBatch(inputs);
+      const stored = split.results.filter((r): r is EnqueueResult => r !== undefined);
       await wakeSoonJobs(
         c,
-        results.filter((r) => !r.deduplicated),
+        stored.filter((r) => !r.deduplicated),
       );
-      return c.json(
-        { jobs: results.map((r) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated })) },
-        201,
-      );
+      if (split.failures.length > 0) throw stored.length === 0 ? split.failures[0]!.error : new PartialBatchError(split);
+      return c.json({ jobs: stored.map(enqueuedView) }, 201);
     },
   )
   .openapi(
@@ -137,7 +138,7 @@ jobs
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const job = await c.get("queue").get(id);
+      const job = await jobQueue(c, id).get(id);
       if (!job) throw new ApiProblem(404, `no job ${id} (unknown, or finished longer ago than the retention window)`);
       return c.json(
         {
@@ -174,9 +175,9 @@ jobs
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const r = await c.get("queue").cancel(id);
+      const r = await jobQueue(c, id).cancel(id);
       if (r === "inflight") throw new ApiProblem(409, `job ${id} is in flight and cannot be cancelled`);
-      if (r === "not-found") await notScheduled(c.get("queue"), id);
+      if (r === "not-found") await notScheduled(jobQueue(c, id), id);
       return c.json({ id, state: "cancelled" as const }, 200);
     },
   )
@@ -196,10 +197,10 @@ jobs
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
       const dueAt = body.runAt ?? Date.now() + body.delay!;
-      const r = await c.get("queue").reschedule(id, dueAt);
+      const r = await jobQueue(c, id).reschedule(id, dueAt);
       if (r === "inflight") throw new ApiProblem(409, `job ${id} is in flight and cannot be rescheduled`);
-      if (r === "not-found") await notScheduled(c.get("queue"), id);
-      await wakeSoonJobs(c, [{ topic: topicOfJobId(id)!, dueAt: Math.max(Date.now(), dueAt) }]);
+      if (r === "not-found") await notScheduled(jobQueue(c, id), id);
+      await wakeSoonJobs(c, [{ topic: topicOfJobId(id)!, dueAt: Math.max(Date.now(), dueAt) }], jobQueue(c, id));
       return c.json({ id, dueAt: iso(Math.max(Date.now(), dueAt)) }, 200);
     },
   )
@@ -212,13 +213,13 @@ jobs
       request: { params: IdParam, body: { ...json(AckBody), required: true } },
       responses: {
         200: { description: "Acknowledged", ...json(z.object({ id: JobId, state: z.literal("succeeded") })) },
-        ...problemResponses([400, 401, 409, 415, 422, 503]),
+        ...problemResponses([400, 401, 404, 409, 415, 422, 503]),
       },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const { attempt } = c.req.valid("json");
-      const r = await c.get("queue").ack(id, attempt);
+      const r = await jobQueue(c, id).ack(id, attempt);
       if (r === "stale")
         throw new ApiProblem(
           409,
@@ -236,13 +237,13 @@ jobs
       request: { params: IdParam, body: { ...json(NackBody), required: true } },
       responses: {
         200: { description: "Retried by policy, or dead", ...json(z.object({ id: JobId, state: z.enum(["scheduled", "dead"]) })) },
-        ...problemResponses([400, 401, 409, 415, 422, 503]),
+        ...problemResponses([400, 401, 404, 409, 415, 422, 503]),
       },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const { attempt, ...failure } = c.req.valid("json");
-      const r = await c.get("queue").nack(id, attempt, failure);
+      const r = await jobQueue(c, id).nack(id, attempt, failure);
       if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased`);
       return c.json({ id, state: r === "retry" ? ("scheduled" as const) : ("dead" as const) }, 200);
     },

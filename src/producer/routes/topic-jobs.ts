@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { json, problemResponses, router } from "../context.js";
+import { json, problemResponses, router, topicQueue } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { invalid } from "../problem.js";
 import { topicOfJobId } from "../../queue/ids.js";
@@ -26,7 +26,7 @@ export const topicJobs = router()
       const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
       if (state === "dead") {
-        const letters = await c.get("queue").deadLetters(topic, {
+        const letters = await topicQueue(c, topic).deadLetters(topic, {
           limit,
           ...(from === undefined ? {} : { failedFrom: from }),
           ...(to === undefined ? {} : { failedTo: to }),
@@ -49,7 +49,7 @@ export const topicJobs = router()
           200,
         );
       }
-      const page = await c.get("queue").listJobs(topic, {
+      const page = await topicQueue(c, topic).listJobs(topic, {
         state,
         limit,
         payload,
@@ -88,7 +88,7 @@ export const topicJobs = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
-      const queue = c.get("queue");
+      const queue = topicQueue(c, topic);
       if (body.ids) {
         const foreign = body.ids.findIndex((id) => topicOfJobId(id) !== topic);
         if (foreign >= 0) throw invalid("body", [{ path: `ids[${foreign}]`, message: `not a job id of topic ${topic}` }]);

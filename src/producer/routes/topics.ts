@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { TopicPatch } from "../../queue/topics.js";
 import type { TopicStats } from "../../queue/queue.js";
-import { json, problemResponses, router, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
@@ -59,7 +59,7 @@ export const topics = router()
       request: { params: TopicParam },
       responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
     }),
-    async (c) => c.json(view(await c.get("queue").topicStats(c.req.valid("param").topic)), 200),
+    async (c) => c.json(view(await topicQueue(c, c.req.valid("param").topic).topicStats(c.req.valid("param").topic)), 200),
   )
   .openapi(
     createRoute({
@@ -78,7 +78,7 @@ export const topics = router()
       const { backoff, ...rest } = body;
       const patch: TopicPatch = { ...rest };
       if (backoff !== undefined) patch.backoff = backoff === null ? null : normalizeBackoff(backoff);
-      const queue = c.get("queue");
+      const queue = topicQueue(c, topic);
       await queue.configureTopic(topic, patch);
       if (patch.paused === false || patch.mode === "push") await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
       if (body.webhookSecret !== undefined) forgetWebhookSecret(c.get("settings"), topic);
@@ -111,7 +111,7 @@ export const topics = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const purge = c.req.valid("query").purge === "true";
-      const r = await c.get("queue").deleteTopic(topic, { purge });
+      const r = await topicQueue(c, topic).deleteTopic(topic, { purge });
       if (r.result === "inflight") {
         throw new ApiProblem(
           409,
@@ -130,15 +130,15 @@ export const topics = router()
   )
   .openapi(pauseRoute(true), async (c) => {
     const { topic } = c.req.valid("param");
-    await c.get("queue").configureTopic(topic, { paused: true });
-    return c.json(view(await c.get("queue").topicStats(topic)), 200);
+    await topicQueue(c, topic).configureTopic(topic, { paused: true });
+    return c.json(view(await topicQueue(c, topic).topicStats(topic)), 200);
   })
   .openapi(pauseRoute(false), async (c) => {
     const { topic } = c.req.valid("param");
-    await c.get("queue").configureTopic(topic, { paused: false });
+    await topicQueue(c, topic).configureTopic(topic, { paused: false });
     // While the tick sleeps, the jobs that waited for the resume start from here.
     await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
-    return c.json(view(await c.get("queue").topicStats(topic)), 200);
+    return c.json(view(await topicQueue(c, topic).topicStats(topic)), 200);
   })
   .openapi(
     createRoute({
@@ -156,7 +156,7 @@ export const topics = router()
       const { topic } = c.req.valid("param");
       // An empty body is not validated: its defaults are the schema's all the same.
       const { max, leaseMs } = ClaimBody.parse(c.req.valid("json") ?? {});
-      const { jobs, heldBy } = await c.get("queue").claim(topic, { max, leaseMs, mode: "pull" });
+      const { jobs, heldBy } = await topicQueue(c, topic).claim(topic, { max, leaseMs, mode: "pull" });
       if (heldBy === "mode") throw new ApiProblem(409, `topic ${topic} is in push mode; set mode: "pull" to claim over HTTP`);
       return c.json(
         { jobs: jobs.map((j) => ({ id: j.id, attempt: j.attempt, payload: j.record.payload, dueAt: iso(j.dueAt), leaseExpiresAt: iso(j.leaseExpiresAt) })) },
