@@ -7,7 +7,7 @@ import { runDrain } from "./drain.js";
 import { nextCronAt } from "./cron-look.js";
 import { runTick, type TickOptions } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
-import { tickShard } from "./scheduled.js";
+import { shardLog, tickShard } from "./scheduled.js";
 import { armForWorkLeft } from "./wake-alarm.js";
 
 export type { ChunkReport } from "./run-chunk.js";
@@ -113,6 +113,7 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
       windowMs: windowEnd - scheduledTime,
       endWhenIdle: this.env.TICK_ALARM !== undefined,
       ...extra,
+      ...shardLog(shard),
       ...(runner
         ? {
             fanOut: (topic: string, max: number) => runner.run(topic, max, shard),

@@ -6,6 +6,7 @@ import type { Queue } from "../queue/queue.js";
 import { realClock, type Clock } from "./clock.js";
 import { lookLeavesAsleep } from "./cron-look.js";
 import { runTick, type TickOptions, type TickReport } from "./loop.js";
+import { jsonLog } from "./settle.js";
 
 /** The Worker's cron entry point (a `* * * * *` trigger). */
 export type Scheduled = (controller: ScheduledController, env: Env, ctx: ExecutionContext) => Promise<void>;
@@ -53,6 +54,7 @@ export async function tickShard(args: { env: Env; handlers: Handlers; shard: str
     handlers,
     scheduledTime,
     wakeAlarm: env.TICK_ALARM !== undefined,
+    ...shardLog(shard),
     ...(runner
       ? {
           fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
@@ -63,6 +65,11 @@ export async function tickShard(args: { env: Env; handlers: Handlers; shard: str
   const msg = report ? "tick ended" : "tick looked: asleep, nothing due before the next cron";
   console.log(JSON.stringify({ level: "info", msg, ...(shard === MAIN_SHARD ? {} : { shard }), ...report }));
   return report;
+}
+
+/** The log of a shard's tick: main's lines as they always were, another shard's naming it. */
+export function shardLog(shard: string): Pick<TickOptions, "log"> {
+  return shard === MAIN_SHARD ? {} : { log: (line) => jsonLog({ ...line, shard }) };
 }
 
 /**

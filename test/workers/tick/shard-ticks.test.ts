@@ -51,7 +51,8 @@ it("scheduled() delivers each shard's jobs exactly once, each shard's tick with 
     for (const id of ids[shard]!) expect((await queue.get(id))?.state).toBe("succeeded");
     // Each shard's Redis holds its own tick's heartbeat and status: it claimed that shard's jobs alone.
     expect(await queue.health.lastTickAt()).toBe(scheduledTime);
-    expect(await queue.tickStatus()).toMatchObject({ startedAt: scheduledTime, claimed: 3, ended: "window" });
+    // With the wake alarm bound (wrangler.toml's TICK_ALARM) a loop left with nothing due may end idle before its window does.
+    expect(await queue.tickStatus()).toMatchObject({ startedAt: scheduledTime, claimed: 3, ended: expect.stringMatching(/^(window|idle)$/) });
   }
 });
 
@@ -72,7 +73,10 @@ it("with one shard down, scheduled() still delivers the others' jobs, and does n
     expect(d.ran[shard]).toEqual(ids[shard]);
     expect(await d.shards.queue(shard)!.health.lastTickAt()).toBe(scheduledTime);
   }
-  expect(errors.map((e) => JSON.parse(e))).toEqual([expect.objectContaining({ msg: "shard tick failed", shard: "c" })]);
+  // c's tick alone complains: its look fails, so its loop runs and waits out the outage until its window ends (or it fails).
+  const lines = errors.map((e) => JSON.parse(e) as { msg: string; shard?: string });
+  expect(lines.length).toBeGreaterThan(0);
+  expect(lines.filter((l) => l.shard !== "c")).toEqual([]);
 });
 
 it("a shard's fanned-out chunk and drain work on that shard", async () => {
