@@ -2,8 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.js";
 
 /**
- * The tick's wake alarm: one Durable Object per deployment (its prefix names
- * it; one per shard once there are shards). While no loop runs (the last one
+ * The tick's wake alarm: one Durable Object per shard (the shard's key
+ * prefix names it). While no loop runs (the last one
  * ended idle, sleep mark "c"), a producer that stores a job due before the
  * next cron's look arms it for that job; the alarm starts a loop through the
  * TickChunk entrypoint. Alarms are at least once: a second wake finds the
