@@ -111,26 +111,35 @@ const schedules = new ScheduleTable({ client: () => client, act, openJob: (id) =
 function renderHeartbeat(s: Stats, now: number): void {
   const box = byId("heartbeat");
   box.hidden = false;
-  const status = s.tick.status;
-  const stale = s.tick.lastScheduledAt === null || now - Date.parse(s.tick.lastScheduledAt) > HEARTBEAT_STALE_MS;
-  const state = stale
-    ? "no recent cron"
-    : status === null
-      ? "no loop yet"
-      : status.ended !== null
-        ? `ended (${status.ended})`
-        : status.asleep
-          ? "asleep"
-          : "running";
+  // The main shard's tick; null when main did not answer (the shards item says which did not).
+  const tick = s.tick;
+  const status = tick?.status ?? null;
+  const stale = tick?.lastScheduledAt == null || now - Date.parse(tick.lastScheduledAt) > HEARTBEAT_STALE_MS;
+  const state = !tick
+    ? "main shard not answering"
+    : stale
+      ? "no recent cron"
+      : status === null
+        ? "no loop yet"
+        : status.ended !== null
+          ? `ended (${status.ended})`
+          : status.asleep
+            ? "asleep"
+            : "running";
   const dot = el("span", { className: `dot${stale ? " stale" : status?.asleep ? " asleep" : ""}` });
   const item = (label: string, value: string) => el("span", { data: { item: label } }, `${label} `, el("b", { text: value }));
   box.replaceChildren(
     el("span", { data: { item: "tick" } }, dot, el("b", { text: state })),
-    item("last cron", fmtAgo(s.tick.lastScheduledAt, now)),
+    item("last cron", tick ? fmtAgo(tick.lastScheduledAt, now) : "–"),
     item("rounds", status ? fmtCount(status.rounds) : "–"),
     item("claimed", status ? fmtCount(status.claimed) : "–"),
     item("budget used", status ? `${fmtCount(status.subrequests)} / ${fmtCount(status.budget)}` : "–"),
     item("reported", status ? fmtAgo(status.updatedAt, now) : "–"),
+    ...(s.partial
+      ? [item("shards", `${s.shards.length} of ${s.shards.length + s.missingShards.length} answering; not ${s.missingShards.join(", ")}`)]
+      : s.shards.length > 1
+        ? [item("shards", `${s.shards.length} answering`)]
+        : []),
   );
 }
 

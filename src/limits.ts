@@ -184,6 +184,14 @@ export const DEFAULT_PREFIX = "dl:{main}";
 /** Default REDIS_TIMEOUT_MS: a Redis request slower than 5 s counts as an outage. */
 export const DEFAULT_REDIS_TIMEOUT_MS = 5_000;
 
+/**
+ * Longest a read across several shards (`/v1/stats`, `/v1/topics`,
+ * `/healthz`) waits for one of them before it answers without it, with
+ * `partial: true`; below REDIS_TIMEOUT_MS when that is set lower. `/metrics`,
+ * which walks every topic, waits REDIS_TIMEOUT_MS.
+ */
+export const SHARD_READ_DEADLINE_MS = 1_500;
+
 // ---- The tick ----------------------------------------------------------------------
 
 /** Default TICK_POLL_MS: the tick's longest sleep between rounds, 1 s. */

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import type { TestProject } from "vitest/node";
 import { tsImport } from "tsx/esm/api";
 
@@ -36,6 +37,9 @@ export default async function setup(project: TestProject) {
   // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main one.
   const shardB = await startRedisBridge();
   const shardC = await startRedisBridge();
+  // A shard that takes connections and answers only after 10 s, for the deadline of reads across shards.
+  const silent = await startSilentServer();
+  project.provide("silentUrl", silent.url);
   project.provide("shardBridges", [
     { url: shardB.bridge.url, token: shardB.token },
     { url: shardC.bridge.url, token: shardC.token },
@@ -57,11 +61,38 @@ export default async function setup(project: TestProject) {
     // Every call of the run in one slot: a CROSSSLOT anywhere (even one a test expected and passed on) fails the run.
     const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
     if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), shardB.stop(), shardC.stop(), receiver.close()]);
+    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), shardB.stop(), shardC.stop(), receiver.close(), silent.close()]);
     if (crossSlot > 0) {
       // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
       process.exitCode = 1;
       throw new Error(`the Redis Cluster refused ${crossSlot} commands with CROSSSLOT: some call's keys span hash slots`);
     }
+  };
+}
+
+/**
+ * A loopback server that takes connections and answers each only after 10 s
+ * (a 503), far past the deadline of reads across shards: an answer, late, so
+ * the requests a test gave up on end as failures their callers hear, not as
+ * connections cut under them when the run ends.
+ */
+async function startSilentServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    const late = setTimeout(() => socket.end("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"), 10_000);
+    socket.on("close", () => clearTimeout(late));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -20,6 +20,8 @@ declare module "vitest" {
     slowBridgeToken: string;
     /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one. */
     shardBridges: Array<{ url: string; token: string }>;
+    /** A loopback server that takes connections and answers only after 10 s: a shard there hangs. */
+    silentUrl: string;
     /** A local HTTP receiver that records deliveries (test/receiver.ts). */
     receiverUrl: string;
   }

@@ -1,13 +1,21 @@
 /** `dl.health`: whether the Worker and its Redis are up, and when the tick last ran. */
 import type { Requester } from "./requester.js";
 
-/** What GET /healthz answers (200 when Redis is up, 503 when down). */
+/** What GET /healthz answers (200 when some shard's Redis is up, 503 when none is). */
 export interface Health {
+  /** True when every shard answered. */
   ok: boolean;
-  redis: "up" | "down";
-  /** When the tick last ran (epoch ms), or null when it never has. */
+  /** up: every shard answered; partial: some did; down: none did. */
+  redis: "up" | "partial" | "down";
+  /** When the cron last started the main shard's tick (epoch ms), or null when it never has (or main did not answer). */
   lastTickAt: number | null;
   tickAgeMs: number | null;
+  /** Each shard that answered, with its tick's heartbeat. */
+  shards: Array<{ shard: string; lastTickAt: number | null; tickAgeMs: number | null }>;
+  /** True when a shard did not answer in time. */
+  partial: boolean;
+  /** The shards that did not answer in time. */
+  missingShards: string[];
 }
 
 /** Whether a body is GET /healthz's answer. */

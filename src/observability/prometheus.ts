@@ -1,5 +1,5 @@
 import { DURATION_BOUNDS_MS, LATENESS_BOUNDS_MS, type Histogram } from "../queue/metrics.js";
-import type { RankedReport, TopicTotals } from "./collect.js";
+import type { RankedReport, ShardHead, TopicTotals } from "./collect.js";
 import type { TopicStats } from "../queue/queue.js";
 
 /** The content type of the Prometheus text exposition format this module writes. */
@@ -89,8 +89,8 @@ const HISTOGRAMS: ReadonlyArray<{ name: string; help: string; of: (t: Row) => Hi
   { name: "delayline_handler_duration_seconds", help: "How long handlers ran.", of: (t) => t.metrics.duration, bounds: DURATION_BOUNDS_MS },
 ];
 
-/** The tick's gauges: one sample each, left out while the value is unknown (no tick status yet, no cron invocation yet). */
-const TICK_GAUGES: ReadonlyArray<{ name: string; help: string; value: (r: RankedReport) => number | null | undefined }> = [
+/** The tick's gauges: one sample per shard, left out while the value is unknown (no tick status yet, no cron invocation yet). */
+const TICK_GAUGES: ReadonlyArray<{ name: string; help: string; value: (r: ShardHead) => number | null | undefined }> = [
   {
     name: "delayline_tick_last_scheduled_timestamp_seconds",
     help: "When the latest cron invocation started.",
@@ -146,14 +146,24 @@ export function toPrometheus(report: RankedReport): string {
   }
   family(
     lines,
+    "delayline_shard_up",
+    "gauge",
+    "1 when the shard answered this scrape in time, 0 when it did not (its topics and series are missing from it).",
+    [...report.shards.map((h) => ({ labels: { shard: h.shard }, value: 1 })), ...report.missingShards.map((shard) => ({ labels: { shard }, value: 0 }))],
+  );
+  family(
+    lines,
     "delayline_redis_limit_errors_total",
     "counter",
-    "Commands Redis (Upstash) refused at one of its limits: record-size, request-size, requests, capacity, memory (maxmemory).",
-    Object.entries(report.limitErrors).map(([limit, value]) => ({ labels: { limit }, value })),
+    "Commands a shard's Redis (Upstash) refused at one of its limits: record-size, request-size, requests, capacity, memory (maxmemory).",
+    report.shards.flatMap((h) => Object.entries(h.limitErrors).map(([limit, value]) => ({ labels: { shard: h.shard, limit }, value }))),
   );
   for (const g of TICK_GAUGES) {
-    const value = g.value(report);
-    if (value !== null && value !== undefined) family(lines, g.name, "gauge", g.help, [{ value }]);
+    const samples = report.shards.flatMap((h) => {
+      const value = g.value(h);
+      return value === null || value === undefined ? [] : [{ labels: { shard: h.shard }, value }];
+    });
+    if (samples.length > 0) family(lines, g.name, "gauge", g.help, samples);
   }
   return `${lines.join("\n")}\n`;
 }

@@ -1,9 +1,9 @@
-import { createRoute, z, type OpenAPIHono, type RouteHandler } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, ErrorHandler, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { settings, SettingsError, type Settings } from "../env.js";
-import { queueFromSettings, shardsFromSettings } from "../queue/from-settings.js";
+import { settings, SettingsError } from "../env.js";
+import { shardsFromSettings } from "../queue/from-settings.js";
 import { RedisLimitError, RedisOutcomeUnknownError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { RequestTooLargeError, TopicLimitError } from "../queue/queue.js";
@@ -11,9 +11,10 @@ import type { Shards } from "../queue/shards.js";
 import { bearerToken, tokenMatches } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { PartialBatchError, partialBatchProblem } from "./batch-split.js";
-import { router, type AppEnv } from "./context.js";
+import { oneCallShards, router, type AppEnv } from "./context.js";
 import { withPageHeaders } from "./page-headers.js";
 import { ApiProblem, PROBLEM_TYPES, problem } from "./problem.js";
+import { health, healthRoute } from "./routes/health.js";
 import { hooks } from "./routes/hooks.js";
 import { jobs } from "./routes/jobs.js";
 import { schedules } from "./routes/schedules.js";
@@ -166,11 +167,6 @@ const limitBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   return limit(c, next);
 };
 
-// The writes' queues hold nothing of a request (the isolate's shared clients
-// and the settings), so they are built once per settings, not per request; apps
-// share them, as two deployments with the same settings share their Redis keys.
-const writeShards = new WeakMap<Settings, Shards>();
-
 const withQueue = async (c: Context<AppEnv>, next: Next) => {
   // Reads fan out (a topic list asks for every topic's stats at once), and
   // their calls share one request through a client of their own. Writes make
@@ -178,40 +174,10 @@ const withQueue = async (c: Context<AppEnv>, next: Next) => {
   const s = c.get("settings");
   let shards: Shards | undefined;
   if (c.req.method === "GET" || c.req.method === "HEAD") shards = shardsFromSettings(s);
-  else {
-    shards = writeShards.get(s);
-    if (!shards) {
-      shards = shardsFromSettings(s, { oneCallAtATime: true });
-      writeShards.set(s, shards);
-    }
-  }
+  else shards = oneCallShards(s);
   c.set("shards", shards);
   c.set("queue", shards.queue()!);
   await next();
-};
-
-const Health = z
-  .object({ ok: z.boolean(), redis: z.enum(["up", "down"]), lastTickAt: z.number().nullable(), tickAgeMs: z.number().nullable() })
-  .openapi("Health");
-
-const healthRoute = createRoute({
-  method: "get",
-  path: "/healthz",
-  operationId: "getHealth",
-  summary: "Liveness and Redis reachability (no auth)",
-  security: [],
-  responses: {
-    200: { description: "Healthy", content: { "application/json": { schema: Health } } },
-    503: { description: "Redis unreachable", content: { "application/json": { schema: Health } } },
-  },
-});
-
-const health: RouteHandler<typeof healthRoute, AppEnv> = async (c) => {
-  // Two calls one after another: the isolate's shared client.
-  const { health } = queueFromSettings(c.get("settings"), { oneCallAtATime: true });
-  if (!(await health.isUp())) return c.json({ ok: false, redis: "down" as const, lastTickAt: null, tickAgeMs: null }, 503);
-  const last = await health.lastTickAt().catch(() => null);
-  return c.json({ ok: true, redis: "up" as const, lastTickAt: last, tickAgeMs: last === null ? null : Date.now() - last }, 200);
 };
 
 // Pages served from Workers static assets: the API reference (Swagger UI,

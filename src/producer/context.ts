@@ -4,11 +4,28 @@ import { wakeForSoonJobs, wakeForSoonSchedule } from "../tick/wake.js";
 import type { Env, Settings } from "../env.js";
 import type { Queue } from "../queue/queue.js";
 import type { Shards } from "../queue/shards.js";
+import { shardsFromSettings } from "../queue/from-settings.js";
 import { shardOfJobId } from "../queue/ids.js";
+import { SHARD_READ_DEADLINE_MS } from "../limits.js";
 import { ApiProblem, validationProblem } from "./problem.js";
 
 /** A request's settings, its deployment's shards, and `queue`: the `main` shard's, for what is not placed by topic or id (schedules, health). */
 export type AppEnv = { Bindings: Env; Variables: { settings: Settings; queue: Queue; shards: Shards } };
+
+// The writes' queues hold nothing of a request (the isolate's shared clients
+// and the settings), so they are built once per settings, not per request; apps
+// share them, as two deployments with the same settings share their Redis keys.
+const writeShards = new WeakMap<Settings, Shards>();
+
+/** The deployment's shards on the isolate's shared clients, for a request that makes its calls one after another (built once per settings). */
+export function oneCallShards(s: Settings): Shards {
+  let shards = writeShards.get(s);
+  if (!shards) {
+    shards = shardsFromSettings(s, { oneCallAtATime: true });
+    writeShards.set(s, shards);
+  }
+  return shards;
+}
 
 /** A router whose validation failures are 422 problem documents. */
 export function router(): OpenAPIHono<AppEnv> {
@@ -77,6 +94,16 @@ export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: st
     byQueue.set(q, [...(byQueue.get(q) ?? []), j]);
   }
   for (const [q, some] of byQueue) await wakeForSoonJobs({ env: c.env, settings: c.get("settings"), queue: q, jobs: some, waitUntil });
+}
+
+/**
+ * How long a read across shards waits for each one: with a single shard,
+ * the request's own deadline (REDIS_TIMEOUT_MS), as there is nothing to
+ * answer without it; with several, at most {@link SHARD_READ_DEADLINE_MS},
+ * so one slow shard cannot hold up an answer the others can give.
+ */
+export function shardReadDeadline(s: Settings, shards: Shards): number {
+  return shards.names.length === 1 ? s.redisTimeoutMs : Math.min(s.redisTimeoutMs, SHARD_READ_DEADLINE_MS);
 }
 
 /** The queue of the shard `topic` lives on. */

@@ -136,3 +136,14 @@ export const Problem = z
   .openapi("Problem");
 
 export const iso = (ms: number) => new Date(ms).toISOString();
+
+/** What an answer read across shards says of the shards that did not answer (fields of its object). */
+export const partialFields = {
+  partial: z.boolean().openapi({ description: "true when a shard did not answer in time: what it holds is missing from this answer, and from `total`" }),
+  missingShards: z.array(z.string()).openapi({
+    description: "the shards that did not answer in time (down, at a limit, or slower than the deadline), in the order DELAYLINE_SHARDS lists them",
+  }),
+};
+
+/** The {@link partialFields} of an answer that missed `missing`. */
+export const partialOf = (missing: string[]) => ({ partial: missing.length > 0, missingShards: missing });

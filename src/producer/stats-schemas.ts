@@ -2,7 +2,7 @@
 // histograms and minute series.
 import { z } from "@hono/zod-openapi";
 
-import { TopicName } from "./schema-parts.js";
+import { partialFields, TopicName } from "./schema-parts.js";
 import { Counters } from "./topic-schemas.js";
 
 const HistogramView = z
@@ -31,37 +31,47 @@ const SeriesPointView = z
   })
   .openapi("SeriesPoint", { description: "One minute: attempts settled in it, their lateness, and the backlog the tick sampled (null: not sampled)" });
 
+const TickView = z
+  .object({
+    lastScheduledAt: z.string().nullable(),
+    status: z
+      .object({
+        startedAt: z.string(),
+        updatedAt: z.string(),
+        rounds: z.number().int(),
+        claimed: z.number().int(),
+        subrequests: z.number().int(),
+        budget: z.number().int(),
+        asleep: z.boolean(),
+        ended: z.string().nullable(),
+      })
+      .nullable(),
+    redisLimitErrors: z
+      .object({
+        "record-size": z.number().int(),
+        "request-size": z.number().int(),
+        requests: z.number().int(),
+        capacity: z.number().int(),
+        memory: z.number().int(),
+      })
+      .openapi({
+        description:
+          "commands Redis (Upstash) refused at each of its limits since the deployment began (also delayline_redis_limit_errors_total{limit} in /metrics); counted in memory while Redis refuses writes, stored once it takes them again",
+      }),
+  })
+  .openapi("TickView");
+
+const ShardView = z
+  .object({ shard: z.string(), tick: TickView })
+  .openapi("ShardTick", { description: "One shard's tick: the cron's latest start of it, its loop's status, its Redis's limit errors" });
+
 export const StatsView = z
   .object({
     now: z.string(),
     latenessBoundsMs: z.array(z.number()).openapi({ description: "upper bounds of the lateness buckets in ms; one more bucket holds the rest" }),
-    tick: z.object({
-      lastScheduledAt: z.string().nullable(),
-      status: z
-        .object({
-          startedAt: z.string(),
-          updatedAt: z.string(),
-          rounds: z.number().int(),
-          claimed: z.number().int(),
-          subrequests: z.number().int(),
-          budget: z.number().int(),
-          asleep: z.boolean(),
-          ended: z.string().nullable(),
-        })
-        .nullable(),
-      redisLimitErrors: z
-        .object({
-          "record-size": z.number().int(),
-          "request-size": z.number().int(),
-          requests: z.number().int(),
-          capacity: z.number().int(),
-          memory: z.number().int(),
-        })
-        .openapi({
-          description:
-            "commands Redis (Upstash) refused at each of its limits since the deployment began (also delayline_redis_limit_errors_total{limit} in /metrics); counted in memory while Redis refuses writes, stored once it takes them again",
-        }),
-    }),
+    tick: TickView.nullable().openapi({ description: "the main shard's tick (every shard's is in `shards`); null when main did not answer" }),
+    shards: z.array(ShardView).openapi({ description: "every shard that answered, in the order DELAYLINE_SHARDS lists them (one, `main`, without it)" }),
+    ...partialFields,
     topics: z.array(
       z.object({
         topic: TopicName,
@@ -79,7 +89,7 @@ export const StatsView = z
         series: z.array(SeriesPointView),
       }),
     ),
-    total: z.number().int().openapi({ description: "topics registered in all (every page); one SCARD, not a sum" }),
+    total: z.number().int().openapi({ description: "topics registered in all (every page) on the shards that answered: one SCARD per shard" }),
     nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page of topics; null on the last page" }),
   })
   .openapi("Stats");

@@ -15,7 +15,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, TopicName } from "./schema-parts.js";
+import { BackoffBody, partialFields, TopicName } from "./schema-parts.js";
 
 const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
@@ -123,7 +123,8 @@ export const topicPageQuery = (defaultLimit: number, maxLimit: number, what: str
 export const TopicList = z
   .object({
     topics: z.array(TopicView),
-    total: z.number().int().openapi({ description: "topics registered in all (every page); one SCARD, not a sum" }),
+    total: z.number().int().openapi({ description: "topics registered in all (every page) on the shards that answered: one SCARD per shard" }),
     nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
+    ...partialFields,
   })
   .openapi("TopicList");

@@ -1,7 +1,7 @@
 import { MAIN_SHARD, shardOfJobId } from "./ids.js";
 import { placeTopic } from "./placement.js";
 import type { EnqueueInput, EnqueueResult, Queue } from "./queue.js";
-import { RedisUnavailableError } from "./errors.js";
+import { RedisTimeoutError, RedisUnavailableError } from "./errors.js";
 
 /**
  * What a batch split over shards did: each job's result where its shard
@@ -15,10 +15,20 @@ export interface SplitBatch {
 }
 
 /**
+ * What a read across shards got: each answering shard's value (in the
+ * order the settings list the shards), and the shards that did not answer
+ * by the deadline or were down (also in that order).
+ */
+export interface ShardReads<T> {
+  answers: Array<{ shard: string; value: T }>;
+  missing: string[];
+}
+
+/**
  * A deployment's shards: a {@link Queue} per shard, where each topic lives
  * (placement, src/queue/placement.ts) and which shard a job id names
  * (src/queue/ids.ts). Every call about one topic or one job goes to one
- * shard; nothing here reads two.
+ * shard; only {@link Shards.readEach} reads them all.
  */
 export class Shards {
   private readonly byName: Map<string, Queue>;
@@ -89,6 +99,41 @@ export class Shards {
     );
     split.failures.sort((a, b) => a.indexes[0]! - b.indexes[0]!);
     return split;
+  }
+
+  /**
+   * Runs `read` on every shard at once and waits for each at most
+   * `deadlineMs`: a shard that is down (or at one of its limits) or slower
+   * than that is reported missing, and the others' answers are used, so one
+   * shard cannot hold up or fail a read of the deployment. An error that is
+   * not an outage (a refused command) is thrown as it is. When no shard
+   * answers, the first shard's error is thrown (the edge answers 503).
+   * `on` limits the read to some shards (default all).
+   */
+  async readEach<T>(read: (queue: Queue, shard: string) => Promise<T>, deadlineMs: number, on: readonly string[] = this.names): Promise<ShardReads<T>> {
+    const settled = await Promise.all(
+      on.map(async (shard) => {
+        let timer!: ReturnType<typeof setTimeout>;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new RedisTimeoutError(`shard "${shard}" did not answer within ${deadlineMs} ms`)), deadlineMs);
+        });
+        const work = this.on(shard, () => read(this.byName.get(shard)!, shard));
+        // A read given up on at the deadline may still fail later, with nobody left to hear it.
+        work.catch(() => {});
+        try {
+          return { shard, value: await Promise.race([work, late]) };
+        } catch (error) {
+          if (!(error instanceof RedisUnavailableError)) throw error;
+          return { shard, error };
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    const answers = settled.flatMap((s) => ("value" in s ? [{ shard: s.shard, value: s.value as T }] : []));
+    const failed = settled.flatMap((s) => ("error" in s ? [s] : []));
+    if (answers.length === 0 && failed.length > 0) throw failed[0]!.error;
+    return { answers, missing: failed.map((f) => f.shard) };
   }
 
   /**

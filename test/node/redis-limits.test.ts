@@ -63,7 +63,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean): Pro
 }
 
 function metric(text: string, limit: string): number {
-  const m = text.match(new RegExp(`^delayline_redis_limit_errors_total\\{limit="${limit}"\\} (\\d+)$`, "m"));
+  const m = text.match(new RegExp(`^delayline_redis_limit_errors_total\\{shard="main",limit="${limit}"\\} (\\d+)$`, "m"));
   return m ? Number(m[1]) : Number.NaN;
 }
 

@@ -32,7 +32,7 @@ afterAll(async () => {
 
 async function requestSizeRefusals(): Promise<number> {
   const text = await (await fetch(`${stack.url}/metrics`, { headers: { authorization: `Bearer ${stack.token}` } })).text();
-  const m = text.match(/^delayline_redis_limit_errors_total\{limit="request-size"\} (\d+)$/m);
+  const m = text.match(/^delayline_redis_limit_errors_total\{shard="main",limit="request-size"\} (\d+)$/m);
   return m ? Number(m[1]) : Number.NaN;
 }
 

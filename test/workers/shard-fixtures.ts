@@ -13,12 +13,12 @@ const [b, c] = inject("shardBridges") as [{ url: string; token: string }, { url:
 export const DOWN = "http://127.0.0.1:9";
 export const SHARDS = ["main", "b", "c"];
 
-/** The bindings of shards main, b and c; `cUrl` moves shard c. */
-export function threeShardBindings(cUrl = c.url): Partial<Env> {
+/** The bindings of shards main, b and c; `cUrl` moves shard c, `bUrl` shard b. */
+export function threeShardBindings(cUrl = c.url, bUrl = b.url): Partial<Env> {
   return {
     DELAYLINE_SHARDS: JSON.stringify([
       { name: "main" },
-      { name: "b", url: b.url, tokenBinding: "SHARD_B_TOKEN", prefix: freshPrefix("b") },
+      { name: "b", url: bUrl, tokenBinding: "SHARD_B_TOKEN", prefix: freshPrefix("b") },
       { name: "c", url: cUrl, tokenBinding: "SHARD_C_TOKEN", prefix: freshPrefix("c") },
     ]),
     SHARD_B_TOKEN: b.token,

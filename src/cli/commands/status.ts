@@ -7,13 +7,13 @@ import { details, duration, table, when } from "../table.js";
 export function statusCommand(program: Command, io: Io): void {
   program
     .command("status")
-    .description("health, the tick's heartbeat and every topic's backlog (exit 1 when Redis is down)")
+    .description("health, the tick's heartbeat and every topic's backlog (exit 1 when a shard's Redis is down)")
     .action(
       action(io, async (ctx) => {
         const dl = ctx.client();
         const health = await dl.health.get();
-        // With Redis down every other read is a 503: the health answer is all there is to show.
-        const stats = health.ok ? await everyTopic(dl) : null;
+        // With every shard down every other read is a 503: the health answer is all there is to show.
+        const stats = health.redis === "down" ? null : await everyTopic(dl);
         ctx.print({ health, tick: stats?.tick ?? null, topics: stats?.topics ?? [] }, () => render(health, stats));
         if (!health.ok) process.exitCode = 1;
       }),
@@ -32,10 +32,10 @@ async function everyTopic(dl: Delayline): Promise<Stats> {
 }
 
 function render(health: Health, stats: Stats | null): string {
-  const tick = stats?.tick.status ?? null;
+  const tick = stats?.tick?.status ?? null;
   const head = details([
     ["worker", "up"],
-    ["redis", health.redis],
+    ["redis", health.partial ? `${health.redis} (not answering: ${health.missingShards.join(", ")})` : health.redis],
     ["last tick", health.lastTickAt === null ? "never" : `${new Date(health.lastTickAt).toISOString()} (${duration(health.tickAgeMs ?? 0)} ago)`],
     ...(tick
       ? ([

@@ -1,11 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { DEFAULT_STATS_PAGE_LIMIT, MAX_STATS_PAGE_LIMIT, STATS_PAGE_SERIES_MINUTES } from "../../limits.js";
-import { collectPage, collectRanked, type PipelinePage } from "../../observability/collect.js";
+import { SHARD_READ_DEADLINE_MS, DEFAULT_STATS_PAGE_LIMIT, MAX_STATS_PAGE_LIMIT, STATS_PAGE_SERIES_MINUTES } from "../../limits.js";
+import { collectPage, collectRanked, type PipelinePage, type ShardHead } from "../../observability/collect.js";
+import { MAIN_SHARD } from "../../queue/ids.js";
 import { PROMETHEUS_CONTENT_TYPE, toPrometheus } from "../../observability/prometheus.js";
 import { LATENESS_BOUNDS_MS, quantile, SERIES_MINUTES, type Histogram } from "../../queue/metrics.js";
-import { json, problemResponses, router } from "../context.js";
+import { json, problemResponses, router, shardReadDeadline } from "../context.js";
 import { invalid } from "../problem.js";
-import { iso } from "../schema-parts.js";
+import { iso, partialOf } from "../schema-parts.js";
 import { StatsView } from "../stats-schemas.js";
 import { topicPageQuery } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
@@ -22,15 +23,20 @@ const histogramView = (h: Histogram) => ({
   buckets: h.counts.map((count, i) => ({ leMs: Number.isFinite(h.bounds[i]) ? h.bounds[i]! : null, count })),
 });
 
+const tickView = (h: ShardHead) => ({
+  lastScheduledAt: h.lastScheduledAt === null ? null : iso(h.lastScheduledAt),
+  status: h.tick ? { ...h.tick, startedAt: iso(h.tick.startedAt), updatedAt: iso(h.tick.updatedAt) } : null,
+  redisLimitErrors: h.limitErrors,
+});
+
 function statsView(r: PipelinePage) {
+  const main = r.shards.find((h) => h.shard === MAIN_SHARD);
   return {
     now: iso(r.now),
     latenessBoundsMs: [...LATENESS_BOUNDS_MS],
-    tick: {
-      lastScheduledAt: r.lastScheduledAt === null ? null : iso(r.lastScheduledAt),
-      status: r.tick ? { ...r.tick, startedAt: iso(r.tick.startedAt), updatedAt: iso(r.tick.updatedAt) } : null,
-      redisLimitErrors: r.limitErrors,
-    },
+    tick: main ? tickView(main) : null,
+    shards: r.shards.map((h) => ({ shard: h.shard, tick: tickView(h) })),
+    ...partialOf(r.missingShards),
     topics: r.topics.map(({ stats: t, series }) => {
       const recent = series.slice(-RATE_WINDOW_MINUTES);
       const settled = recent.reduce((n, p) => n + (p.metrics ? p.metrics.succeeded + p.metrics.retried + p.metrics.dead : 0), 0);
@@ -73,7 +79,7 @@ export const stats = router().openapi(
     path: "/",
     operationId: "getStats",
     summary: "The tick's heartbeat, and one page of topics (name order) with backlogs, counters, lateness and duration histograms and per-minute series",
-    description: `Pages with \`cursor\` and \`limit\` (default ${DEFAULT_STATS_PAGE_LIMIT}, at most ${MAX_STATS_PAGE_LIMIT} topics); a page also holds at most ${STATS_PAGE_SERIES_MINUTES.toLocaleString("en")} topic-minutes of series, so it ends after floor(${STATS_PAGE_SERIES_MINUTES} / minutes) topics (${Math.floor(STATS_PAGE_SERIES_MINUTES / 60)} at minutes=60, ${Math.floor(STATS_PAGE_SERIES_MINUTES / SERIES_MINUTES)} at 1,440) and follows on with \`nextCursor\`. A page answers at most ~1 MB (≤ ~2.5 KB per topic plus ≤ ~250 bytes per topic-minute; ~0.57 MB measured for 50 topics × 60 minutes) whatever the number of topics; \`total\` counts every topic registered. Deployment totals of backlogs and counters are on /metrics (the busiest topics plus topic="(others)").`,
+    description: `Pages with \`cursor\` and \`limit\` (default ${DEFAULT_STATS_PAGE_LIMIT}, at most ${MAX_STATS_PAGE_LIMIT} topics); a page also holds at most ${STATS_PAGE_SERIES_MINUTES.toLocaleString("en")} topic-minutes of series, so it ends after floor(${STATS_PAGE_SERIES_MINUTES} / minutes) topics (${Math.floor(STATS_PAGE_SERIES_MINUTES / 60)} at minutes=60, ${Math.floor(STATS_PAGE_SERIES_MINUTES / SERIES_MINUTES)} at 1,440) and follows on with \`nextCursor\`. A page answers at most ~1 MB (≤ ~2.5 KB per topic plus ≤ ~250 bytes per topic-minute; ~0.57 MB measured for 50 topics × 60 minutes) whatever the number of topics; \`total\` counts every topic registered. With several shards (DELAYLINE_SHARDS) every shard is read at once and the page merges them in name order; a shard that does not answer within ${SHARD_READ_DEADLINE_MS.toLocaleString("en")} ms (or REDIS_TIMEOUT_MS, when lower) is left out and the answer says \`partial: true\` with its name in \`missingShards\` (503 only when no shard answers). Deployment totals of backlogs and counters are on /metrics (the busiest topics plus topic="(others)").`,
     request: {
       query: z.object({
         minutes: z.coerce
@@ -92,7 +98,12 @@ export const stats = router().openapi(
     const { minutes, cursor, limit } = c.req.valid("query");
     const after = cursor === undefined ? undefined : decodeTopicCursor(cursor);
     if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
-    const page = await collectPage(c.get("queue"), { minutes, limit, ...(after ? { after: after.after } : {}) });
+    const page = await collectPage(c.get("shards"), {
+      minutes,
+      limit,
+      deadlineMs: shardReadDeadline(c.get("settings"), c.get("shards")),
+      ...(after ? { after: after.after } : {}),
+    });
     return c.json(statsView(page), 200);
   },
 );
@@ -105,14 +116,15 @@ export const metrics = router().openapi(
     operationId: "getMetrics",
     summary: "Prometheus metrics (text exposition format 0.0.4)",
     description:
-      'Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic="(others)" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 43 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request.',
+      "Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic=\"(others)\" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 43 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request, every shard at once: delayline_shard_up{shard} is 1 for each shard that answered within REDIS_TIMEOUT_MS and 0 for one that did not (its topics and its tick's series are then missing); the tick's gauges and delayline_redis_limit_errors_total are labelled by shard.",
     responses: {
       200: { description: "Metrics", content: { [PROMETHEUS_CONTENT_TYPE]: { schema: z.string() } } },
       ...problemResponses([401, 503]),
     },
   }),
   async (c) => {
-    const report = await collectRanked(c.get("queue"), { top: c.get("settings").metricsTopics });
+    const s = c.get("settings");
+    const report = await collectRanked(c.get("shards"), { top: s.metricsTopics, deadlineMs: s.redisTimeoutMs });
     return c.text(toPrometheus(report), 200, { "content-type": PROMETHEUS_CONTENT_TYPE });
   },
 );

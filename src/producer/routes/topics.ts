@@ -2,12 +2,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
 import type { TopicPatch } from "../../queue/topics.js";
 import type { TopicStats } from "../../queue/queue.js";
-import { json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
+import { json, problemResponses, router, shardReadDeadline, topicQueue, wakeSoonJobs } from "../context.js";
+import { listTopicsAcrossShards, readPageTopics } from "../../queue/shard-listing.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
 import { ClaimBody, ClaimedView } from "../job-schemas.js";
-import { iso, TopicName } from "../schema-parts.js";
+import { iso, partialOf, TopicName } from "../schema-parts.js";
 import { TopicList, topicPageQuery, TopicSettingsBody, TopicView } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
 import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT } from "../../limits.js";
@@ -44,10 +45,19 @@ export const topics = router()
       const { cursor, limit } = c.req.valid("query");
       const after = cursor === undefined ? undefined : decodeTopicCursor(cursor);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
-      const queue = c.get("queue");
-      const page = await queue.listTopicsPage({ limit, ...(after ? { after: after.after } : {}) });
-      const stats = await Promise.all(page.names.map((n) => queue.topicStats(n)));
-      return c.json({ topics: stats.map(view), total: page.total, nextCursor: page.next === null ? null : encodeTopicCursor(page.next) }, 200);
+      const shards = c.get("shards");
+      const deadline = shardReadDeadline(c.get("settings"), c.get("shards"));
+      const page = await listTopicsAcrossShards(shards, { limit, ...(after ? { after: after.after } : {}) }, deadline);
+      const stats = await readPageTopics(shards, page, (queue, topic) => queue.topicStats(topic), deadline);
+      return c.json(
+        {
+          topics: stats.values.map(view),
+          total: page.total,
+          nextCursor: page.next === null ? null : encodeTopicCursor(page.next),
+          ...partialOf(stats.missing),
+        },
+        200,
+      );
     },
   )
   .openapi(

@@ -220,7 +220,15 @@ describe("client errors", () => {
     const up = harness([]);
     expect(await up.dl.health.get()).toMatchObject({ ok: true, redis: "up" });
     const down = harness(["redis-down"]);
-    expect(await down.dl.health.get()).toEqual({ ok: false, redis: "down", lastTickAt: null, tickAgeMs: null });
+    expect(await down.dl.health.get()).toEqual({
+      ok: false,
+      redis: "down",
+      lastTickAt: null,
+      tickAgeMs: null,
+      shards: [],
+      partial: true,
+      missingShards: ["main"],
+    });
     expect(down.sent).toHaveLength(1);
   });
 

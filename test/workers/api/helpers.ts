@@ -41,5 +41,5 @@ export async function call(env: Env, path: string, options: CallOptions = {}) {
   } catch {
     json = text;
   }
-  return { status: res.status, headers: res.headers, body: json };
+  return { status: res.status, headers: res.headers, body: json, text };
 }
