@@ -70,11 +70,11 @@ function waitUntilOf(c: Context<AppEnv>): ((work: Promise<unknown>) => void) | n
   }
 }
 
-/** After writing a schedule: while the tick sleeps, fire its occurrences due soon from this invocation (see src/tick/wake.ts). */
-export async function wakeSoonSchedule(c: Context<AppEnv>, nextAt: number | null): Promise<void> {
+/** After writing a schedule on `queue`'s shard: while that shard's tick sleeps, fire its occurrences due soon from this invocation (see src/tick/wake.ts). */
+export async function wakeSoonSchedule(c: Context<AppEnv>, queue: Queue, nextAt: number | null): Promise<void> {
   const waitUntil = waitUntilOf(c);
   if (!waitUntil) return;
-  await wakeForSoonSchedule({ env: c.env, settings: c.get("settings"), queue: c.get("queue"), nextAt, waitUntil });
+  await wakeForSoonSchedule({ env: c.env, settings: c.get("settings"), queue, nextAt, waitUntil });
 }
 
 /**

@@ -9,7 +9,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 import { cronProblem, isTimeZone } from "../schedules/occurrences.js";
-import { BackoffBody, Duration, Instant, TargetBody, TopicName } from "./schema-parts.js";
+import { BackoffBody, Duration, Instant, partialFields, TargetBody, TopicName } from "./schema-parts.js";
 
 /** A schedule's id, chosen by its owner (PUT is an upsert). */
 export const ScheduleId = z
@@ -109,5 +109,6 @@ export const ScheduleList = z
   .object({
     schedules: z.array(ScheduleView),
     nextCursor: z.string().nullable().openapi({ description: "Pass as ?cursor= for the next page; null on the last" }),
+    ...partialFields,
   })
   .openapi("ScheduleList");

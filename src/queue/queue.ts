@@ -68,7 +68,7 @@ export class Queue {
     this.ctx = new QueueContext(options);
     this.keys = this.ctx.keys;
     this.shard = this.ctx.shard;
-    this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics, this.ctx.requestBudgetBytes);
+    this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics, this.ctx.requestBudgetBytes, this.ctx.shard);
     this.health = new Health(this.ctx.redis, this.keys);
   }
 

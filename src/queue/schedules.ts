@@ -1,3 +1,4 @@
+import { MAIN_SHARD } from "./ids.js";
 import type { Redis } from "@upstash/redis/cloudflare";
 import { z } from "zod";
 import { MAX_LIST_LIMIT, REQUEST_BUDGET_BYTES } from "../limits.js";
@@ -44,6 +45,8 @@ export class Schedules {
     private readonly maxTopics: number,
     /** Largest request a schedule write may make (see QueueOptions.requestBudgetBytes). Default REQUEST_BUDGET_BYTES. */
     private readonly requestBudgetBytes: number = REQUEST_BUDGET_BYTES,
+    /** The shard these schedules are on: the ids of the jobs their occurrences store name it. Default `main`. */
+    readonly shard: string = MAIN_SHARD,
   ) {}
 
   async get(id: string): Promise<StoredSchedule | null> {

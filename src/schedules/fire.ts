@@ -1,4 +1,4 @@
-import { newJobId } from "../queue/ids.js";
+import { MAIN_SHARD, newJobId } from "../queue/ids.js";
 import type { Firing, Schedules, StoredSchedule } from "../queue/schedules.js";
 import type { JobRecord } from "../queue/types.js";
 import { nextOccurrence, timingOf } from "./lifecycle.js";
@@ -8,14 +8,15 @@ import { latestAtOrBefore } from "./occurrences.js";
  * The firing of a due schedule at `now`: its job for the occurrence it is at
  * or, when that was missed by more than the schedule's grace (an outage, a
  * tick that did not run), one job for the latest occurrence missed, so a
- * schedule never piles up; then its next occurrence after that one.
+ * schedule never piles up; then its next occurrence after that one. The
+ * job's id names `shard`, the shard the schedule is on (where the job is stored).
  */
-export function planFiring(s: StoredSchedule, now: number): Firing {
+export function planFiring(s: StoredSchedule, now: number, shard: string = MAIN_SHARD): Firing {
   const d = s.definition;
   const at = s.state.next!;
   const occurrence = now - at > d.grace ? Math.max(at, latestAtOrBefore(timingOf(d), now) ?? at) : at;
   const runs = s.state.runs + 1;
-  const jobId = newJobId(d.job.topic, now);
+  const jobId = newJobId(d.job.topic, now, shard);
   const record: JobRecord = { payload: d.job.payload, createdAt: now, scheduleId: s.id, scheduledFor: occurrence };
   if (d.job.maxAttempts !== undefined) record.maxAttempts = d.job.maxAttempts;
   if (d.job.backoff !== undefined) record.backoff = d.job.backoff;
@@ -56,7 +57,7 @@ export async function fireDueSchedules(store: Schedules, now: number, maxCalls =
     const due = await store.due(now);
     report.calls++;
     if (due.schedules.length === 0) break;
-    const firings = due.schedules.map((s) => planFiring(s, now));
+    const firings = due.schedules.map((s) => planFiring(s, now, store.shard));
     const r = await store.fire(firings);
     report.calls++;
     r.fired.forEach((ok, i) => {

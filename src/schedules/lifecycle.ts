@@ -53,10 +53,20 @@ async function withRetries(
  * Creates or replaces a schedule. A replacement that keeps its timing keeps
  * its next occurrence (so it never fires one twice) along with its runs and
  * its paused state; a new timing takes effect from its next occurrence after now.
+ * `movedFrom` is the schedule as another shard holds it, when it moves here
+ * (its topic now lives on this store's shard): it counts as the old one.
  */
-export async function upsertSchedule(store: Schedules, id: string, input: ScheduleInput, now: number): Promise<{ schedule: StoredSchedule; created: boolean }> {
+export async function upsertSchedule(
+  store: Schedules,
+  id: string,
+  input: ScheduleInput,
+  now: number,
+  movedFrom: StoredSchedule | null = null,
+): Promise<{ schedule: StoredSchedule; created: boolean }> {
   let created = false;
-  const schedule = await withRetries(store, id, async (old) => {
+  const schedule = await withRetries(store, id, async (stored) => {
+    // A schedule moving here from another shard goes on as it was there (runs, next occurrence, pause), at a revision of this store's.
+    const old = stored ?? movedFrom;
     const sameEvery = old !== null && old.definition.every !== undefined && old.definition.every === input.every && old.definition.startAt === input.startAt;
     const anchor = input.startAt ?? (sameEvery ? old.definition.anchor : now + (input.every ?? 0));
     // What an old schedule holds past the latest date (stored before such times were refused) is not carried over.
@@ -77,7 +87,7 @@ export async function upsertSchedule(store: Schedules, id: string, input: Schedu
         (definition.limit === undefined || runs < definition.limit);
       next = fits ? kept : nextOccurrence(definition, { runs, lastRunAt }, now);
     }
-    const rev = old?.state.rev ?? 0;
+    const rev = stored?.state.rev ?? 0;
     const state: ScheduleState = { rev: rev + 1, next, runs, lastRunAt, lastJobId: old?.state.lastJobId ?? null, paused };
     // Checked before the write: a schedule a listing could not show is never stored.
     const unshowable = unshowableOnWrite(definition, state);

@@ -5,8 +5,11 @@ import type { Queue } from "../../queue/queue.js";
 import type { JobTemplate, StoredSchedule } from "../../queue/schedules.js";
 import { pauseSchedule, resumeSchedule, ScheduleConflictError, ScheduleTimeError, upsertSchedule, type ScheduleInput } from "../../schedules/lifecycle.js";
 import { shownTimes } from "../../schedules/shown-times.js";
-import { json, problemResponses, router, wakeSoonSchedule } from "../context.js";
+import { json, problemResponses, router, shardReadDeadline, wakeSoonSchedule, type AppEnv } from "../context.js";
+import { findSchedule, listSchedulesAcrossShards, type ShardSchedule } from "../../queue/shard-schedules.js";
+import type { Context } from "hono";
 import { ApiProblem, invalid } from "../problem.js";
+import { partialOf } from "../schema-parts.js";
 import { ScheduleBody, ScheduleId, ScheduleList, ScheduleView } from "../schedule-schemas.js";
 import { checkPayloadAndTarget } from "./jobs.js";
 
@@ -28,6 +31,13 @@ function lifecycleRoute<A extends "pause" | "resume">(action: A, summary: string
 function found(id: string, s: StoredSchedule | null): StoredSchedule {
   if (!s) throw new ApiProblem(404, `no schedule ${id}`);
   return s;
+}
+
+/** Every shard's copy of schedule `id`, its home first (see src/queue/shard-schedules.ts); 404 when there is none. */
+async function copiesOf(c: Context<AppEnv>, id: string): Promise<[ShardSchedule, ...ShardSchedule[]]> {
+  const copies = await findSchedule(c.get("shards"), id, shardReadDeadline(c.get("settings"), c.get("shards")));
+  if (copies.length === 0) throw new ApiProblem(404, `no schedule ${id}`);
+  return copies as [ShardSchedule, ...ShardSchedule[]];
 }
 
 function toInput(body: ScheduleBody): ScheduleInput {
@@ -106,9 +116,16 @@ export const schedules = router()
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
       checkPayloadAndTarget(body, c.get("settings"));
-      const queue = c.get("queue");
-      const r = await upsertSchedule(queue.schedules, id, toInput(body), Date.now()).catch(conflict);
-      await wakeSoonSchedule(c, r.schedule.state.next);
+      const shards = c.get("shards");
+      const copies = await findSchedule(shards, id, shardReadDeadline(c.get("settings"), shards));
+      const home = shards.shardOf(body.topic);
+      const queue = shards.queue(home)!;
+      // Its topic lives elsewhere now (a new topic, or a pin moved it): written on the new shard first, then dropped
+      // from the old, so a cut between the two leaves two copies (which a repeated PUT clears), never none.
+      const movedFrom = copies.some((k) => k.shard === home) ? null : (copies[0]?.schedule ?? null);
+      const r = await upsertSchedule(queue.schedules, id, toInput(body), Date.now(), movedFrom).catch(conflict);
+      for (const stray of copies.filter((k) => k.shard !== home)) await stray.queue.schedules.delete(id);
+      await wakeSoonSchedule(c, queue, r.schedule.state.next);
       return c.json(await view(queue, r.schedule), r.created ? 201 : 200);
     },
   )
@@ -128,9 +145,16 @@ export const schedules = router()
     }),
     async (c) => {
       const { limit, cursor } = c.req.valid("query");
-      const queue = c.get("queue");
-      const page = await queue.schedules.list({ limit, ...(cursor ? { cursor } : {}) });
-      return c.json({ schedules: await Promise.all(page.schedules.map((s) => view(queue, s))), nextCursor: page.cursor }, 200);
+      const shards = c.get("shards");
+      const page = await listSchedulesAcrossShards(shards, { limit, ...(cursor ? { cursor } : {}) }, shardReadDeadline(c.get("settings"), shards));
+      return c.json(
+        {
+          schedules: await Promise.all(page.schedules.map((k) => view(k.queue, k.schedule))),
+          nextCursor: page.cursor,
+          ...partialOf(page.missing),
+        },
+        200,
+      );
     },
   )
   .openapi(
@@ -144,8 +168,8 @@ export const schedules = router()
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const queue = c.get("queue");
-      return c.json(await view(queue, found(id, await queue.schedules.get(id))), 200);
+      const [home] = await copiesOf(c, id);
+      return c.json(await view(home.queue, home.schedule), 200);
     },
   )
   .openapi(
@@ -159,20 +183,25 @@ export const schedules = router()
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      if (!(await c.get("queue").schedules.delete(id))) throw new ApiProblem(404, `no schedule ${id}`);
+      let deleted = false;
+      for (const k of await findSchedule(c.get("shards"), id, shardReadDeadline(c.get("settings"), c.get("shards"))))
+        deleted = (await k.queue.schedules.delete(id)) || deleted;
+      if (!deleted) throw new ApiProblem(404, `no schedule ${id}`);
       return c.body(null, 204);
     },
   )
   .openapi(lifecycleRoute("pause", "Pause a schedule: its occurrences are skipped until it is resumed"), async (c) => {
     const { id } = c.req.valid("param");
-    const queue = c.get("queue");
-    const s = found(id, await pauseSchedule(queue.schedules, id).catch(conflict));
-    return c.json(await view(queue, s), 200);
+    // Every copy (two only while a move was cut short): a paused schedule fires from none.
+    const copies = await copiesOf(c, id);
+    const paused = await Promise.all(copies.map((k) => pauseSchedule(k.queue.schedules, id).catch(conflict)));
+    return c.json(await view(copies[0].queue, found(id, paused[0]!)), 200);
   })
   .openapi(lifecycleRoute("resume", "Resume a schedule from its next occurrence after now"), async (c) => {
     const { id } = c.req.valid("param");
-    const queue = c.get("queue");
-    const s = found(id, await resumeSchedule(queue.schedules, id, Date.now()).catch(conflict));
-    await wakeSoonSchedule(c, s.state.next);
-    return c.json(await view(queue, s), 200);
+    // Its home alone: a stray copy left by a cut-short move stays paused until a PUT clears it.
+    const [home] = await copiesOf(c, id);
+    const s = found(id, await resumeSchedule(home.queue.schedules, id, Date.now()).catch(conflict));
+    await wakeSoonSchedule(c, home.queue, s.state.next);
+    return c.json(await view(home.queue, s), 200);
   });

@@ -42,7 +42,7 @@ describe("PUT /v1/schedules/:id validation", () => {
       ).toBe(true);
     }
     expect((await put(env, "bad id!", { topic: "t", every: "1m" })).status).toBe(422);
-    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], nextCursor: null });
+    expect((await call(env, "/v1/schedules")).body).toEqual({ schedules: [], nextCursor: null, partial: false, missingShards: [] });
     // Nothing reached Redis: none of the schedules' keys (nor a topic) exists under the test's prefix.
     const redis = createRedis(settings(env));
     const k = keysFor(env.DELAYLINE_PREFIX!);

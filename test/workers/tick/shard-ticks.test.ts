@@ -119,3 +119,25 @@ it("while a shard's tick sleeps, a producer starts that shard's job due soon on 
   expect(d.ran.b).toEqual([id]);
   await ticking;
 });
+
+it("a schedule whose topic lives on b is fired by b's tick: its occurrence's job is stored on b and run by b's handler", { timeout: 30_000 }, async () => {
+  const d = shardedDeployment("sched");
+  const res = await d.dl.fetch(
+    new Request("http://delayline.test/v1/schedules/every-b", {
+      method: "PUT",
+      headers: { authorization: "Bearer test-api-token-0123456789", "content-type": "application/json" },
+      body: JSON.stringify({ topic: d.topics.b, every: "1h", startAt: Date.now() + 500 }),
+    }),
+    d.env,
+    createExecutionContext(),
+  );
+  expect(res.status).toBe(201);
+  await d.cron();
+  const b = d.shards.queue("b")!;
+  const fired = await b.schedules.get("every-b");
+  expect(fired?.state.runs).toBe(1);
+  // The occurrence's job: on b (its id names b), run once by b's handler; main's and c's handlers ran nothing.
+  expect(fired!.state.lastJobId!.startsWith(`b~${d.topics.b}.`)).toBe(true);
+  expect(d.ran).toEqual({ main: [], b: [fired!.state.lastJobId], c: [] });
+  expect((await b.get(fired!.state.lastJobId!))?.state).toBe("succeeded");
+});
