@@ -1,24 +1,19 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { settings, type Env } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
-import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/from-settings.js";
+import { queueFromSettings, shardNamed } from "../queue/from-settings.js";
 import { MAIN_SHARD } from "../queue/ids.js";
 import { runDrain } from "./drain.js";
 import { nextCronAt } from "./cron-look.js";
 import { runTick, type TickOptions } from "./loop.js";
 import { runChunk, type ChunkReport } from "./run-chunk.js";
-import { shardLog, tickShard } from "./scheduled.js";
+import { tickShard } from "./scheduled.js";
+import { logTickEnd, MAX_HANDOVERS, shardTickOptions } from "./shard-tick.js";
 import { armForWorkLeft } from "./wake-alarm.js";
 
 export type { ChunkReport } from "./run-chunk.js";
 
-/**
- * Most handovers in one window (or one drain's horizon). Each successor is
- * called (and awaited) by the one before it, and Cloudflare allows a chain of
- * 32 invocations per request; a successor's fanned-out chunks are one level
- * deeper still.
- */
-export const MAX_HANDOVERS = 16;
+export { MAX_HANDOVERS } from "./shard-tick.js";
 
 /**
  * The tick's work in invocations of its own, each with a subrequest budget
@@ -102,26 +97,13 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
     extra: Pick<TickOptions, "waitForLock">,
     shard: string,
   ): Promise<{ ended: string }> {
-    const s = settings(this.env);
-    const runner = this.env.TICK_RUNNER;
     const report = await runTick({
-      queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
-      lock: tickLockFromSettings(s, shardNamed(s, shard)),
-      settings: s,
-      handlers: this.handlers,
-      scheduledTime,
+      ...shardTickOptions({ env: this.env, handlers: this.handlers, shard, scheduledTime, handovers }),
       windowMs: windowEnd - scheduledTime,
       endWhenIdle: this.env.TICK_ALARM !== undefined,
       ...extra,
-      ...shardLog(shard),
-      ...(runner
-        ? {
-            fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
-            ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1, shard) } : {}),
-          }
-        : {}),
     });
-    console.log(JSON.stringify({ level: "info", msg: "tick ended", ...(shard === MAIN_SHARD ? {} : { shard }), ...report }));
+    logTickEnd(shard, "tick ended", report);
     return { ended: report.ended };
   }
 }

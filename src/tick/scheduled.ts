@@ -1,12 +1,12 @@
 import { settings, type Env, type Settings } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
-import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/from-settings.js";
+import { tickLockFromSettings } from "../queue/from-settings.js";
 import { MAIN_SHARD } from "../queue/ids.js";
 import type { Queue } from "../queue/queue.js";
 import { realClock, type Clock } from "./clock.js";
 import { lookLeavesAsleep } from "./cron-look.js";
 import { runTick, type TickOptions, type TickReport } from "./loop.js";
-import { jsonLog } from "./settle.js";
+import { logTickEnd, shardTickOptions } from "./shard-tick.js";
 
 /** The Worker's cron entry point (a `* * * * *` trigger). */
 export type Scheduled = (controller: ScheduledController, env: Env, ctx: ExecutionContext) => Promise<void>;
@@ -44,32 +44,9 @@ export function createScheduled(handlers: Handlers): Scheduled {
  * report, or null when it only looked.
  */
 export async function tickShard(args: { env: Env; handlers: Handlers; shard: string; scheduledTime: number }): Promise<TickReport | null> {
-  const { env, handlers, shard, scheduledTime } = args;
-  const s = settings(env);
-  const runner = env.TICK_RUNNER;
-  const report = await cronTick({
-    queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
-    lock: tickLockFromSettings(s, shardNamed(s, shard)),
-    settings: s,
-    handlers,
-    scheduledTime,
-    wakeAlarm: env.TICK_ALARM !== undefined,
-    ...shardLog(shard),
-    ...(runner
-      ? {
-          fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
-          handOver: (windowEnd: number) => runner.continueTick(scheduledTime, windowEnd, 1, shard),
-        }
-      : {}),
-  });
-  const msg = report ? "tick ended" : "tick looked: asleep, nothing due before the next cron";
-  console.log(JSON.stringify({ level: "info", msg, ...(shard === MAIN_SHARD ? {} : { shard }), ...report }));
+  const report = await cronTick({ ...shardTickOptions({ ...args, handovers: 0 }), wakeAlarm: args.env.TICK_ALARM !== undefined });
+  logTickEnd(args.shard, report ? "tick ended" : "tick looked: asleep, nothing due before the next cron", report);
   return report;
-}
-
-/** The log of a shard's tick: main's lines as they always were, another shard's naming it. */
-export function shardLog(shard: string): Pick<TickOptions, "log"> {
-  return shard === MAIN_SHARD ? {} : { log: (line) => jsonLog({ ...line, shard }) };
 }
 
 /**
