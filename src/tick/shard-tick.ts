@@ -14,7 +14,7 @@ import { jsonLog } from "./settle.js";
 export const MAX_HANDOVERS = 16;
 
 /** The log of a shard's tick: main's lines as they always were, another shard's naming it. */
-export function shardLog(shard: string): Pick<TickOptions, "log"> {
+function shardLog(shard: string): Pick<TickOptions, "log"> {
   return shard === MAIN_SHARD ? {} : { log: (line) => jsonLog({ ...line, shard }) };
 }
 
