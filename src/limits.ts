@@ -187,8 +187,9 @@ export const DEFAULT_REDIS_TIMEOUT_MS = 5_000;
 /**
  * Longest a read across several shards (`/v1/stats`, `/v1/topics`,
  * `/healthz`) waits for one of them before it answers without it, with
- * `partial: true`; below REDIS_TIMEOUT_MS when that is set lower. `/metrics`,
- * which walks every topic, waits REDIS_TIMEOUT_MS.
+ * `partial: true`; below REDIS_TIMEOUT_MS when that is set lower. `/metrics`
+ * waits this long for each shard's tick, then walks its topics with no
+ * deadline but its requests' own.
  */
 export const SHARD_READ_DEADLINE_MS = 1_500;
 

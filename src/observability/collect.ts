@@ -49,8 +49,8 @@ export interface PageOptions {
   /** The page starts after this topic. Default: the first. */
   after?: string;
   now?: number;
-  /** How long each shard may take to answer before the page is given without it. */
-  deadlineMs: number;
+  /** How long each shard may take to answer before the page is given without it (null: its requests' own deadline). */
+  deadlineMs: number | null;
 }
 
 /** Topics a page of `minutes` of series may hold: `limit`, or fewer so the page's series stay within {@link STATS_PAGE_SERIES_MINUTES}. */
@@ -201,8 +201,7 @@ function rank(r: Ranked, stats: TopicStats, keep: number): void {
  * pipelined request (so no Redis reply passes ~100 KB however many topics
  * there are), keeps the `keep` busiest and sums the rest as it goes.
  */
-async function rankShard(queue: Queue, shard: string, shards: Shards, keep: number): Promise<Ranked & { head: ShardHead; total: number }> {
-  const head = await shardHead(queue, shard);
+async function rankShard(queue: Queue, shard: string, shards: Shards, keep: number): Promise<Ranked & { total: number }> {
   const r: Ranked = { top: [], others: null };
   let total = 0;
   let after: string | undefined;
@@ -214,29 +213,37 @@ async function rankShard(queue: Queue, shard: string, shards: Shards, keep: numb
     for (const stats of await Promise.all(own.map((n) => queue.topicStats(n)))) rank(r, stats, keep);
     after = page.next ?? undefined;
   } while (after !== undefined);
-  return { ...r, head, total };
+  return { ...r, total };
 }
 
 /**
  * Reads every topic of every shard (the shards at once, each as
  * {@link rankShard} does), keeps the `top` busiest of them all and sums the
  * rest; memory holds `top` snapshots and one sum per shard, not every
- * topic's. A shard that does not answer within the deadline is left out and
- * named in `missingShards`.
+ * topic's. First each shard's tick, within the deadline: a shard that does
+ * not answer it is left out and named in `missingShards`; the walk that
+ * follows has no deadline of its own (its requests' own), as its length
+ * grows with the shard's topics, and a shard that fails it is left out too.
  */
-export async function collectRanked(shards: Shards, options: { top: number; now?: number; deadlineMs: number }): Promise<RankedReport> {
+export async function collectRanked(shards: Shards, options: { top: number; now?: number; deadlineMs: number | null }): Promise<RankedReport> {
   const now = options.now ?? Date.now();
-  const read = await shards.readEach((queue, shard) => rankShard(queue, shard, shards, options.top), options.deadlineMs);
+  const heads = await shards.readEach(shardHead, options.deadlineMs);
+  const walked = await shards.readEach(
+    (queue, shard) => rankShard(queue, shard, shards, options.top),
+    null,
+    heads.answers.map((a) => a.shard),
+  );
   const all: Ranked = { top: [], others: null };
-  for (const { value } of read.answers) {
+  for (const { value } of walked.answers) {
     if (value.others) all.others = addTotals(all.others, value.others);
     for (const stats of value.top) rank(all, stats, options.top);
   }
+  const answered = new Set(walked.answers.map((a) => a.shard));
   return {
     now,
-    shards: read.answers.map((a) => a.value.head),
-    missingShards: read.missing,
-    totalTopics: read.answers.reduce((n, a) => n + a.value.total, 0),
+    shards: heads.answers.filter((a) => answered.has(a.shard)).map((a) => a.value),
+    missingShards: shards.names.filter((n) => !answered.has(n)),
+    totalTopics: walked.answers.reduce((n, a) => n + a.value.total, 0),
     ...all,
   };
 }

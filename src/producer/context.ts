@@ -97,13 +97,14 @@ export async function wakeSoonJobs(c: Context<AppEnv>, stored: Array<{ topic: st
 }
 
 /**
- * How long a read across shards waits for each one: with a single shard,
- * the request's own deadline (REDIS_TIMEOUT_MS), as there is nothing to
- * answer without it; with several, at most {@link SHARD_READ_DEADLINE_MS},
- * so one slow shard cannot hold up an answer the others can give.
+ * How long a read across shards waits for each one: with a single shard, no
+ * deadline of its own (its requests' own, REDIS_TIMEOUT_MS each), as there is
+ * nothing to answer without it; with several, at most
+ * {@link SHARD_READ_DEADLINE_MS} (or REDIS_TIMEOUT_MS when lower), so one slow
+ * shard cannot hold up an answer the others can give.
  */
-export function shardReadDeadline(s: Settings, shards: Shards): number {
-  return shards.names.length === 1 ? s.redisTimeoutMs : Math.min(s.redisTimeoutMs, SHARD_READ_DEADLINE_MS);
+export function shardReadDeadline(s: Settings, shards: Shards): number | null {
+  return shards.names.length === 1 ? null : Math.min(s.redisTimeoutMs, SHARD_READ_DEADLINE_MS);
 }
 
 /** The queue of the shard `topic` lives on. */

@@ -23,7 +23,7 @@ export interface ShardsTopicPage {
  * old shard too until that one is drained and deleted; the page shows it once,
  * from the shard it is placed on now.
  */
-export async function listTopicsAcrossShards(shards: Shards, options: TopicPageOptions, deadlineMs: number): Promise<ShardsTopicPage> {
+export async function listTopicsAcrossShards(shards: Shards, options: TopicPageOptions, deadlineMs: number | null): Promise<ShardsTopicPage> {
   const limit = Math.max(1, Math.floor(options.limit));
   const read = await shards.readEach((queue) => queue.listTopicsPage({ ...options, limit }), deadlineMs);
   const byName = new Map<string, string>();
@@ -51,7 +51,7 @@ export async function readPageTopics<T>(
   shards: Shards,
   page: ShardsTopicPage,
   read: (queue: Queue, topic: string) => Promise<T>,
-  deadlineMs: number,
+  deadlineMs: number | null,
 ): Promise<{ values: T[]; missing: string[] }> {
   const onShard = [...new Set(page.topics.map((t) => t.shard))];
   const r = await shards.readEach(

@@ -21,7 +21,7 @@ export interface ShardSchedule {
  * Every shard is asked at once; one that does not answer could hold it, so
  * that is an outage (503 naming the shard), not "no such schedule".
  */
-export async function findSchedule(shards: Shards, id: string, deadlineMs: number): Promise<ShardSchedule[]> {
+export async function findSchedule(shards: Shards, id: string, deadlineMs: number | null): Promise<ShardSchedule[]> {
   const read = await shards.readEach((queue) => queue.schedules.get(id), deadlineMs);
   if (read.missing.length > 0) throw new RedisUnavailableError(`shard "${read.missing[0]}" did not answer, and it may hold schedule ${id}`);
   const copies = read.answers.flatMap(({ shard, value }) => (value ? [{ shard, queue: shards.queue(shard)!, schedule: value }] : []));
@@ -45,7 +45,11 @@ export interface ShardsSchedulePage {
  * keeps the first `limit` of them all. A schedule on two shards (a move cut
  * short) is shown once, from its home.
  */
-export async function listSchedulesAcrossShards(shards: Shards, options: { limit: number; cursor?: string }, deadlineMs: number): Promise<ShardsSchedulePage> {
+export async function listSchedulesAcrossShards(
+  shards: Shards,
+  options: { limit: number; cursor?: string },
+  deadlineMs: number | null,
+): Promise<ShardsSchedulePage> {
   const read = await shards.readEach((queue) => queue.schedules.list(options), deadlineMs);
   const byId = new Map<string, ShardSchedule>();
   for (const { shard, value } of read.answers) {

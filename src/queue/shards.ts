@@ -103,30 +103,23 @@ export class Shards {
 
   /**
    * Runs `read` on every shard at once and waits for each at most
-   * `deadlineMs`: a shard that is down (or at one of its limits) or slower
-   * than that is reported missing, and the others' answers are used, so one
-   * shard cannot hold up or fail a read of the deployment. An error that is
-   * not an outage (a refused command) is thrown as it is. When no shard
-   * answers, the first shard's error is thrown (the edge answers 503).
-   * `on` limits the read to some shards (default all).
+   * `deadlineMs` (null: as long as its requests' own deadline): a shard that
+   * is down (or at one of its limits) or slower than that is reported
+   * missing, and the others' answers are used, so one shard cannot hold up
+   * or fail a read of the deployment. An error that is not an outage (a
+   * refused command) is thrown as it is. When no shard answers, the first
+   * shard's error is thrown (the edge answers 503). `on` limits the read to
+   * some shards (default all).
    */
-  async readEach<T>(read: (queue: Queue, shard: string) => Promise<T>, deadlineMs: number, on: readonly string[] = this.names): Promise<ShardReads<T>> {
+  async readEach<T>(read: (queue: Queue, shard: string) => Promise<T>, deadlineMs: number | null, on: readonly string[] = this.names): Promise<ShardReads<T>> {
     const settled = await Promise.all(
       on.map(async (shard) => {
-        let timer!: ReturnType<typeof setTimeout>;
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new RedisTimeoutError(`shard "${shard}" did not answer within ${deadlineMs} ms`)), deadlineMs);
-        });
         const work = this.on(shard, () => read(this.byName.get(shard)!, shard));
-        // A read given up on at the deadline may still fail later, with nobody left to hear it.
-        work.catch(() => {});
         try {
-          return { shard, value: await Promise.race([work, late]) };
+          return { shard, value: deadlineMs === null ? await work : await withDeadline(work, deadlineMs, shard) };
         } catch (error) {
           if (!(error instanceof RedisUnavailableError)) throw error;
           return { shard, error };
-        } finally {
-          clearTimeout(timer);
         }
       }),
     );
@@ -147,5 +140,20 @@ export class Shards {
       if (e instanceof RedisUnavailableError && this.names.length > 1) e.message = `shard "${name}": ${e.message}`;
       throw e;
     }
+  }
+}
+
+/** `work`, or a {@link RedisTimeoutError} naming `shard` once `ms` pass first. */
+async function withDeadline<T>(work: Promise<T>, ms: number, shard: string): Promise<T> {
+  // A read given up on at the deadline may still fail later, with nobody left to hear it.
+  work.catch(() => {});
+  let timer!: ReturnType<typeof setTimeout>;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedisTimeoutError(`shard "${shard}" did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -114,5 +114,7 @@ describe("reads across three shards", () => {
     expect([list.status, list.body.missingShards]).toEqual([200, ["c"]]);
     const health = await call(env, "/healthz", { token: null });
     expect([health.status, health.body.missingShards]).toEqual([200, ["c"]]);
+    const metrics = await call(env, "/metrics");
+    expect([metrics.status, sample(metrics.text, 'delayline_shard_up{shard="c"}'), sample(metrics.text, 'delayline_shard_up{shard="b"}')]).toEqual([200, 0, 1]);
   });
 });
