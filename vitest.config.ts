@@ -14,19 +14,23 @@ export const TEST_API_TOKEN = "test-api-token-0123456789";
 const SELF_INVOKING = ["test/workers/tick/self-invocations.test.ts"];
 
 /**
- * The queue's and the API's tests, again on a 3-master Redis Cluster behind
- * the bridge (test/global-setup.ts starts one for a project named
- * `*-cluster`), so every `npm test` shows their calls stay in one slot.
+ * The queue's and the API's tests, and the shards' ticks, again on a 3-master
+ * Redis Cluster behind the bridge (test/global-setup.ts starts one for a
+ * project named `*-cluster`, and puts the shards tests' three shards on its
+ * three masters), so every `npm test` shows their calls stay in one slot.
  * Left out: tests whose Redis is a single server of their own anyway (cost,
  * bounded calls, fuzz, abuse), that touch no Redis (docs, OpenAPI), and the
  * two longest (invariants, list); `npm run test:cluster` runs them all.
  */
 const CLUSTER_SMOKE = {
-  include: ["test/workers/queue/**/*.test.ts", "test/workers/api/**/*.test.ts"],
+  include: ["test/workers/queue/**/*.test.ts", "test/workers/api/**/*.test.ts", "test/workers/tick/shard-ticks.test.ts"],
   exclude: ["cost", "bounded-calls", "invariants", "list"]
     .map((name) => `test/workers/queue/${name}.test.ts`)
     .concat(["fuzz", "abuse", "docs", "openapi"].map((name) => `test/workers/api/${name}.test.ts`)),
 };
+
+/** Node tests of the cluster itself, which only the `node-cluster` project runs. */
+const CLUSTER_ONLY = ["test/node/shard-masters.test.ts"];
 
 /** A workerd project: the Worker as wrangler.toml deploys it, on the test stack, with `bindings` added. */
 function workersProject(name: string, files: { include: string[]; exclude?: string[] }, bindings: Record<string, string> = {}) {
@@ -61,10 +65,11 @@ export default defineConfig({
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
-        // The bridge's own tests again, with the bridge in front of a 3-master Redis Cluster (test/global-setup.ts).
+        // The bridge's own tests again, with the bridge in front of a 3-master Redis Cluster (test/global-setup.ts), and
+        // the check that the shards tests' shards land on different masters of it.
         test: {
           name: "node-cluster",
-          include: ["test/node/bridge-conformance.test.ts", "test/node/bridge-limits.test.ts", "test/node/bridge-protocol.test.ts"],
+          include: [...CLUSTER_ONLY, "test/node/bridge-conformance.test.ts", "test/node/bridge-limits.test.ts", "test/node/bridge-protocol.test.ts"],
           environment: "node",
           globalSetup: ["test/global-setup.ts"],
           testTimeout: 30_000,
@@ -75,6 +80,7 @@ export default defineConfig({
         test: {
           name: "node",
           include: ["test/node/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...CLUSTER_ONLY],
           environment: "node",
           globalSetup: ["test/global-setup.ts"],
           testTimeout: 30_000,

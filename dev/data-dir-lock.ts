@@ -6,7 +6,7 @@
  *
  * The lock file is created with `wx` (O_CREAT | O_EXCL): of two starts at
  * once, exactly one creates it. It holds the pids of the stack (dev/start.ts
- * and, once it runs, its redis-server). A lock whose pids are all gone — the
+ * and, once they run, its redis-servers: one per local shard). A lock whose pids are all gone — the
  * stack was killed with SIGKILL, the machine rebooted — is stale and is taken
  * over; a pid that is alive but runs something else (reused after a reboot)
  * does not count as the stack.
@@ -25,7 +25,9 @@ interface LockContent {
   pid: number;
   /** The Worker's port, to say where the running stack answers. */
   port: number;
-  /** The stack's redis-server, which would outlive a SIGKILLed dev/start.ts. */
+  /** The stack's redis-servers (one per local shard), which would outlive a SIGKILLed dev/start.ts. */
+  redisPids?: number[];
+  /** What a lock of an npm start from before local shards holds instead of `redisPids`. */
   redisPid?: number;
   since: string;
 }
@@ -33,7 +35,7 @@ interface LockContent {
 /** The lock a running `npm start` holds; `release` is idempotent. */
 export interface DataDirLock {
   path: string;
-  /** Records the stack's redis-server, so a start after a SIGKILL sees it still running on the directory. */
+  /** Records one of the stack's redis-servers, so a start after a SIGKILL sees it still running on the directory. */
   recordRedis(pid: number): void;
   release(): void;
 }
@@ -93,10 +95,13 @@ export function lockDataDir(dataDir: string, port: number): DataDirLock {
       throw new Error(
         `the data directory ${dataDir} is in use by another npm start (pid ${other.pid}, PORT ${other.port}, since ${other.since}): stop that one (kill ${other.pid}), or give this one a directory of its own with DELAYLINE_DATA_DIR=…`,
       );
-    } else if (other.redisPid !== undefined && runs(other.redisPid, /redis-server/)) {
-      throw new Error(
-        `the data directory ${dataDir} is still used by the redis-server (pid ${other.redisPid}) of an npm start that is gone (pid ${other.pid}): stop it (kill ${other.redisPid}) before starting another`,
-      );
+    } else {
+      const live = [...(other.redisPids ?? []), ...(other.redisPid === undefined ? [] : [other.redisPid])].filter((pid) => runs(pid, /redis-server/));
+      if (live.length > 0) {
+        throw new Error(
+          `the data directory ${dataDir} is still used by the redis-server${live.length > 1 ? "s" : ""} (pid ${live.join(", ")}) of an npm start that is gone (pid ${other.pid}): stop ${live.length > 1 ? "them" : "it"} (kill ${live.join(" ")}) before starting another`,
+        );
+      }
     }
     // Stale: its stack is gone. Remove it and take it with wx again (a start racing us for it may win).
     try {
@@ -129,7 +134,7 @@ function held(path: string, mine: LockContent): DataDirLock {
     path,
     recordRedis(pid) {
       if (released) return;
-      mine.redisPid = pid;
+      mine.redisPids = [...(mine.redisPids ?? []), pid];
       writeFileSync(path, JSON.stringify(mine));
     },
     release,

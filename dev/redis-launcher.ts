@@ -27,6 +27,11 @@ export interface RunningRedis {
   port: number;
   pid: number;
   dataDir: string;
+  /**
+   * Resolves once redis-server has exited, however it did (its stop, `SHUTDOWN`, a kill), with how: `code 0`,
+   * `SIGKILL`, … Never rejects.
+   */
+  exited: Promise<string>;
   /** SIGTERM (SIGKILL after 5 s), then removes a temp data dir. */
   stop(): Promise<void>;
 }
@@ -122,6 +127,7 @@ export async function startRedis(options: RedisLauncherOptions = {}): Promise<Ru
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
+  const exited = new Promise<string>((r) => child.once("exit", (code, signal) => r(signal ?? `code ${code}`)));
   let stderr = "";
   child.stderr!.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   // A crash of the parent must not leave redis-server behind.
@@ -146,5 +152,5 @@ export async function startRedis(options: RedisLauncherOptions = {}): Promise<Ru
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url: `redis://127.0.0.1:${port}`, port, pid: child.pid!, dataDir, stop };
+  return { url: `redis://127.0.0.1:${port}`, port, pid: child.pid!, dataDir, exited, stop };
 }

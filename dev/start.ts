@@ -2,15 +2,23 @@
  * `npm start`: the whole pipeline on this machine — redis-server, the REST
  * bridge, the Worker in workerd (through miniflare, dev/worker-host.ts) and a
  * cron driver. Ctrl-C or SIGTERM stops every child; nothing is left running.
+ * A redis-server that exits (a crash, `redis-cli shutdown`, a kill) is logged
+ * and stays down; npm start keeps running: its shard's calls answer 503 until
+ * npm start is restarted (its append-only file keeps what it acknowledged).
  *
  * Environment:
  *   PORT                  Worker port (default 8787)
  *   DELAYLINE_TOKEN       API token (default dev-token)
- *   REDIS_PORT            local redis-server port (default: a free one)
- *   BRIDGE_PORT           REST bridge port (default: a free one)
+ *   DELAYLINE_LOCAL_SHARDS  N (1–8, default 1): N shards (dev/local-shards.ts), each a redis-server and a bridge of
+ *                         its own: `main` (data in <DELAYLINE_DATA_DIR>/redis, as with one), then s2, s3, … (data in
+ *                         <DELAYLINE_DATA_DIR>/redis-<name>, keys under dl:{<name>}); the Worker gets DELAYLINE_SHARDS
+ *                         naming their bridges and a token binding each (SHARD_S2_TOKEN, …). Refused with REDIS_URL,
+ *                         Upstash or DELAYLINE_SHARDS. The ready banner lists each shard's ports and redis pid.
+ *   REDIS_PORT            local redis-server port (default: a free one); with local shards, main's (the others: free ones)
+ *   BRIDGE_PORT           REST bridge port (default: a free one); with local shards, main's (the others: free ones)
  *   BRIDGE_MAX_REQUEST_BYTES, BRIDGE_MAX_REPLY_BYTES, BRIDGE_MAX_RECORD_BYTES, BRIDGE_COMMANDS_PER_SECOND,
- *   BRIDGE_MAX_REQUESTS   the bridge's Upstash limits (dev/bridge/main.ts; default Upstash's, 0 turns one off)
- *                         (a lowered request limit is passed to the Worker as REDIS_MAX_REQUEST_BYTES too)
+ *   BRIDGE_MAX_REQUESTS   the bridge's Upstash limits (dev/bridge/main.ts; default Upstash's, 0 turns one off), each
+ *                         shard's bridge its own (a lowered request limit is passed to the Worker as REDIS_MAX_REQUEST_BYTES too)
  *   DELAYLINE_DATA_DIR    where Redis keeps its append-only file (default .data); one npm start per
  *                         directory (dev/data-dir-lock.ts): a second one exits at once, naming the first one's pid
  *   REDIS_URL             use this Redis instead of starting one
@@ -24,23 +32,22 @@
  * BRIDGE_PORT) something already listens on.
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
-import { SETTING_NAMES, validateSettings } from "../src/env.js";
+import { SETTING_NAMES, type SettingProblem, validateSettings } from "../src/env.js";
 import { UPSTASH_REQUEST_BYTES } from "../src/limits.js";
 import { limitsFromEnv } from "./bridge/limits.js";
-import { startBridge, type RunningBridge } from "./bridge/server.js";
 import { startCronDriver, type CronDriver } from "./cron-driver.js";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
+import { type LocalShard, localShardCount, localShardNames, shardBindings, startLocalShard } from "./local-shards.js";
 import { assertPortFree, portFromEnv, portInUse } from "./ports.js";
-import { startRedis, type RunningRedis } from "./redis-launcher.js";
+import type { RunningRedis } from "./redis-launcher.js";
 import { startWorkerProcess, waitForHealthy, type WorkerProcess } from "./worker-process.js";
 
 const log = (line: string) => console.log(`[delayline] ${line}`);
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
-let redis: RunningRedis | undefined;
-let bridge: RunningBridge | undefined;
+/** The shards this stack runs (their redis-servers and bridges); none on Upstash. */
+const shards: LocalShard[] = [];
 let worker: WorkerProcess | undefined;
 let cron: CronDriver | undefined;
 let lock: DataDirLock | undefined;
@@ -50,8 +57,7 @@ async function stopAll(code: number): Promise<never> {
   stopping ??= (async () => {
     cron?.stop();
     await worker?.stop();
-    await bridge?.close().catch(() => {});
-    await redis?.stop().catch(() => {});
+    await Promise.all(shards.map((s) => s.stop()));
     // Last: the directory is free only once its redis-server is gone.
     lock?.release();
   })();
@@ -85,14 +91,21 @@ setInterval(() => {
  * anything starts: a bad one would otherwise surface only as /healthz
  * failing, after a minute of waiting for it.
  */
-function checkSettings(fromEnvironment: Record<string, string>, apiToken: string, upstash: boolean): void {
-  const problems = validateSettings({
-    ALLOW_PRIVATE_TARGETS: "true",
-    ...fromEnvironment,
-    DELAYLINE_TOKEN: apiToken,
-    // Without Upstash the local bridge supplies these once it runs; it always gives valid ones.
-    ...(upstash ? {} : { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1", UPSTASH_REDIS_REST_TOKEN: "local-bridge" }),
-  });
+function checkSettings(fromEnvironment: Record<string, string>, apiToken: string, upstash: boolean, local: ReturnType<typeof localShardCount>): void {
+  const count = local.problems.length > 0 ? 1 : local.count;
+  // Without Upstash the local bridges supply these once they run; they always give valid ones.
+  const placeholders = localShardNames(count).map((name) => ({ name, url: "http://127.0.0.1:1", token: "local-bridge" }));
+  const made = (p: SettingProblem) =>
+    count > 1 && p.setting === "DELAYLINE_SHARDS" ? { ...p, setting: `DELAYLINE_SHARDS (as DELAYLINE_LOCAL_SHARDS=${count} writes it)` } : p;
+  const problems = [
+    ...local.problems,
+    ...validateSettings({
+      ALLOW_PRIVATE_TARGETS: "true",
+      ...fromEnvironment,
+      DELAYLINE_TOKEN: apiToken,
+      ...(upstash ? {} : shardBindings(placeholders)),
+    }).map(made),
+  ];
   if (problems.length === 0) return;
   throw new Error(
     `invalid settings, nothing started:\n${problems.map((p) => `  ${p.setting} ${p.message}`).join("\n")}\n(docs/configuration.md lists every setting with its bounds)`,
@@ -112,9 +125,10 @@ function bridgeRequestLimit(maxRequestBytes: number | undefined): Record<string,
 async function main() {
   const apiToken = process.env.DELAYLINE_TOKEN || "dev-token";
   const fromEnvironment = Object.fromEntries(SETTING_NAMES.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])));
-  let restUrl = process.env.UPSTASH_REDIS_REST_URL;
-  let restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
-  checkSettings(fromEnvironment, apiToken, Boolean(restUrl && restToken));
+  const restUrl = process.env.UPSTASH_REDIS_REST_URL;
+  const restToken = process.env.UPSTASH_REDIS_REST_TOKEN;
+  const local = localShardCount(process.env);
+  checkSettings(fromEnvironment, apiToken, Boolean(restUrl && restToken), local);
   // The bridge's limits are checked before anything starts too.
   const bridgeLimits = limitsFromEnv(process.env);
   const port = portFromEnv("PORT", 8787);
@@ -148,30 +162,21 @@ async function main() {
     }
   });
 
+  let redisBindings: Record<string, string>;
   if (restUrl && restToken) {
     log(`using Upstash at ${new URL(restUrl).host} (no local Redis or bridge)`);
+    redisBindings = { UPSTASH_REDIS_REST_URL: restUrl, UPSTASH_REDIS_REST_TOKEN: restToken };
   } else {
-    let redisUrl = process.env.REDIS_URL;
-    if (redisUrl) {
-      log("using the Redis at REDIS_URL");
-    } else {
-      redis = await startRedis({ port: portFromEnv("REDIS_PORT", 0), dataDir: join(dataDir, "redis") });
-      lock.recordRedis(redis.pid);
-      redisUrl = redis.url;
-      log(`redis-server on ${redis.url} (append-only file in ${redis.dataDir})`);
-    }
-    restToken = randomBytes(24).toString("hex");
-    bridge = await startBridge({ redisUrl, token: restToken, port: portFromEnv("BRIDGE_PORT", 0), limits: bridgeLimits });
-    restUrl = bridge.url;
-    log(`REST bridge on ${bridge.url}`);
+    if (process.env.REDIS_URL) log("using the Redis at REDIS_URL");
+    await startShards(localShardNames(local.count), dataDir, bridgeLimits);
+    redisBindings = shardBindings(shards);
   }
 
   bindingsReady({
     ALLOW_PRIVATE_TARGETS: "true",
-    ...bridgeRequestLimit(bridge ? bridgeLimits.maxRequestBytes : undefined),
+    ...bridgeRequestLimit(shards.length > 0 ? bridgeLimits.maxRequestBytes : undefined),
     ...fromEnvironment,
-    UPSTASH_REDIS_REST_URL: restUrl,
-    UPSTASH_REDIS_REST_TOKEN: restToken,
+    ...redisBindings,
     DELAYLINE_TOKEN: apiToken,
   });
 
@@ -190,7 +195,51 @@ async function main() {
   docs       ${workerUrl}/docs
   health     curl ${workerUrl}/healthz
   data       ${dataDir}
-`);
+${shards.length > 1 ? shardsBanner() : ""}`);
+}
+
+/**
+ * Starts each shard's redis-server (none over REDIS_URL) and bridge, one after the other: `main` on REDIS_PORT and
+ * BRIDGE_PORT, the others on free ports. A redis-server that exits later is logged, and npm start goes on.
+ */
+async function startShards(names: string[], dataDir: string, limits: ReturnType<typeof limitsFromEnv>): Promise<void> {
+  for (const [i, name] of names.entries()) {
+    const label = names.length > 1 ? `shard "${name}": ` : "";
+    const shard = await startLocalShard({
+      name,
+      dataDir,
+      redisPort: i === 0 ? portFromEnv("REDIS_PORT", 0) : 0,
+      bridgePort: i === 0 ? portFromEnv("BRIDGE_PORT", 0) : 0,
+      limits,
+      redisUrl: process.env.REDIS_URL,
+      onRedis: (redis) => {
+        lock!.recordRedis(redis.pid);
+        log(`${label}redis-server on ${redis.url} (pid ${redis.pid}, append-only file in ${redis.dataDir})`);
+        void redis.exited.then((how) => !stopping && log(`${label}${redisExited(redis, how, names.length > 1 ? name : undefined)}`));
+      },
+    });
+    shards.push(shard);
+    log(`${label}REST bridge on ${shard.url}`);
+  }
+}
+
+/** What a redis-server's exit means for the stack, which keeps running: its shard's calls fail until a restart. */
+function redisExited(redis: RunningRedis, how: string, shard: string | undefined): string {
+  const down = shard
+    ? `its topics' calls answer 503 naming shard "${shard}", the other shards keep delivering`
+    : "the API answers 503 and nothing is delivered";
+  return `redis-server (port ${redis.port}, pid ${redis.pid}) exited (${how}): ${down}; npm start keeps running (restart it to bring the redis-server back: its append-only file keeps what it acknowledged)`;
+}
+
+/** The banner's list of shards: where each one's redis-server and bridge are, and how to stop one. */
+function shardsBanner(): string {
+  const width = Math.max(...shards.map((s) => s.name.length));
+  const rows = shards.map(
+    (s, i) => `${i === 0 ? "  shards     " : "             "}${s.name.padEnd(width)}  redis port ${s.redis!.port} pid ${s.redis!.pid}  bridge ${s.url}`,
+  );
+  return `${rows.join("\n")}
+  stop one   redis-cli -p <port> shutdown nosave (or kill <pid>): its topics answer 503, the others keep delivering
+`;
 }
 
 main().catch((err: Error) => {

@@ -6,6 +6,9 @@
  *
  * With `countRequests`, harness/count-requests.ts is preloaded into the stack's Node process and counts the HTTP
  * requests the bridge serves (read with {@link NpmStart.bridgeRequests}).
+ *
+ * With `localShards`, the stack runs that many shards (DELAYLINE_LOCAL_SHARDS, dev/local-shards.ts), each a
+ * redis-server and a bridge of its own, listed in {@link NpmStart.shards} as npm start logged them.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -23,6 +26,15 @@ const READY = "[delayline] ready";
 
 /** Where the stack's Redis is: the caller's bridge (Upstash protocol), or a Redis the stack bridges itself. */
 export type StackRedis = { restUrl: string; restToken: string } | { redisUrl: string };
+
+/** One of the stack's own shards, as npm start logged it: its redis-server (stop it to take the shard down) and its bridge. */
+export interface StackShard {
+  /** `main`, then `s2`, `s3`, … */
+  name: string;
+  redisPort: number;
+  redisPid: number;
+  bridgeUrl: string;
+}
 
 /** A JSON line the Worker logged (tick round, tick ended, job failed, …), with when the harness read it. */
 export interface LoggedLine {
@@ -45,6 +57,11 @@ export interface NpmStartOptions {
   workerConfig?: string;
   /** Redis outside the stack. Default: the stack's own redis-server and bridge, on free ports named in {@link NpmStart}. */
   redis?: StackRedis;
+  /**
+   * How many shards of its own the stack runs (DELAYLINE_LOCAL_SHARDS, 1–8): `main` on the free ports in
+   * {@link NpmStart}, the others on ports npm start picks, all in {@link NpmStart.shards}. Not with `redis`. Default 1.
+   */
+  localShards?: number;
   /** The API token. Default a fresh random one. */
   token?: string;
   /** The stack's data dir (DELAYLINE_DATA_DIR), removed by stop() all the same. Default a fresh temp dir. */
@@ -54,7 +71,7 @@ export interface NpmStartOptions {
    * nothing in between, which a preload (`countRequests`) needs. Default "npm".
    */
   via?: "npm" | "node";
-  /** Preloads harness/count-requests.ts (needs `via: "node"`). Default false. */
+  /** Preloads harness/count-requests.ts (needs `via: "node"`); with `localShards`, it counts `main`'s bridge alone. Default false. */
   countRequests?: boolean;
   /** Appends everything the stack prints to this file, each line prefixed with when it came (epoch ms). Default none. */
   logFile?: string;
@@ -75,9 +92,11 @@ export interface NpmStartOptions {
 export interface NpmStart {
   url: string;
   port: number;
-  /** The stack's own redis-server and bridge (0 when `redis` put them elsewhere). */
+  /** The stack's own redis-server and bridge (0 when `redis` put them elsewhere); with `localShards`, `main`'s. */
   redisPort: number;
   bridgePort: number;
+  /** Every shard of the stack's own (with `localShards`, `main` first), or none when `redis` put Redis elsewhere. */
+  shards: StackShard[];
   token: string;
   /** Its data dir (DELAYLINE_DATA_DIR). */
   dataDir: string;
@@ -96,13 +115,27 @@ export interface NpmStart {
   stop(): Promise<void>;
 }
 
-const STACK_VARIABLES = ["PORT", "REDIS_PORT", "BRIDGE_PORT", "REDIS_URL", "DELAYLINE_DATA_DIR", "WRANGLER_CONFIG", "BRIDGE_LOG"];
+const STACK_VARIABLES = ["PORT", "REDIS_PORT", "BRIDGE_PORT", "REDIS_URL", "DELAYLINE_DATA_DIR", "DELAYLINE_LOCAL_SHARDS", "WRANGLER_CONFIG", "BRIDGE_LOG"];
+
+/** npm start's lines naming a shard's redis-server and its bridge (dev/start.ts); without `shard "…": `, the one shard, main. */
+const REDIS_LINE = /^\[delayline\] (?:shard "([a-z0-9-]+)": )?redis-server on redis:\/\/127\.0\.0\.1:(\d+) \(pid (\d+)/;
+const BRIDGE_LINE = /^\[delayline\] (?:shard "([a-z0-9-]+)": )?REST bridge on (\S+)/;
+
+/** Notes in `shards` what `line` says of a shard of the stack's own, if it is one of those lines. */
+function noteShard(shards: Map<string, StackShard>, line: string): void {
+  const shard = (name = "main") => shards.get(name) ?? shards.set(name, { name, redisPort: 0, redisPid: 0, bridgeUrl: "" }).get(name)!;
+  const redis = REDIS_LINE.exec(line);
+  if (redis) Object.assign(shard(redis[1]), { redisPort: Number(redis[2]), redisPid: Number(redis[3]) });
+  const bridge = BRIDGE_LINE.exec(line);
+  if (bridge) shard(bridge[1]).bridgeUrl = bridge[2]!;
+}
 
 export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmStart> {
   const name = options.name ?? "stack";
   const via = options.via ?? "npm";
   if (options.countRequests && via !== "node") throw new Error("countRequests preloads into dev/start.ts's process: it needs via: node");
   const own = options.redis === undefined;
+  if (options.localShards !== undefined && !own) throw new Error("localShards runs the stack's own redis-servers: it cannot go with redis");
   const port = await freePort();
   const [redisPort, bridgePort] = own ? [await freePort(), await freePort()] : [0, 0];
   const token = options.token ?? `stack-${randomUUID()}`;
@@ -121,6 +154,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
     delete env.UPSTASH_REDIS_REST_URL;
     delete env.UPSTASH_REDIS_REST_TOKEN;
   }
+  if (options.localShards !== undefined) env.DELAYLINE_LOCAL_SHARDS = String(options.localShards);
   if (options.workerConfig) env.WRANGLER_CONFIG = options.workerConfig;
   if (options.logLevel) env.WRANGLER_LOG_LEVEL = options.logLevel;
   Object.assign(env, options.settings);
@@ -139,6 +173,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
       : spawn(process.execPath, [...args, "dev/start.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
 
   const lines: LoggedLine[] = [];
+  const shards = new Map<string, StackShard>();
   const keep = options.keepOutputChars ?? Number.POSITIVE_INFINITY;
   let output = "";
   let partial = "";
@@ -153,6 +188,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
     partial = parts.pop() ?? "";
     for (const line of parts) {
       if (line.includes(READY)) ready = true;
+      else if (!ready) noteShard(shards, line);
       options.onLine?.(line);
       if (!options.jsonLines) continue;
       const i = line.indexOf('{"level"');
@@ -202,6 +238,7 @@ export async function startNpmStart(options: NpmStartOptions = {}): Promise<NpmS
     port,
     redisPort,
     bridgePort,
+    shards: own ? [...shards.values()] : [],
     token,
     dataDir,
     client: new Delayline({ baseUrl: url, token }),

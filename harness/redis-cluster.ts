@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { freePort } from "../dev/ports.js";
+import type { SlotRange } from "../dev/bridge/key-slot.js";
 import { type RunningRedis, startRedis } from "../dev/redis-launcher.js";
 
 const run = promisify(execFile);
@@ -13,8 +14,16 @@ export interface RunningRedisCluster {
   urls: string[];
   /** How many commands the masters refused with CROSSSLOT since they started (their `INFO errorstats`). */
   crossSlotErrors(): Promise<number>;
+  /** Each master's URL and the slots it serves, in the order of {@link nodes}, as the cluster says now (`CLUSTER NODES`). */
+  masters(): Promise<ClusterMaster[]>;
   /** Stops every node and removes their temp dirs. */
   stop(): Promise<void>;
+}
+
+/** A master of the cluster and the slots it serves. */
+interface ClusterMaster {
+  url: string;
+  slots: SlotRange[];
 }
 
 export interface RedisClusterOptions {
@@ -32,6 +41,26 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 async function crossSlotErrors(nodes: RunningRedis[]): Promise<number> {
   const counts = await Promise.all(nodes.map(async (n) => Number(/errorstat_CROSSSLOT:count=(\d+)/.exec(await cli(n.port, "INFO", "errorstats"))?.[1] ?? 0)));
   return counts.reduce((a, b) => a + b, 0);
+}
+
+/** The masters' slots from `CLUSTER NODES` (a line per node: id, `ip:port@bus`, flags, …, then its slots, `first-last` or one). */
+async function masters(nodes: RunningRedis[]): Promise<ClusterMaster[]> {
+  const lines = (await cli(nodes[0]!.port, "CLUSTER", "NODES")).trim().split("\n");
+  const slotsByPort = new Map<number, SlotRange[]>();
+  for (const fields of lines.map((l) => l.trim().split(" "))) {
+    if (!fields[2]?.split(",").includes("master")) continue;
+    const port = Number(/:(\d+)@/.exec(fields[1]!)?.[1]);
+    // Past the eighth field, each is a slot or a range; one in brackets is a slot being moved.
+    const ranges = fields
+      .slice(8)
+      .filter((f) => !f.startsWith("["))
+      .map((f): SlotRange => {
+        const [first, last = first] = f.split("-").map(Number);
+        return [first!, last!];
+      });
+    slotsByPort.set(port, ranges);
+  }
+  return nodes.map((n) => ({ url: n.url, slots: slotsByPort.get(n.port) ?? [] }));
 }
 
 /**
@@ -60,7 +89,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    return { nodes, urls: nodes.map((n) => n.url), crossSlotErrors: () => crossSlotErrors(nodes), stop };
+    return { nodes, urls: nodes.map((n) => n.url), crossSlotErrors: () => crossSlotErrors(nodes), masters: () => masters(nodes), stop };
   } catch (err) {
     await stop();
     throw err;

@@ -10,7 +10,9 @@ import { tsImport } from "tsx/esm/api";
  * In cluster mode (`TEST_REDIS=cluster`, or a project named `*-cluster`) the
  * bridge the tests and the Worker share fronts a 3-master Redis Cluster
  * instead (harness/redis-cluster.ts): every key of a test must then share its
- * prefix's hash tag, or Redis refuses the call with CROSSSLOT. The other
+ * prefix's hash tag, or Redis refuses the call with CROSSSLOT. The shards
+ * tests' shards b and c are then on that cluster too, beside main, each on a
+ * master of its own (test/shard-tags.ts picks their hash tags by slot). The other
  * bridges stay on a redis-server each: their tests read one server's own
  * state (INFO commandstats, SLOWLOG, DBSIZE, KEYS *), which a cluster spreads
  * over three.
@@ -34,9 +36,9 @@ export default async function setup(project: TestProject) {
   // And one for the bulk-operation test, whose SLOWLOG holds only its own calls:
   // without the record cap, whose MEMORY USAGE of every key a call writes would fill it.
   const slow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
-  // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main one.
-  const shardB = await startRedisBridge();
-  const shardC = await startRedisBridge();
+  // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main
+  // one; on a cluster, the cluster itself, where their hash tags put them on masters of their own.
+  const [shardB, shardC] = cluster ? [stack, stack] : [await startRedisBridge(), await startRedisBridge()];
   // A shard that takes connections and answers only after 10 s, for the deadline of reads across shards.
   const silent = await startSilentServer();
   project.provide("silentUrl", silent.url);
@@ -44,6 +46,7 @@ export default async function setup(project: TestProject) {
     { url: shardB.bridge.url, token: shardB.token },
     { url: shardC.bridge.url, token: shardC.token },
   ]);
+  project.provide("clusterMasters", (await stack.cluster?.masters()) ?? []);
   project.provide("bridgeUrl", stack.bridge.url);
   project.provide("bridgeToken", stack.token);
   project.provide("redisUrl", stack.redis.url);
@@ -61,7 +64,8 @@ export default async function setup(project: TestProject) {
     // Every call of the run in one slot: a CROSSSLOT anywhere (even one a test expected and passed on) fails the run.
     const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
     if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
-    await Promise.all([stack.stop(), meter.stop(), fuzz.stop(), abuse.stop(), slow.stop(), shardB.stop(), shardC.stop(), receiver.close(), silent.close()]);
+    const shards = cluster ? [] : [shardB, shardC];
+    await Promise.all([stack, meter, fuzz, abuse, slow, ...shards].map((s) => s.stop()).concat(receiver.close(), silent.close()));
     if (crossSlot > 0) {
       // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
       process.exitCode = 1;

@@ -18,10 +18,12 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the bulk-operation test's SLOWLOG. */
     slowBridgeUrl: string;
     slowBridgeToken: string;
-    /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one. */
+    /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one (on a cluster, `bridgeUrl`'s). */
     shardBridges: Array<{ url: string; token: string }>;
     /** A loopback server that takes connections and answers only after 10 s: a shard there hangs. */
     silentUrl: string;
+    /** With `redisCluster`, each master's URL and the slots it serves (harness/redis-cluster.ts); else none. */
+    clusterMasters: Array<{ url: string; slots: Array<readonly [number, number]> }>;
     /** A local HTTP receiver that records deliveries (test/receiver.ts). */
     receiverUrl: string;
   }

@@ -25,7 +25,28 @@ export function hashedPart(key: string): string {
   return close > open + 1 ? key.slice(open + 1, close) : key;
 }
 
+// UTF-8, as Redis hashes a key's bytes; not Buffer, so the workerd tests' shard fixtures can use this too.
+const utf8 = new TextEncoder();
+
 /** The slot `key` lives in, as `CLUSTER KEYSLOT` answers. */
 export function keySlot(key: string): number {
-  return crc16(Buffer.from(hashedPart(key))) % SLOTS;
+  return crc16(utf8.encode(hashedPart(key))) % SLOTS;
+}
+
+/** Slots a cluster node serves, first and last included, as `CLUSTER SLOTS` lists them. */
+export type SlotRange = readonly [first: number, last: number];
+
+/**
+ * The first hash tag `<base><n>` (n = 0, 1, …) whose slot lies in `ranges`:
+ * a key prefix carrying it (`dl:{<tag>}`) puts all its keys on the node
+ * serving those slots. A third of the slots, a master's share of three, takes
+ * three names on average. Throws after `tries` names (`ranges` hold no slot,
+ * or too few).
+ */
+export function hashTagIn(base: string, ranges: readonly SlotRange[], tries = 100_000): string {
+  for (let n = 0; n < tries; n++) {
+    const slot = keySlot(`${base}${n}`);
+    if (ranges.some(([first, last]) => slot >= first && slot <= last)) return `${base}${n}`;
+  }
+  throw new Error(`no hash tag ${base}<n> below n = ${tries} has its slot in ${JSON.stringify(ranges)}`);
 }

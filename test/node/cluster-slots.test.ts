@@ -9,7 +9,7 @@
  */
 import IORedis from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { keySlot } from "../../dev/bridge/key-slot.js";
+import { hashTagIn, keySlot } from "../../dev/bridge/key-slot.js";
 import { type RedisBridge, startRedisBridge } from "../../harness/redis-bridge.js";
 import { createRedis } from "../../src/queue/redis.js";
 import { runEveryQueueOperation } from "./queue-operations.js";
@@ -69,6 +69,27 @@ it("the slot function is the cluster's: CLUSTER KEYSLOT of keys with and without
   expect(keySlot("{user1000}.following")).toBe(keySlot("{user1000}.followers"));
 });
 
+it("hashTagIn finds, for each master's slots, a hash tag whose slot (CLUSTER KEYSLOT) is that master's", async () => {
+  const masters = await stack.cluster!.masters();
+  // The masters' ranges cover every slot, once.
+  const covered = masters.flatMap((m) => m.slots.flatMap(([first, last]) => Array.from({ length: last - first + 1 }, (_, i) => first + i)));
+  expect(covered.sort((a, b) => a - b)).toEqual(Array.from({ length: 16_384 }, (_, i) => i));
+  for (const master of masters) {
+    for (const base of ["main-", "b-", "x"]) {
+      const tag = hashTagIn(base, master.slots);
+      expect(tag.startsWith(base)).toBe(true);
+      const slot = await direct.cluster("KEYSLOT", `dl:{${tag}}:t:a:due`);
+      expect(master.slots.some(([first, last]) => slot >= first && slot <= last)).toBe(true);
+      // The first such tag: none before it lands there.
+      for (let n = 0; `${base}${n}` !== tag; n++)
+        expect(master.slots.some(([first, last]) => keySlot(`${base}${n}`) >= first && keySlot(`${base}${n}`) <= last)).toBe(false);
+    }
+  }
+  // One slot alone is found too; no slot at all is said, not looped on.
+  expect(keySlot(`{${hashTagIn("s", [[42, 42]])}}`)).toBe(42);
+  expect(() => hashTagIn("s", [], 1_000)).toThrow(/no hash tag s<n> below n = 1000/);
+});
+
 it("every script call's KEYS and every pipelined command's keys hash to one slot; a call given two hash tags is caught", { timeout: 60_000 }, async () => {
   const redis = createRedis({ redisUrl: stack.bridge.url, redisToken: stack.token, redisTimeoutMs: 30_000 });
   sent.length = 0;
@@ -98,10 +119,8 @@ async function rest(path: string, body: unknown): Promise<[number, unknown]> {
 }
 
 it("the bridge routes each command to its keys' master and refuses across slots only what Redis Cluster refuses, in Redis' words", async () => {
-  // One key on each master: the tags are picked by the slot ranges `redis-cli --cluster create` gave them, in order.
-  const tags = ["a", "b", "c"].map((_, m) => {
-    for (let i = 0; ; i++) if (Math.floor((keySlot(`{n${i}}`) * 3) / 16_384) === m) return `n${i}`;
-  });
+  // One key on each master: a tag of each master's slots.
+  const tags = (await stack.cluster!.masters()).map((m) => hashTagIn("n", m.slots));
   const keys = tags.map((t) => `route:{${t}}:${crypto.randomUUID()}`);
   const ranges = await direct.cluster("SLOTS");
   const masterOf = (k: string) => ranges.find(([first, last]) => keySlot(k) >= first && keySlot(k) <= last)![2]![1];
