@@ -128,10 +128,15 @@ export class Keys {
     return `${this.prefix}:t:${topic}:idem:${key}`;
   }
 
-  /** The keys of the job with this id (`<topic>.<ULID>`: the ULID is its last 26 characters). */
+  /**
+   * The keys of the job with this id (`[<shard>~]<topic>.<ULID>`: the ULID is
+   * its last 26 characters), among its topic's keys: the shard the id names
+   * is the database these keys are in, not part of them.
+   */
   job(id: string): JobKeys {
     const dot = id.length - 27;
-    const t = `${this.prefix}:t:${id.slice(0, dot)}`;
+    // Neither a shard's nor a topic's name holds "~": -1 + 1 is the start of an id without a shard.
+    const t = `${this.prefix}:t:${id.slice(id.indexOf("~") + 1, dot)}`;
     const ulid = id.slice(dot + 1);
     return { record: `${t}:j:${ulid}`, meta: `${t}:m:${ulid}` };
   }

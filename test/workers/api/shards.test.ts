@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { settings, type Env } from "../../../src/env.js";
 import { shardsFromSettings } from "../../../src/queue/from-settings.js";
+import { createRedis } from "../../../src/queue/redis.js";
 import { DOWN, SHARDS, threeShardBindings, topicOn } from "../shard-fixtures.js";
 import { call, isolatedEnv } from "./helpers.js";
 
@@ -28,6 +29,10 @@ describe("a deployment on three shards", () => {
       expect([got.status, got.body.topic, got.body.state]).toEqual([200, topic, "scheduled"]);
       // A topic's own routes read its shard.
       expect((await call(env, `/v1/topics/${topic}`)).body.scheduled).toBe(1);
+      // Its record is among its topic's keys on that shard: the shard the id names is the database, not part of the key.
+      const sh = settings(env).shards.find((x) => x.name === shard)!;
+      const record = `${sh.prefix}:t:${topic}:j:${String(r.body.id).slice(-26)}`;
+      expect([shard, await createRedis({ ...sh, redisTimeoutMs: 5_000 }).exists(record)]).toEqual([shard, 1]);
     }
   });
 
