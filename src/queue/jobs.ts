@@ -191,7 +191,7 @@ export async function settle(
   const t = ctx.keys.topic(topic);
   const observed = observationVector(outcomes.map((o) => o.observed));
   const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
-  const args: Array<string | number> = [now, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode];
+  const args: Array<string | number> = [now, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode, ctx.retentionMs];
   for (const o of outcomes) {
     args.push(
       o.id,

@@ -287,12 +287,15 @@ class TickLoop {
   private async start(plan: RoundPlan, now: number, wakeAt: number, more: boolean, polledAt: number): Promise<void> {
     const { clock, budget, inFlight, report, s } = this;
     const lead = claimLead(s.tickLeadMs, this.roundTripMs);
-    this.mark.worked();
     budget.spend(plan.remote.length);
     report.fannedOut += plan.remote.length;
     for (const r of plan.remote) inFlight.startFanned(r.topic, r.max);
     const started = await Promise.all(plan.local.map((p) => inFlight.startHere(p.topic, p.max, CHUNK_OVERHEAD + p.max, lead)));
-    if (started.some((c) => c.claimed > 0)) this.roundTripMs = clock.now() - polledAt;
+    const claimedAny = started.some((c) => c.claimed > 0);
+    if (claimedAny) this.roundTripMs = clock.now() - polledAt;
+    // Only jobs started wake the loop from its sleep: a claim that found nothing (a topic looked at for a lease's end
+    // or a sweep, every job long settled) leaves the idle count and the mark as they were, so the loop ends as soon.
+    if (claimedAny || plan.remote.length > 0) this.mark.worked();
     const claims = started.map((c, i) => ({
       topic: plan.local[i]!.topic,
       max: plan.local[i]!.max,

@@ -29,8 +29,11 @@
   ARGV[4]  topic name (its member in the topic index)
   ARGV[5]  what the topic index learns: "" nothing (pull consumers; pull topics are not indexed),
            "r" each retry's time, "c" the topic's earliest due job, retries included
-           (a topic with a concurrency limit: the slots this settle frees let ready jobs start)
-  then for outcome i, eight values from ARGV[6 + 8(i-1)]:
+           (a topic with a concurrency limit: the slots this settle frees let ready jobs start);
+           with either, a topic the index scores by the end of a lease this settle ends is scored
+           by what it still holds instead (see the end of the script)
+  ARGV[6]  retention, ms (as claim's ARGV[8]): when a topic's finished jobs are due for their sweep
+  then for outcome i, eight values from ARGV[7 + 8(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
            when the attempt started, ms ("" unknown: when it was claimed),
            how long it ran, ms ("" unknown: from its start until now),
@@ -48,7 +51,9 @@ local now = tonumber(nowText)
 local observed = ARGV[2]
 local n = tonumber(ARGV[3])
 local topic, indexMode = ARGV[4], ARGV[5]
-local FIRST, PER = 6, 8
+local retention = tonumber(ARGV[6])
+local SWEEP_SLACK_MS = --[[LIMIT:SWEEP_SLACK_MS]]60000
+local FIRST, PER = 7, 8
 
 local ids, metaKeys = {}, {}
 for i = 1, n do
@@ -174,6 +179,35 @@ if retried > 0 then writeRetries(dueKey, dueArgs, metaArgs) end
 if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
 if died > 0 then writeFinished(deadAtKey, nowText, deadIds, deadPairs) end
 rcall("ZREM", leaseKey, unpack(leaseIds))
+-- The claim scores a topic by its earliest lease's end, so a lost attempt is
+-- reaped (claim.lua, step 4). Once the lease it scores is settled here, that
+-- look is moot: a topic whose last job settled would be looked at a lease
+-- later for nothing (a whole loop, when the tick had ended idle). The topic
+-- is scored by what it still holds instead: its earliest lease left, its
+-- earliest due job, or its finished jobs' sweep (as the claim scores them).
+if indexMode ~= "" then
+  local current = rcall("ZSCORE", indexKey, topic)
+  local ended = false
+  if current and tonumber(current) > now then
+    for _, i in ipairs(live) do
+      if leased[i] == current then ended = true end
+    end
+  end
+  if ended then
+    local look = earliestScore(leaseKey)
+    local function sooner(t)
+      if t and (look == nil or t < look) then look = t end
+    end
+    sooner(earliestScore(dueKey))
+    local oldestDone = earliestScore(doneKey)
+    if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
+    if look then
+      rcall("ZADD", indexKey, look, topic)
+    else
+      rcall("ZREM", indexKey, topic)
+    end
+  end
+end
 if indexMode == "c" then
   local first = earliestScore(dueKey)
   if first then lowerIndex(indexKey, topic, first) end

@@ -143,3 +143,19 @@ it("while no loop runs, a schedule's next occurrence and a drain's retry due bef
   await armForWorkLeft(d.env, d.queue, now + 90_000, now);
   expect(armed.map((a) => a.at)).toEqual([now + 39_000, now + 29_000]);
 });
+
+it("once its jobs settle, a topic is not looked at again at their leases' end: the next cron only looks", async () => {
+  const clock = new VirtualClock(MINUTE + 30_000);
+  const d = tickDeployment({ TICK_POLL_MS: "1000", TICK_IDLE_PEEK_MS: "20000", TICK_ALARM: alarms().ns } as Partial<Env>, clock);
+  const topics = [0, 1, 2, 3].map((i) => uniqueTopic(`lease${i}`));
+  const seen = topics.map((t) => recorder(d.handlers, t, clock));
+  // Twelve jobs on four topics, due over the next few seconds: each claim scores its topic by its leases' end, a minute on.
+  for (const [i, t] of topics.entries()) for (let k = 0; k < 3; k++) await d.queue.enqueue({ topic: t, payload: k, runAt: clock.now() + 1_000 + i * 700 + k * 300 });
+  const report = await d.tick({ scheduledTime: clock.now(), windowMs: 30_000, endWhenIdle: true });
+  expect([report.ended, report.claimed, seen.flat().length]).toEqual(["idle", 12, 12]);
+  // Every lease settled: the index holds no look before the sweep of the finished jobs, an hour on.
+  const look = await d.queue.look(MINUTE + 60_000);
+  expect(look.earliestAt).toBeGreaterThan(MINUTE + 3_600_000);
+  clock.t = MINUTE + 60_000;
+  expect(await d.cron({ scheduledTime: MINUTE + 60_000 })).toBeNull();
+});
