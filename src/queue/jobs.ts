@@ -191,7 +191,15 @@ export async function settle(
   const t = ctx.keys.topic(topic);
   const observed = observationVector(outcomes.map((o) => o.observed));
   const indexMode = { retries: "r", due: "c", none: "" }[options.index ?? "retries"];
-  const args: Array<string | number> = [now, observed ? JSON.stringify(observed) : "", outcomes.length, topic, indexMode, ctx.retentionMs];
+  const args: Array<string | number> = [
+    now,
+    observed ? JSON.stringify(observed) : "",
+    outcomes.length,
+    topic,
+    indexMode,
+    ctx.retentionMs,
+    Math.max(0, Math.round(options.leadMs ?? 0)),
+  ];
   for (const o of outcomes) {
     args.push(
       o.id,

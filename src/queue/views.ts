@@ -107,6 +107,13 @@ export interface SettleOptions {
    * "none" nothing (pull consumers: pull topics are not indexed).
    */
   index?: "retries" | "due" | "none";
+  /**
+   * How long before its due time the caller's claims take a job (the tick's
+   * lead, TICK_LEAD_MS; 0 for a topic with limits, which no claim takes
+   * ahead): a topic the settle rescores by its earliest due job is scored
+   * this much before it. Default 0.
+   */
+  leadMs?: number;
 }
 
 /** How a pull consumer says an attempt failed ({@link Queue.nack}). */

@@ -157,7 +157,11 @@ async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult[
     clock,
     settle: (batch) => {
       budget.spend();
-      return settleChunk(o.queue, o.topic, batch, { now: clock.now(), log, index: capped ? "due" : "retries" });
+      return settleChunk(o.queue, o.topic, batch, {
+        now: clock.now(),
+        log,
+        ...(capped ? { index: "due" as const } : { index: "retries" as const, leadMs: o.settings.tickLeadMs }),
+      });
     },
     outcomes: report.outcomes,
     ...(o.onEarlySettle ? { onEarlySettle: o.onEarlySettle } : {}),

@@ -14,10 +14,16 @@ export const jsonLog: Log = (line) => (line.level === "error" ? console.error : 
  * logs one line per failed attempt: id, attempt, outcome and the handler's
  * error text — never the payload.
  */
-export async function settleChunk(queue: Queue, topic: string, outcomes: Outcome[], options: { now?: number; log: Log; index?: "retries" | "due" }) {
+export async function settleChunk(
+  queue: Queue,
+  topic: string,
+  outcomes: Outcome[],
+  options: { now?: number; log: Log; index?: "retries" | "due"; leadMs?: number },
+) {
   const results = await queue.settle(topic, outcomes, {
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.index === undefined ? {} : { index: options.index }),
+    ...(options.leadMs === undefined ? {} : { leadMs: options.leadMs }),
   });
   for (const [i, o] of outcomes.entries()) {
     if (o.kind === "ack") continue;

@@ -79,7 +79,7 @@ it("a settle of a full chunk, every error at its cut with escapes, fits the requ
   const outcomes = Array.from({ length: MAX_BATCH }, () => ({ latenessMs: 2 ** 40, durationMs: 2 ** 40 }));
   const observed = observationVector(outcomes);
   const error = "\u0001".repeat(ATTEMPT_ERROR_BYTES);
-  const args: Array<string | number> = [NOW, JSON.stringify(observed), MAX_BATCH, TOPIC, "r", 2 ** 40];
+  const args: Array<string | number> = [NOW, JSON.stringify(observed), MAX_BATCH, TOPIC, "r", 2 ** 40, 2 ** 40];
   for (let i = 0; i < MAX_BATCH; i++) args.push(JOB_ID, 100, "retry", NOW, error, NOW, 600_000_000, 599);
   const settleKeys = [t.due, t.lease, t.metrics, t.deadAt, t.done, keys.topicIndex, ...keys.jobPairs(Array(MAX_BATCH).fill(JOB_ID))];
   const { eval: bytes } = scriptRequestBytes(lua.settle, settleKeys, args);

@@ -33,7 +33,8 @@
            with either, a topic the index scores by the end of a lease this settle ends is scored
            by what it still holds instead (see the end of the script)
   ARGV[6]  retention, ms (as claim's ARGV[8]): when a topic's finished jobs are due for their sweep
-  then for outcome i, eight values from ARGV[7 + 8(i-1)]:
+  ARGV[7]  lead, ms (as claim's ARGV[14]): a topic rescored by its due job is scored this much before it
+  then for outcome i, eight values from ARGV[8 + 8(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
            when the attempt started, ms ("" unknown: when it was claimed),
            how long it ran, ms ("" unknown: from its start until now),
@@ -51,9 +52,9 @@ local now = tonumber(nowText)
 local observed = ARGV[2]
 local n = tonumber(ARGV[3])
 local topic, indexMode = ARGV[4], ARGV[5]
-local retention = tonumber(ARGV[6])
+local retention, lead = tonumber(ARGV[6]), tonumber(ARGV[7])
 local SWEEP_SLACK_MS = --[[LIMIT:SWEEP_SLACK_MS]]60000
-local FIRST, PER = 7, 8
+local FIRST, PER = 8, 8
 
 local ids, metaKeys = {}, {}
 for i = 1, n do
@@ -198,7 +199,8 @@ if indexMode ~= "" then
     local function sooner(t)
       if t and (look == nil or t < look) then look = t end
     end
-    sooner(earliestScore(dueKey))
+    local due = earliestScore(dueKey)
+    if due then sooner(due - lead) end
     local oldestDone = earliestScore(doneKey)
     if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
     if look then

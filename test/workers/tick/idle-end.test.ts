@@ -150,7 +150,8 @@ it("once its jobs settle, a topic is not looked at again at their leases' end: t
   const topics = [0, 1, 2, 3].map((i) => uniqueTopic(`lease${i}`));
   const seen = topics.map((t) => recorder(d.handlers, t, clock));
   // Twelve jobs on four topics, due over the next few seconds: each claim scores its topic by its leases' end, a minute on.
-  for (const [i, t] of topics.entries()) for (let k = 0; k < 3; k++) await d.queue.enqueue({ topic: t, payload: k, runAt: clock.now() + 1_000 + i * 700 + k * 300 });
+  for (const [i, t] of topics.entries())
+    for (let k = 0; k < 3; k++) await d.queue.enqueue({ topic: t, payload: k, runAt: clock.now() + 1_000 + i * 700 + k * 300 });
   const report = await d.tick({ scheduledTime: clock.now(), windowMs: 30_000, endWhenIdle: true });
   expect([report.ended, report.claimed, seen.flat().length]).toEqual(["idle", 12, 12]);
   // Every lease settled: the index holds no look before the sweep of the finished jobs, an hour on.
