@@ -1,5 +1,5 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { settings, type Env } from "../env.js";
+import { settings, type Env, type Settings } from "../env.js";
 import type { Handlers } from "../handlers/registry.js";
 import { queueFromSettings, shardNamed } from "../queue/from-settings.js";
 import { MAIN_SHARD } from "../queue/ids.js";
@@ -82,12 +82,9 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
    * shard (its key prefix) the alarm was armed for.
    */
   async wakeTick(prefix: string): Promise<{ ended: string }> {
-    const s = settings(this.env);
-    // An alarm armed for a prefix no shard of this deployment has (a shard since removed) is not this tick's.
-    const shard = s.shards.find((sh) => sh.prefix === prefix);
-    if (!shard) return { ended: "not-acquired" };
-    const now = Date.now();
-    return this.loop(now, nextCronAt(now) + s.tickOverlapMs, 0, { waitForLock: false }, shard.name);
+    const wake = wakeLoop(settings(this.env), prefix, Date.now());
+    if (!wake) return { ended: "not-acquired" };
+    return this.loop(wake.scheduledTime, wake.windowEnd, 0, { waitForLock: wake.waitForLock }, wake.shard);
   }
 
   private async loop(
@@ -106,6 +103,18 @@ export abstract class TickChunk extends WorkerEntrypoint<Env> {
     logTickEnd(shard, "tick ended", report);
     return { ended: report.ended };
   }
+}
+
+/**
+ * The loop the wake alarm starts at `now` for the shard whose key prefix is
+ * `prefix` (TickChunk.wakeTick): until the next cron's window begins (plus
+ * TICK_OVERLAP_MS, so that cron's loop takes over), asking for the lock once,
+ * since a loop that holds it finds the job. Null for a prefix no shard of `s`
+ * has: an alarm armed before that shard was removed is not this tick's.
+ */
+export function wakeLoop(s: Settings, prefix: string, now: number): { shard: string; scheduledTime: number; windowEnd: number; waitForLock: false } | null {
+  const shard = s.shards.find((sh) => sh.prefix === prefix);
+  return shard ? { shard: shard.name, scheduledTime: now, windowEnd: nextCronAt(now) + s.tickOverlapMs, waitForLock: false } : null;
 }
 
 /**

@@ -5,41 +5,50 @@
  * Re-pointing it at new tick / queue code should take minutes: only the
  * functions marked "RE-POINT" below touch src/tick and src/queue internals.
  *
- *   startTick(scheduledTime, windowMs)   one cron invocation: runTick on the sim clock,
- *                                        fan-out chunks run in-process (runChunk)
+ *   startTick(scheduledTime, windowMs)   one cron invocation: cronTick on the sim clock (with
+ *                                        the wake alarm, its look first and a loop that ends
+ *                                        idle), fan-out chunks run in-process (runChunk)
  *   enqueue(inputs, producer)            the producer's write, then producerEnqueued
- *   producerEnqueued(jobs, producer)     the wake path (today: a replica of src/tick/wake.ts
- *                                        on the sim clock, see "today's wiring" below)
+ *   producerEnqueued(jobs, producer)     the wake path (src/tick/wake.ts) on the sim clock: its
+ *                                        drains run here, and with the wake alarm it arms
+ *                                        a SimAlarm (sim-alarm.ts) whose firing runs the loop
+ *                                        TickChunk.wakeTick runs (wakeLoop)
  *   configure(topic, patch)              queue.configureTopic
  *   claimPull / ackPull / nackPull       queue.claim / ack / fail, as a pull consumer
  *   get(id)                              queue.get
+ *   look()                               the cron's look (lock, sleep mark, index head), to observe
  *
  * Everything it does is recorded in `trace` (claims, settles, sleep-mark
- * changes, invocations, drains, log lines), tagged with the runner that did
+ * changes, who held the tick lock when, invocations, drains, the alarm's arms
+ * and firings, log lines), tagged with the runner that did
  * it (tick#n, drain#n, fanout, pull, producer) through an AsyncLocalStorage,
  * so a failing run can be explained. Recording patches Queue.prototype's
  * claim, settle and peek for this harness' prefix only: it keeps working
- * when the new code builds its queues itself.
+ * when the new code builds its queues itself. The loops' locks are the
+ * harness' own, recorded as they are taken and let go.
  *
  * Time: every queue reads the sim clock (`queueFromSettings(s, { now })`),
- * the loop and drains sleep on it. Redis TTLs (tick lock, sleep mark) still
+ * the loop and drains sleep on it. Redis TTLs (tick lock, sleep mark "1") still
  * run on real time; runs are short enough in real time that none expires.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { settings as parseSettings, type Env, type Settings } from "../../../src/env.js";
 import { Handlers } from "../../../src/handlers/registry.js";
-import { queueFromSettings } from "../../../src/queue/from-settings.js";
-import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome } from "../../../src/queue/queue.js";
+import { queueFromSettings, tickLockFromSettings } from "../../../src/queue/from-settings.js";
+import type { TickLock } from "../../../src/queue/lock.js";
+import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome, type TickLook } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
-import { MAX_HANDOVERS } from "../../../src/tick/chunk.js";
+import { MAX_HANDOVERS, wakeLoop } from "../../../src/tick/chunk.js";
 import { runDrain as runDrainOf } from "../../../src/tick/drain.js";
-import type { TickReport } from "../../../src/tick/loop.js";
+import { runTick, type TickOptions, type TickReport } from "../../../src/tick/loop.js";
 import { runChunk as runChunkOf, type ChunkReport } from "../../../src/tick/run-chunk.js";
+import { cronTick } from "../../../src/tick/scheduled.js";
 import type { LogLine } from "../../../src/tick/settle.js";
 import { wakeForSoonJobs as wake } from "../../../src/tick/wake.js";
-import { freshEnv, tickOnce } from "../fixtures.js";
-import { testEnv } from "../self.js";
+import { armForWorkLeft } from "../../../src/tick/wake-alarm.js";
+import { freshEnv } from "../fixtures.js";
+import { SimAlarm, type AlarmArm, type AlarmFault, type AlarmFiring } from "./sim-alarm.js";
 import type { SimClock } from "./sim-clock.js";
 
 /**
@@ -77,11 +86,20 @@ interface MarkEvent {
 }
 interface InvocationEvent {
   id: string;
+  /** What started it: the cron (its look, then maybe the loop), the wake alarm (TickChunk.wakeTick), a loop out of budget (continueTick). */
+  by: "cron" | "alarm" | "handover";
   scheduledTime: number;
   startedAt: number;
   windowEnd: number;
   endedAt?: number;
-  report?: TickReport;
+  /** Null: a cron's look left the tick asleep, and no loop ran. */
+  report?: TickReport | null;
+}
+/** A loop's hold of the tick lock: from when it took it to when it let go (absent while held). */
+interface HoldEvent {
+  runner: string;
+  from: number;
+  to?: number;
 }
 interface DrainEvent {
   id: string;
@@ -102,7 +120,10 @@ export interface Trace {
   settles: SettleEvent[];
   marks: MarkEvent[];
   invocations: InvocationEvent[];
+  holds: HoldEvent[];
   drains: DrainEvent[];
+  /** The wake alarm, when the deployment has it: its fault, every arm asked for, every alarm that came due. */
+  alarm: { fault: AlarmFault; arms: AlarmArm[]; firings: AlarmFiring[] } | null;
   /** Warnings and errors the loop and chunks logged (bounded). */
   logs: Array<{ at: number; runner: string; line: LogLine }>;
 }
@@ -127,7 +148,8 @@ export interface ModelHarness {
   /** The deployment's code handlers, which its ticks, drains and fanned-out chunks run. */
   readonly handlers: Handlers;
   readonly trace: Trace;
-  startTick(scheduledTime: number, windowMs: number): Promise<TickReport>;
+  /** One cron invocation; null when its look left the tick asleep. */
+  startTick(scheduledTime: number, windowMs: number): Promise<TickReport | null>;
   enqueue(inputs: EnqueueInput[], producer?: number): Promise<EnqueueResult[]>;
   producerEnqueued(jobs: Array<{ topic: string; dueAt: number }>, producer?: number): Promise<void>;
   configure(topic: string, patch: TopicPatch): Promise<void>;
@@ -135,31 +157,98 @@ export interface ModelHarness {
   ackPull(id: string, attempt: number): Promise<"acked" | "stale">;
   nackPull(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"retry" | "dead" | "stale">;
   get(id: string): Promise<JobSnapshot | null>;
-  /** Stops recording (before the clock is run out at the end). */
+  /** What a cron's look sees now (it records a heartbeat, as every look does). */
+  look(): Promise<TickLook>;
+  /** Stops recording, and the wake alarm from firing (before the clock is run out at the end). */
   stopRecording(): void;
   /** Undoes the patches and deletes the run's keys. */
   dispose(): Promise<void>;
 }
 
-/** A deployment of its own (fresh prefix, code handlers of its own), all on `clock`. `env` overrides settings (strings, as bindings are). */
-export function createModelHarness(options: { env: Partial<Env>; clock: SimClock }): ModelHarness {
+/**
+ * A deployment of its own (fresh prefix, code handlers of its own), all on `clock`. `env` overrides settings
+ * (strings, as bindings are). With `alarm` it binds the wake alarm (TICK_ALARM, as wrangler.toml does),
+ * simulated on `clock` with that fault; without, it has none.
+ */
+export function createModelHarness(options: { env: Partial<Env>; clock: SimClock; alarm?: { fault: AlarmFault; delays: number[] } }): ModelHarness {
   const { clock } = options;
   const env = freshEnv("model", options.env);
+  // The test Worker binds a real TICK_ALARM: the model's deployment has its simulated one, or none.
+  delete env.TICK_ALARM;
   const s = parseSettings(env);
   const now = () => clock.now();
   const queue = queueFromSettings(s, { now });
-  const trace: Trace = { claims: [], settles: [], marks: [], invocations: [], drains: [], logs: [] };
+  const trace: Trace = { claims: [], settles: [], marks: [], invocations: [], holds: [], drains: [], logs: [], alarm: null };
   const handlers = new Handlers();
   let recording = true;
-  const unpatch = recordQueueCalls(s.prefix, trace, clock, () => recording);
+  const isRecording = () => recording;
+  const unpatch = recordQueueCalls(s.prefix, trace, clock, isRecording);
   const log = (line: LogLine) => {
     if (!recording) return;
     if (line.level === "warn" || line.level === "error") {
       if (trace.logs.length < 2_000) trace.logs.push({ at: clock.now(), runner: currentRunner(), line });
     }
   };
-  const wiring = wiringOf({ s, handlers, clock, trace, log, isRecording: () => recording });
+  const wiring = wiringOf({ env, s, handlers, clock, trace, log, isRecording });
   let invocations = 0;
+
+  /** One invocation of the tick, recorded in the trace and run as a runner of its own (tick#n). */
+  function invocation(by: InvocationEvent["by"], scheduledTime: number, windowEnd: number, run: (id: string) => Promise<TickReport | null>) {
+    const id = `tick#${++invocations}`;
+    const inv: InvocationEvent = { id, by, scheduledTime, startedAt: clock.now(), windowEnd };
+    trace.invocations.push(inv);
+    return asRunner(id, async () => {
+      const report = await run(id);
+      inv.endedAt = clock.now();
+      inv.report = report;
+      return report;
+    });
+  }
+
+  // RE-POINT: what every loop runs on (src/tick/shard-tick.ts's shardTickOptions), its chunks fanned out and its successor here.
+  function loopOptions(
+    id: string,
+    scheduledTime: number,
+    handovers: number,
+  ): Pick<TickOptions, "queue" | "lock" | "settings" | "handlers" | "scheduledTime" | "clock" | "log" | "fanOut" | "handOver"> {
+    return {
+      queue: queueFromSettings(s, { now }),
+      lock: recordedLock(tickLockFromSettings(s), id, trace, clock, isRecording),
+      settings: s,
+      handlers,
+      scheduledTime,
+      clock,
+      log,
+      fanOut: (topic: string, max: number) => asRunner(`${id}/fanout`, () => wiring.runChunk(topic, max)),
+      ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => continueTick(scheduledTime, end, handovers + 1) } : {}),
+    };
+  }
+
+  // RE-POINT: TickChunk.continueTick (src/tick/chunk.ts): the rest of a window, the loop alone.
+  const continueTick = (scheduledTime: number, windowEnd: number, handovers: number): Promise<TickReport | null> =>
+    invocation("handover", scheduledTime, windowEnd, (id) =>
+      runTick({ ...loopOptions(id, scheduledTime, handovers), windowMs: windowEnd - scheduledTime, endWhenIdle: env.TICK_ALARM !== undefined }),
+    );
+
+  // RE-POINT: TickChunk.wakeTick (src/tick/chunk.ts), which the alarm's alarm() calls: the loop wakeLoop says, on the sim clock.
+  async function wakeTick(prefix: string): Promise<void> {
+    const w = wakeLoop(s, prefix, clock.now());
+    if (!w) return;
+    await invocation("alarm", w.scheduledTime, w.windowEnd, (id) =>
+      runTick({
+        ...loopOptions(id, w.scheduledTime, 0),
+        windowMs: w.windowEnd - w.scheduledTime,
+        waitForLock: w.waitForLock,
+        endWhenIdle: env.TICK_ALARM !== undefined,
+      }),
+    );
+  }
+
+  const alarm = options.alarm ? new SimAlarm(clock, options.alarm.fault, options.alarm.delays, wakeTick) : null;
+  if (alarm) {
+    env.TICK_ALARM = alarm.namespace;
+    trace.alarm = { fault: alarm.fault, arms: alarm.arms, firings: alarm.firings };
+  }
 
   return {
     env,
@@ -168,26 +257,11 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
     handlers,
     trace,
 
-    // RE-POINT: one cron invocation (src/tick/scheduled.ts without the heartbeat).
+    // RE-POINT: one cron invocation of the shard (src/tick/scheduled.ts's tickShard): with the wake alarm, its look first.
     startTick(scheduledTime, windowMs) {
-      const id = `tick#${++invocations}`;
-      const inv: InvocationEvent = { id, scheduledTime, startedAt: clock.now(), windowEnd: scheduledTime + windowMs };
-      trace.invocations.push(inv);
-      return asRunner(id, async () => {
-        const report = await tickOnce(s, {
-          queue: queueFromSettings(s, { now }),
-          handlers,
-          scheduledTime,
-          windowMs,
-          clock,
-          log,
-          fanOut: (topic, max) => asRunner(`${id}/fanout`, () => wiring.runChunk(topic, max)),
-          handOver: (end) => asRunner(`${id}/successor`, () => this.startTick(scheduledTime, end - scheduledTime)),
-        });
-        inv.endedAt = clock.now();
-        inv.report = report;
-        return report;
-      });
+      return invocation("cron", scheduledTime, scheduledTime + windowMs, (id) =>
+        cronTick({ ...loopOptions(id, scheduledTime, 0), windowMs, wakeAlarm: env.TICK_ALARM !== undefined }),
+      );
     },
 
     // RE-POINT: what the producer route does (src/producer/routes/jobs.ts): store, then wake.
@@ -213,13 +287,15 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
     ackPull: (id, attempt) => asRunner("pull", () => queue.ack(id, attempt)),
     nackPull: (id, attempt, failure) => asRunner("pull", () => queue.nack(id, attempt, failure)),
     get: (id) => queue.get(id),
+    look: () => queue.look(clock.now()),
 
     stopRecording() {
       recording = false;
+      alarm?.stop();
     },
 
     async dispose() {
-      recording = false;
+      this.stopRecording();
       unpatch();
       await deleteKeys(s);
     },
@@ -232,8 +308,8 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
 // chunk, a drain's successor) runs here as a task of the simulation.
 // ---------------------------------------------------------------------------
 
-function wiringOf(ctx: { s: Settings; handlers: Handlers; clock: SimClock; trace: Trace; log: (line: LogLine) => void; isRecording: () => boolean }) {
-  const { s, handlers, clock, trace, log } = ctx;
+function wiringOf(ctx: { env: Env; s: Settings; handlers: Handlers; clock: SimClock; trace: Trace; log: (line: LogLine) => void; isRecording: () => boolean }) {
+  const { env, s, handlers, clock, trace, log } = ctx;
   const now = () => clock.now();
   let drains = 0;
 
@@ -241,10 +317,11 @@ function wiringOf(ctx: { s: Settings; handlers: Handlers; clock: SimClock; trace
   const runChunk = (topic: string, max: number): Promise<ChunkReport> =>
     runChunkOf({ queue: queueFromSettings(s, { now }), settings: s, handlers, topic, max, clock, log });
 
-  /** TickChunk.drain, with its fan-out and successors. */
-  const runDrain = (topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> =>
-    runDrainOf({
-      queue: queueFromSettings(s, { now }),
+  /** TickChunk.drain, with its fan-out and successors, and at its end the wake alarm for work it leaves before the next cron's look. */
+  const runDrain = async (topic: string, horizonMs: number, handovers = 0): Promise<ChunkReport> => {
+    const queue = queueFromSettings(s, { now });
+    const report = await runDrainOf({
+      queue,
       settings: s,
       handlers,
       topic,
@@ -254,11 +331,15 @@ function wiringOf(ctx: { s: Settings; handlers: Handlers; clock: SimClock; trace
       fanOut: (t, max) => runChunk(t, max),
       ...(handovers < MAX_HANDOVERS ? { handOver: (h: number) => runDrain(topic, h, handovers + 1) } : {}),
     });
+    // TickChunk.drain logs a failed arm and goes on; a run with the fault arm-fails expects them.
+    await armForWorkLeft(env, queue, report.nextLookAt ?? null, clock.now()).catch(() => undefined);
+    return report;
+  };
 
   /** The producer's wake path (src/tick/wake.ts) with its drains as tasks of the simulation. */
   async function wakeForSoonJobs(queue: Queue, jobs: Array<{ topic: string; dueAt: number }>, producer: number): Promise<void> {
     await wake({
-      env: testEnv,
+      env,
       settings: s,
       queue,
       jobs,
@@ -293,7 +374,29 @@ function wiringOf(ctx: { s: Settings; handlers: Handlers; clock: SimClock; trace
     });
   }
 
-  return { runChunk, runDrain, wakeForSoonJobs };
+  return { runChunk, wakeForSoonJobs };
+}
+
+/** `lock`, recording in the trace when `runner` takes it and when it lets it go. */
+function recordedLock(lock: TickLock, runner: string, trace: Trace, clock: SimClock, isRecording: () => boolean): TickLock {
+  const { acquire, release } = lock;
+  let hold: HoldEvent | undefined;
+  lock.acquire = async (ttlMs, windowEnd) => {
+    const got = await acquire.call(lock, ttlMs, windowEnd);
+    if (got.acquired && isRecording()) {
+      hold = { runner, from: clock.now() };
+      trace.holds.push(hold);
+    }
+    return got;
+  };
+  lock.release = async (finalStatus) => {
+    try {
+      return await release.call(lock, finalStatus);
+    } finally {
+      if (hold) hold.to = clock.now();
+    }
+  };
+  return lock;
 }
 
 // ---------------------------------------------------------------------------

@@ -8,8 +8,21 @@
  * real Redis, then checked: every attempt ran exactly once and never early,
  * on time while the topic could take it, retries at their policy's time,
  * rate and concurrency limits held, pull jobs never pushed, nothing lost,
- * every job ended as its plan says (model.ts has the checks). The tick's
- * decisions (src/tick/decisions.ts) are driven directly too, with no Redis:
+ * every job ended as its plan says (model.ts has the checks).
+ *
+ * Half the scenarios deploy with the wake alarm, as wrangler.toml does: each
+ * cron invocation looks first (cronTick), loops end when idle (sleep mark
+ * "c"), and producers and drains arm a simulated alarm (sim-alarm.ts) whose
+ * firing runs TickChunk.wakeTick's loop; its fault is drawn per scenario —
+ * none, lost, fired twice, fired 0–2 s late, arms rejected. Checked besides:
+ * a job enqueued while no loop runs starts on time (a late alarm's up to its
+ * lateness past the alarm's 1 s lead; a lost alarm's or a failed arm's by the
+ * next cron's look), the sleep mark is "c" while a loop holds the lock only
+ * in the grace a loop that marks it takes before it ends, and with nothing
+ * left the tick comes to rest (no loop, mark "c"). The run's summary says
+ * how many runs drew each fault and what the alarm did.
+ *
+ * The tick's decisions (src/tick/decisions.ts) are driven directly too, with no Redis:
  * model-core.ts plays them out and checks the same kind of properties.
  *
  * `npm test` runs MODEL_RUNS (default 15) scenarios; `npm run test:model` 500.
@@ -49,10 +62,16 @@ const BLOCK = 50;
 
 const totals = { runs: 0, pushJobs: 0, pullJobs: 0, attempts: 0, invocations: 0, drains: 0, virtualMs: 0, realMs: 0, requests: 0, failing: 0 };
 const knownHits = new Map<string, { runs: number; violations: number; example?: string }>();
+/** Runs with the wake alarm, by its fault, and what it did in them. */
+const alarmRuns = new Map<string, number>();
+const alarmTotals = { arms: 0, firings: 0, wakes: 0, claimedByWakes: 0, looksAsleep: 0, idleEnds: 0, enqueuedUnlooped: 0, dueForAlarm: 0 };
 
 function account(r: RunResult, seed: number, index: number) {
   totals.runs++;
   for (const k of ["pushJobs", "pullJobs", "attempts", "invocations", "drains", "virtualMs", "realMs", "requests"] as const) totals[k] += r.stats[k];
+  const a = r.stats.alarm;
+  alarmRuns.set(a?.fault ?? "no alarm", (alarmRuns.get(a?.fault ?? "no alarm") ?? 0) + 1);
+  if (a) for (const k of Object.keys(alarmTotals) as Array<keyof typeof alarmTotals>) alarmTotals[k] += a[k];
   const c = classify(r.violations, known);
   for (const [id, vs] of c.known) {
     const h = knownHits.get(id) ?? { runs: 0, violations: 0 };
@@ -69,6 +88,12 @@ afterAll(() => {
   console.log(
     `model: ${totals.runs} runs, ${totals.pushJobs} push + ${totals.pullJobs} pull jobs, ${totals.attempts} attempts, ${totals.invocations} tick invocations, ` +
       `${totals.drains} drains, ${minutes} virtual minutes, ${totals.requests} Redis requests, ${(totals.realMs / 1000).toFixed(1)} s${STRICT ? " (strict)" : ""}`,
+  );
+  const t = alarmTotals;
+  console.log(
+    `model: runs by wake alarm fault: ${[...alarmRuns].map(([f, n]) => `${f} ${n}`).join(", ")}; ${t.arms} arms, ${t.firings} alarms came due, ${t.wakes} wake loops ` +
+      `(${t.claimedByWakes} attempts claimed by them), ${t.looksAsleep} cron looks left the tick asleep, ${t.idleEnds} loops ended idle; ` +
+      `${t.enqueuedUnlooped} push jobs enqueued while no loop ran, ${t.dueForAlarm} of them due past a producer's drain`,
   );
   for (const [id, h] of knownHits) console.log(`model: known bug ${id}: ${h.violations} violations in ${h.runs} runs, e.g. ${h.example}`);
 });

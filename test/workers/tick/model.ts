@@ -9,7 +9,10 @@ import { PermanentError, RetryableError } from "../../../src/handlers/registry.j
 import { normalizeBackoff, type Backoff, type BackoffInput } from "../../../src/queue/policy/backoff.js";
 import type { JobSnapshot } from "../../../src/queue/queue.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
+import { unlookedUntil } from "../../../src/tick/cron-look.js";
+import { SLEEP_MARK_STALENESS_MS } from "../../../src/tick/wake.js";
 import { createModelHarness, currentRunner, RESUME_TAKES_EFFECT_WITHIN_MS, type ModelHarness, type Trace } from "./model-harness.js";
+import type { AlarmFault } from "./sim-alarm.js";
 import { seededRandom, SimClock } from "./sim-clock.js";
 
 /** A minute boundary (in 2030): cron minute k is scheduled at BASE + k·60 s. */
@@ -61,6 +64,13 @@ export interface Scenario {
   consumer: { everyMs: number; max: number };
   /** Seeds Math.random (backoff jitter) during the run. */
   seed: number;
+  /**
+   * The deployment binds the wake alarm (TICK_ALARM, as wrangler.toml does): each cron invocation looks
+   * first, loops end when idle, producers arm the alarm (simulated, sim-alarm.ts) with `fault` throughout
+   * the run; `delays` (0–2 s, in turn) are how late a late alarm fires, or when a duplicated one fires
+   * again. Absent: no alarm, loops sleep through their minute.
+   */
+  alarm?: { fault: AlarmFault; delays: number[] };
 }
 
 const behaviourArb: fc.Arbitrary<Behaviour> = fc
@@ -111,6 +121,8 @@ const delayArb = fc.oneof(
   fc.integer({ min: 0, max: 60_000 }),
   fc.integer({ min: 0, max: 60_000 }),
   fc.constantFrom(19_999, 20_000, 20_001, 60_000),
+  // Past a producer's drain (TICK_IDLE_PEEK_MS) and often before the next cron's look: the wake alarm's jobs, while no loop runs.
+  fc.integer({ min: 20_001, max: 50_000 }),
 );
 
 const jobArb = (topics: number): fc.Arbitrary<JobSpec> =>
@@ -152,18 +164,30 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
       duplicates: fc.array(fc.record({ minute: fc.nat(3), offset: fc.integer({ min: 0, max: 20_000 }) }), { maxLength: 1 }),
       consumer: fc.record({ everyMs: fc.integer({ min: 500, max: 5_000 }), max: fc.integer({ min: 1, max: 5 }) }),
       seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      alarm: fc.option(
+        fc.record({
+          fault: fc.constantFrom<AlarmFault>("none", "lost", "duplicated", "late", "arm-fails"),
+          delays: fc.array(fc.integer({ min: 0, max: 2_000 }), { minLength: 1, maxLength: 3 }),
+        }),
+        { nil: undefined, freq: 2 },
+      ),
     })
-    .map(
-      (sc): Scenario =>
+    .map((sc): Scenario => {
+      const spread = sc.alarm ? 2 : 1;
+      return (
         // Plain objects (fc.record makes null-prototype ones), so a printed counterexample pastes as a literal.
         JSON.parse(
           JSON.stringify({
             ...sc,
-            batches: sc.batches.map((b) => ({ ...b, jobs: b.jobs.map((j) => ({ ...j, topic: j.topic % sc.topics.length })) })),
-            pauses: sc.pauses.map((p) => ({ ...p, topic: p.topic % sc.topics.length })),
+            // With the alarm, the default peek: without one, the alarm is never armed and no loop ends idle (the runs without it cover that).
+            idlePeekMs: sc.alarm ? 20_000 : sc.idlePeekMs,
+            // With the alarm, batches and pauses over twice the span, so loops end idle between them and jobs arrive into the ended tick.
+            batches: sc.batches.map((b) => ({ ...b, at: b.at * spread, jobs: b.jobs.map((j) => ({ ...j, topic: j.topic % sc.topics.length })) })),
+            pauses: sc.pauses.map((p) => ({ ...p, at: p.at * spread, topic: p.topic % sc.topics.length })),
           }),
-        ) as Scenario,
-    );
+        ) as Scenario
+      );
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -240,6 +264,22 @@ interface RunStats {
   requests: number;
   steps: number;
   ended: string;
+  /** With the wake alarm: what it did, and how the tick slept. */
+  alarm: AlarmStats | null;
+}
+interface AlarmStats {
+  fault: AlarmFault;
+  /** Arms asked for, alarms that came due, wakes they ran (TickChunk.wakeTick), jobs' attempts those loops claimed. */
+  arms: number;
+  firings: number;
+  wakes: number;
+  claimedByWakes: number;
+  /** Cron invocations whose look left the tick asleep, and loops that ended idle. */
+  looksAsleep: number;
+  idleEnds: number;
+  /** Push jobs enqueued while no loop held the lock, and of those, due past a producer's drain (TICK_IDLE_PEEK_MS): the alarm's. */
+  enqueuedUnlooped: number;
+  dueForAlarm: number;
 }
 export interface RunResult {
   scenario: Scenario;
@@ -290,6 +330,62 @@ function retryDelay(b: Behaviour, policy: Backoff, k: number): [number, number] 
  */
 const fanoutOf = (sc: Pick<Scenario, "seed">): number => (Math.abs(sc.seed) % 4 === 0 ? 0 : 4);
 
+/** Whether a scenario's loops may end idle (cronTick's endWhenIdle: the wake alarm, and an idle peek). */
+const endsIdle = (sc: Pick<Scenario, "alarm" | "idlePeekMs">): boolean => sc.alarm !== undefined && sc.idlePeekMs > 0;
+
+/** How long a run whose loops end idle goes on after its last job, for the tick to come to rest (a loop ends idle, crons look). */
+const REST_WITHIN_MS = 3 * 60_000;
+
+/**
+ * With nothing left to do, a tick whose loops end idle comes to rest: no
+ * loop runs and the sleep mark says so ("c"), so producers cover what comes
+ * next and each cron only looks. Runs the clock on (crons, looks) until the
+ * trace shows that, at most REST_WITHIN_MS, then checks it against Redis with
+ * a look: a mark that says a loop runs while none does leaves a job due
+ * before the next cron to that cron.
+ */
+async function comeToRest(clock: SimClock, harness: ModelHarness): Promise<Violation[]> {
+  const { trace } = harness;
+  const running = () => [
+    ...trace.invocations.filter((i) => i.endedAt === undefined).map((i) => i.id),
+    ...trace.holds.filter((h) => h.to === undefined).map((h) => `${h.runner}'s lock`),
+  ];
+  const lastMark = () => trace.marks.reduce<Trace["marks"][number] | undefined>((a, m) => (a === undefined || m.at >= a.at ? m : a), undefined);
+  const from = clock.now();
+  await clock.run({ stop: () => running().length === 0 && lastMark()?.change === "c", until: from + REST_WITHIN_MS });
+  const look = await harness.look();
+  const still = running();
+  if (still.length === 0 && !look.lockHeld && look.sleepMark === "c") return [];
+  const mark = look.sleepMark === null ? "unset" : `"${look.sleepMark}"`;
+  return [
+    {
+      kind: "not-at-rest",
+      at: clock.now(),
+      message: `${((clock.now() - from) / 1000).toFixed(0)} s after the last job was final the tick is not at rest: ${still.length > 0 ? `${still.join(", ")} still run` : "no loop runs"}, the lock is ${look.lockHeld ? "held" : "free"} and the sleep mark ${mark} (last set by ${lastMark()?.runner ?? "nobody"}); at rest no loop runs and the mark is "c"`,
+    },
+  ];
+}
+
+/** What the wake alarm did in a run, and how the tick slept. */
+function alarmStats(sc: Scenario, trace: Trace, jobs: JobModel[]): AlarmStats | null {
+  if (!trace.alarm) return null;
+  const wakes = new Set(trace.invocations.filter((i) => i.by === "alarm").map((i) => i.id));
+  const unlooped = jobs.filter(
+    (m) => m.mode === "push" && m.enqueuedAt !== undefined && !trace.holds.some((h) => h.from <= m.enqueuedAt! && m.enqueuedAt! < (h.to ?? Infinity)),
+  );
+  return {
+    fault: trace.alarm.fault,
+    arms: trace.alarm.arms.length,
+    firings: trace.alarm.firings.length,
+    wakes: wakes.size,
+    claimedByWakes: trace.claims.filter((c) => wakes.has(c.runner.split("/")[0]!)).reduce((n, c) => n + c.jobs.length, 0),
+    looksAsleep: trace.invocations.filter((i) => i.report === null).length,
+    idleEnds: trace.invocations.filter((i) => i.report?.ended === "idle").length,
+    enqueuedUnlooped: unlooped.length,
+    dueForAlarm: unlooped.filter((m) => m.dueAt! - m.enqueuedAt! > sc.idlePeekMs).length,
+  };
+}
+
 /** Runs one scenario to its end and checks it. Never throws for a violation: they are in the result. */
 export async function runScenario(sc: Scenario): Promise<RunResult> {
   const realStart = Date.now();
@@ -308,6 +404,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       // Ample: the lateness bound is about timing, not about a tight budget stretching the poll.
       TICK_SUBREQUEST_BUDGET: "100000",
     },
+    ...(sc.alarm ? { alarm: sc.alarm } : {}),
   });
   const run = crypto.randomUUID().slice(0, 6);
   const topics = sc.topics.map((_, i) => `m${i}-${run}`);
@@ -453,8 +550,9 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       return finalIds.size >= jobs.length;
     };
     ended = await clock.run({ stop: allFinal, until: cap });
-    endAt = clock.now();
     for (const m of jobs) if (m.id) m.final = await harness.get(m.id);
+    if (endsIdle(sc) && ended === "stopped") violations.push(...(await comeToRest(clock, harness)));
+    endAt = clock.now();
   } catch (err) {
     violations.push({ kind: "error", message: `the run threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}` });
   } finally {
@@ -478,7 +576,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   }
   for (const e of clock.errors)
     violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
-  violations.push(...check(sc, harness, jobs, topics, pauses));
+  violations.push(...check(sc, harness, jobs, topics, pauses, endAt));
   const stats: RunStats = {
     pushJobs: jobs.filter((j) => j.mode === "push").length,
     pullJobs: jobs.filter((j) => j.mode === "pull").length,
@@ -490,6 +588,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     requests: clock.requests,
     steps: clock.steps,
     ended,
+    alarm: alarmStats(sc, harness.trace, jobs),
   };
   const result: RunResult = {
     scenario: sc,
@@ -548,7 +647,7 @@ function blockedIntervals(
   pauses: Array<{ topic: string; paused: boolean; at: number }>,
 ): { all: Interval[]; uncovered: Interval[]; paused: Interval[]; full: Interval[]; tokens: Interval[] } {
   const spec = sc.topics[topicIndex]!;
-  const covered = merge(trace.invocations.map((i) => [i.startedAt, i.windowEnd] as Interval));
+  const covered = merge(trace.invocations.map(coverageOf));
   const uncovered: Interval[] = [];
   let c = -Infinity;
   for (const [a, b] of covered) {
@@ -604,7 +703,80 @@ function blockedIntervals(
       if (level < 1) tokens.push([cl.at, cl.at + ((1 - level) * 1000) / rate]);
     }
   }
-  return { all: merge([...uncovered, ...paused, ...full, ...tokens]), uncovered, paused, full, tokens };
+  return { all: merge([...uncovered, ...alarmGaps(trace), ...paused, ...full, ...tokens]), uncovered, paused, full, tokens };
+}
+
+/**
+ * Whose due jobs an invocation answers for, and until when: a loop for its
+ * window (a cron's that waited it out for the lock: the holder's). A loop
+ * that ended idle (sleep mark "c") and a cron's look that left the tick
+ * asleep answer until the next cron's look (unlookedUntil: that cron may
+ * start up to 10 s late), producers covering what falls due meanwhile with a
+ * drain or the wake alarm. An alarm's loop that found the lock held answers
+ * for nothing: the holder does.
+ */
+function coverageOf(inv: Trace["invocations"][number]): Interval {
+  const r = inv.report;
+  if (r === null || r?.ended === "idle") {
+    const end = inv.endedAt ?? inv.startedAt;
+    return [inv.startedAt, Math.max(end, unlookedUntil(end))];
+  }
+  if (r?.ended === "not-acquired" && inv.by === "alarm") return [inv.startedAt, inv.startedAt];
+  return [inv.startedAt, inv.windowEnd];
+}
+
+/**
+ * When the wake alarm failed the jobs it was armed for, as intervals: a lost
+ * alarm or a failed arm leaves them to the next cron's look (from the time it
+ * was armed for to the first cron invocation after the arm), a late alarm to
+ * its loop (from the time it was set for to when it ran). With the alarm
+ * working (fault none or duplicated) there are none: its loop is there a
+ * second before the job is due.
+ */
+function alarmGaps(trace: Trace): Interval[] {
+  const a = trace.alarm;
+  if (a?.fault === "late") return a.firings.flatMap((f) => (f.wokeAt.length > 0 ? [[f.at, f.wokeAt[0]!] as Interval] : []));
+  if (a?.fault !== "lost" && a?.fault !== "arm-fails") return [];
+  const crons = trace.invocations.filter((i) => i.by === "cron").map((i) => i.startedAt);
+  return a.arms.map((arm) => [arm.at, Math.min(...crons.filter((c) => c > arm.requestedAt))] as Interval);
+}
+
+/**
+ * The sleep mark against who held the tick lock. "c" says no loop runs: a
+ * loop that takes the lock clears a "c" with its first poll, at once, and a
+ * loop that marks "c" itself ends (or changes the mark) once every producer
+ * has seen it (SLEEP_MARK_STALENESS_MS and a poll, then its next poll).
+ * Either way, the mark is "c" while a loop runs only for that grace. (That it
+ * is "c" once no loop runs, at rest, comeToRest checks.)
+ */
+function sleepMarkViolations(sc: Scenario, trace: Trace, endAt: number): Violation[] {
+  const v: Violation[] = [];
+  const grace = SLEEP_MARK_STALENESS_MS + 2 * sc.pollMs + LATENESS_SLACK_MS;
+  const marks = [...trace.marks].sort((a, b) => a.at - b.at);
+  const shown = (c: Trace["marks"][number]["change"]) => (c === "clear" ? "unset" : c === "c" ? '"c"' : '"1"');
+  for (const h of trace.holds) {
+    const to = Math.min(h.to ?? Infinity, endAt);
+    const found = marks.filter((m) => m.runner !== h.runner && m.at <= h.from).pop();
+    const own = marks.filter((m) => m.runner === h.runner && m.at >= h.from && m.at <= to);
+    const cleared = own[0]?.at ?? to;
+    if (found?.change === "c" && cleared > h.from)
+      v.push({
+        kind: "sleep-mark",
+        at: h.from,
+        message: `${h.runner} took the lock at ${rel(h.from)} with the mark "c" (set by ${found.runner}) and left it ${own[0] ? `until ${rel(cleared)}, then ${shown(own[0].change)}` : `through its hold, to ${rel(to)}`}: its first poll clears it`,
+      });
+    for (const [i, m] of own.entries()) {
+      if (m.change !== "c") continue;
+      const until = own[i + 1]?.at ?? to;
+      if (until - m.at > grace)
+        v.push({
+          kind: "sleep-mark",
+          at: m.at,
+          message: `${h.runner} marked "c" (no loop runs) at ${rel(m.at)} and held the lock on with it until ${rel(until)}${own[i + 1] ? `, then ${shown(own[i + 1]!.change)}` : ""}: a loop that marks "c" ends or changes it within ${grace} ms`,
+        });
+    }
+  }
+  return v;
 }
 
 function check(
@@ -613,6 +785,7 @@ function check(
   jobs: JobModel[],
   topics: string[],
   pauses: Array<{ topic: string; paused: boolean; at: number }>,
+  endAt: number,
 ): Violation[] {
   const v: Violation[] = [];
   const trace = harness.trace;
@@ -652,14 +825,16 @@ function check(
   };
 
   for (const inv of trace.invocations) {
-    if (inv.report && inv.report.ended !== "window" && inv.report.ended !== "not-acquired") {
+    const ended = inv.report?.ended;
+    if (ended !== undefined && ended !== "window" && ended !== "not-acquired" && !(ended === "idle" && endsIdle(sc))) {
       v.push({
-        kind: `tick-${inv.report.ended}`,
+        kind: `tick-${ended}`,
         at: inv.endedAt,
-        message: `${inv.id} ended "${inv.report.ended}" at ${inv.endedAt === undefined ? "?" : rel(inv.endedAt)} (its budget is ample; a lost lock here means its real-time TTL ran out or a bug)`,
+        message: `${inv.id} ended "${ended}" at ${inv.endedAt === undefined ? "?" : rel(inv.endedAt)} (its budget is ample; a lost lock here means its real-time TTL ran out or a bug)`,
       });
     }
   }
+  v.push(...sleepMarkViolations(sc, trace, endAt));
   for (const c of trace.claims) {
     if (c.reaped.retried + c.reaped.dead > 0)
       v.push({
@@ -870,9 +1045,24 @@ function explain(r: RunResult, pollMs: number): string {
   );
   for (const [i, t] of sc.topics.entries()) lines.push(`topic ${i} ${r.topics[i]}: ${JSON.stringify(t)}`);
   lines.push(
-    `invocations: ${r.trace.invocations.map((i) => `${i.id} ${rel(i.startedAt)}–${rel(i.windowEnd)} ${i.report?.ended ?? "?"} (claimed ${i.report?.claimed ?? "?"}, idle sleeps ${i.report?.idleSleeps ?? "?"})`).join("; ")}`,
+    `invocations: ${r.trace.invocations
+      .map((i) =>
+        i.report === null
+          ? `${i.id} (cron) ${rel(i.startedAt)} looked: asleep`
+          : `${i.id} (${i.by}) ${rel(i.startedAt)}–${rel(i.windowEnd)} ${i.report?.ended ?? "?"}${i.endedAt === undefined ? "" : ` at ${rel(i.endedAt)}`} (claimed ${i.report?.claimed ?? "?"}, idle sleeps ${i.report?.idleSleeps ?? "?"})`,
+      )
+      .join("; ")}`,
   );
-  lines.push(`sleep mark: ${r.trace.marks.map((m) => `${rel(m.at)} ${m.change === "clear" ? "clear" : "set"} (${m.runner})`).join(", ") || "never set"}`);
+  lines.push(`lock held: ${r.trace.holds.map((h) => `${h.runner} ${rel(h.from)}–${h.to === undefined ? "" : rel(h.to)}`).join(", ") || "never"}`);
+  lines.push(
+    `sleep mark: ${r.trace.marks.map((m) => `${rel(m.at)} ${m.change === "clear" ? "clear" : m.change === "c" ? "c" : "1"} (${m.runner})`).join(", ") || "never set"}`,
+  );
+  const alarm = r.trace.alarm;
+  if (alarm) {
+    lines.push(
+      `wake alarm (fault ${alarm.fault}${sc.alarm ? `, delays ${sc.alarm.delays.join("/")} ms` : ""}): arms ${alarm.arms.map((a) => `${rel(a.requestedAt)} for ${rel(a.at)} ${a.outcome}`).join(", ") || "none"}; came due ${alarm.firings.map((f) => `${rel(f.at)} ${f.lost ? "lost" : `ran ${f.wokeAt.map(rel).join(" and ")}`}`).join(", ") || "never"}`,
+    );
+  }
   if (r.pauses.length > 0) lines.push(`pauses: ${r.pauses.map((p) => `${rel(p.at)} ${p.paused ? "pause" : "resume"} ${p.topic}`).join(", ")}`);
   if (r.trace.drains.length > 0)
     lines.push(
