@@ -12,13 +12,16 @@ import { armWakeAlarm } from "./wake-alarm.js";
  */
 export const SLEEP_MARK_STALENESS_MS = 1_000;
 
-let known: { prefix: string; at: number; sleep: TickSleep } | undefined;
+/** Each shard's sleep mark as this isolate last read it, by key prefix (one entry per shard of each deployment it serves). */
+const known = new Map<string, { at: number; sleep: TickSleep }>();
 
-/** The sleep mark, read at most once a SLEEP_MARK_STALENESS_MS per isolate. */
+/** The sleep mark of `queue`'s shard, read at most once a SLEEP_MARK_STALENESS_MS per shard and isolate. */
 async function tickSleep(queue: Queue, now: number): Promise<TickSleep> {
-  if (known && known.prefix === queue.keys.prefix && now - known.at < SLEEP_MARK_STALENESS_MS) return known.sleep;
+  const prefix = queue.keys.prefix;
+  const seen = known.get(prefix);
+  if (seen && now - seen.at < SLEEP_MARK_STALENESS_MS) return seen.sleep;
   const sleep = await queue.tickSleep();
-  known = { prefix: queue.keys.prefix, at: now, sleep };
+  known.set(prefix, { at: now, sleep });
   return sleep;
 }
 
