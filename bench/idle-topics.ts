@@ -35,6 +35,7 @@ import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import { Keys } from "../src/queue/keys.js";
 import { pool, sleep } from "../harness/util.js";
+import { billedCalls, isOwn, parseCommandstats } from "./lib/commandstats.js";
 import { machine, startNpmStart, startReceiver, type LoggedLine, type NpmStart } from "./lib/npm-start.js";
 
 const { values: args } = parseArgs({
@@ -79,18 +80,6 @@ const tickStatus = async (redis: IORedis) => {
   return raw === null ? null : (JSON.parse(raw) as TickStatus);
 };
 const markSet = async (redis: IORedis) => (await redis.exists(keys.tickAsleep)) === 1;
-
-function parseCommandstats(text: string) {
-  const byCommand: Record<string, { calls: number; usec: number }> = {};
-  for (const line of text.split("\n")) {
-    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
-    if (m) byCommand[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return byCommand;
-}
-
-/** The measurement's own commands, and the bridge's record-size measure (MEMORY USAGE), which Upstash neither runs nor bills. */
-const isOwn = (name: string) => /^(config|info|memory)(\||$)/.test(name);
 
 const summarizeLines = (lines: LoggedLine[]) => {
   const byMsg: Record<string, number> = {};
@@ -137,10 +126,7 @@ async function idleMinute(stack: NpmStart, redis: IORedis, topics: number) {
   const stats = parseCommandstats(await redis.info("commandstats"));
   const t1 = Date.now();
   const requests = (await stack.bridgeRequests()).filter(([at]) => at >= t0 && at <= t1);
-  // Redis 7 lists subcommands on their own (config|resetstat).
-  const commands = Object.entries(stats)
-    .filter(([name]) => !isOwn(name))
-    .reduce((n, [, s]) => n + s.calls, 0);
+  const commands = billedCalls(stats);
   const byPath: Record<string, number> = {};
   for (const [, path] of requests) byPath[path] = (byPath[path] ?? 0) + 1;
   const after = { status: await tickStatus(redis), mark: await markSet(redis) };

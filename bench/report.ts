@@ -1,6 +1,7 @@
 /** The results of `npm run bench` and their markdown table. */
 import type { DeliverySystem, SustainedRun } from "./lib/deliver.js";
 import { RECORD_CAP_BYTES, type Scale1mResult } from "./lib/scale-1m.js";
+import { shardsRows, shardsTargets, type ShardsResults } from "./lib/shards-report.js";
 import type { FloorSystem, SystemName } from "./suites.js";
 
 /** One measurement over the measured runs. */
@@ -62,6 +63,8 @@ export interface Results {
   delivery?: Partial<Record<DeliverySystem, DeliverySummary>>;
   /** Jobs offered to the tick at fixed rates. */
   sustained?: SustainedRun[];
+  /** One shard against three, one down, idle shards (bench/lib/shards.ts); its detail goes to shards.md. */
+  shards?: ShardsResults;
   /** Runs that failed twice and were left out. */
   failures: string[];
   /** The machine's 1-minute load average every 10 s: [seconds into the run, load]. */
@@ -367,6 +370,7 @@ export function renderMarkdown(r: Results): string {
     row("**idle**: Redis commands per minute, nothing due", s);
   }
   if (r.scale1m) rows.push(...scale1mRows(r.scale1m));
+  if (r.shards) rows.push(...shardsRows(r.shards.scale, r.shards.idle));
   row("**Redis CPU per job**, µs (commandstats usec, success path)", m.successUsec, "≤ 0.5×", metOf(5));
   row("… redis-server process CPU per job, µs (INFO cpu)", m.successCpuUsec);
 
@@ -392,7 +396,7 @@ export function renderMarkdown(r: Results): string {
     ...(r.scale1m ? scale1mSection(r.scale1m) : []),
     `## Targets`,
     ``,
-    ...[...t, enqueueFloorTarget(r), ...(r.scale1m ? scale1mTargets(r.scale1m) : [])]
+    ...[...t, enqueueFloorTarget(r), ...(r.scale1m ? scale1mTargets(r.scale1m) : []), ...(r.shards ? shardsTargets(r.shards.scale, r.shards.idle) : [])]
       .filter((x) => x !== undefined)
       .map((x) => `- ${x.name}: ${x.value} — ${verdict(x.met)}`),
     ``,

@@ -7,12 +7,13 @@
  *
  *   npm run bench                 full run (≤ 10 minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
- *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained)
+ *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained, shards, shards-idle)
  *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 2 minutes)
+ *   BENCH_SHARDS=0 npm run bench         without the shards rows (they add about 17 minutes; bench/lib/shards.ts)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import IORedis from "ioredis";
 import type { Queue } from "../src/queue/queue.js";
@@ -34,6 +35,8 @@ import {
 } from "./lib/deliver.js";
 import { renderMarkdown, type Results, type Series } from "./report.js";
 import { SCALE_1M_SIZES, scale1mRun, type Scale1mResult, type Scale1mSizes } from "./lib/scale-1m.js";
+import { runShards, writeShardsResults } from "./lib/shards.js";
+import type { ShardsResults } from "./lib/shards-report.js";
 import {
   costRun,
   drainRun,
@@ -205,6 +208,7 @@ let idle: Record<SystemName, number> | undefined;
 const floorEnqueues: Partial<Record<FloorSystem, FloorEnqueueRun[]>> = {};
 const deliveries: Partial<Record<DeliverySystem, DeliveryRun[]>> = {};
 const sustained: SustainedRun[] = [];
+let shards: ShardsResults | undefined;
 
 const infra: Infra = await startInfra();
 let stack: Stack | undefined;
@@ -428,6 +432,13 @@ try {
       await rig.stop();
     }
   }
+
+  // 15: shards, last: each deployment brings its own redis-servers and bridges, and the rows want a quiet machine.
+  const shardRows = { scale: wanted("shards"), idle: wanted("shards-idle") };
+  if ((shardRows.scale || shardRows.idle) && process.env.BENCH_SHARDS !== "0") {
+    shards = await runShards({ quick: QUICK, ...shardRows, log, logFile: stackLog });
+    failures.push(...shards.failures);
+  }
 } finally {
   clearInterval(sampleLoad);
   await stopStack();
@@ -557,12 +568,19 @@ const results: Results = {
         )
       : undefined,
   sustained: sustained.length > 0 ? sustained : undefined,
+  shards,
   failures,
   load,
   raw: { costs, drains, lateness, enqueues, scale, floorEnqueues, deliveries },
 };
 results.durationS = Math.round((Date.now() - started) / 1000);
 writeFileSync(`${outBase}.json`, `${JSON.stringify(results, null, 2)}\n`);
+if (shards) {
+  // Their detail beside the summary rows: shards.md beside latest.md (a smoke run's in tmp/).
+  const base = args.out ? `${outBase}-shards` : join(dirname(outBase), QUICK ? "tmp/shards-quick" : "shards");
+  writeShardsResults(base, shards);
+  log(`wrote ${base}.json and .md`);
+}
 const md = renderMarkdown(results);
 writeFileSync(`${outBase}.md`, md);
 console.log(md);

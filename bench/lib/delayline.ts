@@ -7,7 +7,7 @@
  */
 import type { Redis } from "@upstash/redis/cloudflare";
 import type IORedis from "ioredis";
-import { startNpmStart, type StackRedis } from "../../harness/npm-start.js";
+import { startNpmStart, type LoggedLine, type StackRedis } from "../../harness/npm-start.js";
 import type { Delayline } from "../../src/client/index.js";
 import { Queue } from "../../src/queue/queue.js";
 import { createRedis } from "../../src/queue/redis.js";
@@ -19,11 +19,25 @@ export const PREFIX = "dl:{main}";
 
 export type { StackRedis } from "../../harness/npm-start.js";
 
+/** What the bench Worker's handlers noted (bench/worker/index.ts). */
+interface Samples {
+  handled: number;
+  lastAt: number;
+  /** Durable Object requests the wake alarm received so far, by the key prefix it wakes. */
+  durableObjectRequests: Record<string, number>;
+  /** Since the last call: [job id, due ms, ran at ms, attempt]. */
+  samples: Array<[string, number, number, number]>;
+}
+
 export interface Stack {
   url: string;
   client: Delayline;
+  /** The process every process of the stack descends from. */
+  pid: number;
+  /** The Worker's JSON log lines so far (with `jsonLines`). */
+  lines: LoggedLine[];
   /** What the bench handlers noted since the last call (and forgets it). */
-  samples(): Promise<{ handled: number; lastAt: number; samples: Array<[string, number, number]> }>;
+  samples(): Promise<Samples>;
   stop(): Promise<void>;
 }
 
@@ -37,6 +51,8 @@ export async function startStack(
   log: (line: string) => void = () => {},
   /** Appends everything the stack prints here (for looking into a failed run). */
   logFile?: string,
+  /** Collects the Worker's JSON log lines (tick rounds, ends, looks) into {@link Stack.lines}, at log level "log". Default false. */
+  jsonLines = false,
 ): Promise<Stack> {
   const stack = await startNpmStart({
     name: "bench",
@@ -46,6 +62,7 @@ export async function startStack(
     token: BENCH_TOKEN,
     via: "node",
     ...(logFile ? { logFile } : {}),
+    ...(jsonLines ? { jsonLines, logLevel: "log" } : {}),
     onLine: (line) => {
       if (/\[delayline\]|error/i.test(line)) log(line.trim());
     },
@@ -55,11 +72,13 @@ export async function startStack(
   return {
     url: stack.url,
     client: stack.client,
+    pid: stack.pid,
+    lines: stack.lines,
     // Read once, never retried: the handlers forget what they answer with.
     async samples() {
       const res = await fetch(`${stack.url}/__bench/samples`, { headers: { authorization: `Bearer ${BENCH_TOKEN}` } });
       if (!res.ok) throw new Error(`/__bench/samples: ${res.status}`);
-      return (await res.json()) as { handled: number; lastAt: number; samples: Array<[string, number, number]> };
+      return (await res.json()) as Samples;
     },
     stop: stack.stop,
   };

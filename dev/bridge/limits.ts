@@ -187,16 +187,18 @@ const byteLength = (s: string) => Buffer.byteLength(s, "utf8");
 const growth = (bytes: number, elements: number) => Math.ceil(bytes * 1.25) + 64 * elements;
 
 /**
- * The keys a command writes and the bytes it may add to each (see `growth`):
+ * The keys a command writes, each once, and the bytes it may add to each (see `growth`):
  * for a script every key in KEYS (its ARGV counted against each, not knowing
  * which grows), for a plain write command its keys (its arguments). `undefined` for a
- * command that writes no record.
+ * command that writes no record. A key named twice is one record: counted
+ * twice, a batch enqueue naming its topic's keys once per job would seem to
+ * grow them a thousandfold, and the next script of its pipeline was refused.
  */
 export function writtenKeys(name: string, args: string[]): { keys: string[]; bytes: number } | undefined {
   if (name === "EVAL" || name === "EVALSHA") {
     const numkeys = Number(args[1]);
     if (!Number.isInteger(numkeys) || numkeys <= 0) return undefined;
-    const keys = args.slice(2, 2 + numkeys);
+    const keys = [...new Set(args.slice(2, 2 + numkeys))];
     let bytes = 0;
     for (let i = 2 + numkeys; i < args.length; i++) bytes += byteLength(args[i]!);
     return { keys, bytes: growth(bytes, args.length - 2 - numkeys) };
@@ -205,7 +207,7 @@ export function writtenKeys(name: string, args: string[]): { keys: string[]; byt
   if (!keysOf) return undefined;
   let bytes = 0;
   for (const a of args) bytes += byteLength(a);
-  return { keys: keysOf(args), bytes: growth(bytes, args.length) };
+  return { keys: [...new Set(keysOf(args))], bytes: growth(bytes, args.length) };
 }
 
 /** Bytes of a reply as the bridge sends it: JSON text, base64 or not. */

@@ -151,6 +151,16 @@ describe("record size", () => {
     expect((await post("/", ["STRLEN", b])).body).toEqual({ result: 800 * KB });
     expect((await post("/", ["EVAL", script, 2, a, key("c"), "v".repeat(200 * KB)])).body).toEqual({ result: 1 });
   });
+  it("counts a key a script names several times in KEYS once: two such scripts in one pipeline both run", async () => {
+    limits({ maxRecordBytes: 1 * MB });
+    const k = key("repeated");
+    // A batch enqueue names its topic's keys once per job; ten times here, with 100 KB of ARGV.
+    const script = "redis.call('APPEND', KEYS[1], ARGV[1]); return 1";
+    const call = ["EVAL", script, 10, ...Array.from({ length: 10 }, () => k), "r".repeat(100 * KB)];
+    expect((await post("/pipeline", [call, call])).body).toEqual([{ result: 1 }, { result: 1 }]);
+    expect((await post("/", ["STRLEN", k])).body).toEqual({ result: 200 * KB });
+  });
+
   it("answers the error after the fact when a script grows a key near the cap past it without bringing the bytes (the write stays, unlike Upstash)", async () => {
     limits({ maxRecordBytes: 1 * MB });
     const [dst, src] = [key("dst"), key("src")];
