@@ -295,7 +295,10 @@ class TickLoop {
     if (claimedAny) this.roundTripMs = clock.now() - polledAt;
     // Only jobs started wake the loop from its sleep: a claim that found nothing (a topic looked at for a lease's end
     // or a sweep, every job long settled) leaves the idle count and the mark as they were, so the loop ends as soon.
-    if (claimedAny || plan.remote.length > 0) this.mark.worked();
+    if (claimedAny || plan.remote.length > 0) {
+      this.mark.worked();
+      this.riders.worked(clock.now());
+    }
     const claims = started.map((c, i) => ({
       topic: plan.local[i]!.topic,
       max: plan.local[i]!.max,

@@ -23,6 +23,23 @@ export class PollRiders {
   private listedMinute = -1;
   private sampledMinute = -1;
   private toSample: string[] = [];
+  /** This minute's list was taken again after work began (see {@link PollRiders.worked}). */
+  private relisted = false;
+
+  /**
+   * The loop started jobs at `now`: if this minute's list found nothing to
+   * sample (the index was empty when the minute's first poll listed it), the
+   * next poll lists again, so a minute with work gets its sample even when the
+   * loop ends idle before the next minute (the topics' series would otherwise
+   * show no backlog for it). At most once a minute: two commands.
+   */
+  worked(now: number): void {
+    const minute = Math.floor(now / 60_000);
+    if (this.listedMinute === minute && this.toSample.length === 0 && !this.relisted) {
+      this.listedMinute = -1;
+      this.relisted = true;
+    }
+  }
 
   /** What a poll at `now` carries; `done` records what it did once it succeeded. */
   next(now: number, a: { markChanges: boolean; status: () => TickStatus }): { riders: Riders; done: (toSample: string[]) => void } {
@@ -39,6 +56,7 @@ export class PollRiders {
       done: (toSample) => {
         if (writeStatus) this.statusAt = now;
         if (list) {
+          if (this.listedMinute !== -1) this.relisted = false;
           this.listedMinute = minute;
           this.toSample = toSample;
         }

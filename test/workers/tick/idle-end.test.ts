@@ -160,3 +160,24 @@ it("once its jobs settle, a topic is not looked at again at their leases' end: t
   clock.t = MINUTE + 60_000;
   expect(await d.cron({ scheduledTime: MINUTE + 60_000 })).toBeNull();
 });
+
+it("a minute whose first poll found nothing to sample still gets its backlog sample once work begins, though the loop ends idle in it", async () => {
+  const clock = new VirtualClock(MINUTE + 1_000);
+  const d = tickDeployment({ TICK_POLL_MS: "100", TICK_IDLE_PEEK_MS: "20000", TICK_ALARM: alarms().ns } as Partial<Env>, clock);
+  const topic = uniqueTopic("sampled");
+  recorder(d.handlers, topic, clock);
+  // Jobs stored after the loop's first poll listed an empty index: one due soon, one in an hour (the backlog to sample).
+  let stored = false;
+  const producer = clock.spawn("producer", async () => {
+    await clock.sleep(50);
+    await d.queue.enqueue({ topic, payload: 1, runAt: MINUTE + 2_000 });
+    await d.queue.enqueue({ topic, payload: 2, runAt: MINUTE + 3_600_000 });
+    stored = true;
+  });
+  const report = await d.tick({ scheduledTime: MINUTE + 1_000, windowMs: 50_000, endWhenIdle: true });
+  await producer;
+  expect([stored, report.ended, report.claimed]).toEqual([true, "idle", 1]);
+  expect(clock.now()).toBeLessThan(MINUTE + 60_000);
+  const series = await d.queue.topicSeries(topic, { minutes: 1, now: MINUTE + 30_000 });
+  expect(series.at(-1)?.backlog?.scheduled).toBe(1);
+});
