@@ -6,7 +6,7 @@
  * ratios against BullMQ. Writes bench/results/latest.{json,md}.
  *
  *   npm run bench                 full run (about 26 minutes on 2 cores, 11 without the shards rows)
- *   npm run bench -- --quick      small sizes, a smoke run (~7 minutes, 2 without the shards rows)
+ *   npm run bench -- --quick      small sizes, a smoke run (~8 minutes, 4 without the shards rows)
  *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained, shards, shards-idle)
  *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 2 minutes)
  *   BENCH_SHARDS=0 npm run bench         without the shards rows (they add about 15 minutes; bench/lib/shards.ts)
