@@ -5,11 +5,11 @@
  * and then the measured runs; the table reports medians, ranges and the
  * ratios against BullMQ. Writes bench/results/latest.{json,md}.
  *
- *   npm run bench                 full run (≤ 10 minutes on 2 cores)
- *   npm run bench -- --quick      small sizes, a smoke run (~2 minutes)
+ *   npm run bench                 full run (about 26 minutes on 2 cores, 11 without the shards rows)
+ *   npm run bench -- --quick      small sizes, a smoke run (~8 minutes, 4 without the shards rows)
  *   npm run bench -- --only cost,drain   some measurements only (cost, scale, scale-1m, drain, lateness, enqueue, enqueue-floor, idle, delivery, sustained, shards, shards-idle)
  *   BENCH_SCALE_1M=0 npm run bench       without the million-job row (it adds about 2 minutes)
- *   BENCH_SHARDS=0 npm run bench         without the shards rows (they add about 17 minutes; bench/lib/shards.ts)
+ *   BENCH_SHARDS=0 npm run bench         without the shards rows (they add about 15 minutes; bench/lib/shards.ts)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -92,7 +92,7 @@ const SIZES = QUICK
     }
   : {
       cost: { warm: [1_000, 200], run: [5_000, 1_000] },
-      // Sized so that the whole run stays within 10 minutes on 2 cores (it took 15–19 with every row at the sizes before).
+      // Sized so that the rows before the shards stay within 10 minutes on 2 cores (they took 15–19 at the sizes before).
       drain: { warm: 1_000, run: 30_000 },
       // The polling peers' lateness is their poll interval by construction; the full run leaves them out to fit in 10 minutes.
       lateness: { warm: [500, 2_000], run: [5_000, 10_000], peers: false },

@@ -4,8 +4,8 @@
  * capped low, one shard down for a minute under load, and idle shards.
  * Writes bench/results/shards.{json,md} (`--quick`: bench/results/tmp/shards-quick.*).
  *
- *   npm run bench:shards                        both rows (about 17 min on 2 cores)
- *   npm run bench:shards -- --quick             a smoke run (about 6 min)
+ *   npm run bench:shards                        both rows (about 15 min on 2 cores)
+ *   npm run bench:shards -- --quick             a smoke run (about 5 min)
  *   npm run bench:shards -- --only shards-idle  one row (shards, shards-idle)
  */
 import { mkdirSync } from "node:fs";
