@@ -59,7 +59,7 @@ export const SWEEP_BATCH = 250;
  * How long a finished job past the retention window may wait for a sweep
  * (1 min): a busy topic sweeps full batches, not each job as it expires,
  * and an idle topic is looked at for it once, this long after its oldest
- * finished job expired. Read by claim.lua only, through the build.
+ * finished job expired. Read by claim.lua and settle.lua (which score the topic for it), through the build.
  * @public
  */
 export const SWEEP_SLACK_MS = 60_000;
