@@ -26,19 +26,42 @@ export interface ShardsTopicPage {
 export async function listTopicsAcrossShards(shards: Shards, options: TopicPageOptions, deadlineMs: number | null): Promise<ShardsTopicPage> {
   const limit = Math.max(1, Math.floor(options.limit));
   const read = await shards.readEach((queue) => queue.listTopicsPage({ ...options, limit }), deadlineMs);
-  const byName = new Map<string, string>();
-  for (const { shard, value } of read.answers) {
-    for (const topic of value.names) if (!byName.has(topic) || shards.shardOf(topic) === shard) byName.set(topic, shard);
-  }
-  const names = [...byName.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const page = names.slice(0, limit);
-  const more = names.length > limit || read.answers.some((a) => a.value.next !== null);
+  const page = mergeShardPages(
+    read.answers.map(({ shard, value }) => ({ shard, items: value.names, more: value.next !== null })),
+    limit,
+    (topic) => topic,
+    (topic, shard) => shards.shardOf(topic) === shard,
+  );
   return {
-    topics: page.map((topic) => ({ topic, shard: byName.get(topic)! })),
+    topics: page.items.map(({ shard, item: topic }) => ({ topic, shard })),
     total: read.answers.reduce((n, a) => n + a.value.total, 0),
-    next: more && page.length > 0 ? page.at(-1)! : null,
+    next: page.last,
     missing: read.missing,
   };
+}
+
+/**
+ * Merges the pages shards gave for one cursor (each holding at most `limit`
+ * items after it, and whether it has more) into one page in key order, as
+ * a single store would give it: the first `limit` keys of them all, an item
+ * two shards hold (one moved meanwhile) once, from the shard `home` says it
+ * belongs to. `last` is the page's last key when more may follow (the next
+ * page starts after it), else null.
+ */
+export function mergeShardPages<T>(
+  pages: ReadonlyArray<{ shard: string; items: readonly T[]; more: boolean }>,
+  limit: number,
+  keyOf: (item: T) => string,
+  home: (item: T, shard: string) => boolean,
+): { items: Array<{ shard: string; item: T }>; last: string | null } {
+  const byKey = new Map<string, { shard: string; item: T }>();
+  for (const { shard, items } of pages) {
+    for (const item of items) if (!byKey.has(keyOf(item)) || home(item, shard)) byKey.set(keyOf(item), { shard, item });
+  }
+  const keys = [...byKey.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const kept = keys.slice(0, limit);
+  const more = keys.length > limit || pages.some((p) => p.more);
+  return { items: kept.map((k) => byKey.get(k)!), last: more && kept.length > 0 ? kept.at(-1)! : null };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { RedisUnavailableError } from "./errors.js";
 import type { Queue } from "./queue.js";
 import type { StoredSchedule } from "./schedules.js";
+import { mergeShardPages } from "./shard-listing.js";
 import type { Shards } from "./shards.js";
 
 /** A schedule as one shard holds it. */
@@ -25,11 +26,11 @@ export async function findSchedule(shards: Shards, id: string, deadlineMs: numbe
   const read = await shards.readEach((queue) => queue.schedules.get(id), deadlineMs);
   if (read.missing.length > 0) throw new RedisUnavailableError(`shard "${read.missing[0]}" did not answer, and it may hold schedule ${id}`);
   const copies = read.answers.flatMap(({ shard, value }) => (value ? [{ shard, queue: shards.queue(shard)!, schedule: value }] : []));
-  return copies.sort((a, b) => Number(isHome(shards, b)) - Number(isHome(shards, a)));
+  return copies.sort((a, b) => Number(isHome(shards, b.schedule, b.shard)) - Number(isHome(shards, a.schedule, a.shard)));
 }
 
-/** Whether a copy is on the shard its topic is placed on. */
-const isHome = (shards: Shards, c: ShardSchedule) => shards.shardOf(c.schedule.definition.job.topic) === c.shard;
+/** Whether `shard` is the one the schedule's topic is placed on. */
+const isHome = (shards: Shards, schedule: StoredSchedule, shard: string) => shards.shardOf(schedule.definition.job.topic) === shard;
 
 /** A page of schedules across shards, in id order, and the shards that did not answer in time (their schedules are not on it). */
 export interface ShardsSchedulePage {
@@ -51,15 +52,15 @@ export async function listSchedulesAcrossShards(
   deadlineMs: number | null,
 ): Promise<ShardsSchedulePage> {
   const read = await shards.readEach((queue) => queue.schedules.list(options), deadlineMs);
-  const byId = new Map<string, ShardSchedule>();
-  for (const { shard, value } of read.answers) {
-    for (const schedule of value.schedules) {
-      const copy = { shard, queue: shards.queue(shard)!, schedule };
-      if (!byId.has(schedule.id) || isHome(shards, copy)) byId.set(schedule.id, copy);
-    }
-  }
-  const ids = [...byId.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const page = ids.slice(0, options.limit);
-  const more = ids.length > options.limit || read.answers.some((a) => a.value.cursor !== null);
-  return { schedules: page.map((id) => byId.get(id)!), cursor: more && page.length > 0 ? page.at(-1)! : null, missing: read.missing };
+  const page = mergeShardPages(
+    read.answers.map(({ shard, value }) => ({ shard, items: value.schedules, more: value.cursor !== null })),
+    options.limit,
+    (schedule) => schedule.id,
+    (schedule, shard) => isHome(shards, schedule, shard),
+  );
+  return {
+    schedules: page.items.map(({ shard, item: schedule }) => ({ shard, queue: shards.queue(shard)!, schedule })),
+    cursor: page.last,
+    missing: read.missing,
+  };
 }
