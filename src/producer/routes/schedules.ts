@@ -33,9 +33,12 @@ function found(id: string, s: StoredSchedule | null): StoredSchedule {
   return s;
 }
 
-/** Every shard's copy of schedule `id`, its home first (see src/queue/shard-schedules.ts); 404 when there is none. */
+/** Every shard's copy of schedule `id`, its home first (see src/queue/shard-schedules.ts); none when there is none. */
+const schedulesOf = (c: Context<AppEnv>, id: string) => findSchedule(c.get("shards"), id, shardReadDeadline(c.get("settings"), c.get("shards")));
+
+/** {@link schedulesOf}, and 404 when there is none. */
 async function copiesOf(c: Context<AppEnv>, id: string): Promise<[ShardSchedule, ...ShardSchedule[]]> {
-  const copies = await findSchedule(c.get("shards"), id, shardReadDeadline(c.get("settings"), c.get("shards")));
+  const copies = await schedulesOf(c, id);
   if (copies.length === 0) throw new ApiProblem(404, `no schedule ${id}`);
   return copies as [ShardSchedule, ...ShardSchedule[]];
 }
@@ -117,7 +120,7 @@ export const schedules = router()
       const body = c.req.valid("json");
       checkPayloadAndTarget(body, c.get("settings"));
       const shards = c.get("shards");
-      const copies = await findSchedule(shards, id, shardReadDeadline(c.get("settings"), shards));
+      const copies = await schedulesOf(c, id);
       const home = shards.shardOf(body.topic);
       const queue = shards.queue(home)!;
       // Its topic lives elsewhere now (a new topic, or a pin moved it): written on the new shard first, then dropped
@@ -184,8 +187,7 @@ export const schedules = router()
     async (c) => {
       const { id } = c.req.valid("param");
       let deleted = false;
-      for (const k of await findSchedule(c.get("shards"), id, shardReadDeadline(c.get("settings"), c.get("shards"))))
-        deleted = (await k.queue.schedules.delete(id)) || deleted;
+      for (const k of await schedulesOf(c, id)) deleted = (await k.queue.schedules.delete(id)) || deleted;
       if (!deleted) throw new ApiProblem(404, `no schedule ${id}`);
       return c.body(null, 204);
     },
