@@ -46,6 +46,42 @@ export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
 export const CLAIM_CANDIDATES = 5;
 
 /**
+ * A flow key (a job's `flowKey`: the tenant, customer or host its topic's
+ * per-key limits and turns go by) is at most this many UTF-8 bytes, and holds
+ * no control character.
+ */
+export const FLOW_KEY_MAX_BYTES = 200;
+
+/** A job's `priority` is an integer from 0 (the default) to this. */
+export const MAX_PRIORITY = 9;
+
+/**
+ * The head start one level of priority gives a due job over the jobs of its
+ * key (or of the topic's default lane) by default: a job of priority p starts
+ * as if it were due p × this earlier, never before its own due time. A
+ * topic's `flow.priorityStepMs` overrides it. Read by lua/lib/flow.lua too.
+ */
+export const DEFAULT_PRIORITY_STEP_MS = 10_000;
+
+/** The longest head start a topic may give one level of priority (one hour). */
+export const MAX_PRIORITY_STEP_MS = 3_600_000;
+
+/** Most weight a flow key (or a topic's flow default) may have: its turn takes up to this many jobs. */
+export const MAX_FLOW_WEIGHT = 100;
+
+/**
+ * Keyed jobs a claim moves from scheduled to waiting (fsched to fready, by
+ * due time) in one call: newly due keyed jobs beyond it wait for the next
+ * claim, which the topic's index score asks for at once. A key's turn is
+ * stretched to fill a claim only when nothing is left unseen (fewer newly due
+ * than this, fewer ready keys than the claim's size), so a flood of one key
+ * that falls due at once cannot take whole claims while other keys' jobs,
+ * due with it, wait behind it to be moved. Ids and keys only, some 80 bytes a
+ * job.
+ */
+export const FLOW_PROMOTE_BATCH = 2_000;
+
+/**
  * Finished jobs (and dead letters past the cap) one sweep drops, with their
  * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
  * claim of the same jobs. A claim hands its caller a batch to sweep once this

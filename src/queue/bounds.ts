@@ -13,8 +13,10 @@ export {
 } from "../limits.js";
 
 /**
- * Most REST requests a claim makes: its candidates' read, the script, and a sweep.
- * ClaimResult.requests says how many it made; the tick counts them against
- * its subrequest budget.
+ * Most REST requests a claim makes: its candidates' read, the script, and a
+ * sweep; for a shaped topic this isolate did not know to be shaped, two more
+ * (a plain claim that finds it shaped and changes nothing, then the shaped
+ * read and claim). ClaimResult.requests says how many it made; the tick counts
+ * them against its subrequest budget.
  */
-export const CLAIM_REQUESTS_MAX = 3;
+export const CLAIM_REQUESTS_MAX = 5;

@@ -35,7 +35,7 @@ export const Code = {
   /** lock-acquire.lua: the loop holding the tick lock has set its sleep mark, or not. */
   Asleep: { Asleep: 1, Awake: 0 },
   /** claim.lua: what held ready jobs back (Nothing: none did, or only `max`; Bytes: the reply's byte budget, more are takeable). */
-  HeldBy: { Nothing: 0, Concurrency: 1, Rate: 2, Paused: 3, Mode: 4, Bytes: 5 },
+  HeldBy: { Nothing: 0, Concurrency: 1, Rate: 2, Paused: 3, Mode: 4, Bytes: 5, Shaped: 6 },
 } as const;
 
 /** One of the maps in {@link Code}. */

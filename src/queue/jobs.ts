@@ -1,8 +1,10 @@
 import { cutErrorText } from "../error-text.js";
+import { FLOW_PROMOTE_BATCH } from "../limits.js";
 import { CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
+import { flowKeyList } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
@@ -10,6 +12,7 @@ import { migrateOrphans } from "./model.js";
 import { pipeline, pipelineRead, redisCall } from "./redis.js";
 import { registrations } from "./registrations.js";
 import { replies } from "./replies.js";
+import { shapedTopics } from "./shaped-topics.js";
 import { fitRequest } from "./request-size.js";
 import { topicSettings } from "./topic-admin.js";
 import { decodeTopicConf } from "./topics.js";
@@ -44,6 +47,9 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
     if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
     if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
+    const keyed = isKeyed(input);
+    if (input.flowKey !== undefined) record.flowKey = input.flowKey;
+    if (input.priority) record.priority = input.priority;
     const t = ctx.keys.topic(input.topic);
     keys.push(
       t.due,
@@ -53,19 +59,23 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
       t.lease,
       t.done,
       t.deadAt,
+      t.flow.fdue,
+      t.flow.fsched,
+      t.conf,
     );
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
+    if (keyed) flags += "k";
     if (!seen.isRegistered(input.topic, now)) {
       flags += "r";
       newTopics.add(input.topic);
     }
     jobs.push({ id, dueAt, record: JSON.stringify(record), topic: input.topic });
-    args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags);
+    args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
     planned.push({ topic: input.topic });
   }
   fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args); // before either write below: the EVAL form counted is larger than the pipeline's request
   const only = jobs[0]!;
-  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0) {
+  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0 && !isKeyed(inputs[0]!)) {
     // The steady-traffic path: three commands in one request, no script.
     // The order makes it safe without one: the record exists before its id
     // is due, and the id is due before the topic index hears of it, so a
@@ -90,52 +100,29 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
 }
 
+/** A job a shaped topic serves by its key's turns: it has a flow key or a priority (lua/lib/flow.lua). */
+function isKeyed(input: EnqueueInput): boolean {
+  return input.flowKey !== undefined || (input.priority ?? 0) > 0;
+}
+
 export async function claim(ctx: QueueContext, topic: string, options: ClaimOptions): Promise<ClaimResult> {
   const max = Number.isFinite(options.max) ? Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH) : 0;
   const now = options.now ?? ctx.now();
   const mode = options.mode ?? "push";
   const lead = Math.max(0, Math.floor(options.leadMs ?? 0));
-  const t = ctx.keys.topic(topic);
+  const asked: ClaimAsk = { now, max, mode, lead, leaseMs: options.leaseMs };
   await ctx.ensureModel();
-  // The ids the claim may take or reap, read first: the script must be given
-  // every key it touches, so it cannot look them up itself. It checks each
-  // again; jobs that became due between the two calls wait for the next claim.
-  // Claims of one topic run side by side (the tick's chunk and its fan-out):
-  // each reads CLAIM_CANDIDATES times what it may take, so those that run at
-  // once find jobs left among their candidates when the first took its own.
-  const [dueIds, leaseIds] = (await redisCall({ name: "claim candidates (ZRANGE, ZRANGE)", repeatSafe: true }, () =>
-    pipelineRead(ctx.redis, [
-      ["zrange", t.due, "-inf", now + (mode === "push" ? lead : 0), "BYSCORE", "LIMIT", 0, Math.min(max * CLAIM_CANDIDATES, MAX_BATCH * CLAIM_CANDIDATES)],
-      ["zrange", t.lease, "-inf", now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
-    ]),
-  )) as [string[], string[]];
+  const shaped = shapedTopics(ctx.keys.prefix);
   let requests = 2;
-  const candidates = max > 0 ? dueIds : [];
-  const raw = await ctx.run(
-    lua.claim,
-    [t.due, t.lease, t.conf, t.bucket, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, ...ctx.keys.jobPairs(candidates), ...ctx.keys.jobPairs(leaseIds)],
-    [
-      now,
-      max,
-      options.leaseMs ?? "",
-      Math.floor(Math.random() * 2 ** 31),
-      ctx.defaults.maxAttempts,
-      JSON.stringify(ctx.defaults.backoff),
-      ctx.deadLetterCap,
-      ctx.retentionMs,
-      ctx.reapLimit,
-      topic,
-      mode,
-      ctx.defaults.timeoutMs,
-      LEASE_MARGIN_MS,
-      lead,
-      candidates.length,
-      leaseIds.length,
-      ...candidates,
-      ...leaseIds,
-    ],
-  );
-  const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, ...rest } = replies.claim.parse(raw);
+  let reply = shaped.has(topic) ? undefined : replies.claim.parse(await claimPlain(ctx, topic, asked));
+  // A shaped topic answers a plain claim with nothing done: claim it as one.
+  if (reply === undefined || reply.heldBy === "shaped") {
+    if (reply) requests += 2;
+    shaped.add(topic);
+    reply = replies.claim.parse(await claimShaped(ctx, topic, { ...asked, lead: 0 }));
+  }
+  const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, heldBy, ...rest } = reply;
+  if (conf.shaped === "1") shaped.add(topic);
   if (sweepDone.length + sweepDead.length > 0) {
     await sweep(ctx, topic, now, sweepDone, sweepDead);
     requests++;
@@ -157,9 +144,105 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
       }),
     ),
     ...rest,
-    topic: mode === "push" && rest.heldBy !== "mode" ? decodeTopicConf(conf, ctx.defaults) : null,
+    heldBy: heldBy === "shaped" ? null : heldBy,
+    topic: mode === "push" && heldBy !== "mode" ? decodeTopicConf(conf, ctx.defaults) : null,
     requests,
   };
+}
+
+/** What a claim asks for, as claim.lua takes it. */
+interface ClaimAsk {
+  now: number;
+  max: number;
+  mode: "push" | "pull";
+  lead: number;
+  leaseMs: number | undefined;
+}
+
+/** A plain topic's claim: its due set's head and expired leases read, then claim.lua with them. */
+async function claimPlain(ctx: QueueContext, topic: string, asked: ClaimAsk): Promise<unknown> {
+  const t = ctx.keys.topic(topic);
+  // The ids the claim may take or reap, read first: the script must be given
+  // every key it touches, so it cannot look them up itself. It checks each
+  // again; jobs that became due between the two calls wait for the next claim.
+  // Claims of one topic run side by side (the tick's chunk and its fan-out):
+  // each reads CLAIM_CANDIDATES times what it may take, so those that run at
+  // once find jobs left among their candidates when the first took its own.
+  const [dueIds, leaseIds] = (await redisCall({ name: "claim candidates (ZRANGE, ZRANGE)", repeatSafe: true }, () =>
+    pipelineRead(ctx.redis, [
+      [
+        "zrange",
+        t.due,
+        "-inf",
+        asked.now + (asked.mode === "push" ? asked.lead : 0),
+        "BYSCORE",
+        "LIMIT",
+        0,
+        Math.min(asked.max * CLAIM_CANDIDATES, MAX_BATCH * CLAIM_CANDIDATES),
+      ],
+      ["zrange", t.lease, "-inf", asked.now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
+    ]),
+  )) as [string[], string[]];
+  const candidates = asked.max > 0 ? dueIds : [];
+  return ctx.run(
+    lua.claim,
+    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(candidates), ...ctx.keys.jobPairs(leaseIds)],
+    [...claimArgs(ctx, topic, asked), candidates.length, leaseIds.length, "", 0, 0, 0, 1, ...candidates, ...leaseIds],
+  );
+}
+
+/** A shaped topic's claim: flow-read.lua names its keys' turns and their jobs, then claim.lua with them. */
+async function claimShaped(ctx: QueueContext, topic: string, asked: ClaimAsk): Promise<unknown> {
+  const t = ctx.keys.topic(topic);
+  const read = replies.flowRead.parse(
+    await ctx.run(lua.flowRead, [t.due, t.lease, t.conf, ...flowKeyList(t.flow)], [asked.now, asked.max, ctx.reapLimit, FLOW_PROMOTE_BATCH, CLAIM_CANDIDATES]),
+  );
+  const jobIds: string[] = [];
+  for (let i = 1; i < read.jobs.length; i += 5) jobIds.push(String(read.jobs[i]));
+  return ctx.run(
+    lua.claim,
+    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(read.leases), ...flowKeyList(t.flow), ...ctx.keys.jobPairs(jobIds)],
+    [
+      ...claimArgs(ctx, topic, asked),
+      0,
+      read.leases.length,
+      "1",
+      read.jobs.length / 5,
+      read.newly.length / 4,
+      read.served.length / 2,
+      read.rounds,
+      ...read.leases,
+      ...read.jobs,
+      ...read.newly,
+      ...read.served,
+    ],
+  );
+}
+
+/** claim.lua's KEYS before its candidates'. */
+function claimKeys(ctx: QueueContext, topic: string): string[] {
+  const t = ctx.keys.topic(topic);
+  return [t.due, t.lease, t.conf, t.bucket, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex];
+}
+
+/** claim.lua's ARGV[1..14]. */
+function claimArgs(ctx: QueueContext, topic: string, o: ClaimAsk): Array<string | number> {
+  return [
+    o.now,
+    o.max,
+    o.leaseMs ?? "",
+    Math.floor(Math.random() * 2 ** 31),
+    ctx.defaults.maxAttempts,
+    JSON.stringify(ctx.defaults.backoff),
+    ctx.deadLetterCap,
+    ctx.retentionMs,
+    ctx.reapLimit,
+    topic,
+    o.mode,
+    ctx.defaults.timeoutMs,
+    LEASE_MARGIN_MS,
+    o.lead,
+  ];
 }
 
 /**
@@ -199,6 +282,7 @@ export async function settle(
     indexMode,
     ctx.retentionMs,
     Math.max(0, Math.round(options.leadMs ?? 0)),
+    shapedTopics(ctx.keys.prefix).has(topic) ? "1" : "",
   ];
   for (const o of outcomes) {
     args.push(
@@ -214,7 +298,7 @@ export async function settle(
   }
   const raw = await ctx.run(
     lua.settle,
-    [t.due, t.lease, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, ...ctx.keys.jobPairs(outcomes.map((o) => o.id))],
+    [t.due, t.lease, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, ...flowKeyList(t.flow), ...ctx.keys.jobPairs(outcomes.map((o) => o.id))],
     args,
   );
   const applied = replies.settle.parse(raw, outcomes.length);

@@ -34,6 +34,14 @@
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
+ *   <p>:t:<topic>:fdue       ZSET   keyed jobs (a flow key or a priority) scheduled or waiting: job id -> due ms
+ *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due: "<key>\n<priority>\n<id>" -> due ms
+ *   <p>:t:<topic>:fready     ZSET   due keyed jobs waiting their key's turn: "<key>\n<eff>\n<id>" -> 0, by lex
+ *   <p>:t:<topic>:fcal       ZSET   flow key -> its turn (<= now: ready) or when its rate lets it start again
+ *   <p>:t:<topic>:fpark      ZSET   flow key -> 1 at its parallelism, 2 paused (out of the calendar)
+ *   <p>:t:<topic>:fin        HASH   flow key -> its jobs in flight
+ *   <p>:t:<topic>:ftat       HASH   flow key -> its rate's theoretical arrival time (GCRA), ms
+ *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
  *                                   (enqueue.lua); expires after the idempotency window, as every such key has
@@ -69,6 +77,20 @@ export interface TopicKeys {
   metrics: string;
   /** When the topic was last purged (delete-topic.lua), so idempotency keys of the jobs it dropped are free. */
   purged: string;
+  /** The flow keys' sets (lua/lib/flow.lua), in the order scripts take them: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys. */
+  flow: FlowKeys;
+}
+
+/** A shaped topic's keys for its keyed jobs and flow keys: see lua/lib/flow.lua. */
+export interface FlowKeys {
+  fdue: string;
+  fsched: string;
+  fready: string;
+  fcal: string;
+  fpark: string;
+  fin: string;
+  ftat: string;
+  fkeys: string;
 }
 
 export class Keys {
@@ -121,6 +143,16 @@ export class Keys {
       bucket: `${t}:bucket`,
       metrics: `${t}:metrics`,
       purged: `${t}:purged`,
+      flow: {
+        fdue: `${t}:fdue`,
+        fsched: `${t}:fsched`,
+        fready: `${t}:fready`,
+        fcal: `${t}:fcal`,
+        fpark: `${t}:fpark`,
+        fin: `${t}:fin`,
+        ftat: `${t}:ftat`,
+        fkeys: `${t}:fkeys`,
+      },
     };
   }
 
@@ -155,6 +187,11 @@ export class Keys {
   legacyDone(ms: number, retentionMs: number): string {
     return `${this.prefix}:done:${Math.floor(ms / retentionMs)}`;
   }
+}
+
+/** A shaped topic's flow keys in the order scripts take them in KEYS (lua/lib/flow.lua). */
+export function flowKeyList(f: FlowKeys): string[] {
+  return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys];
 }
 
 /** The keys of the deployment with this prefix. */

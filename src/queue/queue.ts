@@ -1,5 +1,6 @@
 import { QueueContext, type QueueOptions } from "./context.js";
 import * as deadLetters from "./dead-letters.js";
+import * as flowKeys from "./flow-keys.js";
 import { Health } from "./health.js";
 import * as limitErrors from "./limit-errors.js";
 import type { RedisLimit } from "./errors.js";
@@ -221,6 +222,21 @@ export class Queue {
   }
 
   /** Changes a topic's settings (null clears a field back to its default) and registers it. */
+  /** Sets a flow key's own settings over its topic's flow settings; null removes them (false: there were none). */
+  setFlowKey(topic: string, key: string, settings: flowKeys.FlowKeySettings | null): Promise<boolean> {
+    return flowKeys.setFlowKey(this.ctx, topic, key, settings);
+  }
+
+  /** A flow key's own settings, or null. */
+  flowKeySettings(topic: string, key: string): Promise<flowKeys.FlowKeySettings | null> {
+    return flowKeys.flowKeySettings(this.ctx, topic, key);
+  }
+
+  /** A page of the topic's flow keys that have settings of their own. */
+  listFlowKeys(topic: string, options: { cursor?: string; limit: number }): Promise<flowKeys.FlowKeyPage> {
+    return flowKeys.listFlowKeys(this.ctx, topic, options);
+  }
+
   configureTopic(topic: string, patch: TopicPatch): Promise<void> {
     return topicAdmin.configureTopic(this.ctx, topic, patch);
   }

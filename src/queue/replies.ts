@@ -54,7 +54,15 @@ const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
 export const sleepMark = z
   .union([z.string(), z.number(), z.null()])
   .transform((v): "1" | "c" | null => (v === "c" ? "c" : v === null || v === "" ? null : "1"));
-const heldBy = coded(Code.HeldBy, { Nothing: null, Concurrency: "concurrency", Rate: "rate", Paused: "paused", Mode: "mode", Bytes: "bytes" } as const);
+const heldBy = coded(Code.HeldBy, {
+  Nothing: null,
+  Concurrency: "concurrency",
+  Rate: "rate",
+  Paused: "paused",
+  Mode: "mode",
+  Bytes: "bytes",
+  Shaped: "shaped",
+} as const);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
 const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({
@@ -122,6 +130,36 @@ function claimReply(raw: unknown) {
   return { ...head, jobs };
 }
 
+/**
+ * flow-read.lua: what a shaped topic's claim may take or reap. Its parts go
+ * back to claim.lua as they came (claim.lua checks each again), so they are
+ * checked only for their shape: flat lists of strings and integers whose
+ * lengths are multiples of their rows'.
+ */
+function flowReadReply(raw: unknown): {
+  leases: string[];
+  newly: Array<string | number>;
+  served: Array<string | number>;
+  jobs: Array<string | number>;
+  rounds: number;
+} {
+  if (!Array.isArray(raw) || raw.length !== 5) return malformed("flow-read", "the reply", raw);
+  const [leases, newly, served, jobs, rounds] = raw as unknown[];
+  if (!Number.isSafeInteger(rounds) || (rounds as number) < 1) return malformed("flow-read", "the rounds", rounds);
+  const flat = (v: unknown, row: number, what: string): Array<string | number> => {
+    if (!Array.isArray(v) || v.length % row !== 0) return malformed("flow-read", what, v);
+    for (const cell of v) if (typeof cell !== "string" && !Number.isSafeInteger(cell)) return malformed("flow-read", `a cell of ${what}`, cell);
+    return v as Array<string | number>;
+  };
+  return {
+    leases: idList.parse(leases),
+    newly: flat(newly, 4, "the newly due"),
+    served: flat(served, 2, "the keys served"),
+    jobs: flat(jobs, 5, "the jobs"),
+    rounds: rounds as number,
+  };
+}
+
 /** settle.lua: per outcome, whether it applied (Code.Fenced); `n` outcomes were sent. */
 function settleReply(raw: unknown, n: number): boolean[] {
   if (!Array.isArray(raw) || raw.length !== n) return malformed("settle", `the reply to ${n} outcomes`, raw);
@@ -147,6 +185,11 @@ export const replies = {
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
+  /** flow-key.lua: 1 set or removed, 0 nothing to remove. */
+  flowKey: { parse: (raw: unknown) => intReply.parse(raw) === 1 },
+
+  /** flow-read.lua: see {@link flowReadReply}. */
+  flowRead: { parse: flowReadReply },
 
   /** settle.lua: see {@link settleReply}. */
   settle: { parse: settleReply },

@@ -21,6 +21,10 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   listTopics: "safe",
   topicStats: "safe",
   schedulesDue: "safe",
+  // Reads only.
+  flowRead: "safe",
+  // Sets the same settings again (a key it unparks is put back at most once: ZADD NX).
+  flowKey: "safe",
   // Sets the heartbeat to the same time again and reads.
   look: "safe",
   // Overwrites: the lock renewal is fenced by the owner token, marks, status and samples are set to the same values.

@@ -1,7 +1,24 @@
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, type SignatureScheme } from "../protocol/signature-schemes.js";
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY_STEP_MS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
+
+/**
+ * A topic's flow settings: the limits and weight each of its flow keys gets
+ * unless the key has its own (lua/lib/flow.lua). Every field is optional.
+ */
+export interface FlowSettings {
+  /** Jobs per second one key may start (GCRA); unset: no per-key rate. */
+  ratePerSec?: number;
+  /** Jobs one key may start at once after idling; default max(1, floor(ratePerSec)). */
+  burst?: number;
+  /** Most jobs of one key in flight at once; unset: no per-key limit. */
+  parallelism?: number;
+  /** Jobs a key starts per turn when keys compete; default 1. The default lane takes the topic's. */
+  weight?: number;
+  /** The head start of one level of priority, ms; default {@link DEFAULT_PRIORITY_STEP_MS} (10 s). */
+  priorityStepMs?: number;
+}
 
 /** Settings of one topic after defaults are applied. */
 export interface TopicSettings {
@@ -31,6 +48,10 @@ export interface TopicSettings {
   hasPreviousSigningSecrets: boolean;
   /** Whether a webhook secret (for ingest) is set; the secret itself is write-only. */
   hasWebhookSecret: boolean;
+  /** Per-key limits, weight and priority step for its flow keys; unset: the defaults (no per-key limits, weight 1, 10 s). */
+  flow?: FlowSettings;
+  /** Whether the topic serves keyed jobs by their keys' turns (since its first keyed job or `flow` setting; until it is deleted). */
+  shaped: boolean;
 }
 
 /** Secrets of a topic, for the code that signs and verifies; never returned by the API. */
@@ -76,6 +97,7 @@ export interface TopicPatch {
   signingSecret?: string | null;
   previousSigningSecrets?: string[] | null;
   webhookSecret?: string | null;
+  flow?: FlowSettings | null;
 }
 
 const num = z.string().transform(Number).pipe(z.number().finite());
@@ -99,6 +121,11 @@ const stored = z.object({
     .transform((s) => z.array(z.string()).parse(JSON.parse(s)))
     .optional(),
   webhookSecret: z.string().optional(),
+  flow: z
+    .string()
+    .transform((s) => JSON.parse(s) as FlowSettings)
+    .optional(),
+  shaped: z.literal("1").optional(),
 });
 
 /** Reads a topic's conf hash, filling in defaults. */
@@ -114,7 +141,9 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
     hasSigningSecret: c.signingSecret !== undefined,
     hasPreviousSigningSecrets: c.previousSigningSecrets !== undefined,
     hasWebhookSecret: c.webhookSecret !== undefined,
+    shaped: c.shaped === "1",
   };
+  if (c.flow !== undefined) settings.flow = c.flow;
   if (c.ratePerSec !== undefined) settings.ratePerSec = c.ratePerSec;
   if (c.burst !== undefined) settings.burst = c.burst;
   if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
@@ -135,5 +164,7 @@ export function encodeTopicPatch(patch: TopicPatch): { set: Array<[string, strin
     if (value === null) clear.push(field);
     else set.push([field, typeof value === "object" ? JSON.stringify(value) : String(value)]);
   }
+  // Flow settings make a topic shaped for good: its keyed jobs are served by their keys (lua/lib/flow.lua).
+  if (patch.flow) set.push(["shaped", "1"]);
   return { set, clear };
 }

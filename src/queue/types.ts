@@ -31,6 +31,10 @@ export interface JobRecord {
   scheduledFor?: number;
   /** An ingested webhook's provider headers (lower-case names), for its handler: see src/producer/webhook-headers.ts. */
   webhookHeaders?: Record<string, string>;
+  /** The flow key whose turns and limits the job goes by (lua/lib/flow.lua). */
+  flowKey?: string;
+  /** 1–9: a head start over the jobs of its key; absent is 0. */
+  priority?: number;
 }
 
 export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
@@ -47,6 +51,8 @@ export const jobRecordSchema = z.object({
   scheduleId: z.string().optional(),
   scheduledFor: z.number().optional(),
   webhookHeaders: z.record(z.string(), z.string()).optional(),
+  flowKey: z.string().optional(),
+  priority: z.number().int().optional(),
 }) satisfies z.ZodType<JobRecord>;
 
 /** A record as stored: since records have a key of their own, without createdAt (the id's ULID time). */
@@ -90,7 +96,11 @@ function isStoredRecord(v: unknown): v is JobRecord {
         break;
       case "idempotencyKey":
       case "scheduleId":
+      case "flowKey":
         if (typeof field !== "string") return false;
+        break;
+      case "priority":
+        if (!Number.isSafeInteger(field)) return false;
         break;
       case "target":
         if (!isStoredTarget(field)) return false;

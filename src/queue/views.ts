@@ -24,6 +24,10 @@ export interface EnqueueInput {
   idempotencyKey?: string;
   /** An ingested webhook's provider headers, kept in the record for its handler. */
   webhookHeaders?: Record<string, string>;
+  /** The flow key whose turns and limits the job goes by (a tenant, a customer, a host); none: the topic's default lane. */
+  flowKey?: string;
+  /** 0 (default) to 9: among the due jobs of its key (or lane), a head start of priority × the topic's `flow.priorityStepMs`. */
+  priority?: number;
 }
 
 export interface EnqueueResult {

@@ -52,6 +52,21 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.configureTopic("p", { mode: "pull" });
   await queue.enqueue({ topic: "p", payload: "pulled" });
   await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });
+  // A shaped topic: flow keys with limits, a priority, the default lane, a retry and a lease reaped.
+  await queue.configureTopic("f", { flow: { parallelism: 2, ratePerSec: 100 } });
+  await queue.setFlowKey("f", "tenant-1", { weight: 2 });
+  await queue.enqueueBatch([
+    { topic: "f", payload: 1, flowKey: "tenant-1" },
+    { topic: "f", payload: 2, flowKey: "tenant-2", priority: 3 },
+    { topic: "f", payload: 3 },
+    { topic: "f", payload: 4, flowKey: "tenant-1", delayMs: 60_000 },
+  ]);
+  const keyed = await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 1_000 });
+  const [k1, k2] = keyed.jobs;
+  if (k1) await queue.settle("f", [{ id: k1.id, attempt: k1.attempt, kind: "retry", at: now + 1_500, error: "again" }]);
+  if (k2) await queue.settle("f", [{ id: k2.id, attempt: k2.attempt, kind: "ack" }]);
+  await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 120_000 });
+  await queue.setFlowKey("f", "tenant-1", null);
   await queue.topicStats("a");
   await queue.topicSeries("a", { minutes: 5, now });
   await queue.topicCount();

@@ -21,7 +21,10 @@
   KEYS[4]  dead-letter set zset id -> failed ms
   KEYS[5]  done set        zset id -> finished ms
   KEYS[6]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
-  then per outcome i, from KEYS[7 + 2(i-1)]: its job's record key (not read) and meta key
+  KEYS[7..14] the topic's flow keys: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys (lib/flow.lua):
+           a keyed job (its meta names its key, "k") is retried by its key, and its key's slot
+           freed, which puts a key parked at its parallelism back into the calendar
+  then per outcome i, from KEYS[15 + 2(i-1)]: its job's record key (not read) and meta key
 
   ARGV[1]  now, epoch ms
   ARGV[2]  the chunk's observations as a metrics vector (JSON array), or "" for none
@@ -34,6 +37,7 @@
            by what it still holds instead (see the end of the script)
   ARGV[6]  retention, ms (as claim's ARGV[8]): when a topic's finished jobs are due for their sweep
   ARGV[7]  lead, ms (as claim's ARGV[14]): a topic rescored by its due job is scored this much before it
+  ARGV[8]  "1" the topic is shaped (lib/flow.lua): its index score heeds its keyed jobs and keys too
   then for outcome i, eight values from ARGV[8 + 8(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
            when the attempt started, ms ("" unknown: when it was claimed),
@@ -45,8 +49,11 @@
 -- @include records
 -- @include metrics
 -- @include index
+-- @include flow
 local rcall = redis.call
 local dueKey, leaseKey, metricsKey, deadAtKey, doneKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local fdueKey, fschedKey, fcalKey, fparkKey, finKey = KEYS[7], KEYS[8], KEYS[10], KEYS[11], KEYS[12]
+local FIRST_KEY = 15
 local nowText = ARGV[1]
 local now = tonumber(nowText)
 local observed = ARGV[2]
@@ -54,12 +61,13 @@ local n = tonumber(ARGV[3])
 local topic, indexMode = ARGV[4], ARGV[5]
 local retention, lead = tonumber(ARGV[6]), tonumber(ARGV[7])
 local SWEEP_SLACK_MS = --[[LIMIT:SWEEP_SLACK_MS]]60000
-local FIRST, PER = 8, 8
+local shaped = ARGV[8] == "1"
+local FIRST, PER = 9, 8
 
 local ids, metaKeys = {}, {}
 for i = 1, n do
   ids[i] = ARGV[FIRST + PER * (i - 1)]
-  metaKeys[i] = KEYS[7 + 2 * (i - 1) + 1]
+  metaKeys[i] = KEYS[FIRST_KEY + 2 * (i - 1) + 1]
 end
 local leased = rcall("ZMSCORE", leaseKey, unpack(ids))
 local metas = rcall("MGET", unpack(metaKeys))
@@ -142,6 +150,8 @@ end
 
 local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
 local leaseIds, dueArgs, metaArgs, donePairs, deadPairs, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
+-- Keyed jobs: retried by their key (fdue, fsched), and their keys' slots freed (key -> count).
+local keyedDue, keyedSched, ended = {}, {}, {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
@@ -151,11 +161,19 @@ for _, i in ipairs(live) do
   local attempts = meta.a
   local history = appendAttempt(meta.h, inRun(attemptEntry(i, OUTCOME[kind], meta), meta.h))
   leaseIds[#leaseIds + 1] = id
+  if meta.k and meta.k ~= "" then ended[meta.k] = (ended[meta.k] or 0) + 1 end
   if kind == "retry" then
-    dueArgs[#dueArgs + 1] = at
-    dueArgs[#dueArgs + 1] = id
+    if meta.k then
+      keyedDue[#keyedDue + 1] = at
+      keyedDue[#keyedDue + 1] = id
+      keyedSched[#keyedSched + 1] = at
+      keyedSched[#keyedSched + 1] = scheduledMember(meta.k, meta.p or 0, id)
+    else
+      dueArgs[#dueArgs + 1] = at
+      dueArgs[#dueArgs + 1] = id
+    end
     metaArgs[#metaArgs + 1] = metaKeys[i]
-    metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err, h = history })
+    metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err, h = history, k = meta.k, p = meta.p })
     retried = retried + 1
     if firstRetry == nil or tonumber(at) < firstRetry then firstRetry = tonumber(at) end
   else
@@ -176,10 +194,14 @@ for _, i in ipairs(live) do
 end
 
 -- Writes first: a job is retried, done or a letter before its lease is gone.
-if retried > 0 then writeRetries(dueKey, dueArgs, metaArgs) end
+if retried > 0 then msetPairs(metaArgs) end
+if #dueArgs > 0 then rcall("ZADD", dueKey, unpack(dueArgs)) end
+if #keyedDue > 0 then scheduleKeyed(fdueKey, fschedKey, keyedDue, keyedSched) end
 if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
 if died > 0 then writeFinished(deadAtKey, nowText, deadIds, deadPairs) end
 rcall("ZREM", leaseKey, unpack(leaseIds))
+-- A key parked at its parallelism is back in the calendar: the tick can start its jobs now.
+local unparked = next(ended) ~= nil and releaseKeys(finKey, fparkKey, fcalKey, ended, now)
 -- The claim scores a topic by its earliest lease's end, so a lost attempt is
 -- reaped (claim.lua, step 4). Once the lease it scores is settled here, that
 -- look is moot: a topic whose last job settled would be looked at a lease
@@ -201,6 +223,11 @@ if indexMode ~= "" then
     end
     local due = earliestScore(dueKey)
     if due then sooner(due - lead) end
+    -- A shaped topic's keyed jobs: the next one due, or a key's next turn (no lead: a shaped topic's claims take none ahead).
+    if shaped then
+      sooner(earliestScore(fschedKey))
+      sooner(earliestScore(fcalKey))
+    end
     local oldestDone = earliestScore(doneKey)
     if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
     if look then
@@ -210,8 +237,15 @@ if indexMode ~= "" then
     end
   end
 end
-if indexMode == "c" then
+if indexMode ~= "" and unparked then
+  lowerIndex(indexKey, topic, now)
+elseif indexMode == "c" then
   local first = earliestScore(dueKey)
+  if shaped then
+    for _, t in ipairs({ earliestScore(fcalKey), earliestScore(fschedKey) }) do
+      if first == nil or t < first then first = t end
+    end
+  end
   if first then lowerIndex(indexKey, topic, first) end
 elseif indexMode == "r" and firstRetry then
   lowerIndex(indexKey, topic, firstRetry)

@@ -77,13 +77,6 @@ local function msetPairs(pairs)
   end
 end
 
--- The writes of failed attempts that will be retried: the metas first, then
--- back on the schedule. dueArgs are score/id pairs, metaPairs meta key/meta pairs.
-local function writeRetries(dueKey, dueArgs, metaPairs)
-  msetPairs(metaPairs)
-  redis.call("ZADD", dueKey, unpack(dueArgs))
-end
-
 -- The writes of finished jobs: their metas (meta key / finishedMeta pairs),
 -- then their ids into `setKey` at nowText — the topic's done set (succeeded,
 -- cancelled), from which sweep.lua drops them past the retention window, or

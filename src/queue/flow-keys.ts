@@ -1,0 +1,48 @@
+// A shaped topic's flow keys' own settings (lua/lib/flow.lua): set, read,
+// listed and removed. What a key's settings say is read by the claims, in
+// Lua; the topic's flow settings fill in what a key does not set.
+import type { QueueContext } from "./context.js";
+import * as lua from "./lua.generated.js";
+import { redisCall } from "./redis.js";
+import { replies } from "./replies.js";
+import type { FlowSettings } from "./topics.js";
+
+/** One flow key's own settings: the topic's flow settings' fields, and whether the key is paused. */
+export interface FlowKeySettings extends Omit<FlowSettings, "priorityStepMs"> {
+  /** A paused key starts no job; its jobs wait, and count against caps. Default false. */
+  paused?: boolean;
+}
+
+/** A page of a topic's keys that have settings of their own. */
+export interface FlowKeyPage {
+  keys: Array<{ key: string; settings: FlowKeySettings }>;
+  /** Where the next page starts; null on the last page. */
+  cursor: string | null;
+}
+
+/** Sets `key`'s own settings (replacing what it had), or with null removes them. Returns false when null removed nothing. */
+export async function setFlowKey(ctx: QueueContext, topic: string, key: string, settings: FlowKeySettings | null): Promise<boolean> {
+  const t = ctx.keys.topic(topic);
+  const reply = await ctx.run(
+    lua.flowKey,
+    [t.conf, t.flow.fkeys, t.flow.fpark, t.flow.fcal, ctx.keys.topicIndex],
+    [topic, key, settings === null ? "" : JSON.stringify(settings), ctx.now(), settings?.paused ? "1" : ""],
+  );
+  return replies.flowKey.parse(reply);
+}
+
+/** `key`'s own settings, or null when it has none. */
+export async function flowKeySettings(ctx: QueueContext, topic: string, key: string): Promise<FlowKeySettings | null> {
+  const raw = await redisCall({ name: "HGET", repeatSafe: true }, () => ctx.redis.hget<string>(ctx.keys.topic(topic).flow.fkeys, key));
+  return raw === null ? null : (JSON.parse(raw) as FlowKeySettings);
+}
+
+/** A page of the keys with settings of their own, in no particular order (HSCAN: a key there the whole time is listed once). */
+export async function listFlowKeys(ctx: QueueContext, topic: string, options: { cursor?: string; limit: number }): Promise<FlowKeyPage> {
+  const [next, flat] = await redisCall({ name: "HSCAN", repeatSafe: true }, () =>
+    ctx.redis.hscan(ctx.keys.topic(topic).flow.fkeys, options.cursor ?? "0", { count: options.limit }),
+  );
+  const keys: FlowKeyPage["keys"] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) keys.push({ key: String(flat[i]), settings: JSON.parse(String(flat[i + 1])) as FlowKeySettings });
+  return { keys, cursor: String(next) === "0" ? null : String(next) };
+}

@@ -1,0 +1,96 @@
+--[[
+  flow: what the scripts of a shaped topic share (docs/ARCHITECTURE.md,
+  "Flow keys"). A shaped topic keeps its keyed jobs (a flow key, a priority,
+  or both) apart from its plain due set:
+
+    fdue    zset  id -> due ms, every keyed job scheduled or waiting (reads by id, listings)
+    fsched  zset  "<key>\n<priority>\n<id>" -> due ms: keyed jobs not yet due (or due, not yet seen by a claim)
+    fready  zset  "<key>\n<eff>\n<priority>\n<id>" -> 0, by lex: due keyed jobs waiting for their key's
+                  turn, in each key's start order: eff = due - priority * priorityStepMs (15 digits)
+    fcal    zset  key -> its turn (<= now: ready, served in score order) or when its rate lets it start again
+    fpark   zset  key -> 1 at its parallelism (out of the calendar until a settle frees a slot), 2 paused
+    fin     hash  key -> jobs of the key in flight (absent: none); "<key>\tu" -> jobs it started in a
+                  turn a claim's end cut short (the rest of that turn is the next claim's)
+    ftat    hash  key -> the key's rate: its GCRA theoretical arrival time, ms
+    fkeys   hash  key -> the key's own settings (JSON), overriding the topic's flow settings
+
+  Flow keys hold no control character (the API refuses them), so "\n"
+  separates the parts of a member and "[<key>\n" .. "(<key>\v" is exactly
+  one key's range. The default lane, jobs with neither key nor priority, is
+  the plain due set; its key in fcal is "" (as are prioritized jobs without
+  a key in fsched and fready). Included by scripts that say
+  `-- @include flow`.
+]]
+
+-- A member of fsched: the key and priority ride along so a claim can move it to fready without the record.
+local function scheduledMember(key, priority, id)
+  return key .. "\n" .. priority .. "\n" .. id
+end
+
+-- A member of fready: ordered by key, then by when the job may start relative to its peers.
+local function readyMember(key, eff, priority, id)
+  return key .. "\n" .. string.format("%015d", eff) .. "\n" .. priority .. "\n" .. id
+end
+
+-- The start order of a due job: its due time less its priority's head start.
+local function effectiveTime(due, priority, stepMs)
+  return math.max(0, due - priority * stepMs)
+end
+
+-- How many rounds of turns one claim of `max` jobs gives the keys it serves,
+-- whose weights sum to `total`: a key's turn is its weight times this, so a
+-- claim serving few keys still fills up, and weights keep their ratio.
+local function turnRounds(max, total)
+  if total <= 0 then return 1 end
+  return math.max(1, math.floor(max / total))
+end
+
+-- The topic's flow settings (its conf hash's "flow" JSON), with their defaults.
+local DEFAULT_PRIORITY_STEP_MS = --[[LIMIT:DEFAULT_PRIORITY_STEP_MS]]10000
+local function flowSettings(confFlow)
+  local f = confFlow and cjson.decode(confFlow) or {}
+  f.weight = tonumber(f.weight) or 1
+  f.priorityStepMs = tonumber(f.priorityStepMs) or DEFAULT_PRIORITY_STEP_MS
+  return f
+end
+
+-- Keyed jobs whose attempt ended: their keys' in-flight counts go down by
+-- `ended` (key -> count); a key parked at its parallelism goes back into the
+-- calendar behind the keys waiting there (at `now`). Returns whether a key
+-- was unparked (a claim can start its jobs now).
+local function releaseKeys(finKey, fparkKey, fcalKey, ended, now)
+  local keys = {}
+  for k in pairs(ended) do keys[#keys + 1] = k end
+  if #keys == 0 then return false end
+  local counts = redis.call("HMGET", finKey, unpack(keys))
+  local parked = redis.call("ZMSCORE", fparkKey, unpack(keys))
+  local set, gone, unpark, cal = {}, {}, {}, {}
+  for i, k in ipairs(keys) do
+    local left = (tonumber(counts[i]) or 0) - ended[k]
+    if left > 0 then
+      set[#set + 1] = k
+      set[#set + 1] = left
+    else
+      gone[#gone + 1] = k
+    end
+    if parked[i] and tonumber(parked[i]) == 1 then
+      unpark[#unpark + 1] = k
+      cal[#cal + 1] = now
+      cal[#cal + 1] = k
+    end
+  end
+  if #set > 0 then redis.call("HSET", finKey, unpack(set)) end
+  if #gone > 0 then redis.call("HDEL", finKey, unpack(gone)) end
+  if #unpark > 0 then
+    redis.call("ZREM", fparkKey, unpack(unpark))
+    redis.call("ZADD", fcalKey, "NX", unpack(cal))
+    return true
+  end
+  return false
+end
+
+-- Keyed jobs scheduled again (a retry): by id in fdue and by key in fsched. args: due/id pairs, members: due/member pairs.
+local function scheduleKeyed(fdueKey, fschedKey, dueArgs, schedArgs)
+  redis.call("ZADD", fdueKey, unpack(dueArgs))
+  redis.call("ZADD", fschedKey, unpack(schedArgs))
+end

@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import type { ClaimedJob } from "../../../src/queue/queue.js";
+import { testQueue } from "./helpers.js";
+
+const T0 = 1_900_000_000_000;
+const LEASE = 600_000;
+
+/**
+ * Claims until `n` jobs were taken (or a claim takes none), in order, a
+ * millisecond apart: a key served goes behind the keys waiting, a moment
+ * after the claim that served it.
+ */
+async function claimAll(
+  queue: ReturnType<typeof testQueue>["queue"],
+  clock: { now: number },
+  topic: string,
+  max: number,
+  n = Number.POSITIVE_INFINITY,
+): Promise<ClaimedJob[]> {
+  const out: ClaimedJob[] = [];
+  while (out.length < n) {
+    clock.now += 1;
+    const { jobs } = await queue.claim(topic, { max, leaseMs: LEASE });
+    if (jobs.length === 0) break;
+    out.push(...jobs);
+  }
+  return out;
+}
+
+const keyOf = (j: ClaimedJob) => j.record.flowKey;
+
+describe("flow keys: turns", () => {
+  it("one hot key of 1,000 jobs and 100 cold keys of one, all due together, chunk 100: every cold job among the first 101 claimed", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    // The hot key sorts first, so it is first in every tie.
+    await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "fair", payload: i, flowKey: "a-hot", runAt: T0 + 1_000 })));
+    await queue.enqueueBatch(
+      Array.from({ length: 100 }, (_, i) => ({ topic: "fair", payload: i, flowKey: `cold-${String(i).padStart(3, "0")}`, runAt: T0 + 1_000 })),
+    );
+    clock.now = T0 + 1_000;
+    const taken = await claimAll(queue, clock, "fair", 100, 300);
+    const firstCold = taken.slice(0, 101).filter((j) => keyOf(j) !== "a-hot");
+    expect(firstCold).toHaveLength(100);
+    // Then the hot key alone: the rest of its jobs, one turn after another.
+    const rest = await claimAll(queue, clock, "fair", 100);
+    expect(taken.length + rest.length).toBe(1_100);
+    expect(new Set([...taken, ...rest].map((j) => j.id)).size).toBe(1_100);
+    expect(await queue.topicStats("fair")).toMatchObject({ scheduled: 0, inflight: 1_100 });
+  });
+
+  it("a key just served goes behind every key still waiting; a key newly ready does not jump the queue", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("turns", { concurrency: 1_000 });
+    for (const key of ["a", "b", "c"]) await queue.enqueueBatch(Array.from({ length: 3 }, (_, i) => ({ topic: "turns", payload: i, flowKey: key })));
+    const order: Array<string | undefined> = [];
+    for (const j of await claimAll(queue, clock, "turns", 1, 4)) order.push(keyOf(j));
+    // d becomes ready after a, b, c were waiting: it comes after them, once.
+    await queue.enqueue({ topic: "turns", payload: 0, flowKey: "d" });
+    clock.now += 1;
+    for (const j of await claimAll(queue, clock, "turns", 1)) order.push(keyOf(j));
+    expect(order).toEqual(["a", "b", "c", "a", "b", "c", "d", "a", "b", "c"]);
+  });
+
+  it("weights 3:1 between keys start jobs 3:1 under contention", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("weights", { flow: { weight: 1 } });
+    await queue.setFlowKey("weights", "heavy", { weight: 3 });
+    await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "weights", payload: i, flowKey: "heavy" })));
+    await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "weights", payload: i, flowKey: "light" })));
+    // Contention: each claim takes 10 of the 2,000 due jobs.
+    const taken = await claimAll(queue, clock, "weights", 10, 400);
+    const heavy = taken.filter((j) => keyOf(j) === "heavy").length;
+    const light = taken.filter((j) => keyOf(j) === "light").length;
+    expect(heavy / light).toBeGreaterThanOrEqual(3 * 0.95);
+    expect(heavy / light).toBeLessThanOrEqual(3 * 1.05);
+  });
+
+  it("jobs without a key share a default lane that takes its turn beside the keys", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("lane", { flow: {} });
+    await queue.enqueueBatch(Array.from({ length: 50 }, (_, i) => ({ topic: "lane", payload: i, flowKey: `k${i}` })));
+    await queue.enqueueBatch(Array.from({ length: 50 }, (_, i) => ({ topic: "lane", payload: i })));
+    const first = await claimAll(queue, clock, "lane", 10, 20);
+    expect(first.filter((j) => keyOf(j) === undefined).length).toBeGreaterThanOrEqual(1);
+    const all = [...first, ...(await claimAll(queue, clock, "lane", 100))];
+    expect(all).toHaveLength(100);
+  });
+});
+
+describe("flow keys: limits", () => {
+  it("a key's parallelism holds; a settle frees its slot and puts the key back", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("par", { flow: { parallelism: 2 } });
+    await queue.enqueueBatch(Array.from({ length: 6 }, (_, i) => ({ topic: "par", payload: i, flowKey: "k" })));
+    await queue.enqueueBatch(Array.from({ length: 6 }, (_, i) => ({ topic: "par", payload: i, flowKey: "other" })));
+    const first = await claimAll(queue, clock, "par", 100);
+    expect(first.filter((j) => keyOf(j) === "k")).toHaveLength(2);
+    expect(first.filter((j) => keyOf(j) === "other")).toHaveLength(2);
+    const one = first.find((j) => keyOf(j) === "k")!;
+    await queue.settle("par", [{ id: one.id, attempt: one.attempt, kind: "ack" }]);
+    const next = await claimAll(queue, clock, "par", 100);
+    expect(next.map(keyOf)).toEqual(["k"]);
+  });
+
+  it("a key's rate holds (GCRA: burst, then one per interval)", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("rate", { flow: { ratePerSec: 5, burst: 5 } });
+    await queue.enqueueBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "rate", payload: i, flowKey: "k" })));
+    const starts: number[] = [];
+    for (let t = 0; t <= 4_000; t += 50) {
+      clock.now = T0 + t;
+      for (const _ of await claimAll(queue, clock, "rate", 100)) starts.push(t);
+    }
+    // 5 at once, then one every 200 ms: 5 + 4 s × 5/s.
+    expect(starts.length).toBe(5 + 20);
+    for (let i = 0; i < starts.length; i++) expect(i + 1).toBeLessThanOrEqual(5 + Math.floor((starts[i]! * 5) / 1000));
+  });
+
+  it("a retried job goes back by its key and keeps its key's limits", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("retry", { flow: { parallelism: 1 } });
+    const { id } = await queue.enqueue({ topic: "retry", payload: 1, flowKey: "k" });
+    const [job] = await claimAll(queue, clock, "retry", 10);
+    await queue.settle("retry", [{ id, attempt: job!.attempt, kind: "retry", at: T0 + 500, error: "boom" }]);
+    expect(await claimAll(queue, clock, "retry", 10)).toHaveLength(0);
+    clock.now = T0 + 500;
+    const again = await claimAll(queue, clock, "retry", 10);
+    expect(again.map((j) => [j.id, j.attempt])).toEqual([[id, 2]]);
+  });
+});
+
+describe("priorities", () => {
+  it("in a backlog of 10,000 due jobs, priority 9 jobs all start before priority 0 jobs due at the same time", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("prio", { paused: true });
+    for (let b = 0; b < 10; b++) {
+      await queue.enqueueBatch(Array.from({ length: 1_000 }, (_, i) => ({ topic: "prio", payload: b * 1_000 + i, priority: i % 10 === 0 ? 9 : 0, runAt: T0 })));
+    }
+    await queue.configureTopic("prio", { paused: false });
+    const taken = await claimAll(queue, clock, "prio", 100);
+    expect(taken).toHaveLength(10_000);
+    const lastHigh = taken.findLastIndex((j) => j.record.priority === 9);
+    expect(lastHigh).toBe(999);
+  });
+
+  it("priority is a bounded head start: a priority-0 job due earlier than the head start is not passed", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("head", { flow: { priorityStepMs: 1_000 } });
+    // Priority 9 is a 9 s head start: a priority-0 job due 10 s before goes first, one due 8 s before does not.
+    await queue.enqueue({ topic: "head", payload: "old", runAt: T0 });
+    await queue.enqueue({ topic: "head", payload: "recent", runAt: T0 + 2_000, priority: 0 });
+    await queue.enqueue({ topic: "head", payload: "high", runAt: T0 + 10_000, priority: 9 });
+    clock.now = T0 + 10_000;
+    const taken = await claimAll(queue, clock, "head", 1);
+    expect(taken.map((j) => j.record.payload)).toEqual(["old", "high", "recent"]);
+  });
+});
