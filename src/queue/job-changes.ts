@@ -19,7 +19,10 @@ export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled"
   const topic = topicOfJobId(id);
   if (!topic) return "not-found";
   const t = ctx.keys.topic(topic);
-  return replies.cancel.parse(await ctx.run(lua.cancel, [t.due, t.lease, t.done, ctx.keys.job(id).meta], [id, ctx.now()]));
+  const k = ctx.keys.job(id);
+  return replies.cancel.parse(
+    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, ctx.now()]),
+  );
 }
 
 /**
@@ -66,5 +69,8 @@ export async function reschedule(ctx: QueueContext, id: string, dueAt: number): 
   if (!topic) return "not-found";
   const t = ctx.keys.topic(topic);
   const due = Math.max(ctx.now(), Math.round(dueAt));
-  return replies.reschedule.parse(await ctx.run(lua.reschedule, [t.due, t.lease, ctx.keys.topicIndex], [id, due, topic]));
+  const k = ctx.keys.job(id);
+  return replies.reschedule.parse(
+    await ctx.run(lua.reschedule, [t.due, t.lease, ctx.keys.topicIndex, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, due, topic]),
+  );
 }

@@ -23,7 +23,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const t = ctx.keys.topic(topic);
   const k = ctx.keys.job(id);
   const now = ctx.now();
-  const raw = await ctx.run(lua.get, [t.due, t.lease, k.record, k.meta, t.conf], [id]);
+  const raw = await ctx.run(lua.get, [t.due, t.lease, k.record, k.meta, t.conf, t.flow.fdue], [id]);
   const { record, meta, due, lease, topicMaxAttempts } = replies.get.parse(raw);
   if (!record) return null;
   const job = parseRecord(record, id);

@@ -279,7 +279,7 @@ export const replies = {
         intReply,
         intReply,
         intReply,
-        z.enum(["due", "dead", "done", ""]),
+        z.enum(["due", "fdue", "dead", "done", ""]),
       ],
       z.string(),
     )

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
+import { flowKeyList } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { SERIES_MINUTES, snapshotOf } from "./metrics.js";
 import { redisCall } from "./redis.js";
@@ -37,7 +38,20 @@ export async function topicCount(ctx: QueueContext): Promise<number> {
 
 export async function deleteTopic(ctx: QueueContext, topic: string, options: { purge?: boolean } = {}): Promise<DeleteTopicResult> {
   const t = ctx.keys.topic(topic);
-  const keys = [t.due, t.lease, t.deadAt, t.done, t.conf, t.bucket, t.metrics, ctx.keys.topics, ctx.keys.topicIndex, ctx.keys.parked, t.purged];
+  const keys = [
+    t.due,
+    t.lease,
+    t.deadAt,
+    t.done,
+    t.conf,
+    t.bucket,
+    t.metrics,
+    ctx.keys.topics,
+    ctx.keys.topicIndex,
+    ctx.keys.parked,
+    t.purged,
+    ...flowKeyList(t.flow),
+  ];
   const purged = { scheduled: 0, dead: 0 };
   // Two phases a batch: each call names the next batch of ids it found, the next one drops them by their keys.
   let batch: { set: string; ids: string[] } = { set: "", ids: [] };
@@ -69,7 +83,7 @@ export async function topicSettings(ctx: QueueContext, topic: string): Promise<{
 export async function topicStats(ctx: QueueContext, topic: string): Promise<TopicStats> {
   const t = ctx.keys.topic(topic);
   const now = ctx.now();
-  const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics], [now]);
+  const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.flow.fdue], [now]);
   const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest } = replies.topicStats.parse(raw);
   const metrics = snapshotOf(total);
   return {

@@ -50,8 +50,6 @@ export interface TopicSettings {
   hasWebhookSecret: boolean;
   /** Per-key limits, weight and priority step for its flow keys; unset: the defaults (no per-key limits, weight 1, 10 s). */
   flow?: FlowSettings;
-  /** Whether the topic serves keyed jobs by their keys' turns (since its first keyed job or `flow` setting; until it is deleted). */
-  shaped: boolean;
 }
 
 /** Secrets of a topic, for the code that signs and verifies; never returned by the API. */
@@ -141,7 +139,6 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
     hasSigningSecret: c.signingSecret !== undefined,
     hasPreviousSigningSecrets: c.previousSigningSecrets !== undefined,
     hasWebhookSecret: c.webhookSecret !== undefined,
-    shaped: c.shaped === "1",
   };
   if (c.flow !== undefined) settings.flow = c.flow;
   if (c.ratePerSec !== undefined) settings.ratePerSec = c.ratePerSec;

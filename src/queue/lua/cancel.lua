@@ -10,6 +10,9 @@
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  done zset       finished jobs: id -> finished ms
   KEYS[4]  meta            string: the job's meta JSON (lib/records.lua; absent before its first claim)
+  KEYS[5]  record          string: the job's record JSON, read only for a keyed job (its flow key and priority)
+  KEYS[6]  conf hash       topic settings (a keyed job: the topic's priority step)
+  KEYS[7..9] fdue, fsched, fready of the topic (lib/flow.lua): a keyed job leaves them
 
   ARGV[1]  job id
   ARGV[2]  now, epoch ms
@@ -17,11 +20,13 @@
   Returns  1 cancelled, 0 not scheduled (unknown or finished), -1 in flight
 ]]
 -- @include records
+-- @include flow
 local rcall = redis.call
 local dueKey, leaseKey, doneKey, metaKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, nowText = ARGV[1], ARGV[2]
 
-if not rcall("ZSCORE", dueKey, id) then
+local keyedDue = not rcall("ZSCORE", dueKey, id) and rcall("ZSCORE", KEYS[7], id)
+if not keyedDue and not rcall("ZSCORE", dueKey, id) then
   if rcall("ZSCORE", leaseKey, id) then return -1 end
   return 0
 end
@@ -33,5 +38,10 @@ if raw then
   if type(m.e) == "string" then lastError = cjson.encode(m.e) end
 end
 writeFinished(doneKey, nowText, { id }, { metaKey, finishedMeta("cancelled", attempts, lastError, nowText, historyJson(history)) })
-rcall("ZREM", dueKey, id)
+if keyedDue then
+  rcall("ZREM", KEYS[7], id)
+  unscheduleKeyed(rcall("GET", KEYS[5]), tonumber(keyedDue), KEYS[6], KEYS[8], KEYS[9], id)
+else
+  rcall("ZREM", dueKey, id)
+end
 return 1

@@ -208,7 +208,7 @@ if nl > 0 then
         if attempts >= maxAttempts then
           deadIds[#deadIds + 1] = id
           deadPairs[#deadPairs + 1] = metaKeys[i]
-          deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, cjson.encode(err), ARGV[1], historyJson(history))
+          deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, cjson.encode(err), ARGV[1], historyJson(history), flowJsonOf(meta))
           died = died + 1
         else
           local policy = job.backoff or (conf.backoff and cjson.decode(conf.backoff)) or cjson.decode(defaultBackoff)

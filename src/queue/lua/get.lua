@@ -11,6 +11,7 @@
   KEYS[3]  record          string: the job record JSON
   KEYS[4]  meta            string: the job meta JSON (lib/records.lua), live or finished
   KEYS[5]  conf hash       topic settings (for the topic's maxAttempts)
+  KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua)
 
   ARGV[1]  job id
 
@@ -22,4 +23,4 @@ local id = ARGV[1]
 local got = rcall("MGET", KEYS[3], KEYS[4])
 local maxAttempts = rcall("HGET", KEYS[5], "maxAttempts")
 if not got[1] and not got[2] then return { false, false, false, false, maxAttempts } end
-return { got[1], got[2], rcall("ZSCORE", KEYS[1], id), rcall("ZSCORE", KEYS[2], id), maxAttempts }
+return { got[1], got[2], rcall("ZSCORE", KEYS[1], id) or rcall("ZSCORE", KEYS[6], id), rcall("ZSCORE", KEYS[2], id), maxAttempts }

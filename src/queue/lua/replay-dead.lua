@@ -19,7 +19,9 @@
   KEYS[1]  dead-letter set zset id -> failed ms
   KEYS[2]  due zset        id -> due ms
   KEYS[3]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
-  KEYS[3+i] meta of job i  string: job meta JSON (lib/records.lua), for the i-th id in ARGV
+  KEYS[4]  fdue zset       keyed jobs by id (lib/flow.lua): a letter whose meta names a flow key ("k")
+  KEYS[5]  fsched zset     goes back by its key, as its retries did
+  KEYS[5+i] meta of job i  string: job meta JSON (lib/records.lua), for the i-th id in ARGV
 
   ARGV[1]  due time of the replayed jobs, epoch ms (the start of the spread)
   ARGV[2]  spread, ms: each job is due up to this much after ARGV[1] (0: all at ARGV[1])
@@ -42,33 +44,44 @@
 -- @include index
 -- @include records
 -- @include dead
+-- @include flow
 local rcall = redis.call
-local atKey, dueKey, indexKey = KEYS[1], KEYS[2], KEYS[3]
+local atKey, dueKey, indexKey, fdueKey, fschedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local base, spread, topic = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
 local budget, mode, now = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 math.randomseed(tonumber(ARGV[3]))
 
-local function metaKeyOf(i) return KEYS[3 + i] end
+local function metaKeyOf(i) return KEYS[5 + i] end
 
 -- Schedules the picked letters ({ i, id, meta }): their metas live again, then due, then out of the dead letters.
 local function replay(picked)
   if #picked == 0 then return 0 end
-  local dues, metas, ids = {}, {}, {}
+  local dues, metas, ids, keyedDue, keyedSched = {}, {}, {}, {}, {}
   local earliest
   for _, p in ipairs(picked) do
     local due = base
     if spread > 0 then due = base + math.floor(math.random() * spread) end
     if earliest == nil or due < earliest then earliest = due end
     ids[#ids + 1] = p.id
-    dues[#dues + 1] = due
-    dues[#dues + 1] = p.id
+    if p.meta.k then
+      keyedDue[#keyedDue + 1] = due
+      keyedDue[#keyedDue + 1] = p.id
+      keyedSched[#keyedSched + 1] = due
+      keyedSched[#keyedSched + 1] = scheduledMember(p.meta.k, tonumber(p.meta.p) or 0, p.id)
+    else
+      dues[#dues + 1] = due
+      dues[#dues + 1] = p.id
+    end
     -- The marker goes in, and the oldest entry out past the limit.
     local history = p.meta.h
     if type(history) ~= "table" or #history == 0 then history = nil end
     metas[#metas + 1] = metaKeyOf(p.i)
-    metas[#metas + 1] = '{"a":0,"h":' .. historyJson(replayMarker(history, now)) .. '}'
+    metas[#metas + 1] = '{"a":0,"h":' .. historyJson(replayMarker(history, now)) .. flowJsonOf(p.meta) .. '}'
   end
   msetPairs(metas)
+  for i = 1, #keyedDue, 4000 do
+    scheduleKeyed(fdueKey, fschedKey, { unpack(keyedDue, i, math.min(i + 3999, #keyedDue)) }, { unpack(keyedSched, i, math.min(i + 3999, #keyedSched)) })
+  end
   for i = 1, #dues, 4000 do
     rcall("ZADD", dueKey, unpack(dues, i, math.min(i + 3999, #dues)))
   end

@@ -187,7 +187,7 @@ for _, i in ipairs(live) do
     else
       deadIds[#deadIds + 1] = id
       deadPairs[#deadPairs + 1] = metaKeys[i]
-      deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, e, nowText, hist)
+      deadPairs[#deadPairs + 1] = finishedMeta("dead", attempts, e, nowText, hist, flowJsonOf(meta))
       died = died + 1
     end
   end

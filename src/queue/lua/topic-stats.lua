@@ -9,6 +9,7 @@
   KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
   KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
+  KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua), counted with the due set's
 
   ARGV[1]  now, epoch ms
 
@@ -17,9 +18,11 @@
 ]]
 local rcall = redis.call
 local oldest = rcall("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
+local keyedOldest = rcall("ZRANGE", KEYS[6], 0, 0, "WITHSCORES")
+if keyedOldest[2] and (not oldest[2] or tonumber(keyedOldest[2]) < tonumber(oldest[2])) then oldest = keyedOldest end
 return {
-  rcall("ZCARD", KEYS[1]),
-  rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]),
+  rcall("ZCARD", KEYS[1]) + rcall("ZCARD", KEYS[6]),
+  rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]) + rcall("ZCOUNT", KEYS[6], "-inf", ARGV[1]),
   rcall("ZCARD", KEYS[2]),
   rcall("ZCARD", KEYS[3]),
   rcall("HGETALL", KEYS[4]),

@@ -164,3 +164,60 @@ describe("priorities", () => {
     expect(taken.map((j) => j.record.payload)).toEqual(["old", "high", "recent"]);
   });
 });
+
+describe("keyed jobs by id", () => {
+  it("are read, counted, rescheduled and cancelled like plain ones, and a cancelled one is never claimed", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    const a = await queue.enqueue({ topic: "byid", payload: "a", flowKey: "k", delayMs: 5_000 });
+    const b = await queue.enqueue({ topic: "byid", payload: "b", flowKey: "k", priority: 2 });
+    await queue.enqueue({ topic: "byid", payload: "c" });
+    expect(await queue.get(a.id)).toMatchObject({ state: "scheduled", dueAt: T0 + 5_000 });
+    expect(await queue.topicStats("byid")).toMatchObject({ scheduled: 3 });
+    // b waits in its key's turn once a claim has seen it; a is still scheduled.
+    await queue.configureTopic("byid", { paused: true });
+    await claimAll(queue, clock, "byid", 10);
+    expect(await queue.reschedule(a.id, T0 + 1)).toBe("rescheduled");
+    expect(await queue.get(a.id)).toMatchObject({ state: "scheduled", dueAt: T0 + 1 });
+    expect(await queue.cancel(b.id)).toBe("cancelled");
+    expect(await queue.get(b.id)).toMatchObject({ state: "cancelled" });
+    expect(await queue.topicStats("byid")).toMatchObject({ scheduled: 2 });
+    await queue.configureTopic("byid", { paused: false });
+    const taken = await claimAll(queue, clock, "byid", 10);
+    expect(taken.map((j) => j.record.payload).sort()).toEqual(["a", "c"]);
+    expect(await queue.topicStats("byid")).toMatchObject({ scheduled: 0, inflight: 2 });
+  });
+
+  it("a dead keyed job is replayed by its key, under its key's parallelism", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("replay", { maxAttempts: 1, flow: { parallelism: 1 } });
+    const { id } = await queue.enqueue({ topic: "replay", payload: 1, flowKey: "k" });
+    const [job] = await claimAll(queue, clock, "replay", 10);
+    await queue.settle("replay", [{ id, attempt: job!.attempt, kind: "dead", error: "gone" }]);
+    await queue.enqueue({ topic: "replay", payload: 2, flowKey: "k" });
+    const [other] = await claimAll(queue, clock, "replay", 10);
+    expect(await queue.replayDeadLetters("replay", { ids: [id] })).toMatchObject({ replayed: 1 });
+    // The key's one slot is taken: the replayed job waits for it.
+    expect(await claimAll(queue, clock, "replay", 10)).toHaveLength(0);
+    await queue.settle("replay", [{ id: other!.id, attempt: other!.attempt, kind: "ack" }]);
+    expect((await claimAll(queue, clock, "replay", 10)).map((j) => j.id)).toEqual([id]);
+  });
+
+  it("a purge drops keyed jobs and every key of the topic's flow", async () => {
+    const clock = { now: T0 };
+    const { queue, redis } = testQueue({ clock });
+    await queue.configureTopic("gone", { flow: { parallelism: 1, ratePerSec: 1 } });
+    await queue.setFlowKey("gone", "k", { weight: 2 });
+    await queue.enqueueBatch(Array.from({ length: 20 }, (_, i) => ({ topic: "gone", payload: i, flowKey: `k${i % 3}`, delayMs: i * 10 })));
+    clock.now += 100;
+    const taken = await claimAll(queue, clock, "gone", 5);
+    await queue.settle(
+      "gone",
+      taken.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+    );
+    expect(await queue.deleteTopic("gone", { purge: true })).toMatchObject({ result: "deleted", purged: { scheduled: 20 - taken.length } });
+    // Only the purge mark stays (for the idempotency window: see delete-topic.lua).
+    expect(await redis.keys(`${queue.keys.prefix}:t:gone:*`)).toEqual([`${queue.keys.prefix}:t:gone:purged`]);
+  });
+});

@@ -94,3 +94,16 @@ local function scheduleKeyed(fdueKey, fschedKey, dueArgs, schedArgs)
   redis.call("ZADD", fdueKey, unpack(dueArgs))
   redis.call("ZADD", fschedKey, unpack(schedArgs))
 end
+
+-- Takes a keyed job out of its key's sets (fsched and fready) by its record
+-- (flowKey, priority) and due time: both members are named, as it is in one
+-- of them. A waiting member written under another priority step than the
+-- topic's now is missed, and dropped by the claim that finds its job gone.
+local function unscheduleKeyed(recordJson, due, confKey, fschedKey, freadyKey, id)
+  local record = cjson.decode(recordJson)
+  local key, priority = record.flowKey or "", tonumber(record.priority) or 0
+  local step = flowSettings(redis.call("HGET", confKey, "flow")).priorityStepMs
+  redis.call("ZREM", fschedKey, scheduledMember(key, priority, id))
+  redis.call("ZREM", freadyKey, readyMember(key, effectiveTime(due, priority, step), priority, id))
+  return key, priority
+end

@@ -61,8 +61,15 @@ end
 -- attempts, last error, when it finished and its history. The record stays
 -- in its own key, untouched: finishing writes no byte of the payload.
 -- errorJson and histJson are JSON text ("null" for no error).
-local function finishedMeta(state, attempts, errorJson, nowText, histJson)
-  return '{"st":"' .. state .. '","a":' .. attempts .. ',"e":' .. errorJson .. ',"f":' .. nowText .. ',"h":' .. histJson .. '}'
+local function finishedMeta(state, attempts, errorJson, nowText, histJson, flowJson)
+  return '{"st":"' .. state .. '","a":' .. attempts .. ',"e":' .. errorJson .. ',"f":' .. nowText .. ',"h":' .. histJson .. (flowJson or "") .. '}'
+end
+
+-- A keyed job's flow key and priority (lib/flow.lua), as finishedMeta's last
+-- part: a dead letter keeps them, so a replay puts it back by its key. "" for a plain job.
+local function flowJsonOf(meta)
+  if meta == nil or meta.k == nil then return "" end
+  return ',"k":' .. cjson.encode(meta.k) .. ',"p":' .. (tonumber(meta.p) or 0)
 end
 
 -- Whether a meta (decoded, or nil) is a finished job's.
