@@ -22,6 +22,7 @@ import { metrics, stats } from "./routes/stats.js";
 import { topics } from "./routes/topics.js";
 import { topicJobs } from "./routes/topic-jobs.js";
 import { dead } from "./routes/dead.js";
+import { flowKeys } from "./routes/flow-keys.js";
 import { Problem } from "./schema-parts.js";
 
 export type { AppEnv };
@@ -65,6 +66,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/v1/topics", topics);
   app.route("/v1/topics", topicJobs);
   app.route("/v1/topics", dead);
+  app.route("/v1/topics", flowKeys);
   app.route("/v1/hooks", hooks);
   app.route("/v1/schedules", schedules);
   app.route("/v1/stats", stats);

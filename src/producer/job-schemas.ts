@@ -9,13 +9,14 @@ import {
   MAX_BATCH,
   MAX_LIST_LIMIT,
   MAX_MAX_ATTEMPTS,
+  MAX_PRIORITY,
   MAX_RETRY_AFTER_MS,
   MAX_TIMEOUT_MS,
   MIN_MAX_ATTEMPTS,
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, Instant, iso, JobId, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
 
 export const JobBody = z
   .object({
@@ -31,6 +32,16 @@ export const JobBody = z
     idempotencyKey: KeyText.min(1).max(200).optional(),
     target: TargetBody.optional(),
     timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional(),
+    flowKey: FlowKey.optional(),
+    priority: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_PRIORITY)
+      .optional()
+      .openapi({
+        description: `0 (default) to ${MAX_PRIORITY}: among the due jobs of its flow key (or of the topic's jobs without one), a head start of priority × the topic's flow.priorityStepMs — never before its own due time`,
+      }),
   })
   .strict()
   .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
@@ -101,6 +112,8 @@ export const JobView = z
       .record(z.string(), z.string())
       .optional()
       .openapi({ description: "An ingested webhook's provider headers (lower-case names, e.g. x-github-event), kept for its handler" }),
+    flowKey: z.string().optional().openapi({ description: "The flow key whose turns and limits the job goes by" }),
+    priority: z.number().int().optional().openapi({ description: "Its priority (absent: 0)" }),
     history: History,
   })
   .openapi("Job");

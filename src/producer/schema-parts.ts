@@ -7,7 +7,7 @@ import { isConnectionHeader } from "../handlers/headers.js";
 import { TOPIC_NAME_PATTERN } from "../queue/ids.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import { PROBLEM_TYPES } from "./problem.js";
-import { MAX_BACKOFF_FACTOR, MAX_BACKOFF_SCHEDULE_DELAYS, MAX_DELAY_DAYS, MAX_DELAY_MS, TOPIC_NAME_MAX_LENGTH } from "../limits.js";
+import { FLOW_KEY_MAX_BYTES, MAX_BACKOFF_FACTOR, MAX_BACKOFF_SCHEDULE_DELAYS, MAX_DELAY_DAYS, MAX_DELAY_MS, TOPIC_NAME_MAX_LENGTH } from "../limits.js";
 
 export const TopicName = z
   .string()
@@ -71,6 +71,21 @@ const HeaderValue = z
  * lone surrogate reaches Redis as U+FFFD, so two different keys would be one.
  */
 export const KeyText = z.string().regex(/^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/, "well-formed Unicode (no lone surrogates)");
+
+/** Whether `text` holds a control character (U+0000–U+001F, U+007F). */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** A flow key: well-formed text of 1 to FLOW_KEY_MAX_BYTES UTF-8 bytes without control characters (they separate its parts in Redis). */
+export const FlowKey = KeyText.min(1)
+  .refine((k) => !hasControlCharacter(k), "no control characters")
+  .refine((k) => new TextEncoder().encode(k).length <= FLOW_KEY_MAX_BYTES, `at most ${FLOW_KEY_MAX_BYTES} UTF-8 bytes`)
+  .openapi({ example: "tenant-42", description: "The flow key (a tenant, customer or destination host) whose turns and limits the job goes by" });
 
 export const TargetBody = z
   .object({

@@ -7,6 +7,8 @@ import { backoffSchema } from "../queue/policy/backoff.js";
 import {
   MAX_BURST,
   MAX_CONCURRENCY,
+  MAX_FLOW_WEIGHT,
+  MAX_PRIORITY_STEP_MS,
   MAX_MAX_ATTEMPTS,
   MAX_RATE_PER_SEC,
   MAX_TIMEOUT_MS,
@@ -18,6 +20,50 @@ import {
 import { BackoffBody, partialFields, TopicName } from "./schema-parts.js";
 
 const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
+
+/** The limits and weight a flow key has: a topic's defaults for its keys, or one key's own. */
+const flowLimits = {
+  ratePerSec: z
+    .number()
+    .positive()
+    .max(MAX_RATE_PER_SEC)
+    .optional()
+    .openapi({ description: "Jobs per second one key may start (GCRA); unset: no per-key rate" }),
+  burst: z.number().int().min(1).max(MAX_BURST).optional().openapi({ description: "Jobs a key may start at once after idling; default max(1, ratePerSec)" }),
+  parallelism: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_CONCURRENCY)
+    .optional()
+    .openapi({ description: "Most jobs of one key in flight at once; unset: no per-key limit" }),
+  weight: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_FLOW_WEIGHT)
+    .optional()
+    .openapi({ description: "Jobs a key starts per turn when keys compete (default 1): weights 3 and 1 start jobs 3:1" }),
+};
+
+export const FlowSettingsBody = z
+  .object({
+    ...flowLimits,
+    priorityStepMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_PRIORITY_STEP_MS)
+      .optional()
+      .openapi({ description: "The head start one level of a job's priority gives it over its key's other due jobs; default 10,000 ms" }),
+  })
+  .strict()
+  .openapi("FlowSettings", { description: "What each flow key of the topic gets unless it has settings of its own" });
+
+export const FlowKeyBody = z
+  .object({ ...flowLimits, paused: z.boolean().optional().openapi({ description: "A paused key starts no job; its jobs wait" }) })
+  .strict()
+  .openapi("FlowKeySettings", { description: "One flow key's own settings, over its topic's flow settings (a PUT replaces them all)" });
 
 export const TopicSettingsBody = z
   .object({
@@ -51,6 +97,7 @@ export const TopicSettingsBody = z
         "Write-only. Secrets being rotated out: each delivery also carries a signature with each of them, so receivers that still hold one verify. Clear with null once every receiver has the new signingSecret",
     }),
     webhookSecret: z.string().min(MIN_SECRET_LENGTH).max(256).nullable().optional().openapi({ description: "Write-only" }),
+    flow: FlowSettingsBody.nullable().optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -94,6 +141,7 @@ export const TopicView = z
       hasSigningSecret: z.boolean(),
       hasPreviousSigningSecrets: z.boolean(),
       hasWebhookSecret: z.boolean(),
+      flow: FlowSettingsBody.optional(),
     }),
     scheduled: z.number().int(),
     ready: z.number().int(),

@@ -13,9 +13,14 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
-/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers. */
-const originOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders"> =>
-  r.webhookHeaders !== undefined ? { ...scheduleOf(r), webhookHeaders: r.webhookHeaders } : scheduleOf(r);
+/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority. */
+const originOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority"> => {
+  const o: Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority"> = scheduleOf(r);
+  if (r.webhookHeaders !== undefined) o.webhookHeaders = r.webhookHeaders;
+  if (r.flowKey !== undefined) o.flowKey = r.flowKey;
+  if (r.priority !== undefined) o.priority = r.priority;
+  return o;
+};
 
 export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | null> {
   const topic = topicOfJobId(id);

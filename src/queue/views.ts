@@ -145,6 +145,10 @@ export interface JobSnapshot {
   scheduledFor?: number;
   /** An ingested webhook's provider headers (lower-case names). */
   webhookHeaders?: Record<string, string>;
+  /** The flow key whose turns and limits it goes by. */
+  flowKey?: string;
+  /** Its priority, 1–9 (absent: 0). */
+  priority?: number;
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }

@@ -52,6 +52,8 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   if (body.target !== undefined) input.target = body.target;
   if (body.timeoutMs !== undefined) input.timeoutMs = body.timeoutMs;
   if (body.idempotencyKey !== undefined) input.idempotencyKey = body.idempotencyKey;
+  if (body.flowKey !== undefined) input.flowKey = body.flowKey;
+  if (body.priority !== undefined) input.priority = body.priority;
   return input;
 }
 
@@ -155,6 +157,8 @@ jobs
           ...(job.finishedAt !== undefined ? { finishedAt: iso(job.finishedAt) } : {}),
           ...(job.scheduleId !== undefined && job.scheduledFor !== undefined ? { scheduleId: job.scheduleId, scheduledFor: iso(job.scheduledFor) } : {}),
           ...(job.webhookHeaders !== undefined ? { webhookHeaders: job.webhookHeaders } : {}),
+          ...(job.flowKey !== undefined ? { flowKey: job.flowKey } : {}),
+          ...(job.priority !== undefined ? { priority: job.priority } : {}),
           history: historyView(job.history),
         },
         200,

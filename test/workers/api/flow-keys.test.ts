@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { call, isolatedEnv } from "./helpers.js";
+
+const isProblem = (r: { headers: Headers; body: any }, status: number) => {
+  expect(r.headers.get("content-type")).toBe("application/problem+json");
+  expect(r.body).toMatchObject({ status });
+};
+
+type Env = ReturnType<typeof isolatedEnv>;
+
+/** Claims (as a pull consumer) until a claim takes nothing; the jobs' flow keys in order. */
+async function pullAll(env: Env, topic: string, max: number): Promise<Array<{ id: string; attempt: number; flowKey?: string }>> {
+  const out: Array<{ id: string; attempt: number; flowKey?: string }> = [];
+  for (;;) {
+    const { status, body } = await call(env, `/v1/topics/${topic}/claim`, { body: { max } });
+    expect(status).toBe(200);
+    if (body.jobs.length === 0) return out;
+    for (const j of body.jobs) out.push({ id: j.id, attempt: j.attempt, flowKey: (await call(env, `/v1/jobs/${j.id}`)).body.flowKey });
+  }
+}
+
+describe("flow keys over HTTP", () => {
+  it("a topic's flow settings and a key's own: PUT, GET, list, DELETE; refused input touches nothing", async () => {
+    const env = isolatedEnv();
+    const put = await call(env, "/v1/topics/t", { method: "PUT", body: { flow: { parallelism: 2, ratePerSec: 5, burst: 5, priorityStepMs: 1_000 } } });
+    expect(put.status).toBe(200);
+    expect(put.body.settings.flow).toEqual({ parallelism: 2, ratePerSec: 5, burst: 5, priorityStepMs: 1_000 });
+    const key = await call(env, "/v1/topics/t/flow-keys/tenant%20A", { method: "PUT", body: { weight: 3, parallelism: 5 } });
+    expect(key.status).toBe(200);
+    expect(key.body).toEqual({ topic: "t", key: "tenant A", settings: { weight: 3, parallelism: 5 } });
+    expect((await call(env, "/v1/topics/t/flow-keys/tenant%20A")).body.settings).toEqual({ weight: 3, parallelism: 5 });
+    expect((await call(env, "/v1/topics/t/flow-keys")).body).toEqual({
+      keys: [{ topic: "t", key: "tenant A", settings: { weight: 3, parallelism: 5 } }],
+      nextCursor: null,
+    });
+    isProblem(await call(env, "/v1/topics/t/flow-keys/nobody"), 404);
+    expect((await call(env, "/v1/topics/t/flow-keys/tenant%20A", { method: "DELETE" })).status).toBe(204);
+    isProblem(await call(env, "/v1/topics/t/flow-keys/tenant%20A", { method: "DELETE" }), 404);
+    isProblem(await call(env, "/v1/topics/t/flow-keys/k", { method: "PUT", body: { weight: 0 } }), 422);
+    isProblem(await call(env, "/v1/topics/t/flow-keys/k", { method: "PUT", body: { burst: 2, nonsense: 1 } }), 422);
+    isProblem(await call(env, "/v1/topics/t", { method: "PUT", body: { flow: { parallelism: 0 } } }), 422);
+    // A job's key and priority are checked at the edge: nothing is stored.
+    isProblem(await call(env, "/v1/jobs", { body: { topic: "t", flowKey: "a\nb" } }), 422);
+    isProblem(await call(env, "/v1/jobs", { body: { topic: "t", flowKey: "é".repeat(101) } }), 422);
+    isProblem(await call(env, "/v1/jobs", { body: { topic: "t", flowKey: "" } }), 422);
+    isProblem(await call(env, "/v1/jobs", { body: { topic: "t", priority: 10 } }), 422);
+    expect((await call(env, "/v1/topics/t")).body.scheduled).toBe(0);
+    const job = await call(env, "/v1/jobs", { body: { topic: "t", flowKey: "é".repeat(100), priority: 9 } });
+    expect(job.status).toBe(201);
+    expect((await call(env, `/v1/jobs/${job.body.id}`)).body).toMatchObject({ state: "scheduled", flowKey: "é".repeat(100), priority: 9 });
+  });
+
+  it("pull consumers: a flooded key is held to its parallelism while every other key's job is claimed; a paused key waits", async () => {
+    const env = isolatedEnv();
+    await call(env, "/v1/topics/q", { method: "PUT", body: { mode: "pull", flow: { parallelism: 2 } } });
+    const hot = Array.from({ length: 50 }, () => ({ topic: "q", flowKey: "hot" }));
+    const cold = Array.from({ length: 20 }, (_, i) => ({ topic: "q", flowKey: `cold-${i}` }));
+    expect((await call(env, "/v1/jobs/batch", { body: { jobs: [...hot, ...cold] } })).status).toBe(201);
+    await call(env, "/v1/topics/q/flow-keys/cold-0", { method: "PUT", body: { paused: true } });
+    const first = await pullAll(env, "q", 10);
+    expect(first.filter((j) => j.flowKey === "hot")).toHaveLength(2);
+    expect(
+      first
+        .filter((j) => j.flowKey !== "hot")
+        .map((j) => j.flowKey)
+        .sort(),
+    ).toEqual(Array.from({ length: 19 }, (_, i) => `cold-${i + 1}`).sort());
+    // An ack frees a slot of the hot key: one more of its jobs, no more.
+    const h = first.find((j) => j.flowKey === "hot")!;
+    expect((await call(env, `/v1/jobs/${h.id}/ack`, { body: { attempt: h.attempt } })).status).toBe(200);
+    expect((await pullAll(env, "q", 10)).map((j) => j.flowKey)).toEqual(["hot"]);
+    // Unpausing the key lets its job go.
+    await call(env, "/v1/topics/q/flow-keys/cold-0", { method: "DELETE" });
+    expect((await pullAll(env, "q", 10)).map((j) => j.flowKey)).toEqual(["cold-0"]);
+  });
+});
