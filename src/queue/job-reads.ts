@@ -99,9 +99,10 @@ export async function readJobs(
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
-  const set = options.state === "scheduled" ? t.due : t.lease;
+  // A topic's scheduled jobs are its due set's and, once it is shaped, its keyed jobs' (fdue): one page of both.
+  const sets = options.state === "scheduled" ? [t.due, t.flow.fdue] : [t.lease];
   // Two phases: the page's ids from the set, then their metas (and records) by their keys.
-  const page = replies.listJobs.parse(await ctx.run(lua.listJobs, [set], [...windowArgs(options.after, options.from, options.to), limit]));
+  const page = replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
   const read = await readJobs(
     ctx,
     page.jobs.map((j) => j.id),

@@ -17,6 +17,10 @@
   one score are in member order), so a call stays O(log n) probes plus the page.
 
   KEYS[1]  the set         zset id -> due ms (scheduled) or lease deadline ms (in flight)
+  KEYS[2]  optional: a second set of the same order, merged into the page — a shaped
+           topic's keyed jobs (fdue, lib/flow.lua) beside its due set: each set is
+           paged from the same position, and the page keeps the first ARGV[5] of both
+           in (score, id) order, so the cursor walks the two as one set
 
   ARGV[1]  cursor score, or "" to start at ARGV[3]
   ARGV[2]  cursor id ("" with no cursor)
@@ -33,6 +37,31 @@ local limit = tonumber(ARGV[5])
 
 local start = startRank(setKey, from, afterScore, afterId)
 local ids, scores, more = takeFrom(setKey, start, limit, to)
+if KEYS[2] then
+  local otherIds, otherScores, otherMore = takeFrom(KEYS[2], startRank(KEYS[2], from, afterScore, afterId), limit, to)
+  local mergedIds, mergedScores = {}, {}
+  local i, j = 1, 1
+  while #mergedIds < limit and (i <= #ids or j <= #otherIds) do
+    local takeFirst
+    if i > #ids then
+      takeFirst = false
+    elseif j > #otherIds then
+      takeFirst = true
+    else
+      local a, b = tonumber(scores[i]), tonumber(otherScores[j])
+      takeFirst = a < b or (a == b and bytesAtMost(ids[i], otherIds[j]))
+    end
+    if takeFirst then
+      mergedIds[#mergedIds + 1], mergedScores[#mergedScores + 1] = ids[i], scores[i]
+      i = i + 1
+    else
+      mergedIds[#mergedIds + 1], mergedScores[#mergedScores + 1] = otherIds[j], otherScores[j]
+      j = j + 1
+    end
+  end
+  more = more or otherMore or i <= #ids or j <= #otherIds
+  ids, scores = mergedIds, mergedScores
+end
 
 local out = { more and 1 or 0 }
 for i = 1, #ids do

@@ -221,3 +221,26 @@ describe("keyed jobs by id", () => {
     expect(await redis.keys(`${queue.keys.prefix}:t:gone:*`)).toEqual([`${queue.keys.prefix}:t:gone:purged`]);
   });
 });
+
+describe("listing a shaped topic", () => {
+  it("pages its keyed and plain scheduled jobs as one set, in due order, a page at a time", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    const ids: Array<{ id: string; dueAt: number }> = [];
+    for (let i = 0; i < 30; i++) {
+      const job = { topic: "list", payload: i, runAt: T0 + 1_000 + (i % 7) * 100, ...(i % 3 === 0 ? {} : { flowKey: `k${i % 4}` }) };
+      const { id, dueAt } = await queue.enqueue(job);
+      ids.push({ id, dueAt: dueAt! });
+    }
+    const expected = [...ids].sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : 1)).map((j) => j.id);
+    const seen: string[] = [];
+    let after: { score: number; id: string } | undefined;
+    for (let page = 0; page < 10; page++) {
+      const { jobs, next } = await queue.listJobs("list", { state: "scheduled", limit: 7, ...(after ? { after } : {}) });
+      seen.push(...jobs.map((j) => j.id));
+      if (!next) break;
+      after = next;
+    }
+    expect(seen).toEqual(expected);
+  });
+});
