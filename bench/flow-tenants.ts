@@ -103,7 +103,7 @@ async function run(name: "unloaded" | "loaded") {
     for (let i = 0; i < jobs.length; i += 500) {
       const batch = jobs.slice(i, i + 500);
       const stored = await stack.client.jobs.enqueueBatch(batch);
-      stored.forEach((r: { id: string; dueAt: string | null }, j: number) => due.set(r.id, { tenant: batch[j]!.flowKey, dueAt: Date.parse(r.dueAt!) }));
+      for (const [j, r] of stored.entries()) due.set(r.id, { tenant: batch[j]!.flowKey, dueAt: Date.parse(r.dueAt!) });
     }
     log(`${name}: ${due.size} jobs stored; first due in ${start - Date.now()} ms`);
     const bigJobs = jobs.filter((j) => j.flowKey === "big").length;
