@@ -66,6 +66,9 @@ export const DEFAULT_PRIORITY_STEP_MS = 10_000;
 /** The longest head start a topic may give one level of priority (one hour). */
 export const MAX_PRIORITY_STEP_MS = 3_600_000;
 
+/** How many of a shaped topic's busiest flow keys its view (GET /v1/topics/:topic) shows. */
+export const TOPIC_BUSIEST_KEYS = 10;
+
 /** Most weight a flow key (or a topic's flow default) may have: its turn takes up to this many jobs. */
 export const MAX_FLOW_WEIGHT = 100;
 

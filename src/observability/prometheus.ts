@@ -38,7 +38,7 @@ function histogramSamples(topic: string, h: Histogram, bounds: readonly number[]
 const OTHER_TOPICS_LABEL = "(others)";
 
 /** What one `topic` label's samples are read from: a topic, or the sum of the others. */
-type Row = Pick<TopicStats, "topic" | "scheduled" | "ready" | "inflight" | "dead" | "oldestReadyDueAt" | "counters"> & {
+type Row = Pick<TopicStats, "topic" | "scheduled" | "ready" | "inflight" | "dead" | "oldestReadyDueAt" | "counters" | "flowKeys"> & {
   paused: number;
   metrics: Pick<TopicStats["metrics"], "lateness" | "duration">;
 };
@@ -133,6 +133,25 @@ export function toPrometheus(report: RankedReport): string {
       f.type,
       f.help,
       topics.map((t) => ({ labels: { topic: t.topic }, value: f.value(t, report.now) })),
+    );
+  }
+  // Per topic, never per key: a shaped topic's keys by where they stand (the busiest topics' own; the others' are not summed).
+  const shaped = topics.filter((t) => t.flowKeys);
+  if (shaped.length > 0) {
+    family(
+      lines,
+      "delayline_flow_keys",
+      "gauge",
+      "A shaped topic's flow keys by state: in_turn (due jobs, served in turn), waiting_for_rate, at_parallelism (parked), paused.",
+      shaped.flatMap((t) => {
+        const k = t.flowKeys!;
+        return [
+          { labels: { topic: t.topic, state: "in_turn" }, value: k.inTurn },
+          { labels: { topic: t.topic, state: "waiting_for_rate" }, value: k.waitingForRate },
+          { labels: { topic: t.topic, state: "at_parallelism" }, value: k.atParallelism },
+          { labels: { topic: t.topic, state: "paused" }, value: k.paused },
+        ];
+      }),
     );
   }
   for (const h of HISTOGRAMS) {

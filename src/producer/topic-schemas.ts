@@ -5,6 +5,7 @@ import { SIGNATURE_SCHEMES } from "../protocol/signature-schemes.js";
 import { whsecProblem } from "../protocol/whsec.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
 import {
+  TOPIC_BUSIEST_KEYS,
   MAX_BURST,
   MAX_CONCURRENCY,
   MAX_FLOW_WEIGHT,
@@ -124,6 +125,26 @@ export const Counters = z
   .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })
   .openapi("Counters", { description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered (all time)" });
 
+const FlowKeysView = z
+  .object({
+    inTurn: z.number().int().openapi({ description: "Keys with due jobs whose turn it is, or comes as other keys are served" }),
+    waitingForRate: z.number().int().openapi({ description: "Keys with due jobs that their rate holds until a later start" }),
+    atParallelism: z.number().int().openapi({ description: "Keys with as many jobs in flight as their parallelism allows" }),
+    paused: z.number().int().openapi({ description: "Keys paused" }),
+    busiest: z
+      .array(
+        z.object({
+          key: z.string(),
+          inFlight: z.number().int(),
+          waiting: z.number().int().openapi({ description: "Due jobs waiting for the key's turn" }),
+          state: z.enum(["turn", "rate", "parallelism", "paused", "running"]),
+        }),
+      )
+      .optional()
+      .openapi({ description: `GET /v1/topics/{topic} only: the ${TOPIC_BUSIEST_KEYS} keys with the most jobs in flight and waiting` }),
+  })
+  .openapi("TopicFlowKeys", { description: "A shaped topic's flow keys by where they stand (absent for a topic without flow keys)" });
+
 export const TopicView = z
   .object({
     topic: TopicName,
@@ -149,6 +170,7 @@ export const TopicView = z
     dead: z.number().int(),
     oldestReadyDueAt: z.string().nullable(),
     counters: Counters,
+    flowKeys: FlowKeysView.optional(),
   })
   .openapi("Topic");
 

@@ -46,3 +46,21 @@ export async function listFlowKeys(ctx: QueueContext, topic: string, options: { 
   for (let i = 0; i + 1 < flat.length; i += 2) keys.push({ key: String(flat[i]), settings: JSON.parse(String(flat[i + 1])) as FlowKeySettings });
   return { keys, cursor: String(next) === "0" ? null : String(next) };
 }
+
+/** One of a topic's busiest flow keys: its jobs in flight and waiting (due, for its turn), and where it stands. */
+export interface BusyFlowKey {
+  key: string;
+  inFlight: number;
+  waiting: number;
+  /** `turn`: in the calendar; `rate`: its rate holds it; `parallelism`: parked at it; `paused`; `running`: none waiting. */
+  state: "turn" | "rate" | "parallelism" | "paused" | "running";
+}
+
+/** Keys in flight a view looks at to find the busiest (all of them up to this many; else a random sample). */
+const BUSY_SAMPLE = 1_000;
+
+/** The topic's `n` busiest flow keys (by jobs in flight and waiting): see flow-keys-top.lua. */
+export async function busiestFlowKeys(ctx: QueueContext, topic: string, n: number): Promise<BusyFlowKey[]> {
+  const f = ctx.keys.topic(topic).flow;
+  return replies.flowKeysTop.parse(await ctx.run(lua.flowKeysTop, [f.fin, f.fcal, f.fpark, f.fready], [ctx.now(), BUSY_SAMPLE, n]));
+}

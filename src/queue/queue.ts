@@ -232,6 +232,11 @@ export class Queue {
     return flowKeys.flowKeySettings(this.ctx, topic, key);
   }
 
+  /** The topic's `n` busiest flow keys, by jobs in flight and waiting. */
+  busiestFlowKeys(topic: string, n: number): Promise<flowKeys.BusyFlowKey[]> {
+    return flowKeys.busiestFlowKeys(this.ctx, topic, n);
+  }
+
   /** A page of the topic's flow keys that have settings of their own. */
   listFlowKeys(topic: string, options: { cursor?: string; limit: number }): Promise<flowKeys.FlowKeyPage> {
     return flowKeys.listFlowKeys(this.ctx, topic, options);

@@ -185,6 +185,22 @@ export const replies = {
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
+  /** flow-keys-top.lua: key, in flight, waiting, state per key, busiest first. */
+  flowKeysTop: {
+    parse(raw: unknown) {
+      const flat = z.array(z.union([z.string(), z.number()])).parse(raw);
+      if (flat.length % 4 !== 0) return malformed("flow-keys-top", "the reply", raw);
+      const states = ["turn", "rate", "parallelism", "paused", "running"] as const;
+      const out: Array<{ key: string; inFlight: number; waiting: number; state: (typeof states)[number] }> = [];
+      for (let i = 0; i < flat.length; i += 4) {
+        const state = states.find((s) => s === flat[i + 3]);
+        if (state === undefined) return malformed("flow-keys-top", "a state", flat[i + 3]);
+        out.push({ key: String(flat[i]), inFlight: intReply.parse(flat[i + 1]), waiting: intReply.parse(flat[i + 2]), state });
+      }
+      return out;
+    },
+  },
+
   /** flow-key.lua: 1 set or removed, 0 nothing to remove. */
   flowKey: { parse: (raw: unknown) => intReply.parse(raw) === 1 },
 
@@ -294,8 +310,17 @@ export const replies = {
     })),
 
   topicStats: z
-    .tuple([intReply, intReply, intReply, intReply, flatHash, z.tuple([nullableString, vectorText.nullable()]), nullableString])
-    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, total], oldest]) => ({
+    .tuple([
+      intReply,
+      intReply,
+      intReply,
+      intReply,
+      flatHash,
+      z.tuple([nullableString, vectorText.nullable()]),
+      nullableString,
+      z.union([z.tuple([intReply, intReply, intReply, intReply]), z.tuple([])]),
+    ])
+    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, total], oldest, keys]) => ({
       scheduled,
       ready,
       inflight,
@@ -304,6 +329,7 @@ export const replies = {
       dispatched,
       total,
       oldest,
+      flowKeys: keys.length === 4 ? { inTurn: keys[0], waitingForRate: keys[1], atParallelism: keys[2], paused: keys[3] } : null,
     })),
 
   /** lock-acquire.lua: taken; or held, for how many ms yet, with the holder's lock value and whether the holder sleeps. */

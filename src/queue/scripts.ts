@@ -23,6 +23,7 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   schedulesDue: "safe",
   // Reads only.
   flowRead: "safe",
+  flowKeysTop: "safe",
   // Sets the same settings again (a key it unparks is put back at most once: ZADD NX).
   flowKey: "safe",
   // Sets the heartbeat to the same time again and reads.

@@ -83,10 +83,11 @@ export async function topicSettings(ctx: QueueContext, topic: string): Promise<{
 export async function topicStats(ctx: QueueContext, topic: string): Promise<TopicStats> {
   const t = ctx.keys.topic(topic);
   const now = ctx.now();
-  const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.flow.fdue], [now]);
-  const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest } = replies.topicStats.parse(raw);
+  const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.flow.fdue, t.flow.fcal, t.flow.fpark], [now]);
+  const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest, flowKeys } = replies.topicStats.parse(raw);
   const metrics = snapshotOf(total);
   return {
+    ...(flowKeys ? { flowKeys } : {}),
     topic,
     settings: decodeTopicConf(conf, ctx.defaults).settings,
     scheduled,

@@ -241,6 +241,20 @@ export interface TopicStats {
   counters: { dispatched: number; succeeded: number; retried: number; dead: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;
+  /** A shaped topic's flow keys by where they stand (lua/lib/flow.lua); absent for a plain topic. */
+  flowKeys?: FlowKeyCounts;
+}
+
+/** How many of a shaped topic's flow keys stand where. */
+export interface FlowKeyCounts {
+  /** Keys with due jobs whose turn it is (or comes as other keys are served). */
+  inTurn: number;
+  /** Keys with due jobs that their rate holds back until a later start. */
+  waitingForRate: number;
+  /** Keys with as many jobs in flight as their parallelism allows. */
+  atParallelism: number;
+  /** Keys paused (with jobs waiting). */
+  paused: number;
 }
 
 /** Options of {@link Queue.listTopicsPage}. */

@@ -11,7 +11,7 @@ import { ClaimBody, ClaimedView } from "../job-schemas.js";
 import { iso, partialOf, TopicName } from "../schema-parts.js";
 import { TopicList, topicPageQuery, TopicSettingsBody, TopicView } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
-import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT } from "../../limits.js";
+import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT, TOPIC_BUSIEST_KEYS } from "../../limits.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 
@@ -69,7 +69,14 @@ export const topics = router()
       request: { params: TopicParam },
       responses: { 200: { description: "The topic", ...json(TopicView) }, ...problemResponses([401, 422, 503]) },
     }),
-    async (c) => c.json(view(await topicQueue(c, c.req.valid("param").topic).topicStats(c.req.valid("param").topic)), 200),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const queue = topicQueue(c, topic);
+      const stats = await queue.topicStats(topic);
+      if (!stats.flowKeys) return c.json(view(stats), 200);
+      const busiest = await queue.busiestFlowKeys(topic, TOPIC_BUSIEST_KEYS);
+      return c.json({ ...view(stats), flowKeys: { ...stats.flowKeys, busiest } }, 200);
+    },
   )
   .openapi(
     createRoute({

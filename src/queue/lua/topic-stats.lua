@@ -10,13 +10,30 @@
   KEYS[4]  conf hash       topic settings
   KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
   KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua), counted with the due set's
+  KEYS[7]  fcal zset       flow key -> its turn (lib/flow.lua)
+  KEYS[8]  fpark zset      flow key -> 1 at its parallelism, 2 paused
 
   ARGV[1]  now, epoch ms
 
   Returns  { scheduled, ready now, in flight, dead letters, conf (flat field/value array),
-             { dispatched or false, total vector JSON or false }, oldest ready due ms or false }
+             { dispatched or false, total vector JSON or false }, oldest ready due ms or false,
+             a shaped topic's keys: { in their turn, waiting for their rate, at their parallelism, paused }
+               (counted only when the conf says shaped; else an empty array) }
 ]]
 local rcall = redis.call
+local conf = rcall("HGETALL", KEYS[4])
+local keys = {}
+for i = 1, #conf, 2 do
+  if conf[i] == "shaped" then
+    keys = {
+      -- A key just served waits a fraction of a millisecond behind the others: still in its turn.
+      rcall("ZCOUNT", KEYS[7], "-inf", tonumber(ARGV[1]) + 1),
+      rcall("ZCOUNT", KEYS[7], "(" .. (tonumber(ARGV[1]) + 1), "+inf"),
+      rcall("ZCOUNT", KEYS[8], 1, 1),
+      rcall("ZCOUNT", KEYS[8], 2, 2),
+    }
+  end
+end
 local oldest = rcall("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
 local keyedOldest = rcall("ZRANGE", KEYS[6], 0, 0, "WITHSCORES")
 if keyedOldest[2] and (not oldest[2] or tonumber(keyedOldest[2]) < tonumber(oldest[2])) then oldest = keyedOldest end
@@ -25,7 +42,8 @@ return {
   rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]) + rcall("ZCOUNT", KEYS[6], "-inf", ARGV[1]),
   rcall("ZCARD", KEYS[2]),
   rcall("ZCARD", KEYS[3]),
-  rcall("HGETALL", KEYS[4]),
+  conf,
   rcall("HMGET", KEYS[5], "dispatched", "total"),
   oldest[2] or false,
+  keys,
 }

@@ -65,6 +65,15 @@ describe("flow keys over HTTP", () => {
         .map((j) => j.flowKey)
         .sort(),
     ).toEqual(Array.from({ length: 19 }, (_, i) => `cold-${i + 1}`).sort());
+    // The topic's view: the hot key parked at its parallelism with its jobs waiting, cold-0 paused.
+    const view = (await call(env, "/v1/topics/q")).body;
+    expect(view.flowKeys).toMatchObject({ inTurn: 0, waitingForRate: 0, atParallelism: 1, paused: 1 });
+    expect(view.flowKeys.busiest[0]).toEqual({ key: "hot", inFlight: 2, waiting: 48, state: "parallelism" });
+    expect(view.flowKeys.busiest).toContainEqual({ key: "cold-0", inFlight: 0, waiting: 1, state: "paused" });
+    expect((await call(env, "/v1/topics")).body.topics[0].flowKeys).toEqual({ inTurn: 0, waitingForRate: 0, atParallelism: 1, paused: 1 });
+    const metrics = await call(env, "/metrics");
+    expect(metrics.text).toContain('delayline_flow_keys{topic="q",state="at_parallelism"} 1');
+    expect(metrics.text).toContain('delayline_flow_keys{topic="q",state="paused"} 1');
     // An ack frees a slot of the hot key: one more of its jobs, no more.
     const h = first.find((j) => j.flowKey === "hot")!;
     expect((await call(env, `/v1/jobs/${h.id}/ack`, { body: { attempt: h.attempt } })).status).toBe(200);
