@@ -25,13 +25,6 @@ if not rcall("ZSCORE", dueKey, id) then
   if rcall("ZSCORE", leaseKey, id) then return -1 end
   return 0
 end
-local raw = rcall("GET", metaKey)
-local attempts, lastError, history = 0, "null", nil
-if raw then
-  local m = cjson.decode(raw)
-  attempts, history = m.a or 0, m.h
-  if type(m.e) == "string" then lastError = cjson.encode(m.e) end
-end
-writeFinished(doneKey, nowText, { id }, { metaKey, finishedMeta("cancelled", attempts, lastError, nowText, historyJson(history)) })
+writeFinished(doneKey, nowText, { id }, { metaKey, finishPending("cancelled", rcall("GET", metaKey), nowText) })
 rcall("ZREM", dueKey, id)
 return 1

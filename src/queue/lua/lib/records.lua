@@ -65,6 +65,20 @@ local function finishedMeta(state, attempts, errorJson, nowText, histJson)
   return '{"st":"' .. state .. '","a":' .. attempts .. ',"e":' .. errorJson .. ',"f":' .. nowText .. ',"h":' .. histJson .. '}'
 end
 
+-- A pending job's meta as a finished one, in `state` (a cancel's "cancelled"):
+-- raw is its live meta's JSON, or false before its first claim. Its attempts,
+-- last error and history are kept, with `entry` (a marker, or nil) added.
+local function finishPending(state, raw, nowText, entry)
+  local attempts, lastError, history = 0, "null", nil
+  if raw then
+    local m = cjson.decode(raw)
+    attempts, history = m.a or 0, m.h
+    if type(m.e) == "string" then lastError = cjson.encode(m.e) end
+  end
+  if entry then history = appendAttempt(history, inRun(entry, history)) end
+  return finishedMeta(state, attempts, lastError, nowText, historyJson(history))
+end
+
 -- Whether a meta (decoded, or nil) is a finished job's.
 local function isFinished(meta)
   return type(meta) == "table" and meta.st ~= nil
