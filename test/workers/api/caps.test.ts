@@ -5,10 +5,13 @@
  * topic's oldest pending ones (overflow dropOldest: state dropped, a history
  * marker, a counter). Through the HTTP API only.
  */
+import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import worker from "../../../app/worker.js";
+import { Delayline, DelaylineRateLimitError } from "../../../src/client/index.js";
 import type { Env } from "../../../src/env.js";
 import { seededRandom } from "../tick/sim-clock.js";
-import { call, isolatedEnv } from "./helpers.js";
+import { call, isolatedEnv, TOKEN } from "./helpers.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -134,6 +137,33 @@ describe("maxLength with overflow reject", () => {
     expect((await call(env, "/v1/jobs", { body: { topic: "late", payload: 4, delay: "1h" } })).status).toBe(201);
     expect((await call(env, "/v1/jobs", { body: { topic: "late", payload: 5, delay: "1h" } })).status).toBe(201);
     expect((await topicView(env, "late")).scheduled).toBe(5);
+  });
+
+  it("webhook ingest is refused the same way; the client surfaces the 429 with its type and does not retry it", async () => {
+    const env = isolatedEnv();
+    await configure(env, "hooked", { maxLength: 1 });
+    expect((await call(env, "/v1/hooks/hooked", { raw: '{"n":1}', headers: { "content-type": "application/json" } })).status).toBe(202);
+    const hook = await call(env, "/v1/hooks/hooked", { raw: '{"n":2}', headers: { "content-type": "application/json" } });
+    expect(hook.status).toBe(429);
+    expect(hook.body).toMatchObject({ type: "urn:delayline:topic-full", topic: "hooked", pending: 1, maxLength: 1 });
+
+    let requests = 0;
+    const dl = new Delayline({
+      baseUrl: "http://delayline.test",
+      token: TOKEN,
+      fetch: (r) => {
+        requests++;
+        return worker.fetch(r, env, createExecutionContext());
+      },
+    });
+    // Keyed (the client gives every enqueue a key), so a 429 from anything else would be retried.
+    const err = await dl.jobs.enqueue({ topic: "hooked", payload: 3 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DelaylineRateLimitError);
+    expect((err as DelaylineRateLimitError).type).toBe("urn:delayline:topic-full");
+    expect((err as DelaylineRateLimitError).problem).toMatchObject({ topic: "hooked", pending: 1, maxLength: 1 });
+    expect((err as DelaylineRateLimitError).attempts).toBe(1);
+    expect(requests).toBe(1);
+    expect((await dl.topics.get("hooked")).scheduled).toBe(1);
   });
 
   it("refuses settings out of range with 422", async () => {
