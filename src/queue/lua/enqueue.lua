@@ -97,7 +97,7 @@ local function purgedSince(existing, purgeKey, k)
   return true
 end
 
--- The cap is checked before anything is written: a batch is all or nothing.
+-- The registry's cap is checked before anything is written: a batch is all or nothing.
 local register, newTopics = {}, 0
 for i = 1, n do
   local a = 4 + 5 * (i - 1)
@@ -150,14 +150,14 @@ for i = 1, n do
   end
 end
 
--- Each cap is checked before anything is written: a call is all or nothing.
+-- Each topic's maxLength is checked before anything is written: a call is all or nothing.
 local short = {}
 for _, t in ipairs(checked) do
   local conf = rcall("HMGET", t.confKey, "maxLength", "overflow")
   local cap = tonumber(conf[1])
   -- No overflow set reads as "reject", as src/queue/topics.ts reads it.
   local drops = conf[2] == "dropOldest"
-  t.mode = cap and (drops and 2 or 1) or 0
+  t.capCode = cap and (drops and 2 or 1) or 0
   if cap and t.adding > 0 then
     local pending = pendingCount(t.dueKey)
     local over = pending + t.adding - cap
@@ -248,6 +248,6 @@ for _, t in ipairs(checked) do
     rcall("HINCRBY", t.metricsKey, "dropped", #t.drop)
   end
   out[#out + 1] = t.topic
-  out[#out + 1] = t.mode
+  out[#out + 1] = t.capCode
 end
 return out
