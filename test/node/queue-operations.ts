@@ -3,6 +3,7 @@
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
  * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
+ * capped topics (an enqueue refused at the cap, one that drops the oldest),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
