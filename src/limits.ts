@@ -181,6 +181,13 @@ export const MAX_BURST = 100_000;
 /** Most jobs in flight a topic's `concurrency` may allow; a topic that needs more sets no limit. */
 export const MAX_CONCURRENCY = 10_000;
 
+/**
+ * Largest `maxLength` (pending jobs: scheduled and waiting) a topic may set:
+ * a topic's due set holds some 770,000 jobs under Upstash's 100 MB record cap
+ * (bench/results/scale-1m.md), so a cap past a million could never be reached.
+ */
+export const MAX_MAX_LENGTH = 1_000_000;
+
 /** Fewest attempts a job or topic may set (one attempt: no retries). */
 export const MIN_MAX_ATTEMPTS = 1;
 

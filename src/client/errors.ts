@@ -66,7 +66,13 @@ export class DelaylineConflictError extends DelaylineError {}
 /** 400, 413, 415 or 422: the request itself is wrong; `problem.errors` names the fields when the API could tell. */
 export class DelaylineValidationError extends DelaylineError {}
 
-/** 429: rate limited (by whatever stands in front of the Worker). Retried when the request is safe to retry, after its `retryAfterMs`. */
+/**
+ * 429: rate limited (by whatever stands in front of the Worker), retried when
+ * the request is safe to retry, after its `retryAfterMs`; or a topic's
+ * maxLength refused the jobs (type `urn:delayline:topic-full`, with
+ * `problem.topic`, `problem.pending` and `problem.maxLength`; nothing stored),
+ * which is not retried: the topic frees room only as its jobs are claimed.
+ */
 export class DelaylineRateLimitError extends DelaylineError {}
 
 /**

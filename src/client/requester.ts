@@ -4,7 +4,15 @@
  * every non-2xx answer (or none) turned into its {@link DelaylineError} class.
  */
 import { retryAfterMs } from "../protocol/retry-after.js";
-import { CLIENT_PROBLEM_TYPES, DelaylineError, DelaylineNotFoundError, DelaylineRateLimitError, DelaylineUnavailableError, type Problem } from "./errors.js";
+import {
+  CLIENT_PROBLEM_TYPES,
+  DelaylineError,
+  DelaylineNotFoundError,
+  DelaylineRateLimitError,
+  DelaylineUnavailableError,
+  type Problem,
+  type ProblemType,
+} from "./errors.js";
 import type { DelaylineOptions, RetryEvent } from "./options.js";
 
 /** How a request may be repeated. */
@@ -23,6 +31,9 @@ export const ONCE: SendOptions = { retry: false };
 
 /** 200 ms doubling to 5 s, each a random half to all of it. */
 const defaultBackoff = (retryCount: number): number => Math.min(5_000, 200 * 2 ** retryCount) * (0.5 + Math.random() / 2);
+
+/** The problem type of a topic's maxLength refusing jobs: not retried (see DelaylineRateLimitError). */
+const TOPIC_FULL: ProblemType = "urn:delayline:topic-full";
 
 /** A Retry-After past this is not waited for: the error goes to the caller, who can decide to wait that long. */
 const MAX_RETRY_AFTER_MS = 60_000;
@@ -91,6 +102,8 @@ export class Requester {
   /** How long to wait before trying again after `error`, or null when it goes to the caller. */
   private retryDelay(error: DelaylineError, mayRetry: boolean, attempt: number): number | null {
     if (!mayRetry || !(error instanceof DelaylineUnavailableError || error instanceof DelaylineRateLimitError)) return null;
+    // A full topic is the caller's to act on (wait, drop the jobs, or set overflow dropOldest): it frees room as the tick claims.
+    if (error.type === TOPIC_FULL) return null;
     const asked = error.retryAfterMs;
     if (asked !== null && asked > MAX_RETRY_AFTER_MS) return null;
     return Math.max(0, Math.round(Math.max(this.backoff(attempt - 1), asked ?? 0)));

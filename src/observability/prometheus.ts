@@ -81,6 +81,12 @@ const TOPIC_FAMILIES: readonly TopicFamily[] = [
   { name: "delayline_jobs_succeeded_total", type: "counter", help: "Attempts that succeeded.", value: (t) => t.counters.succeeded },
   { name: "delayline_jobs_retried_total", type: "counter", help: "Attempts that failed and were scheduled again.", value: (t) => t.counters.retried },
   { name: "delayline_jobs_dead_total", type: "counter", help: "Jobs moved to the dead-letter list.", value: (t) => t.counters.dead },
+  {
+    name: "delayline_jobs_dropped_total",
+    type: "counter",
+    help: "Pending jobs dropped for the topic's maxLength (overflow dropOldest).",
+    value: (t) => t.counters.dropped,
+  },
 ];
 
 /** The per-topic histograms, in seconds. */
@@ -118,7 +124,7 @@ const TICK_GAUGES: ReadonlyArray<{ name: string; help: string; value: (r: ShardH
  * lateness and handler duration, labelled by topic for the busiest topics
  * and by `topic="(others)"` for the sum of the rest (whose counters drop when
  * a topic moves into the busiest; sum by topic for deployment totals). The
- * text holds at most (top + 1) topics' series: 43 lines, ≤ ~6 KB each.
+ * text holds at most (top + 1) topics' series: 44 lines, ≤ ~6 KB each.
  */
 export function toPrometheus(report: RankedReport): string {
   const lines: string[] = [];

@@ -11,6 +11,10 @@ export interface ProblemDocument {
   errors?: Array<{ path: string; message: string }>;
   /** With `urn:delayline:redis-limit`: which limit ("record-size", "request-size", "requests", "capacity", "memory"). */
   limit?: string;
+  /** With `urn:delayline:topic-full`: the topic whose maxLength refused the request, its pending jobs then, and the cap. */
+  topic?: string;
+  pending?: number;
+  maxLength?: number;
 }
 
 const TITLES: Record<number, string> = {
@@ -23,6 +27,7 @@ const TITLES: Record<number, string> = {
   415: "Unsupported Media Type",
   431: "Request Header Fields Too Large",
   422: "Unprocessable Content",
+  429: "Too Many Requests",
   500: "Internal Server Error",
   503: "Service Unavailable",
   507: "Insufficient Storage",
@@ -61,13 +66,26 @@ export const PROBLEM_TYPES = {
   validation: "urn:delayline:validation",
   /** 422: a new topic would pass the deployment's topic cap. */
   topicLimit: "urn:delayline:topic-limit",
+  /**
+   * 429: a topic's maxLength (its pending jobs: scheduled and waiting) refused
+   * the jobs — overflow reject, or a request adding more jobs to a dropOldest
+   * topic than its maxLength; `topic`, `pending` and `maxLength` say which
+   * and where it stood. Nothing of the request was stored (a batch across
+   * shards: see `stored`). Room frees as the topic's jobs are claimed.
+   */
+  topicFull: "urn:delayline:topic-full",
   /** 431: the request headers are larger than 32 KiB. */
   headersTooLarge: "urn:delayline:headers-too-large",
   /** 500: the deployment's settings are wrong (`detail` names the setting). */
   settings: "urn:delayline:settings",
   /** 500: an error the API did not expect (logged). */
   internal: "urn:delayline:internal",
-  /** 503: Redis did not answer; the request may or may not have taken effect (`detail` says when its outcome is unknown). */
+  /**
+   * 503: Redis did not answer; the request may or may not have taken effect
+   * (`detail` says when its outcome is unknown). Also an enqueue into a
+   * dropOldest topic whose oldest jobs concurrent requests kept changing:
+   * nothing stored, retry.
+   */
   unavailable: "urn:delayline:unavailable",
   /**
    * Redis (Upstash) refused the request at one of its limits, named in `limit`
@@ -104,7 +122,13 @@ function problemType(status: number): ProblemType {
 export function problem(
   status: number,
   detail: string,
-  extra: { type?: ProblemType; errors?: ProblemDocument["errors"]; headers?: Record<string, string>; limit?: string } = {},
+  extra: {
+    type?: ProblemType;
+    errors?: ProblemDocument["errors"];
+    headers?: Record<string, string>;
+    limit?: string;
+    full?: Pick<Required<ProblemDocument>, "topic" | "pending" | "maxLength">;
+  } = {},
 ): Response {
   const body: ProblemDocument = {
     type: extra.type ?? problemType(status),
@@ -113,6 +137,7 @@ export function problem(
     detail,
     ...(extra.errors ? { errors: extra.errors } : {}),
     ...(extra.limit ? { limit: extra.limit } : {}),
+    ...extra.full,
   };
   return new Response(JSON.stringify(body), {
     status,

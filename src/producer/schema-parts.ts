@@ -147,6 +147,9 @@ export const Problem = z
       .enum(["record-size", "request-size", "requests", "capacity", "memory"])
       .optional()
       .openapi({ description: "With urn:delayline:redis-limit: the Redis (Upstash) limit that refused the request." }),
+    topic: z.string().optional().openapi({ description: "With urn:delayline:topic-full: the topic whose maxLength refused the request." }),
+    pending: z.number().int().optional().openapi({ description: "With urn:delayline:topic-full: the topic's pending jobs (scheduled and waiting) then." }),
+    maxLength: z.number().int().optional().openapi({ description: "With urn:delayline:topic-full: the topic's maxLength." }),
   })
   .openapi("Problem");
 

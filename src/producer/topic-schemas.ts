@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { SIGNATURE_SCHEMES } from "../protocol/signature-schemes.js";
 import { whsecProblem } from "../protocol/whsec.js";
 import { backoffSchema } from "../queue/policy/backoff.js";
+import { OVERFLOW_POLICIES } from "../queue/topics.js";
 import {
   TOPIC_BUSIEST_KEYS,
   MAX_BURST,
@@ -11,6 +12,7 @@ import {
   MAX_FLOW_WEIGHT,
   MAX_PRIORITY_STEP_MS,
   MAX_MAX_ATTEMPTS,
+  MAX_MAX_LENGTH,
   MAX_RATE_PER_SEC,
   MAX_TIMEOUT_MS,
   MIN_MAX_ATTEMPTS,
@@ -71,6 +73,14 @@ export const TopicSettingsBody = z
     ratePerSec: z.number().positive().max(MAX_RATE_PER_SEC).nullable().optional(),
     burst: z.number().int().min(1).max(MAX_BURST).nullable().optional(),
     concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).nullable().optional(),
+    maxLength: z.number().int().min(1).max(MAX_MAX_LENGTH).nullable().optional().openapi({
+      description:
+        "Most pending jobs (scheduled and waiting; jobs in flight do not count) the topic holds; an enqueue past it does what overflow says. null: no cap",
+    }),
+    overflow: z.enum(OVERFLOW_POLICIES).nullable().optional().openapi({
+      description:
+        "At maxLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the topic's oldest pending jobs, earliest due first, end in state dropped). null: reject",
+    }),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
     url: z
@@ -122,8 +132,10 @@ export const TopicSettingsBody = z
 const BackoffOut = z.union(backoffSchema.options).openapi("BackoffSettings", { description: "Delays in ms" });
 
 export const Counters = z
-  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number() })
-  .openapi("Counters", { description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered (all time)" });
+  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number(), dropped: z.number() })
+  .openapi("Counters", {
+    description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength (all time)",
+  });
 
 const FlowKeysView = z
   .object({
@@ -152,6 +164,8 @@ export const TopicView = z
       ratePerSec: z.number().optional(),
       burst: z.number().optional(),
       concurrency: z.number().optional(),
+      maxLength: z.number().optional(),
+      overflow: z.enum(OVERFLOW_POLICIES),
       maxAttempts: z.number(),
       backoff: BackoffOut,
       paused: z.boolean(),

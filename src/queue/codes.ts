@@ -13,9 +13,13 @@ export const Code = {
    * configure-topic.lua, schedule-write.lua, enqueue.lua: written; not
    * written because what the caller read changed meanwhile (schedule-write's
    * revision); or not written because registering a topic would pass
-   * MAX_TOPICS (the topics registered and the cap follow).
+   * MAX_TOPICS (the topics registered and the cap follow); enqueue.lua: or
+   * because a topic's maxLength refuses the jobs, or because the jobs a
+   * dropOldest topic must drop were not all among the ids the caller read.
    */
-  Write: { Written: 1, Changed: 0, TopicLimit: -1 },
+  Write: { Written: 1, Changed: 0, TopicLimit: -1, TopicFull: -2, FewCandidates: -3 },
+  /** enqueue.lua: a topic's cap (its maxLength's overflow), as the call found it. */
+  Overflow: { None: 0, Reject: 1, DropOldest: 2 },
   /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
   Fenced: { Applied: 1, Stale: 0 },
   /** schedule-delete.lua: it was there and is gone, or there was none. */

@@ -14,6 +14,40 @@ export class TopicLimitError extends Error {
   }
 }
 
+/**
+ * Refused: a topic's maxLength (its pending jobs: scheduled and waiting)
+ * would be passed — with overflow `reject`, by the jobs the call adds; with
+ * `dropOldest`, because the call adds more jobs to it than its maxLength.
+ * Nothing of the call was stored; the edge answers 429.
+ */
+export class TopicFullError extends Error {
+  override name = "TopicFullError";
+  constructor(
+    readonly topic: string,
+    /** The topic's pending jobs when the call was refused. */
+    readonly pending: number,
+    readonly maxLength: number,
+    /** The jobs the call would have added to the topic (repeats of an idempotency key add none). */
+    readonly adding: number,
+  ) {
+    super(
+      adding > maxLength
+        ? `the request adds ${adding} jobs to topic ${topic}, more than its maxLength of ${maxLength}; nothing was stored`
+        : `topic ${topic} holds ${pending} pending jobs (scheduled and waiting) and its maxLength is ${maxLength}: the ${adding} job(s) the request adds would pass it; nothing was stored (jobs in flight do not count: room frees as jobs are claimed)`,
+    );
+  }
+}
+
+/**
+ * A dropOldest topic's oldest pending jobs changed under concurrent calls
+ * each time this enqueue read them (it names the jobs it drops, which others
+ * dropped or claimed first): nothing was stored, and a retry can succeed.
+ * The edge answers 503 with Retry-After.
+ */
+export class TopicContendedError extends Error {
+  override name = "TopicContendedError";
+}
+
 /** Raised when Redis (Upstash or the bridge) cannot be reached in time; the edge answers 503. */
 export class RedisUnavailableError extends Error {
   override name = "RedisUnavailableError";

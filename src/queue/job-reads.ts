@@ -35,7 +35,7 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? ctx.defaults.maxAttempts;
   if (meta?.st !== undefined) {
     // A finished job: the view composed from record and meta. A dead letter stays until the cap sweeps it;
-    // a succeeded or cancelled job is known for the retention window (sweep.lua may drop its keys later).
+    // a succeeded, cancelled or dropped job is known for the retention window (sweep.lua may drop its keys later).
     const finishedAt = meta.f ?? 0;
     if (meta.st !== "dead" && now - finishedAt > ctx.retentionMs) return null;
     return {

@@ -2,7 +2,7 @@ import { cutErrorText } from "../error-text.js";
 import { FLOW_PROMOTE_BATCH } from "../limits.js";
 import { CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
-import { TopicLimitError } from "./errors.js";
+import { TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
 import { flowKeyList } from "./keys.js";
 import * as lua from "./lua.generated.js";
@@ -21,21 +21,92 @@ import type { ClaimedJob, ClaimOptions, ClaimResult, EnqueueInput, EnqueueResult
 
 // A job's way through the queue: enqueued, claimed under a lease, settled
 // (acked, retried or dead-lettered). Each step is one Lua script, or, for the
-// single enqueue of a known topic, one pipeline whose order keeps it safe.
+// single keyless enqueue of a topic this isolate registered and found
+// uncapped within the last minute, one pipeline whose order keeps it safe.
+// A topic with a maxLength is checked by the enqueue script; one that drops
+// its oldest jobs has their ids read first, as the script must be given the
+// keys it writes.
 
 /** A lease outlasts the handler's timeout by this much, so a slow settle is not mistaken for a dead worker. */
 const LEASE_MARGIN_MS = 30_000;
+
+/** Times an enqueue reads a dropOldest topic's oldest jobs and calls the script; past it, other calls kept changing them first (nothing stored). */
+const DROP_ROUNDS = 10;
+
+/**
+ * Ids read beyond twice what a call drops, at its first read: room for what
+ * concurrent calls drop or claim between the read and the script. Each read
+ * after one that fell short reads four times as many, up to MAX_CANDIDATES.
+ */
+const CANDIDATE_SLACK = 16;
+const MAX_CANDIDATES = 4 * MAX_BATCH;
+
+interface PlannedJob {
+  id: string;
+  dueAt: number;
+  record: string;
+  topic: string;
+}
+
+/** A batch as enqueue.lua takes it, before the capped topics' part: its jobs' keys and arguments. */
+interface PlannedBatch {
+  keys: string[];
+  args: Array<string | number>;
+  jobs: PlannedJob[];
+  /** Topics the call registers (flag "r"). */
+  newTopics: Set<string>;
+}
 
 export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): Promise<EnqueueResult[]> {
   if (inputs.length === 0) return [];
   if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
   const now = ctx.now();
   const seen = registrations(ctx.keys.prefix);
+  const batch = planBatch(ctx, inputs, now);
+  // Every topic but those this isolate registered and found uncapped within the window has its cap read.
+  const checked = [...new Set(batch.jobs.map((j) => j.topic))].filter((t) => seen.capOf(t, now) !== "none");
+  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && checked.length === 0 && !isKeyed(inputs[0]!)) {
+    // Before the write: the EVAL form counted is larger than the pipeline's request.
+    scriptRequest(ctx, batch, [], new Map(), now);
+    return [await enqueuePipelined(ctx, batch.jobs[0]!)];
+  }
+  const perTopic = new Map<string, number>();
+  for (const j of batch.jobs) perTopic.set(j.topic, (perTopic.get(j.topic) ?? 0) + 1);
+  // A topic known to drop its oldest jobs has them read before the first call, which then needs no second.
+  let wanted = new Map(checked.filter((t) => seen.capOf(t, now) === "dropOldest").map((t) => [t, perTopic.get(t)!]));
+  const candidates = new Map<string, string[]>();
+  const keyed = inputs.every((i) => i.idempotencyKey !== undefined);
+  let reads = 0;
+  for (let round = 1; ; round++) {
+    if (wanted.size > 0) for (const [topic, ids] of await oldestPendingIds(ctx, wanted, reads++)) candidates.set(topic, ids);
+    const { keys, args } = scriptRequest(ctx, batch, checked, candidates, now);
+    const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args, { keyed }), inputs.length);
+    if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
+    if (reply.result === "topic-full") throw new TopicFullError(reply.topic, reply.pending, reply.maxLength, reply.adding);
+    if (reply.result === "few-candidates") {
+      if (round === DROP_ROUNDS) {
+        throw new TopicContendedError(
+          `topic ${reply.short[0]!.topic} drops its oldest jobs, and concurrent calls changed them ${DROP_ROUNDS} times while this request read them; nothing was stored: retry`,
+        );
+      }
+      wanted = new Map(reply.short.map((s) => [s.topic, s.count]));
+      continue;
+    }
+    for (const { topic, cap } of reply.caps) {
+      if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap);
+      else seen.noteCap(topic, cap);
+    }
+    return batch.jobs.map((j, i) => ({ ...reply.jobs[i]!, topic: j.topic }));
+  }
+}
+
+/** The jobs' ids, records, keys and arguments (see enqueue.lua's header). */
+function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): PlannedBatch {
+  const seen = registrations(ctx.keys.prefix);
   const keys = [ctx.keys.topics, ctx.keys.topicIndex];
   const args: Array<string | number> = [inputs.length, ctx.idempotencyWindowMs, ctx.maxTopics];
-  const planned: Array<{ topic: string }> = [];
   const newTopics = new Set<string>();
-  const jobs: Array<{ id: string; dueAt: number; record: string; topic: string }> = [];
+  const jobs: PlannedJob[] = [];
   for (const input of inputs) {
     const id = newJobId(input.topic, now, ctx.shard);
     const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
@@ -47,7 +118,6 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
     if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
     if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
-    const keyed = isKeyed(input);
     if (input.flowKey !== undefined) record.flowKey = input.flowKey;
     if (input.priority) record.priority = input.priority;
     const t = ctx.keys.topic(input.topic);
@@ -64,40 +134,90 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
       t.conf,
     );
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
-    if (keyed) flags += "k";
+    if (isKeyed(input)) flags += "k";
     if (!seen.isRegistered(input.topic, now)) {
       flags += "r";
       newTopics.add(input.topic);
     }
-    jobs.push({ id, dueAt, record: JSON.stringify(record), topic: input.topic });
-    args.push(id, dueAt, jobs[jobs.length - 1]!.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
-    planned.push({ topic: input.topic });
+    const job = { id, dueAt, record: JSON.stringify(record), topic: input.topic };
+    jobs.push(job);
+    args.push(id, dueAt, job.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
   }
-  fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args); // before either write below: the EVAL form counted is larger than the pipeline's request
-  const only = jobs[0]!;
-  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0 && !isKeyed(inputs[0]!)) {
-    // The steady-traffic path: three commands in one request, no script.
-    // The order makes it safe without one: the record exists before its id
-    // is due, and the id is due before the topic index hears of it, so a
-    // claim between two of the commands either misses the job (and the
-    // index then still leads to it) or takes it (and the index entry that
-    // follows is merely early, which costs one empty claim).
-    const t = ctx.keys.topic(only.topic);
-    await ctx.ensureModel();
-    // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-    await redisCall({ name: "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
-      pipeline(ctx.redis, [
-        ["set", ctx.keys.job(only.id).record, only.record],
-        ["zadd", t.due, only.dueAt, only.id],
-        ["zadd", ctx.keys.topicIndex, "lt", only.dueAt, only.topic],
-      ]),
-    );
-    return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
+  return { keys, args, jobs, newTopics };
+}
+
+/**
+ * The script call's keys and arguments: the batch's, then each checked
+ * topic's conf and metrics keys with its candidates (ids, meta keys).
+ * Throws RequestTooLargeError past the request budget, before anything is sent.
+ */
+function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[], candidates: Map<string, string[]>, now: number) {
+  const keys = [...batch.keys];
+  const args = [...batch.args, now, checked.length];
+  for (const topic of checked) {
+    const t = ctx.keys.topic(topic);
+    const ids = candidates.get(topic) ?? [];
+    keys.push(t.conf, t.metrics, ...ids.map((id) => ctx.keys.job(id).meta));
+    args.push(topic, ids.length, ...ids);
   }
-  const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args, { keyed: inputs.every((i) => i.idempotencyKey !== undefined) }));
-  if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
-  for (const t of newTopics) seen.noteRegistered(t, now);
-  return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
+  fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args);
+  return { keys, args };
+}
+
+/**
+ * The ids of each topic's oldest pending jobs (lib/pending.lua's
+ * oldestPending: earliest due first, ties in id order, its due set's and
+ * its keyed jobs' merged), in one request: twice as many as the call may
+ * drop and some more, four times that again after each of the call's
+ * `reads` before.
+ */
+async function oldestPendingIds(ctx: QueueContext, wanted: Map<string, number>, reads: number): Promise<Map<string, string[]>> {
+  const topics = [...wanted.keys()];
+  const count = (topic: string) => Math.min((2 * wanted.get(topic)! + CANDIDATE_SLACK) * 4 ** reads, MAX_CANDIDATES);
+  await ctx.ensureModel();
+  const read = (await redisCall({ name: "dropOldest candidates (ZRANGE)", repeatSafe: true }, () =>
+    pipelineRead(
+      ctx.redis,
+      topics.flatMap((topic) => {
+        const t = ctx.keys.topic(topic);
+        return [
+          ["zrange", t.due, 0, count(topic) - 1, "WITHSCORES"],
+          ["zrange", t.flow.fdue, 0, count(topic) - 1, "WITHSCORES"],
+        ];
+      }),
+    ),
+  )) as string[][];
+  return new Map(topics.map((topic, i) => [topic, oldestOfBoth(read[2 * i]!, read[2 * i + 1]!, count(topic))]));
+}
+
+/** The first `n` ids of two (id, score) lists each in (score, id) order, merged in that order. */
+function oldestOfBoth(a: string[], b: string[], n: number): string[] {
+  const rows: Array<{ id: string; score: number }> = [];
+  for (const list of [a, b]) for (let i = 0; i + 1 < list.length; i += 2) rows.push({ id: list[i]!, score: Number(list[i + 1]) });
+  rows.sort((x, y) => x.score - y.score || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  return rows.slice(0, n).map((r) => r.id);
+}
+
+/**
+ * The steady-traffic path: three commands in one request, no script. The
+ * order makes it safe without one: the record exists before its id is due,
+ * and the id is due before the topic index hears of it, so a claim between
+ * two of the commands either misses the job (and the index then still
+ * leads to it) or takes it (and the index entry that follows is merely
+ * early, which costs one empty claim).
+ */
+async function enqueuePipelined(ctx: QueueContext, job: PlannedJob): Promise<EnqueueResult> {
+  const t = ctx.keys.topic(job.topic);
+  await ctx.ensureModel();
+  // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
+  await redisCall({ name: "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+    pipeline(ctx.redis, [
+      ["set", ctx.keys.job(job.id).record, job.record],
+      ["zadd", t.due, job.dueAt, job.id],
+      ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic],
+    ]),
+  );
+  return { id: job.id, topic: job.topic, dueAt: job.dueAt, deduplicated: false };
 }
 
 /** A job a shaped topic serves by its key's turns: it has a flow key or a priority (lua/lib/flow.lua). */

@@ -18,9 +18,10 @@
  *   <p>:t:<topic>:m:<ulid>   STRING job meta JSON (lua/lib/records.lua): while the job lives
  *                                   {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history},
  *                                   absent before the first claim; once finished {"st":state,"a","e","f":finished ms,"h"}
- *   <p>:t:<topic>:done       ZSET   finished jobs (succeeded, cancelled): job id -> finished ms; swept past the
+ *   <p>:t:<topic>:done       ZSET   finished jobs (succeeded, cancelled, dropped): job id -> finished ms; swept past the
  *                                   retention window (sweep.lua), their two keys with them
- *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry)
+ *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry): the pending jobs a
+ *                                   topic's maxLength caps (src/queue/lua/lib/pending.lua)
  *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)
  *   <p>:t:<topic>:dead:at    ZSET   dead letters: job id -> failed ms (capped: the oldest are swept); a letter is
  *                                   its job's two keys, the meta's state "dead"
@@ -30,9 +31,9 @@
  *   <p>:jobs, <p>:meta       HASH   job id -> record / meta, for every job of the deployment
  *   <p>:done:<n>             HASH   job id -> finished-job record, retention bucket n = floor(ms / retention)
  *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON
- *   <p>:t:<topic>:conf       HASH   topic settings
+ *   <p>:t:<topic>:conf       HASH   topic settings (src/queue/topics.ts), maxLength and overflow among them
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
- *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
+ *   <p>:t:<topic>:metrics    HASH   "dispatched" and "dropped" counters; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:fdue       ZSET   keyed jobs (a flow key or a priority) scheduled or waiting: job id -> due ms
  *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due: "<key>\n<priority>\n<id>" -> due ms
@@ -67,7 +68,7 @@ export interface JobKeys {
 export interface TopicKeys {
   due: string;
   lease: string;
-  /** Finished jobs (succeeded, cancelled) -> finished ms, swept past retention. */
+  /** Finished jobs (succeeded, cancelled, dropped) -> finished ms, swept past retention. */
   done: string;
   deadAt: string;
   /** The dead-letter hash of the hash model, read only to migrate it (migrate-model.lua). */

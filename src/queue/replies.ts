@@ -54,6 +54,7 @@ const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
 export const sleepMark = z
   .union([z.string(), z.number(), z.null()])
   .transform((v): "1" | "c" | null => (v === "c" ? "c" : v === null || v === "" ? null : "1"));
+const overflow = coded(Code.Overflow, { None: "none", Reject: "reject", DropOldest: "dropOldest" } as const);
 const heldBy = coded(Code.HeldBy, {
   Nothing: null,
   Concurrency: "concurrency",
@@ -160,6 +161,33 @@ function flowReadReply(raw: unknown): {
   };
 }
 
+/**
+ * enqueue.lua: per job its id, whether it repeats an idempotency key and its
+ * due time, then each checked topic's cap; or the topic limit, a topic's cap
+ * refusing the call, or the topics whose oldest jobs to drop were not all
+ * among the candidates (how many to read). `n` jobs were sent.
+ */
+function enqueueReply(raw: unknown, n: number) {
+  const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
+  const [head] = reply;
+  if (head === Code.Write.TopicLimit) return topicLimitOf(reply);
+  if (head === Code.Write.TopicFull) {
+    const [pending, maxLength, adding] = reply.slice(2, 5).map((v) => intReply.parse(v));
+    return { result: "topic-full", topic: String(reply[1]), pending: pending!, maxLength: maxLength!, adding: adding! } as const;
+  }
+  if (head === Code.Write.FewCandidates) {
+    const short: Array<{ topic: string; count: number }> = [];
+    for (let i = 1; i + 1 < reply.length; i += 2) short.push({ topic: String(reply[i]), count: intReply.parse(reply[i + 1]) });
+    return { result: "few-candidates", short } as const;
+  }
+  if (reply.length < 3 * n || (reply.length - 3 * n) % 2 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
+  const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
+  for (let i = 0; i < 3 * n; i += 3) jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
+  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest" }> = [];
+  for (let i = 3 * n; i + 1 < reply.length; i += 2) caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]) });
+  return { result: "written", jobs, caps } as const;
+}
+
 /** settle.lua: per outcome, whether it applied (Code.Fenced); `n` outcomes were sent. */
 function settleReply(raw: unknown, n: number): boolean[] {
   if (!Array.isArray(raw) || raw.length !== n) return malformed("settle", `the reply to ${n} outcomes`, raw);
@@ -173,15 +201,8 @@ function settleReply(raw: unknown, n: number): boolean[] {
 }
 
 export const replies = {
-  /** enqueue.lua: per job its id, whether it repeats an idempotency key and its due time; or the topic limit. */
-  enqueue: z.array(z.union([z.string(), z.number()])).transform((reply) => {
-    if (reply[0] === Code.Write.TopicLimit) return topicLimitOf(reply);
-    const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
-    for (let i = 0; i + 2 < reply.length; i += 3) {
-      jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
-    }
-    return { result: "written", jobs } as const;
-  }),
+  /** enqueue.lua: see {@link enqueueReply}. */
+  enqueue: { parse: enqueueReply },
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
@@ -316,17 +337,18 @@ export const replies = {
       intReply,
       intReply,
       flatHash,
-      z.tuple([nullableString, vectorText.nullable()]),
+      z.tuple([nullableString, nullableString, vectorText.nullable()]),
       nullableString,
       z.union([z.tuple([intReply, intReply, intReply, intReply]), z.tuple([])]),
     ])
-    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, total], oldest, keys]) => ({
+    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, dropped, total], oldest, keys]) => ({
       scheduled,
       ready,
       inflight,
       dead,
       conf,
       dispatched,
+      dropped,
       total,
       oldest,
       flowKeys: keys.length === 4 ? { inTurn: keys[0], waitingForRate: keys[1], atParallelism: keys[2], paused: keys[3] } : null,

@@ -30,6 +30,8 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
     ),
   );
   if (result === "topic-limit") throw new TopicLimitError(await topicCount(ctx), ctx.maxTopics);
+  // This isolate's enqueues take the script again, which reads the cap, rather than the pipeline that skips it.
+  if (patch.maxLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
 }
 
 export async function topicCount(ctx: QueueContext): Promise<number> {
@@ -84,7 +86,7 @@ export async function topicStats(ctx: QueueContext, topic: string): Promise<Topi
   const t = ctx.keys.topic(topic);
   const now = ctx.now();
   const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.flow.fdue, t.flow.fcal, t.flow.fpark], [now]);
-  const { scheduled, ready, inflight, dead, conf, dispatched, total, oldest, flowKeys } = replies.topicStats.parse(raw);
+  const { scheduled, ready, inflight, dead, conf, dispatched, dropped, total, oldest, flowKeys } = replies.topicStats.parse(raw);
   const metrics = snapshotOf(total);
   return {
     ...(flowKeys ? { flowKeys } : {}),
@@ -95,7 +97,13 @@ export async function topicStats(ctx: QueueContext, topic: string): Promise<Topi
     inflight,
     dead,
     oldestReadyDueAt: ready > 0 && oldest !== null ? Number(oldest) : null,
-    counters: { dispatched: Number(dispatched ?? 0), succeeded: metrics.succeeded, retried: metrics.retried, dead: metrics.dead },
+    counters: {
+      dispatched: Number(dispatched ?? 0),
+      succeeded: metrics.succeeded,
+      retried: metrics.retried,
+      dead: metrics.dead,
+      dropped: Number(dropped ?? 0),
+    },
     metrics,
   };
 }

@@ -20,6 +20,10 @@ export interface FlowSettings {
   priorityStepMs?: number;
 }
 
+/** What an enqueue does at a topic's maxLength: refuse the jobs (`reject`), or store them and drop the oldest pending jobs (`dropOldest`). */
+export const OVERFLOW_POLICIES = ["reject", "dropOldest"] as const;
+export type OverflowPolicy = (typeof OVERFLOW_POLICIES)[number];
+
 /** Settings of one topic after defaults are applied. */
 export interface TopicSettings {
   /** Jobs per second the tick may start; unset means no limit. */
@@ -28,6 +32,10 @@ export interface TopicSettings {
   burst?: number;
   /** Most jobs in flight at once; unset means no limit. */
   concurrency?: number;
+  /** Most pending jobs (scheduled and waiting; not those in flight) the topic holds; unset means no cap. */
+  maxLength?: number;
+  /** What an enqueue past maxLength does. Default `reject`. */
+  overflow: OverflowPolicy;
   /** Attempts before a job is dead. Default 5 (1–100). */
   maxAttempts: number;
   /** Retry policy. Default exponential from 1 s, ×2, capped at 1 h, full jitter. */
@@ -85,6 +93,8 @@ export interface TopicPatch {
   ratePerSec?: number | null;
   burst?: number | null;
   concurrency?: number | null;
+  maxLength?: number | null;
+  overflow?: OverflowPolicy | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
   paused?: boolean | null;
@@ -103,6 +113,8 @@ const stored = z.object({
   ratePerSec: num.optional(),
   burst: num.optional(),
   concurrency: num.optional(),
+  maxLength: num.optional(),
+  overflow: z.enum(OVERFLOW_POLICIES).optional(),
   maxAttempts: num.optional(),
   backoff: z
     .string()
@@ -132,6 +144,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   const settings: TopicSettings = {
     maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
     backoff: c.backoff ?? defaults.backoff,
+    overflow: c.overflow ?? "reject",
     paused: c.paused === "true",
     mode: c.mode ?? "push",
     timeoutMs: c.timeoutMs ?? defaults.timeoutMs,
@@ -144,6 +157,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.ratePerSec !== undefined) settings.ratePerSec = c.ratePerSec;
   if (c.burst !== undefined) settings.burst = c.burst;
   if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
+  if (c.maxLength !== undefined) settings.maxLength = c.maxLength;
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;

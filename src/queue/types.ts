@@ -37,7 +37,7 @@ export interface JobRecord {
   priority?: number;
 }
 
-export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled";
+export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped";
 
 // Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({
@@ -137,11 +137,11 @@ function isStoredTarget(v: unknown): boolean {
 }
 
 /** How an attempt ended, as its job's attempt history records it. */
-type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed";
+type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed" | "dropped";
 
 /** One entry of a job's attempt history: an attempt, or the marker of a dead-letter replay. */
 export interface AttemptRecord {
-  /** The attempt's number within its run (1 first); 0 on a replay marker. */
+  /** The attempt's number within its run (1 first); 0 on a replay or drop marker. */
   attempt: number;
   /** The job's run the entry belongs to: 1 until a dead-letter replay, one more after each (a replay marker opens its run). */
   run: number;
@@ -152,7 +152,8 @@ export interface AttemptRecord {
   /**
    * ok, retry, dead; "expired": the lease expired before the attempt settled;
    * "stale": the attempt settled after its lease had expired and the job had moved on;
-   * "replayed": not an attempt but the replay of the dead job (startedAt: when), which opens the next run.
+   * "replayed": not an attempt but the replay of the dead job (startedAt: when), which opens the next run;
+   * "dropped": not an attempt but the end of a pending job its topic's maxLength dropped (startedAt: when).
    */
   outcome: AttemptOutcome;
   /** The HTTP status of the delivery's response (http deliveries that got one). */
@@ -167,7 +168,7 @@ const storedAttempt = z
     n: z.number().int(),
     t: z.number().optional(),
     ms: z.number().optional(),
-    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed"]),
+    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "dropped"]),
     r: z.number().int().optional(),
     st: z.number().int().optional(),
     e: z.string().optional(),
@@ -189,7 +190,7 @@ export const metaSchema = z.object({
   s: z.number().optional(),
   h: storedHistory.optional(),
   /** A finished job's state (lua/lib/records.lua finishedMeta); absent while the job lives. */
-  st: z.enum(["succeeded", "dead", "cancelled"]).optional(),
+  st: z.enum(["succeeded", "dead", "cancelled", "dropped"]).optional(),
   /** When a finished job finished, epoch ms. */
   f: z.number().optional(),
 });

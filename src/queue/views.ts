@@ -237,8 +237,8 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
-  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered. */
-  counters: { dispatched: number; succeeded: number; retried: number; dead: number };
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength (overflow dropOldest). */
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;
   /** A shaped topic's flow keys by where they stand (lua/lib/flow.lua); absent for a plain topic. */

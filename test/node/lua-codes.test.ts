@@ -33,6 +33,13 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "schedule-write", map: "Write", says: "{ $Written } written; { $Changed, current revision }" },
   { script: "schedule-write", map: "Write", says: "{ $TopicLimit, topics registered, the cap } registering the topic would pass the cap" },
   { script: "enqueue", map: "Write", says: "{ $TopicLimit, topics registered, the cap } when new topics would pass the cap" },
+  {
+    script: "enqueue",
+    map: "Write",
+    says: "{ $TopicFull, topic, its pending jobs, its maxLength, jobs the call adds to it } when a topic's cap refuses the call",
+  },
+  { script: "enqueue", map: "Write", says: "{ $FewCandidates, then per topic short of candidates: topic, how many oldest to drop }" },
+  { script: "enqueue", map: "Overflow", says: "its cap ($None none, $Reject reject, $DropOldest dropOldest)" },
   { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $New new)" },
   { script: "enqueue", map: "Time", says: "for a repeat, the existing job's while it is scheduled, else $None (in flight or finished)" },
   { script: "settle", map: "Fenced", says: "per outcome: $Applied applied, $Stale stale" },

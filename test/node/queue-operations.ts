@@ -3,6 +3,7 @@
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
  * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
+ * capped topics (an enqueue refused at the cap, one that drops the oldest),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
@@ -49,6 +50,13 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.claim("a", { max: 1, leaseMs: 60_000, now: Date.now() + 3_600_000 + 120_000 });
   await queue.cancelIds("b", ["nope"]);
   await queue.cancelWindow("b", {});
+  // A capped topic: refused at its cap, and one that drops its oldest jobs (their keys read first).
+  await queue.configureTopic("r", { maxLength: 1 });
+  await queue.enqueue({ topic: "r", payload: 1 });
+  await queue.enqueue({ topic: "r", payload: 2 }).catch(() => {});
+  await queue.configureTopic("o", { maxLength: 1, overflow: "dropOldest" });
+  await queue.enqueue({ topic: "o", payload: 1, idempotencyKey: "o1" });
+  await queue.enqueueBatch([{ topic: "o", payload: 2 }]);
   await queue.configureTopic("p", { mode: "pull" });
   await queue.enqueue({ topic: "p", payload: "pulled" });
   await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });

@@ -1,7 +1,7 @@
 /** `delayline topics list | show | set | pause | resume | delete`. */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
-import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 
@@ -10,6 +10,8 @@ const SETTINGS = [
   "ratePerSec",
   "burst",
   "concurrency",
+  "maxLength",
+  "overflow",
   "maxAttempts",
   "backoff",
   "url",
@@ -79,6 +81,13 @@ function setCommand(topics: Command, io: Io): void {
     .option("--rate-per-sec <n>", "most deliveries a second", positiveNumber)
     .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, MAX_BURST))
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, MAX_CONCURRENCY))
+    .option("--max-length <n>", "most pending jobs (scheduled and waiting; not those in flight) the topic holds", wholeNumber(1, MAX_MAX_LENGTH))
+    .addOption(
+      new Option("--overflow <policy>", "at --max-length: reject the new jobs (429), or store them and drop the oldest pending ones").choices([
+        "reject",
+        "dropOldest",
+      ]),
+    )
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option(
@@ -132,6 +141,7 @@ function renderTopic(t: Topic): string {
     ["url", s.url],
     ["rate", s.ratePerSec === undefined ? "unlimited" : `${s.ratePerSec}/s${s.burst !== undefined ? `, burst ${s.burst}` : ""}`],
     ["concurrency", s.concurrency ?? "unlimited"],
+    ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
     ["timeout", duration(s.timeoutMs)],
@@ -143,6 +153,9 @@ function renderTopic(t: Topic): string {
     ["inflight", t.inflight],
     ["dead", t.dead],
     ["oldest ready due", t.oldestReadyDueAt],
-    ["counters", `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead`],
+    [
+      "counters",
+      `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead, ${t.counters.dropped} dropped`,
+    ],
   ]);
 }

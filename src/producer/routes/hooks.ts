@@ -50,7 +50,7 @@ export const hooks = router().openapi(
     },
     responses: {
       202: { description: "Accepted as a job", ...json(z.object({ id: JobId, deduplicated: z.boolean() })) },
-      ...problemResponses([400, 401, 413, 422, 431, 503]),
+      ...problemResponses([400, 401, 413, 422, 429, 431, 503]),
     },
   }),
   async (c) => {

@@ -66,7 +66,7 @@ const enqueueRoute = createRoute({
   responses: {
     201: { description: "Enqueued", ...json(EnqueueResponse) },
     200: { description: "A repeat of an idempotency key: the existing job", ...json(EnqueueResponse) },
-    ...problemResponses([400, 401, 413, 415, 422, 503]),
+    ...problemResponses([400, 401, 413, 415, 422, 429, 503]),
   },
 });
 
@@ -109,7 +109,7 @@ jobs
       request: { body: { ...json(BatchBody), required: true } },
       responses: {
         201: { description: "Enqueued, in order", ...json(z.object({ jobs: z.array(EnqueueResponse) })) },
-        ...problemResponses([400, 401, 413, 415, 422, 503]),
+        ...problemResponses([400, 401, 413, 415, 422, 429, 503]),
       },
     }),
     async (c) => {

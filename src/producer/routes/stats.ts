@@ -116,7 +116,7 @@ export const metrics = router().openapi(
     operationId: "getMetrics",
     summary: "Prometheus metrics (text exposition format 0.0.4)",
     description:
-      "Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic=\"(others)\" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 43 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request, every shard at once: delayline_shard_up{shard} is 0 for a shard whose tick did not answer within the deadline /v1/stats uses, or whose topics could not be read (its topics and its tick's series are then missing), 1 for the others; the tick's gauges and delayline_redis_limit_errors_total are labelled by shard.",
+      "Series labelled by topic for the METRICS_TOPICS busiest topics (default 100; by backlog, then attempts dispatched), and one labelled topic=\"(others)\" summing the rest, so the text stays ≤ (METRICS_TOPICS + 1) × 44 lines, ≤ ~6 KB a topic with 64-character names (~2.6 KB with short ones), however many topics there are. The Worker reads every topic for it, 250 per pipelined request, every shard at once: delayline_shard_up{shard} is 0 for a shard whose tick did not answer within the deadline /v1/stats uses, or whose topics could not be read (its topics and its tick's series are then missing), 1 for the others; the tick's gauges and delayline_redis_limit_errors_total are labelled by shard.",
     responses: {
       200: { description: "Metrics", content: { [PROMETHEUS_CONTENT_TYPE]: { schema: z.string() } } },
       ...problemResponses([401, 503]),

@@ -80,16 +80,10 @@ while handled < n and bytes <= byteBudget do
     local metas = rcall("MGET", unpack(metaKeys))
     for k, j in ipairs(take) do
       local raw = metas[k]
-      local attempts, lastError, history = 0, "null", nil
-      if raw then
-        bytes = bytes + #raw
-        local m = cjson.decode(raw)
-        attempts, history = m.a or 0, m.h
-        if type(m.e) == "string" then lastError = cjson.encode(m.e) end
-      end
+      if raw then bytes = bytes + #raw end
       gone[#gone + 1] = ids[j]
       metaPairs[#metaPairs + 1] = metaKeys[k]
-      metaPairs[#metaPairs + 1] = finishedMeta("cancelled", attempts, lastError, nowText, historyJson(history))
+      metaPairs[#metaPairs + 1] = finishPending("cancelled", raw, nowText)
     end
   end
   handled = last

@@ -30,14 +30,7 @@ if not keyedDue and not rcall("ZSCORE", dueKey, id) then
   if rcall("ZSCORE", leaseKey, id) then return -1 end
   return 0
 end
-local raw = rcall("GET", metaKey)
-local attempts, lastError, history = 0, "null", nil
-if raw then
-  local m = cjson.decode(raw)
-  attempts, history = m.a or 0, m.h
-  if type(m.e) == "string" then lastError = cjson.encode(m.e) end
-end
-writeFinished(doneKey, nowText, { id }, { metaKey, finishedMeta("cancelled", attempts, lastError, nowText, historyJson(history)) })
+writeFinished(doneKey, nowText, { id }, { metaKey, finishPending("cancelled", rcall("GET", metaKey), nowText) })
 if keyedDue then
   rcall("ZREM", KEYS[7], id)
   unscheduleKeyed(rcall("GET", KEYS[5]), tonumber(keyedDue), KEYS[6], KEYS[8], KEYS[9], id)

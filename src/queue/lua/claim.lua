@@ -305,15 +305,22 @@ local function claimKeyed()
     newlyMembers[i] = job.member
   end
   -- Everything checked again: a job another claim took, or a cancel or reschedule moved, is skipped.
+  -- The newly due jobs' ids are checked in fdue in the same call: one whose job
+  -- left it (cancelled, dropped) has its member dropped, never moved.
+  local nkIds = #kIds
+  for i, job in ipairs(newly) do kIds[nkIds + i] = job.id end
   local dScores = #dIds > 0 and rcall("ZMSCORE", dueKey, unpack(dIds)) or {}
   local kScores = #kIds > 0 and rcall("ZMSCORE", fdueKey, unpack(kIds)) or {}
   local aScores = #aMembers > 0 and rcall("ZMSCORE", freadyKey, unpack(aMembers)) or {}
   local sScores = np > 0 and rcall("ZMSCORE", fschedKey, unpack(newlyMembers)) or {}
-  local schedDue = {}
+  local schedDue, stale = {}, {}
   for i, job in ipairs(newly) do
     local score = sScores[i] and tonumber(sScores[i])
-    if score and score <= now then schedDue[job.member] = score end
+    if score and score <= now then
+      if kScores[nkIds + i] then schedDue[job.member] = score else stale[#stale + 1] = job.member end
+    end
   end
+  if #stale > 0 then rcall("ZREM", fschedKey, unpack(stale)) end
   local byKey, garbage = {}, {}
   local di, ki, ai = 0, 0, 0
   for _, job in ipairs(jobs) do

@@ -13,6 +13,26 @@
   (lib/flow.lua), and marks its topic shaped (conf "shaped"), so its claims
   serve keys in turn.
 
+  Capped topics: for each topic the caller names after the jobs, its
+  maxLength and overflow are read (its conf) and checked against what the
+  call adds (its new jobs: repeats of an idempotency key add none) and the
+  topic's pending jobs (lib/pending.lua: its due set and keyed jobs),
+  before anything is written. A
+  "reject" topic the jobs would take past its maxLength refuses the whole
+  call; so does a "dropOldest" topic to which the call adds more jobs than
+  its maxLength. Otherwise a "dropOldest" topic drops its oldest pending jobs
+  (earliest due, ties in id order; never the call's own) until it holds
+  maxLength, and at most as many as the call adds: each ends finished,
+  state "dropped", with a "dropped" marker in its history (lib/records.lua),
+  in the done set, and counts in the topic's "dropped" counter. A script
+  cannot touch keys it was not given, so the caller reads the ids of the
+  oldest pending jobs first (its candidates) and passes them with their
+  meta keys; the script drops the oldest of those still pending (ZMSCORE:
+  a job enqueued since the read is newer than all of them, and kept like
+  the call's own), and when too few are left (other calls dropped or
+  claimed them meanwhile), nothing is written and the reply names how many
+  it drops.
+
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
   then for job i (i = 1..n), ten keys from KEYS[3 + 10(i-1)]:
@@ -21,8 +41,13 @@
                  purge mark of its topic: string, ms of its last purge (read only on a repeat),
                  its record key (string: record JSON),
                  the lease, done and dead-letter sets of its topic (read only on a repeat after a
-                 purge: a job is gone when it is in none of its topic's five sets),
-                 fdue and fsched of its topic (keyed jobs, lib/flow.lua), its topic's conf hash
+                 purge: a job is gone when it is in none of its topic's five sets; the done set also
+                 takes the jobs a dropOldest topic drops),
+                 fdue and fsched of its topic (keyed jobs, lib/flow.lua; fdue is one of the five sets),
+                 its topic's conf hash
+  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 10n] on:
+                 its conf hash (maxLength, overflow), its metrics hash ("dropped" counter),
+                 then the meta key of each of its kc candidates
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -31,18 +56,31 @@
                  id, due time (epoch ms), record JSON, topic,
                  flags: "i" has an idempotency key, "r" register the topic, "k" keyed,
                  its flow key ("" none), its priority (0-9)
+  ARGV[4 + 7n]   now, epoch ms (a dropped job's finished time)
+  ARGV[5 + 7n]   m, the number of topics whose cap is checked
+  then for topic c: its name, kc, then kc candidates: ids of its oldest pending jobs, oldest first
+                 (a keyed one dropped leaves its topic's fdue only: the claim that meets its key's
+                 members finds it gone and drops them, lib/flow.lua)
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
                  it is scheduled, else -1 (in flight or finished);
-                 or { -1, topics registered, the cap } when new topics would pass the cap
+                 then per checked topic: its name and its cap (0 none, 1 reject, 2 dropOldest);
+                 or { -1, topics registered, the cap } when new topics would pass the cap;
+                 or { -2, topic, its pending jobs, its maxLength, jobs the call adds to it }
+                 when a topic's cap refuses the call;
+                 or { -3, then per topic short of candidates: topic, how many oldest to drop }
+                 when too few of the candidates are still pending (nothing written)
 ]]
 -- @include index
+-- @include records
+-- @include pending
 -- @include flow
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
 local PER, ARGS = 10, 7
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local nowText, m = ARGV[4 + ARGS * n], tonumber(ARGV[5 + ARGS * n])
 
 -- The ms a job id's ULID (its last 26 characters; the first 10 are the time) was made at, or nil.
 local CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -69,7 +107,7 @@ local function purgedSince(existing, purgeKey, k)
   return true
 end
 
--- The cap is checked before anything is written: a batch is all or nothing.
+-- The registry's cap is checked before anything is written: a batch is all or nothing.
 local register, newTopics = {}, 0
 for i = 1, n do
   local a = 4 + ARGS * (i - 1)
@@ -83,6 +121,68 @@ if newTopics > 0 then
   local count = rcall("SCARD", topicsKey)
   if count + newTopics > maxTopics then return { -1, count, maxTopics } end
 end
+
+-- The capped topics the caller names: their keys and candidates.
+local capped, checked = {}, {}
+do
+  local a, k = 6 + ARGS * n, 3 + PER * n
+  for c = 1, m do
+    local kc = tonumber(ARGV[a + 1])
+    local t = { topic = ARGV[a], confKey = KEYS[k], metricsKey = KEYS[k + 1], ids = {}, metaOf = {}, adding = 0 }
+    for j = 1, kc do
+      t.ids[j] = ARGV[a + 1 + j]
+      t.metaOf[t.ids[j]] = KEYS[k + 1 + j]
+    end
+    capped[t.topic], checked[c] = t, t
+    a, k = a + 2 + kc, k + 2 + kc
+  end
+end
+
+-- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them).
+local seenKeys = {}
+for i = 1, n do
+  local a, k = 4 + ARGS * (i - 1), 3 + PER * (i - 1)
+  local t = capped[ARGV[a + 3]]
+  if t then
+    t.dueKey, t.doneKey, t.fdueKey = KEYS[k], KEYS[k + 5], KEYS[k + 7]
+    local new = true
+    if string.find(ARGV[a + 4], "i", 1, true) then
+      local idemKey = KEYS[k + 1]
+      if seenKeys[idemKey] then
+        new = false
+      else
+        seenKeys[idemKey] = true
+        local existing = rcall("GET", idemKey)
+        if existing and not purgedSince(existing, KEYS[k + 2], k) then new = false end
+      end
+    end
+    if new then t.adding = t.adding + 1 end
+  end
+end
+
+-- Each topic's maxLength is checked before anything is written: a call is all or nothing.
+local short = {}
+for _, t in ipairs(checked) do
+  local conf = rcall("HMGET", t.confKey, "maxLength", "overflow")
+  local cap = tonumber(conf[1])
+  -- No overflow set reads as "reject", as src/queue/topics.ts reads it.
+  local drops = conf[2] == "dropOldest"
+  t.capCode = cap and (drops and 2 or 1) or 0
+  if cap and t.adding > 0 then
+    local pending = pendingCount(t.dueKey, t.fdueKey)
+    local over = pending + t.adding - cap
+    if over > 0 then
+      if not drops or t.adding > cap then return { -2, t.topic, pending, cap, t.adding } end
+      local want = math.min(over, t.adding)
+      t.drop, t.dropKeyed = oldestStillPending(t.dueKey, t.fdueKey, t.ids, want)
+      if #t.drop < want then
+        short[#short + 1] = t.topic
+        short[#short + 1] = want
+      end
+    end
+  end
+end
+if #short > 0 then return { -3, unpack(short) } end
 
 local out = {}
 local records = {}
@@ -163,4 +263,25 @@ end
 local topics = {}
 for topic in pairs(register) do topics[#topics + 1] = topic end
 if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
+
+-- The drops, once the new jobs are stored: each meta finished as "dropped", then out of the due set.
+local now = tonumber(nowText)
+for _, t in ipairs(checked) do
+  if t.drop and #t.drop > 0 then
+    local metaKeys = {}
+    for j, id in ipairs(t.drop) do metaKeys[j] = t.metaOf[id] end
+    local metas = rcall("MGET", unpack(metaKeys))
+    local metaPairs = {}
+    for j = 1, #t.drop do
+      metaPairs[#metaPairs + 1] = metaKeys[j]
+      metaPairs[#metaPairs + 1] = finishPending("dropped", metas[j], nowText, { n = 0, t = now, o = "dropped" })
+    end
+    writeFinished(t.doneKey, nowText, t.drop, metaPairs)
+    rcall("ZREM", t.dueKey, unpack(t.drop))
+    if t.dropKeyed and #t.dropKeyed > 0 then rcall("ZREM", t.fdueKey, unpack(t.dropKeyed)) end
+    rcall("HINCRBY", t.metricsKey, "dropped", #t.drop)
+  end
+  out[#out + 1] = t.topic
+  out[#out + 1] = t.capCode
+end
 return out

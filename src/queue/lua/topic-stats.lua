@@ -8,18 +8,19 @@
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
-  KEYS[5]  metrics hash    "dispatched" counter, "total" metrics vector (lib/metrics.lua)
-  KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua), counted with the due set's
+  KEYS[5]  metrics hash    "dispatched" and "dropped" counters, "total" metrics vector (lib/metrics.lua)
+  KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua), pending as the due set's are
   KEYS[7]  fcal zset       flow key -> its turn (lib/flow.lua)
   KEYS[8]  fpark zset      flow key -> 1 at its parallelism, 2 paused
 
   ARGV[1]  now, epoch ms
 
-  Returns  { scheduled, ready now, in flight, dead letters, conf (flat field/value array),
-             { dispatched or false, total vector JSON or false }, oldest ready due ms or false,
+  Returns  { scheduled (pending: lib/pending.lua), ready now, in flight, dead letters, conf (flat field/value array),
+             { dispatched or false, dropped or false, total vector JSON or false }, oldest ready due ms or false,
              a shaped topic's keys: { in their turn, waiting for their rate, at their parallelism, paused }
                (counted only when the conf says shaped; else an empty array) }
 ]]
+-- @include pending
 local rcall = redis.call
 local conf = rcall("HGETALL", KEYS[4])
 local keys = {}
@@ -38,12 +39,12 @@ local oldest = rcall("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
 local keyedOldest = rcall("ZRANGE", KEYS[6], 0, 0, "WITHSCORES")
 if keyedOldest[2] and (not oldest[2] or tonumber(keyedOldest[2]) < tonumber(oldest[2])) then oldest = keyedOldest end
 return {
-  rcall("ZCARD", KEYS[1]) + rcall("ZCARD", KEYS[6]),
+  pendingCount(KEYS[1], KEYS[6]),
   rcall("ZCOUNT", KEYS[1], "-inf", ARGV[1]) + rcall("ZCOUNT", KEYS[6], "-inf", ARGV[1]),
   rcall("ZCARD", KEYS[2]),
   rcall("ZCARD", KEYS[3]),
   conf,
-  rcall("HMGET", KEYS[5], "dispatched", "total"),
+  rcall("HMGET", KEYS[5], "dispatched", "dropped", "total"),
   oldest[2] or false,
   keys,
 }

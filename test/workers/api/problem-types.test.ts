@@ -84,6 +84,17 @@ const ROWS: Row[] = [
     options: { method: "POST", body: { topic: "second", delay: "1h" } },
   },
   {
+    what: "a topic at its maxLength",
+    status: 429,
+    type: PROBLEM_TYPES.topicFull,
+    before: [
+      ["/v1/topics/capped", { method: "PUT", body: { maxLength: 1 } }],
+      ["/v1/jobs", { method: "POST", body: { topic: "capped", delay: "1h" } }],
+    ],
+    path: "/v1/jobs",
+    options: { method: "POST", body: { topic: "capped", delay: "1h" } },
+  },
+  {
     what: "headers over 32 KiB",
     status: 431,
     type: PROBLEM_TYPES.headersTooLarge,

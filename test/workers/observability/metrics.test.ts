@@ -52,9 +52,9 @@ beforeAll(async () => {
 });
 
 const EXPECTED = {
-  [ok]: { dispatched: 7, succeeded: 7, retried: 0, dead: 0 },
-  [flaky]: { dispatched: 10, succeeded: 5, retried: 5, dead: 0 },
-  [doomed]: { dispatched: 11, succeeded: 0, retried: 6, dead: 5 },
+  [ok]: { dispatched: 7, succeeded: 7, retried: 0, dead: 0, dropped: 0 },
+  [flaky]: { dispatched: 10, succeeded: 5, retried: 5, dead: 0, dropped: 0 },
+  [doomed]: { dispatched: 11, succeeded: 0, retried: 6, dead: 5, dropped: 0 },
 };
 
 type Sample = { name: string; labels: Record<string, string>; value: number };
@@ -133,6 +133,7 @@ describe("the scripted scenario", () => {
       expect(of("delayline_jobs_succeeded_total"), `${topic} succeeded`).toBe(want.succeeded);
       expect(of("delayline_jobs_retried_total"), `${topic} retried`).toBe(want.retried);
       expect(of("delayline_jobs_dead_total"), `${topic} dead`).toBe(want.dead);
+      expect(of("delayline_jobs_dropped_total"), `${topic} dropped`).toBe(0);
       expect(of("delayline_dead_letters")).toBe(want.dead);
       expect(of("delayline_jobs_scheduled")).toBe(0);
       expect(of("delayline_jobs_inflight")).toBe(0);

@@ -82,6 +82,27 @@ it(`${N} jobs through enqueue → claim → ack in chunks of ${CHUNK}: ≤ 4 Red
   expect(report.successCommands).toBeLessThanOrEqual(4);
 });
 
+it("an enqueue into a capped topic: below a reject topic's maxLength, and at a dropOldest topic's, where each drops one", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 1_000;
+  await queue.configureTopic("gate", { maxLength: 10 * M });
+  await queue.configureTopic("ring", { maxLength: M, overflow: "dropOldest" });
+  await queue.enqueueBatch(Array.from({ length: M }, (_, i) => ({ topic: "ring", payload: i, delayMs: 3_600_000 })));
+  // One at a time: what a single enqueue costs on its own (the registering first one included, as above).
+  const gate = await meter(async () => {
+    for (let i = 0; i < M; i++) await queue.enqueue({ topic: "gate", payload: { n: i, pad: "x".repeat(80) } });
+  });
+  const ring = await meter(async () => {
+    for (let i = 0; i < M; i++) await queue.enqueue({ topic: "ring", payload: { n: i, pad: "x".repeat(80) }, delayMs: 3_600_000 });
+  });
+  expect(await queue.topicStats("ring")).toMatchObject({ scheduled: M, counters: { dropped: M } });
+  expect((await queue.topicStats("gate")).scheduled).toBe(M);
+  report.cappedRejectEnqueueCommands = gate.commands / M;
+  report.cappedRejectEnqueueRequests = gate.requests / M;
+  report.cappedDropOldestEnqueueCommands = ring.commands / M;
+  report.cappedDropOldestEnqueueRequests = ring.requests / M;
+});
+
 it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   const backoff = normalizeBackoff({ type: "fixed", delay: 0 });

@@ -244,3 +244,27 @@ describe("listing a shaped topic", () => {
     expect(seen).toEqual(expected);
   });
 });
+
+describe("capped shaped topics", () => {
+  it("a cap counts keyed jobs; dropOldest drops the oldest, keyed or not, and a dropped keyed job is never claimed", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("capped", { maxLength: 3, overflow: "dropOldest" });
+    const first = await queue.enqueue({ topic: "capped", payload: 1, flowKey: "k", runAt: T0 + 1 });
+    await queue.enqueue({ topic: "capped", payload: 2, runAt: T0 + 2 });
+    await queue.enqueue({ topic: "capped", payload: 3, flowKey: "j", runAt: T0 + 3 });
+    await queue.enqueue({ topic: "capped", payload: 4, flowKey: "k", runAt: T0 + 4 });
+    expect(await queue.topicStats("capped")).toMatchObject({ scheduled: 3 });
+    expect(await queue.get(first.id)).toMatchObject({ state: "dropped" });
+    clock.now = T0 + 10;
+    const taken = await claimAll(queue, clock, "capped", 10);
+    expect(taken.map((j) => j.record.payload).sort()).toEqual([2, 3, 4]);
+    await queue.configureTopic("rejecting", { maxLength: 2 });
+    await queue.enqueueBatch([
+      { topic: "rejecting", payload: 1, flowKey: "k" },
+      { topic: "rejecting", payload: 2, flowKey: "k" },
+    ]);
+    await expect(queue.enqueue({ topic: "rejecting", payload: 3, flowKey: "x" })).rejects.toThrow(/maxLength|full/i);
+    expect(await queue.topicStats("rejecting")).toMatchObject({ scheduled: 2 });
+  });
+});

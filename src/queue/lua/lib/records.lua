@@ -12,7 +12,9 @@
   status,"e":error}, with outcome "ok", "retry", "dead", "expired" (the lease
   expired before the attempt settled; written by the claim that reaped it) or
   "stale" (an attempt settled after its lease had expired and the job had
-  moved on). A dead-letter replay adds a marker {"n":0,"t":replayed ms,
+  moved on). A job dropped for its topic's maxLength (enqueue.lua) ends with a
+  marker {"n":0,"t":dropped ms,"o":"dropped"}. A dead-letter replay adds a
+  marker {"n":0,"t":replayed ms,
   "o":"replayed","r":run}: attempts count per run (a replay starts them at 1
   again), and each entry carries its run in "r" (absent: run 1), taken from
   the entry before it, so a run costs no field outside the history and no
@@ -57,7 +59,7 @@ local function historyJson(history)
   return cjson.encode(history)
 end
 
--- A finished job's meta: its state ("succeeded", "cancelled" or "dead"),
+-- A finished job's meta: its state ("succeeded", "cancelled", "dropped" or "dead"),
 -- attempts, last error, when it finished and its history. The record stays
 -- in its own key, untouched: finishing writes no byte of the payload.
 -- errorJson and histJson are JSON text ("null" for no error).
@@ -70,6 +72,20 @@ end
 local function flowJsonOf(meta)
   if meta == nil or meta.k == nil then return "" end
   return ',"k":' .. cjson.encode(meta.k) .. ',"p":' .. (tonumber(meta.p) or 0)
+end
+
+-- A pending job's meta as a finished one, in `state` ("cancelled", "dropped"):
+-- raw is its live meta's JSON, or false before its first claim. Its attempts,
+-- last error and history are kept, with `entry` (a marker, or nil) added.
+local function finishPending(state, raw, nowText, entry)
+  local attempts, lastError, history = 0, "null", nil
+  if raw then
+    local m = cjson.decode(raw)
+    attempts, history = m.a or 0, m.h
+    if type(m.e) == "string" then lastError = cjson.encode(m.e) end
+  end
+  if entry then history = appendAttempt(history, inRun(entry, history)) end
+  return finishedMeta(state, attempts, lastError, nowText, historyJson(history))
 end
 
 -- Whether a meta (decoded, or nil) is a finished job's.
@@ -86,7 +102,7 @@ end
 
 -- The writes of finished jobs: their metas (meta key / finishedMeta pairs),
 -- then their ids into `setKey` at nowText — the topic's done set (succeeded,
--- cancelled), from which sweep.lua drops them past the retention window, or
+-- cancelled, dropped), from which sweep.lua drops them past the retention window, or
 -- its dead-letter set (state "dead"; a job that dies again after a replay
 -- replaces its letter; the cap is kept by the topic's claims, overCap: a
 -- script cannot drop keys it was not given).
