@@ -22,7 +22,7 @@ export const Code = {
   Overflow: { None: 0, Reject: 1, DropOldest: 2 },
   /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
   Fenced: { Applied: 1, Stale: 0 },
-  /** schedule-delete.lua: it was there and is gone, or there was none. */
+  /** schedule-delete.lua, flow-key.lua: it was there and is gone (flow-key.lua: or it was set), or there was none. */
   Removed: { Removed: 1, Missing: 0 },
   /** enqueue.lua: a job whose idempotency key was seen within the window (its first job's id is returned), or a new one. */
   Repeat: { Repeat: 1, New: 0 },

@@ -222,8 +222,8 @@ export const replies = {
     },
   },
 
-  /** flow-key.lua: 1 set or removed, 0 nothing to remove. */
-  flowKey: { parse: (raw: unknown) => intReply.parse(raw) === 1 },
+  /** flow-key.lua: set, or removed settings that were there (Code.Removed); Missing: there were none to remove. */
+  flowKey: { parse: (raw: unknown) => intReply.parse(raw) === Code.Removed.Removed },
 
   /** flow-read.lua: see {@link flowReadReply}. */
   flowRead: { parse: flowReadReply },

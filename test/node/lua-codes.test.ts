@@ -61,18 +61,19 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "cancel-jobs", map: "More", says: '"window": $More when the window may hold more else $Done' },
   { script: "purge-dead", map: "More", says: "$More when the window may hold more else $Done" },
   { script: "replay-dead", map: "More", says: "$More when the window may hold more else $Done" },
+  { script: "flow-key", map: "Removed", says: "$Removed set, or removed settings that were there; $Missing removed settings that were not there" },
   { script: "claim", map: "Time", says: "next due ms ($None: none)" },
   { script: "claim", map: "Paused", says: "paused ($Paused/$Active)" },
   { script: "claim", map: "Time", says: "push claims: the score written to the topic index ($None: removed); pull claims: $None" },
   {
     script: "claim",
     map: "HeldBy",
-    says: "what held jobs back: $Nothing nothing (or max), $Concurrency concurrency, $Rate rate, $Paused paused, $Mode the topic's mode, $Bytes the reply's byte budget (more are takeable now, due or within the lead)",
+    says: "what held jobs back: $Nothing nothing (or max), $Concurrency concurrency, $Rate rate, $Paused paused, $Mode the topic's mode, $Bytes the reply's byte budget (more are takeable now, due or within the lead), $Shaped the topic is shaped and the claim plain (nothing was read or written: claim it as shaped)",
   },
 ];
 
 /** Scripts that answer counts, records and positions but no code. */
-const NO_CODES = ["get", "migrate-model", "read-jobs", "sweep", "topic-stats"];
+const NO_CODES = ["get", "migrate-model", "read-jobs", "sweep", "topic-stats", "flow-read", "flow-keys-top"];
 
 const fold = (text: string) => text.replace(/\s+/g, " ").trim();
 

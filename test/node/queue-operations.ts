@@ -74,6 +74,7 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   if (k1) await queue.settle("f", [{ id: k1.id, attempt: k1.attempt, kind: "retry", at: now + 1_500, error: "again" }]);
   if (k2) await queue.settle("f", [{ id: k2.id, attempt: k2.attempt, kind: "ack" }]);
   await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 120_000 });
+  await queue.busiestFlowKeys("f", 10);
   await queue.setFlowKey("f", "tenant-1", null);
   await queue.topicStats("a");
   await queue.topicSeries("a", { minutes: 5, now });

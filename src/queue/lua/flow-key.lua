@@ -19,7 +19,7 @@
   ARGV[4]  now, epoch ms
   ARGV[5]  "1" the settings pause the key
 
-  Returns  1 set or removed, 0 removed settings that were not there
+  Returns  1 set, or removed settings that were there; 0 removed settings that were not there
 ]]
 -- @include index
 local rcall = redis.call
