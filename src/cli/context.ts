@@ -174,21 +174,30 @@ function report(ctx: Context, err: unknown): void {
 }
 
 /**
- * A command that takes one argument, asks the API one thing with it and prints the answer: `usage` is the command
- * with its argument (`"pause <topic>"`), `ask` the call, `render` the answer as text (--json prints it as JSON).
+ * A command that takes its arguments, asks the API one thing with them and prints the answer: `usage` is the command
+ * with its arguments (`"pause <topic>"`, `"pause <topic> <key>"`), `ask` the call (given them in order), `render` the
+ * answer as text (--json prints it as JSON).
  */
 export function askCommand<T>(
   parent: Command,
   io: Io,
   usage: string,
   description: string,
-  ask: (dl: Delayline, argument: string) => Promise<T>,
+  ask: (dl: Delayline, ...args: string[]) => Promise<T>,
   render: (answer: T) => string,
-): void {
-  parent
-    .command(usage)
-    .description(description)
-    .action(action(io, async (ctx, argument: string) => ctx.print(await ask(ctx.client(), argument), render)));
+): Command {
+  return (
+    parent
+      .command(usage)
+      .description(description)
+      // commander passes the arguments (strings: none is variadic), then the options object.
+      .action(action(io, async (ctx, ...args: unknown[]) => ctx.print(await ask(ctx.client(), ...args.filter((a) => typeof a === "string")), render)))
+  );
+}
+
+/** `--limit <n>`: how many rows of a listing (walked page by page) a command shows, 100 unless given. */
+export function rowLimit(rows: string): Option {
+  return new Option("--limit <n>", `${rows} to show`).argParser(wholeNumber(1, 100_000)).default(100);
 }
 
 /** commander parser: a whole number within bounds. */

@@ -1,6 +1,7 @@
 /** The `delayline` command line: global options, then one module per command group. */
 import { Command } from "commander";
 import { deadCommands } from "./commands/dead.js";
+import { flowKeyCommands } from "./commands/flow-keys.js";
 import { jobCommands } from "./commands/jobs.js";
 import { listenCommand } from "./commands/listen.js";
 import { scheduleCommands } from "./commands/schedules.js";
@@ -14,7 +15,7 @@ import { packageVersion } from "./version.js";
 export function buildProgram(io: Io): Command {
   const version = packageVersion();
   const program = new Command("delayline")
-    .description("Operate a delayline deployment: health, jobs, topics, schedules, dead letters, shards.")
+    .description("Operate a delayline deployment: health, jobs, topics, flow keys, schedules, dead letters, shards.")
     // Each command parses only its own options up to its subcommand, so a command's option may share a global
     // option's name (`topics set --url` is the topic's URL) without the global one taking it. Set before any
     // subcommand is made: they inherit it.
@@ -33,6 +34,7 @@ export function buildProgram(io: Io): Command {
   statusCommand(program, io);
   jobCommands(program, io);
   topicCommands(program, io);
+  flowKeyCommands(program, io);
   scheduleCommands(program, io);
   deadCommands(program, io);
   shardCommands(program, io);

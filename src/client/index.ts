@@ -5,10 +5,11 @@
  * src/protocol is of types only. One requester sends every request (the
  * token, the timeout, the retries of what is safe to repeat, problem+json
  * turned into a {@link DelaylineError} subclass); the API's resources hang
- * off the client: `dl.jobs`, `dl.topics`, `dl.deadLetters`, `dl.schedules`,
- * `dl.stats`, `dl.health` and `dl.hooks`.
+ * off the client: `dl.jobs`, `dl.topics`, `dl.flowKeys`, `dl.deadLetters`,
+ * `dl.schedules`, `dl.stats`, `dl.health` and `dl.hooks`.
  */
 import { DeadLettersResource } from "./dead-letters.js";
+import { FlowKeysResource } from "./flow-keys.js";
 import { HealthResource } from "./health.js";
 import { HooksResource } from "./hooks.js";
 import { JobsResource } from "./jobs.js";
@@ -22,11 +23,12 @@ export * from "./errors.js";
 export type { DelaylineOptions, RetryEvent, RetryOptions } from "./options.js";
 export type { Attempt, BulkCancelled, BulkCancelTarget, ClaimedJob, Duration, Enqueued, Job, JobPage, JobRequest, ListJobsOptions, ListedJob } from "./jobs.js";
 export type { DeadLetter, DeadLetterFilter, DeadLetterPage, Replayed, ReplayTarget } from "./dead-letters.js";
-export type { Topic, TopicPage, TopicSettingsPatch } from "./topics.js";
+export type { FlowSettings, Topic, TopicPage, TopicSettingsPatch } from "./topics.js";
+export type { FlowKey, FlowKeyPage, FlowKeySettings } from "./flow-keys.js";
 export type { Schedule, SchedulePage, ScheduleRequest } from "./schedules.js";
 export type { Stats } from "./stats.js";
 export type { Health } from "./health.js";
-export type { DeadLettersResource, HealthResource, HooksResource, JobsResource, SchedulesResource, StatsResource, TopicsResource };
+export type { DeadLettersResource, FlowKeysResource, HealthResource, HooksResource, JobsResource, SchedulesResource, StatsResource, TopicsResource };
 
 // Verifying deliveries: the Receiver, and the functions under it, shared with the server that signs them.
 export { Receiver, type ReceiverOptions } from "./receiver.js";
@@ -43,6 +45,8 @@ export class Delayline {
   readonly jobs: JobsResource;
   /** Topics: their settings, backlog and counters; list, configure, pause, resume, delete. */
   readonly topics: TopicsResource;
+  /** A topic's flow keys' own settings (limits, weight, paused) over its `flow` settings: list, get, set, delete, pause, resume. */
+  readonly flowKeys: FlowKeysResource;
   /** A topic's dead letters: list, replay, purge, delete. */
   readonly deadLetters: DeadLettersResource;
   /** Recurring schedules: each occurrence stores one ordinary job from the schedule's template. */
@@ -58,6 +62,7 @@ export class Delayline {
     const requester = new Requester(options);
     this.jobs = new JobsResource(requester);
     this.topics = new TopicsResource(requester);
+    this.flowKeys = new FlowKeysResource(requester);
     this.deadLetters = new DeadLettersResource(requester);
     this.schedules = new SchedulesResource(requester);
     this.stats = new StatsResource(requester);

@@ -11,11 +11,11 @@ import { DelaylineConflictError } from "./errors.js";
 
 /** A duration as the API takes it: ms, or a text such as "90s" or "1h". */
 export type Duration = string | number;
-/** A job to enqueue, as POST /v1/jobs takes it. */
+/** A job to enqueue, as POST /v1/jobs takes it: with `flowKey` and `priority`, served by its key's turns and limits (docs/flow-control.md). */
 export type JobRequest = z.input<typeof schemas.JobBody>;
 /** What an enqueue answers: the job's id, topic and due time, and whether an earlier job with its idempotency key was returned. */
 export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
-/** A job's state, payload and attempt history, as GET /v1/jobs/:id answers. */
+/** A job's state, payload and attempt history (and its `flowKey` and `priority` when it has them), as GET /v1/jobs/:id answers. */
 export type Job = z.output<typeof schemas.JobView>;
 /** One attempt of a job's history (Job.history, DeadLetter.history). */
 export type Attempt = z.output<typeof schemas.AttemptView>;

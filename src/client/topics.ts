@@ -7,6 +7,8 @@ import { SAFE, type Requester } from "./requester.js";
 
 /** A change to a topic's settings, as PUT /v1/topics/:topic takes it. */
 export type TopicSettingsPatch = z.input<typeof schemas.TopicSettingsBody>;
+/** A topic's flow settings (`settings.flow`, and `flow` of a change): the limits, weight and priority step each of its flow keys gets unless it has its own. */
+export type FlowSettings = z.input<typeof schemas.FlowSettingsBody>;
 /** A topic's settings in force, backlog and counters. */
 export type Topic = z.output<typeof schemas.TopicView>;
 /** A page of topics in name order; `nextCursor` goes on from it, `total` counts every topic. */

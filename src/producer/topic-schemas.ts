@@ -20,7 +20,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, partialFields, TopicName } from "./schema-parts.js";
+import { BackoffBody, FlowKey, partialFields, TopicName } from "./schema-parts.js";
 
 const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
@@ -32,7 +32,13 @@ const flowLimits = {
     .max(MAX_RATE_PER_SEC)
     .optional()
     .openapi({ description: "Jobs per second one key may start (GCRA); unset: no per-key rate" }),
-  burst: z.number().int().min(1).max(MAX_BURST).optional().openapi({ description: "Jobs a key may start at once after idling; default max(1, ratePerSec)" }),
+  burst: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_BURST)
+    .optional()
+    .openapi({ description: "Jobs a key may start at once after idling; default max(1, ratePerSec rounded down)" }),
   parallelism: z
     .number()
     .int()
@@ -67,6 +73,15 @@ export const FlowKeyBody = z
   .object({ ...flowLimits, paused: z.boolean().optional().openapi({ description: "A paused key starts no job; its jobs wait" }) })
   .strict()
   .openapi("FlowKeySettings", { description: "One flow key's own settings, over its topic's flow settings (a PUT replaces them all)" });
+
+export const FlowKeyView = z.object({ topic: TopicName, key: FlowKey, settings: FlowKeyBody }).openapi("FlowKey");
+
+export const FlowKeyList = z
+  .object({
+    keys: z.array(FlowKeyView).openapi({ description: "keys with settings of their own, in no particular order" }),
+    nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
+  })
+  .openapi("FlowKeyList");
 
 export const TopicSettingsBody = z
   .object({

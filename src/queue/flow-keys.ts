@@ -37,7 +37,7 @@ export async function flowKeySettings(ctx: QueueContext, topic: string, key: str
   return raw === null ? null : (JSON.parse(raw) as FlowKeySettings);
 }
 
-/** A page of the keys with settings of their own, in no particular order (HSCAN: a key there the whole time is listed once). */
+/** A page of the keys with settings of their own, in no particular order (HSCAN: a key there the whole time is listed at least once, and may be listed again). */
 export async function listFlowKeys(ctx: QueueContext, topic: string, options: { cursor?: string; limit: number }): Promise<FlowKeyPage> {
   const [next, flat] = await redisCall({ name: "HSCAN", repeatSafe: true }, () =>
     ctx.redis.hscan(ctx.keys.topic(topic).flow.fkeys, options.cursor ?? "0", { count: options.limit }),

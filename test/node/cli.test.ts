@@ -211,6 +211,54 @@ it("a request the API refuses exits 1 with its detail and each field's rule", { 
   expect(noUrl.stderr).toMatch(/no Worker URL: set DELAYLINE_URL or pass --url/);
 });
 
+it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-keys set, show, list, pause, resume and delete", {
+  timeout: 60_000,
+}, async () => {
+  const topic = await json(["topics", "set", "cli-flow", "--mode", "pull", "--flow", '{"parallelism":1,"priorityStepMs":2000}']);
+  expect(topic.settings.flow).toEqual({ parallelism: 1, priorityStepMs: 2_000 });
+  expect((await cli(["topics", "show", "cli-flow"])).stdout).toMatch(/^flow\s+per key: parallelism 1, priority step 2s$/m);
+
+  const later = await json(["enqueue", "cli-flow", '"later"', "--flow-key", "tenant A", "--priority", "7", "--delay", "1h"]);
+  expect(await dl.jobs.get(later.id)).toMatchObject({ state: "scheduled", flowKey: "tenant A", priority: 7 });
+  const shown = await cli(["get", later.id]);
+  expect(shown.stdout).toMatch(/^flow key\s+tenant A$/m);
+  expect(shown.stdout).toMatch(/^priority\s+7$/m);
+  const refused = await cli(["enqueue", "cli-flow", "--priority", "10"]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("a whole number from 0 to 9");
+
+  const set = await json(["flow-keys", "set", "cli-flow", "tenant A", "--rate-per-sec", "2.5", "--burst", "4", "--weight", "3"]);
+  expect(set).toEqual({ topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 } });
+  expect(await dl.flowKeys.get("cli-flow", "tenant A")).toEqual(set);
+  const text = await cli(["flow-keys", "show", "cli-flow", "tenant A"]);
+  expect(text.stdout).toMatch(/^rate\s+2\.5\/s, burst 4$/m);
+  expect(text.stdout).toMatch(/^parallelism\s+\(the topic's\)$/m);
+  expect(text.stdout).toMatch(/^paused\s+no$/m);
+
+  // Pausing keeps the key's other settings and holds its due job back; resuming lets it go.
+  const due = await json(["enqueue", "cli-flow", '"now"', "--flow-key", "tenant A"]);
+  expect((await json(["flow-keys", "pause", "cli-flow", "tenant A"])).settings).toEqual({ ratePerSec: 2.5, burst: 4, weight: 3, paused: true });
+  expect(await dl.jobs.claim("cli-flow")).toEqual([]);
+  const table = await cli(["flow-keys", "list", "cli-flow"]);
+  expect(table.stdout).toMatch(/^KEY\s+PAUSED\s+RATE\s+PARALLELISM\s+WEIGHT\n/);
+  expect(table.stdout).toMatch(/^tenant A\s+yes\s+2\.5\/s, burst 4\s+-\s+3$/m);
+  expect((await json(["flow-keys", "resume", "cli-flow", "tenant A"])).settings).toEqual({ ratePerSec: 2.5, burst: 4, weight: 3 });
+  expect((await dl.jobs.claim("cli-flow")).map((j) => j.id)).toEqual([due.id]);
+  expect((await json(["flow-keys", "list", "cli-flow"])).keys).toEqual([
+    { topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 } },
+  ]);
+
+  expect(await cli(["flow-keys", "set", "cli-flow", "tenant A"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: nothing to set/) });
+  expect(await cli(["flow-keys", "delete", "cli-flow", "tenant A"])).toMatchObject({
+    code: 0,
+    stdout: 'removed the settings of flow key "tenant A" of cli-flow\n',
+  });
+  expect(await dl.flowKeys.get("cli-flow", "tenant A")).toBeNull();
+  const gone = await cli(["flow-keys", "show", "cli-flow", "tenant A"]);
+  expect(gone).toMatchObject({ code: 1, stderr: expect.stringContaining("has no settings of its own") });
+  expect((await cli(["flow-keys", "delete", "cli-flow", "tenant A"])).code).toBe(1);
+});
+
 /** The CLI's commands as commander holds them: every command with no subcommands, by its path ("topics set"). */
 function leafCommands(): Array<{ path: string; command: Command }> {
   const program = buildProgram({ env: {}, stdin: async () => "", stdout: () => {}, stderr: () => {} });
@@ -258,6 +306,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       signingSecret: { args: [whsec(1)], shows: { hasSigningSecret: true } },
       previousSigningSecrets: { args: [whsec(2), whsec(3)], shows: { hasPreviousSigningSecrets: true } },
       webhookSecret: { args: ["an-ingest-secret-of-some-length"], shows: { hasWebhookSecret: true } },
+      flow: { args: ['{"parallelism":2,"weight":3,"priorityStepMs":5000}'], shows: { flow: { parallelism: 2, weight: 3, priorityStepMs: 5_000 } } },
     };
     const set = leafCommands().find((c) => c.path === "topics set")!.command;
     const options = ownOptions(set).filter((o) => o.long !== "--clear");
@@ -304,6 +353,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
     expect(cleared.settings).not.toHaveProperty("maxLength");
     expect(cleared.settings).not.toHaveProperty("url");
     expect(cleared.settings).not.toHaveProperty("ratePerSec");
+    expect(cleared.settings).not.toHaveProperty("flow");
   } finally {
     await receiver.close();
   }
@@ -340,6 +390,7 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
       enqueue: ["--delay", "1h"],
       // A setting besides the URL: with the URL alone, the old CLI said "nothing to set" and sent nothing.
       "topics set": ["--max-attempts", "5"],
+      "flow-keys set": ["--weight", "2"],
       "schedules create": ["--every", "1h", "--start-at", String(Date.now() + 86_400_000)],
       "dead replay": ["--all"],
       "dead purge": ["--all"],

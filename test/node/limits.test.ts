@@ -61,6 +61,7 @@ describe("the generated scripts", () => {
         "CLAIM_REPLY_BUDGET_BYTES",
         "SWEEP_BATCH",
         "SWEEP_SLACK_MS",
+        "DEFAULT_PRIORITY_STEP_MS",
       ]),
     );
     for (const p of placeholders) {

@@ -1,7 +1,7 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
 import { MAX_LIST_LIMIT } from "../../limits.js";
-import { action, durationArg, instantArg, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, durationArg, instantArg, rowLimit, UsageError, type Io } from "../context.js";
 import { first } from "../collect.js";
 import { table } from "../table.js";
 
@@ -39,7 +39,7 @@ function listCommand(dead: Command, io: Io): void {
     .command("list")
     .description("a topic's dead letters, newest first")
     .argument("<topic>")
-    .option("--limit <n>", "letters to show", wholeNumber(1, 100_000), 100)
+    .addOption(rowLimit("letters"))
     .option("--failed-from <instant>", "only letters that failed at or after this", instantArg)
     .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
     .action(

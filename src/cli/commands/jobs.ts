@@ -1,9 +1,9 @@
 /** Jobs: `enqueue`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js";
-import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
-import { action, durationArg, instantArg, jsonValue, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
 import { first } from "../collect.js";
 import { details, duration, table, when } from "../table.js";
 
@@ -27,6 +27,12 @@ function enqueueCommand(program: Command, io: Io): void {
     .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option("--target <url>", "deliver to this URL instead of the topic's")
     .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
+    .option("--flow-key <key>", "the flow key (a tenant, customer or host) whose turns and limits the job goes by")
+    .option(
+      "--priority <n>",
+      `0 (default) to ${MAX_PRIORITY}: a head start over its key's other due jobs (priority × the topic's flow.priorityStepMs)`,
+      wholeNumber(0, MAX_PRIORITY),
+    )
     .action(
       action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
         const r = await ctx.client().jobs.enqueue(await jobOf(ctx.io, topic, payload, o));
@@ -54,6 +60,8 @@ async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, 
   if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
   if (o.target !== undefined) job.target = { url: o.target as string };
   if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
+  if (o.flowKey !== undefined) job.flowKey = o.flowKey as string;
+  if (o.priority !== undefined) job.priority = o.priority as number;
   return job;
 }
 
@@ -102,7 +110,7 @@ function listCommand(program: Command, io: Io): void {
     .addOption(new Option("--state <state>", "which jobs").choices(["scheduled", "inflight", "dead"]).default("scheduled"))
     .option("--from <instant>", "earliest due time / lease deadline / failed time: ISO 8601 or epoch ms", instantArg)
     .option("--to <instant>", "latest due time / lease deadline / failed time", instantArg)
-    .option("--limit <n>", "jobs to show", wholeNumber(1, 100_000), 100)
+    .addOption(rowLimit("jobs"))
     .option("--payload", "include payloads")
     .action(
       action(io, async (ctx, topic: string, o: ListOptions) => {
@@ -156,6 +164,8 @@ function renderJob(job: Job): string {
     ...(job.leaseExpiresAt ? ([["lease until", job.leaseExpiresAt]] as Array<[string, unknown]>) : []),
     ...(job.finishedAt ? ([["finished", job.finishedAt]] as Array<[string, unknown]>) : []),
     ...(job.scheduleId ? ([["schedule", `${job.scheduleId} (occurrence ${job.scheduledFor})`]] as Array<[string, unknown]>) : []),
+    ...(job.flowKey !== undefined ? ([["flow key", job.flowKey]] as Array<[string, unknown]>) : []),
+    ...(job.priority !== undefined ? ([["priority", job.priority]] as Array<[string, unknown]>) : []),
     ["payload", job.payload],
   ]);
   if (job.history.length === 0) return head;

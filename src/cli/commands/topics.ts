@@ -1,9 +1,10 @@
-/** `delayline topics list | show | set | pause | resume | delete`. */
+/** `delayline topics list | show | set | pause | resume | delete` (a topic's flow keys: `flow-keys`). */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
 import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
+import { flowText } from "./flow-keys.js";
 
 /** The settings `topics set` takes, each as an option named after it, and can reset to its default with --clear. */
 const SETTINGS = [
@@ -21,6 +22,7 @@ const SETTINGS = [
   "signingSecret",
   "previousSigningSecrets",
   "webhookSecret",
+  "flow",
 ] as const;
 
 export function topicCommands(program: Command, io: Io): void {
@@ -104,6 +106,11 @@ function setCommand(topics: Command, io: Io): void {
     .option("--signing-secret <secret>", "signs deliveries (write-only; a whsec_ secret with --signature-scheme standard)")
     .option("--previous-signing-secrets <secret...>", "while rotating: old secrets deliveries are also signed with (write-only)")
     .option("--webhook-secret <secret>", "verifies signed ingest (write-only)")
+    .option(
+      "--flow <json>",
+      'what each flow key gets unless it has settings of its own (flow-keys set), as JSON, replacing what was set: \'{"ratePerSec":5,"burst":10,"parallelism":2,"weight":1,"priorityStepMs":10000}\'',
+      jsonValue,
+    )
     .option("--clear <setting...>", `reset settings to their defaults: ${SETTINGS.join(", ")}`)
     .addHelpText(
       "after",
@@ -148,6 +155,7 @@ function renderTopic(t: Topic): string {
     ["signature scheme", s.signatureScheme],
     ["signing secret", s.hasSigningSecret ? (s.hasPreviousSigningSecrets ? "set, with previous ones (rotating)" : "set") : "none"],
     ["webhook secret", s.hasWebhookSecret ? "set" : "none"],
+    ["flow", flowText(s.flow)],
     ["scheduled", t.scheduled],
     ["ready", t.ready],
     ["inflight", t.inflight],

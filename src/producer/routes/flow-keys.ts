@@ -2,11 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
 import { ApiProblem } from "../problem.js";
 import { FlowKey, TopicName } from "../schema-parts.js";
-import { FlowKeyBody } from "../topic-schemas.js";
+import { FlowKeyBody, FlowKeyList, FlowKeyView } from "../topic-schemas.js";
 
 const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
 const KeyParam = TopicParam.extend({ key: FlowKey.openapi({ param: { name: "key", in: "path" } }) });
-const FlowKeyView = z.object({ topic: TopicName, key: FlowKey, settings: FlowKeyBody }).openapi("FlowKey");
 
 /** One shaped topic's flow keys' own settings: set, read, listed, removed. */
 export const flowKeys = router()
@@ -17,16 +16,22 @@ export const flowKeys = router()
       operationId: "listFlowKeys",
       summary: "A page of a topic's flow keys that have settings of their own",
       description:
-        "Keys without settings of their own take the topic's flow settings and are not listed. Pages follow `cursor` (a key listed the whole walk long is listed once).",
+        "Keys without settings of their own take the topic's flow settings and are not listed. Pages follow `cursor`, in no particular order: a key that has settings of its own the whole walk long is listed at least once (a later page may list it again).",
       request: {
         params: TopicParam,
         query: z.object({
-          cursor: z.string().max(64).optional(),
-          limit: z.coerce.number().int().min(1).max(1_000).default(100),
+          cursor: z.string().max(64).optional().openapi({ description: "the `nextCursor` of the previous page" }),
+          limit: z.coerce
+            .number()
+            .int()
+            .min(1)
+            .max(1_000)
+            .default(100)
+            .openapi({ description: "about how many keys a page holds (default 100): a hint, so a page may hold more or fewer" }),
         }),
       },
       responses: {
-        200: { description: "Keys", ...json(z.object({ keys: z.array(FlowKeyView), nextCursor: z.string().nullable() })) },
+        200: { description: "Keys", ...json(FlowKeyList) },
         ...problemResponses([401, 422, 503]),
       },
     }),

@@ -165,6 +165,17 @@ describe("client retries", () => {
     expect(sent[0]!.headers.has("idempotency-key")).toBe(false);
   });
 
+  it("a flow key's set, pause and delete whose answers were lost are retried: setting or removing again does no more", async () => {
+    const { dl, plain, sent } = harness(["lose-answer", null, null, "lose-answer", null, "lose-answer"]);
+    expect((await dl.flowKeys.set("fk", "tenant", { weight: 2 })).settings).toEqual({ weight: 2 });
+    expect((await dl.flowKeys.pause("fk", "tenant")).settings).toEqual({ weight: 2, paused: true });
+    expect((await plain.flowKeys.get("fk", "tenant"))!.settings).toEqual({ weight: 2, paused: true });
+    // The lost attempt removed the settings; the retry finds none, so false, as for schedules.delete.
+    expect(await dl.flowKeys.delete("fk", "tenant")).toBe(false);
+    expect(sent.map((r) => r.method)).toEqual(["PUT", "PUT", "GET", "PUT", "PUT", "DELETE", "DELETE"]);
+    expect(await plain.flowKeys.get("fk", "tenant")).toBeNull();
+  });
+
   it("retry: false sends everything once", async () => {
     const { dl, sent } = harness(["redis-down"], { retry: false });
     await expect(dl.topics.list()).rejects.toBeInstanceOf(DelaylineUnavailableError);

@@ -110,6 +110,68 @@ describe("Delayline client", () => {
     expect((await dl.topics.list()).topics.map((t) => t.topic)).toEqual(["hooks", "work"]);
   });
 
+  it("flow keys: a job's flowKey and priority, a topic's flow settings, and a key's own settings set, read, listed, paused, resumed and removed", async () => {
+    const dl = client();
+    const flow = { parallelism: 2, ratePerSec: 5, burst: 3, weight: 2, priorityStepMs: 1_000 };
+    expect((await dl.topics.configure("shaped", { mode: "pull", flow })).settings.flow).toEqual(flow);
+    expect((await dl.topics.get("shaped")).settings.flow).toEqual(flow);
+
+    const one = await dl.jobs.enqueue({ topic: "shaped", flowKey: "tenant A", priority: 9, delay: "1h" });
+    const [two, three] = await dl.jobs.enqueueBatch([
+      { topic: "shaped", flowKey: "tenant B", priority: 3 },
+      { topic: "shaped", flowKey: "tenant A" },
+    ]);
+    expect(await dl.jobs.get(one.id)).toMatchObject({ state: "scheduled", flowKey: "tenant A", priority: 9 });
+    expect(await dl.jobs.get(two!.id)).toMatchObject({ flowKey: "tenant B", priority: 3 });
+    expect(await dl.jobs.get(three!.id)).toMatchObject({ flowKey: "tenant A" });
+    expect((await dl.jobs.get(three!.id))!.priority).toBeUndefined();
+    await expect(dl.jobs.enqueue({ topic: "shaped", flowKey: "a\tb" })).rejects.toMatchObject({ status: 422 });
+    await expect(dl.jobs.enqueue({ topic: "shaped", priority: 10 })).rejects.toMatchObject({ status: 422 });
+
+    expect(await dl.flowKeys.get("shaped", "tenant A")).toBeNull();
+    expect(await dl.flowKeys.set("shaped", "tenant A", { weight: 3, parallelism: 1 })).toEqual({
+      topic: "shaped",
+      key: "tenant A",
+      settings: { weight: 3, parallelism: 1 },
+    });
+    // Pausing keeps the key's other settings; its due job waits while tenant B's is claimed.
+    expect((await dl.flowKeys.pause("shaped", "tenant A")).settings).toEqual({ weight: 3, parallelism: 1, paused: true });
+    expect((await dl.jobs.claim("shaped", { max: 10 })).map((j) => j.id)).toEqual([two!.id]);
+    expect((await dl.flowKeys.get("shaped", "tenant A"))!.settings.paused).toBe(true);
+    // Resuming keeps them too, and the key's job is claimed.
+    expect((await dl.flowKeys.resume("shaped", "tenant A")).settings).toEqual({ weight: 3, parallelism: 1 });
+    expect((await dl.jobs.claim("shaped", { max: 10 })).map((j) => j.id)).toEqual([three!.id]);
+    // A key whose only setting was the pause has none of its own once resumed.
+    await dl.flowKeys.pause("shaped", "tenant C");
+    expect((await dl.flowKeys.get("shaped", "tenant C"))!.settings).toEqual({ paused: true });
+    expect(await dl.flowKeys.resume("shaped", "tenant C")).toEqual({ topic: "shaped", key: "tenant C", settings: {} });
+    expect(await dl.flowKeys.get("shaped", "tenant C")).toBeNull();
+
+    expect((await dl.flowKeys.list("shaped")).keys).toEqual([{ topic: "shaped", key: "tenant A", settings: { weight: 3, parallelism: 1 } }]);
+    expect(await dl.flowKeys.delete("shaped", "tenant A")).toBe(true);
+    expect(await dl.flowKeys.delete("shaped", "tenant A")).toBe(false);
+    expect(await dl.flowKeys.get("shaped", "tenant A")).toBeNull();
+    await expect(dl.flowKeys.set("shaped", "k", { weight: 0 })).rejects.toMatchObject({ status: 422 });
+
+    // Past one page: every key is walked, each at least once. More keys than
+    // redis-server keeps in a compact hash (hash-max-listpack-entries, 512),
+    // which it would list whole whatever the limit.
+    const keys = Array.from({ length: 600 }, (_, i) => `key-${i}`);
+    for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((key) => dl.flowKeys.set("paged", key, { weight: 2 })));
+    const first = await dl.flowKeys.list("paged", { limit: 100 });
+    expect(first.keys.length).toBeLessThan(keys.length);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const walked = new Set<string>();
+    for await (const k of dl.flowKeys.all("paged", { limit: 100 })) {
+      expect(k).toEqual({ topic: "paged", key: k.key, settings: { weight: 2 } });
+      walked.add(k.key);
+    }
+    expect([...walked].sort()).toEqual([...keys].sort());
+
+    // flow: null removes the topic's flow settings.
+    expect((await dl.topics.configure("shaped", { flow: null })).settings).not.toHaveProperty("flow");
+  });
+
   it("throws typed errors carrying the problem document", async () => {
     const err = await client()
       .jobs.enqueue({ topic: "bad topic" })

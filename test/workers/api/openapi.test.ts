@@ -3,7 +3,7 @@ import worker from "../../../app/worker.js";
 import { call, isolatedEnv } from "./helpers.js";
 
 const UNAUTHENTICATED = new Set(["/healthz", "/openapi.json", "/docs"]);
-const SAMPLE: Record<string, string> = { id: "t.01ARZ3NDEKTSV4RRFFQ69G5FAV", topic: "t" };
+const SAMPLE: Record<string, string> = { id: "t.01ARZ3NDEKTSV4RRFFQ69G5FAV", topic: "t", key: "tenant-42" };
 
 async function documented(): Promise<Array<{ method: string; path: string }>> {
   const doc = (await call(isolatedEnv(), "/openapi.json", { token: null })).body as { paths: Record<string, Record<string, unknown>> };
