@@ -2,7 +2,8 @@
  * The dashboard: topics at a glance, the last hour as charts, the tick's
  * heartbeat, a job browser per topic and state with cancel, a job view with
  * payload and attempt history, a search by id, a dead-letter browser
- * with replay and purge, and the recurring schedules with pause, resume and
+ * with replay and purge, a shaped topic's busiest flow keys with pause and
+ * resume per key, and the recurring schedules with pause, resume and
  * delete. It talks to
  * the API with the typed client and the token the operator pastes, which it
  * keeps in sessionStorage (this tab only). It refreshes itself 5 s after its
@@ -11,8 +12,10 @@
  */
 import uPlot from "uplot";
 import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
+import { Requester } from "../src/client/requester.js";
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
 import { byId, el, fmtAgo, fmtCount, fmtMs, fmtTime } from "./dom.js";
+import { keysCell, KeysPanel } from "./flow-keys.js";
 import { JobBrowser } from "./job-browser.js";
 import { ScheduleTable } from "./schedules.js";
 
@@ -69,6 +72,8 @@ function draw(chart: Chart, data: uPlot.AlignedData): void {
 // ---- state -------------------------------------------------------------
 
 let client: Delayline | null = null;
+/** The client's requester (the same base URL and token), for the calls the typed client has no method for yet. */
+let requester: Requester | null = null;
 let stats: Stats | null = null;
 let chartTopic = "";
 let deadTopic: string | null = null;
@@ -104,6 +109,7 @@ async function act(work: () => Promise<unknown>): Promise<void> {
 }
 
 const browser = new JobBrowser({ client: () => client, act, changed: () => refresh() });
+const keys = new KeysPanel({ client: () => client, requester: () => requester, act, changed: () => refresh() });
 const schedules = new ScheduleTable({ client: () => client, act, openJob: (id) => browser.openJob(id) });
 
 // ---- rendering -----------------------------------------------------------
@@ -181,6 +187,7 @@ function renderTopics(s: Stats): void {
         browse("scheduled", t.scheduled),
         cell(fmtCount(t.ready), "ready"),
         browse("inflight", t.inflight),
+        keysCell(t.topic, t.flowKeys, (topic) => void act(() => keys.open(topic))),
         el("td", { className: "num", data: { field: "dead" } }, dead),
         cell(t.ready > 0 ? fmtMs(t.lagMs) : "–", "lag"),
         cell(t.ratePerMinute.toFixed(t.ratePerMinute < 10 ? 1 : 0), "rate"),
@@ -353,6 +360,7 @@ async function refreshOnce(): Promise<void> {
 
 function start(token: string): void {
   client = new Delayline({ baseUrl: location.origin, token });
+  requester = new Requester({ baseUrl: location.origin, token });
   topicPages = 1;
   byId("login").hidden = true;
   byId("app").hidden = false;
@@ -372,6 +380,7 @@ function signOut(message?: string): void {
   sessionStorage.removeItem(TOKEN_KEY);
   clearTimeout(timer);
   client = null;
+  requester = null;
   byId("app").hidden = true;
   byId("sign-out").hidden = true;
   byId("heartbeat").hidden = true;

@@ -3,7 +3,7 @@
 import { z } from "@hono/zod-openapi";
 
 import { partialFields, TopicName } from "./schema-parts.js";
-import { Counters } from "./topic-schemas.js";
+import { Counters, FlowKeyCountsView } from "./topic-schemas.js";
 
 const HistogramView = z
   .object({
@@ -87,6 +87,7 @@ export const StatsView = z
         lateness: HistogramView,
         duration: HistogramView,
         series: z.array(SeriesPointView),
+        flowKeys: FlowKeyCountsView.optional(),
       }),
     ),
     total: z.number().int().openapi({ description: "topics registered in all (every page) on the shards that answered: one SCARD per shard" }),

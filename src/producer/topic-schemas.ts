@@ -152,12 +152,21 @@ export const Counters = z
     description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength (all time)",
   });
 
+const flowKeyCounts = {
+  inTurn: z.number().int().openapi({ description: "Keys with due jobs whose turn it is, or comes as other keys are served" }),
+  waitingForRate: z.number().int().openapi({ description: "Keys with due jobs that their rate holds until a later start" }),
+  atParallelism: z.number().int().openapi({ description: "Keys with as many jobs in flight as their parallelism allows" }),
+  paused: z.number().int().openapi({ description: "Keys paused" }),
+};
+
+/** A shaped topic's keys counted by where they stand, as `GET /v1/stats` shows them. */
+export const FlowKeyCountsView = z
+  .object(flowKeyCounts)
+  .openapi("FlowKeyCounts", { description: "A shaped topic's flow keys by where they stand (absent for a topic without flow keys)" });
+
 const FlowKeysView = z
   .object({
-    inTurn: z.number().int().openapi({ description: "Keys with due jobs whose turn it is, or comes as other keys are served" }),
-    waitingForRate: z.number().int().openapi({ description: "Keys with due jobs that their rate holds until a later start" }),
-    atParallelism: z.number().int().openapi({ description: "Keys with as many jobs in flight as their parallelism allows" }),
-    paused: z.number().int().openapi({ description: "Keys paused" }),
+    ...flowKeyCounts,
     busiest: z
       .array(
         z.object({

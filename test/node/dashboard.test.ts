@@ -3,7 +3,7 @@
  * redis-server, bridge, the Worker in workerd, the cron driver) with live
  * data: jobs delivered over http to a local receiver, some of them dead.
  * The page is driven in Debian's chromium; screenshots are kept in
- * test-results/ (dashboard.png, job-browser.png, schedules.png).
+ * test-results/ (dashboard.png, job-browser.png, flow-keys.png, schedules.png).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Delayline } from "../../src/client/index.js";
+import { Api } from "../../harness/api.js";
 import { artifactDir, countRequests, launchChromium } from "../browser.js";
 import { installHelp, testTools } from "../tools.js";
 import { startLocalStack, type LocalStack } from "../local-stack.js";
@@ -203,6 +204,69 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
     const notFound = problems.findIndex((p) => /status of 404/.test(p));
     expect(notFound, problems.join("\n")).toBeGreaterThanOrEqual(0);
     problems.splice(notFound, 1);
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+});
+
+it("a shaped topic's keys: their counts in the topics table; the keys panel lists the busiest with in flight, waiting and state, and pauses and resumes a key", {
+  timeout: 90_000,
+}, async () => {
+  const api = new Api(stack.url, stack.token);
+  const keyPath = (key: string) => `/v1/topics/dash-keys/flow-keys/${key}`;
+  // A pull topic: its claimed jobs are in flight with nothing delivered anywhere; a lease of an hour outlasts the test.
+  await dl.topics.configure("dash-keys", { mode: "pull", flow: { parallelism: 2 } });
+  await dl.jobs.enqueueBatch([
+    ...Array.from({ length: 10 }, (_, i) => ({ topic: "dash-keys", payload: i, flowKey: "hot" })),
+    { topic: "dash-keys", payload: "held", flowKey: "held" },
+  ]);
+  // hot has a setting of its own, which pausing it from the panel keeps; held is paused.
+  await api.ok("PUT", keyPath("hot"), { weight: 3 });
+  await api.ok("PUT", keyPath("held"), { paused: true });
+  while ((await dl.jobs.claim("dash-keys", { max: 10, leaseMs: 3_600_000 })).length > 0);
+  expect((await dl.topics.get("dash-keys")).flowKeys).toMatchObject({ inTurn: 0, waitingForRate: 0, atParallelism: 1, paused: 1 });
+
+  const browser = await launchChromium();
+  try {
+    const { page, problems } = await signedInPage(browser, 1200);
+    const keysCell = page.locator('#topics tr[data-topic="dash-keys"] [data-field="keys"]');
+    await keysCell.locator("button", { hasText: "0 in turn · 1 at limit · 1 paused" }).waitFor();
+    // A plain topic has no keys to count.
+    expect(await page.locator('#topics tr[data-topic="dash-ok"] [data-field="keys"]').textContent()).toBe("–");
+
+    // The panel: hot at its parallelism with two in flight and eight waiting, held paused with its job waiting.
+    await keysCell.locator("button").click();
+    const hot = page.locator('#keys-list tr[data-key="hot"]');
+    const held = page.locator('#keys-list tr[data-key="held"]');
+    await hot.waitFor();
+    expect(await page.locator("#keys-topic").textContent()).toBe("dash-keys");
+    expect(await page.locator("#keys-counts").textContent()).toBe("0 in turn · 0 waiting for rate · 1 at parallelism · 1 paused");
+    expect(await page.locator("#keys-list tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-key")))).toEqual(["hot", "held"]);
+    const facts = (row: typeof hot) =>
+      Promise.all(["inflight", "waiting", "state"].map((f) => row.locator(`[data-field="${f}"]`).textContent())).then(([inflight, waiting, state]) => ({
+        inflight,
+        waiting,
+        state,
+      }));
+    expect(await facts(hot)).toEqual({ inflight: "2", waiting: "8", state: "at parallelism" });
+    expect(await facts(held)).toEqual({ inflight: "0", waiting: "1", state: "paused" });
+
+    // Pause hot from the panel: the API says it is paused, with its weight kept; it stays parked at its parallelism meanwhile.
+    await hot.locator('[data-action="pause"]').click();
+    await hot.locator('[data-action="resume"]').waitFor({ timeout: 10_000 });
+    expect((await api.ok("GET", keyPath("hot"))).settings).toEqual({ weight: 3, paused: true });
+    expect(await facts(hot)).toEqual({ inflight: "2", waiting: "8", state: "at parallelism paused" });
+    await page.screenshot({ path: join(artifactDir(), "flow-keys.png"), fullPage: true });
+
+    // Resume both: hot keeps its weight; held, with no other setting, has none left. Both take their turn again, and the table says so.
+    await hot.locator('[data-action="resume"]').click();
+    await hot.locator('[data-action="pause"]').waitFor({ timeout: 10_000 });
+    expect((await api.ok("GET", keyPath("hot"))).settings).toEqual({ weight: 3 });
+    await held.locator('[data-action="resume"]').click();
+    await held.locator('[data-field="state"][data-state="turn"]').waitFor({ timeout: 10_000 });
+    expect((await api.request("GET", keyPath("held"))).status).toBe(404);
+    await keysCell.locator("button", { hasText: "2 in turn · 0 at limit · 0 paused" }).waitFor({ timeout: 10_000 });
     expect(problems).toEqual([]);
   } finally {
     await browser.close();

@@ -65,6 +65,7 @@ function statsView(r: PipelinePage) {
           ready: p.backlog?.ready ?? null,
           inflight: p.backlog?.inflight ?? null,
         })),
+        ...(t.flowKeys ? { flowKeys: t.flowKeys } : {}),
       };
     }),
     total: r.totalTopics,
@@ -78,7 +79,8 @@ export const stats = router().openapi(
     method: "get",
     path: "/",
     operationId: "getStats",
-    summary: "The tick's heartbeat, and one page of topics (name order) with backlogs, counters, lateness and duration histograms and per-minute series",
+    summary:
+      "The tick's heartbeat, and one page of topics (name order) with backlogs, counters, lateness and duration histograms, per-minute series and a shaped topic's flow keys by state",
     description: `Pages with \`cursor\` and \`limit\` (default ${DEFAULT_STATS_PAGE_LIMIT}, at most ${MAX_STATS_PAGE_LIMIT} topics); a page also holds at most ${STATS_PAGE_SERIES_MINUTES.toLocaleString("en")} topic-minutes of series, so it ends after floor(${STATS_PAGE_SERIES_MINUTES} / minutes) topics (${Math.floor(STATS_PAGE_SERIES_MINUTES / 60)} at minutes=60, ${Math.floor(STATS_PAGE_SERIES_MINUTES / SERIES_MINUTES)} at 1,440) and follows on with \`nextCursor\`. A page answers at most ~1 MB (≤ ~2.5 KB per topic plus ≤ ~250 bytes per topic-minute; ~0.57 MB measured for 50 topics × 60 minutes) whatever the number of topics; \`total\` counts every topic registered. With several shards (DELAYLINE_SHARDS) every shard is read at once and the page merges them in name order; a shard that does not answer within ${SHARD_READ_DEADLINE_MS.toLocaleString("en")} ms (or REDIS_TIMEOUT_MS, when lower) is left out and the answer says \`partial: true\` with its name in \`missingShards\` (503 only when no shard answers). Deployment totals of backlogs and counters are on /metrics (the busiest topics plus topic="(others)").`,
     request: {
       query: z.object({

@@ -71,6 +71,7 @@ describe("flow keys over HTTP", () => {
     expect(view.flowKeys.busiest[0]).toEqual({ key: "hot", inFlight: 2, waiting: 48, state: "parallelism" });
     expect(view.flowKeys.busiest).toContainEqual({ key: "cold-0", inFlight: 0, waiting: 1, state: "paused" });
     expect((await call(env, "/v1/topics")).body.topics[0].flowKeys).toEqual({ inTurn: 0, waitingForRate: 0, atParallelism: 1, paused: 1 });
+    expect((await call(env, "/v1/stats?minutes=0")).body.topics[0].flowKeys).toEqual({ inTurn: 0, waitingForRate: 0, atParallelism: 1, paused: 1 });
     const metrics = await call(env, "/metrics");
     expect(metrics.text).toContain('delayline_flow_keys{topic="q",state="at_parallelism"} 1');
     expect(metrics.text).toContain('delayline_flow_keys{topic="q",state="paused"} 1');

@@ -56,6 +56,8 @@ describe("topic listings page", () => {
     // Without a limit: one page of up to 100.
     const one = await call(env, "/v1/topics");
     expect(one.body.topics).toHaveLength(TOPICS);
+    // Plain topics: no flow keys to count.
+    expect(one.body.topics.filter((t: object) => "flowKeys" in t)).toEqual([]);
     expect(one.body.nextCursor).toBeNull();
     // A topic deleted between pages is not listed, and none is skipped or repeated.
     const first = await call(env, "/v1/topics?limit=5");
@@ -95,6 +97,8 @@ describe("topic listings page", () => {
     // Default: 50 topics a page, so 23 fit on one.
     const one = await call(env, "/v1/stats");
     expect(one.body.topics).toHaveLength(TOPICS);
+    // Plain topics: no flow keys to count.
+    expect(one.body.topics.filter((t: object) => "flowKeys" in t)).toEqual([]);
     expect(one.body.nextCursor).toBeNull();
   });
 });
