@@ -246,7 +246,7 @@ export interface TopicStats {
 }
 
 /** How many of a shaped topic's flow keys stand where. */
-export interface FlowKeyCounts {
+interface FlowKeyCounts {
   /** Keys with due jobs whose turn it is (or comes as other keys are served). */
   inTurn: number;
   /** Keys with due jobs that their rate holds back until a later start. */
