@@ -38,7 +38,7 @@
   ARGV[6]  retention, ms (as claim's ARGV[8]): when a topic's finished jobs are due for their sweep
   ARGV[7]  lead, ms (as claim's ARGV[14]): a topic rescored by its due job is scored this much before it
   ARGV[8]  "1" the topic is shaped (lib/flow.lua): its index score heeds its keyed jobs and keys too
-  then for outcome i, eight values from ARGV[8 + 8(i-1)]:
+  then for outcome i, eight values from ARGV[9 + 8(i-1)]:
            id, attempt, kind ("ack" | "retry" | "dead"), retry time ms (retry only), error text,
            when the attempt started, ms ("" unknown: when it was claimed),
            how long it ran, ms ("" unknown: from its start until now),
