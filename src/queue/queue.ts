@@ -6,6 +6,7 @@ import * as limitErrors from "./limit-errors.js";
 import type { RedisLimit } from "./errors.js";
 import * as jobChanges from "./job-changes.js";
 import * as jobReads from "./job-reads.js";
+import * as claims from "./claims.js";
 import * as jobs from "./jobs.js";
 import type { Keys } from "./keys.js";
 import { Schedules } from "./schedules.js";
@@ -87,7 +88,7 @@ export class Queue {
    * `leaseMs`, within the topic's rate limit and concurrency.
    */
   claim(topic: string, options: ClaimOptions): Promise<ClaimResult> {
-    return jobs.claim(this.ctx, topic, options);
+    return claims.claim(this.ctx, topic, options);
   }
 
   /**

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { Code, type CodeMap } from "./codes.js";
+import { flowReplies } from "./flow-replies.js";
 import { SCHEDULES_INDEX_MEMBER } from "./keys.js";
+import { malformed } from "./malformed.js";
 import {
   flatHash,
   intReply,
@@ -95,11 +97,6 @@ const claimHead = z
   }));
 const CLAIM_HEAD = 12;
 
-/** A reply that breaks its script's contract: a bug, as a failed schema is. */
-function malformed(script: string, what: string, value: unknown): never {
-  throw new TypeError(`${script} reply: ${what} is ${JSON.stringify(value) ?? String(value)}`);
-}
-
 /** A Redis number as Lua returns it (an integer) or as Redis stores it (a numeric string, e.g. a score). */
 function numericCell(v: unknown, script: string, what: string): number {
   if (typeof v === "number") return v;
@@ -129,36 +126,6 @@ function claimReply(raw: unknown) {
     jobs.push({ id, attempt: attempt as number, dueAt: numericCell(raw[i + 2], "claim", "a due time"), record: parseRecord(record, id) });
   }
   return { ...head, jobs };
-}
-
-/**
- * flow-read.lua: what a shaped topic's claim may take or reap. Its parts go
- * back to claim.lua as they came (claim.lua checks each again), so they are
- * checked only for their shape: flat lists of strings and integers whose
- * lengths are multiples of their rows'.
- */
-function flowReadReply(raw: unknown): {
-  leases: string[];
-  newly: Array<string | number>;
-  served: Array<string | number>;
-  jobs: Array<string | number>;
-  rounds: number;
-} {
-  if (!Array.isArray(raw) || raw.length !== 5) return malformed("flow-read", "the reply", raw);
-  const [leases, newly, served, jobs, rounds] = raw as unknown[];
-  if (!Number.isSafeInteger(rounds) || (rounds as number) < 1) return malformed("flow-read", "the rounds", rounds);
-  const flat = (v: unknown, row: number, what: string): Array<string | number> => {
-    if (!Array.isArray(v) || v.length % row !== 0) return malformed("flow-read", what, v);
-    for (const cell of v) if (typeof cell !== "string" && !Number.isSafeInteger(cell)) return malformed("flow-read", `a cell of ${what}`, cell);
-    return v as Array<string | number>;
-  };
-  return {
-    leases: idList.parse(leases),
-    newly: flat(newly, 4, "the newly due"),
-    served: flat(served, 2, "the keys served"),
-    jobs: flat(jobs, 5, "the jobs"),
-    rounds: rounds as number,
-  };
 }
 
 /**
@@ -206,27 +173,7 @@ export const replies = {
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
-  /** flow-keys-top.lua: key, in flight, waiting, state per key, busiest first. */
-  flowKeysTop: {
-    parse(raw: unknown) {
-      const flat = z.array(z.union([z.string(), z.number()])).parse(raw);
-      if (flat.length % 4 !== 0) return malformed("flow-keys-top", "the reply", raw);
-      const states = ["turn", "rate", "parallelism", "paused", "running"] as const;
-      const out: Array<{ key: string; inFlight: number; waiting: number; state: (typeof states)[number] }> = [];
-      for (let i = 0; i < flat.length; i += 4) {
-        const state = states.find((s) => s === flat[i + 3]);
-        if (state === undefined) return malformed("flow-keys-top", "a state", flat[i + 3]);
-        out.push({ key: String(flat[i]), inFlight: intReply.parse(flat[i + 1]), waiting: intReply.parse(flat[i + 2]), state });
-      }
-      return out;
-    },
-  },
-
-  /** flow-key.lua: set, or removed settings that were there (Code.Removed); Missing: there were none to remove. */
-  flowKey: { parse: (raw: unknown) => intReply.parse(raw) === Code.Removed.Removed },
-
-  /** flow-read.lua: see {@link flowReadReply}. */
-  flowRead: { parse: flowReadReply },
+  ...flowReplies,
 
   /** settle.lua: see {@link settleReply}. */
   settle: { parse: settleReply },
