@@ -10,6 +10,7 @@ import {
   MAX_MAX_ATTEMPTS,
   MAX_RATE_PER_SEC,
   MAX_TIMEOUT_MS,
+  MAX_WEIGHT,
   MIN_MAX_ATTEMPTS,
   MIN_SECRET_LENGTH,
   MIN_TIMEOUT_MS,
@@ -24,6 +25,18 @@ export const TopicSettingsBody = z
     ratePerSec: z.number().positive().max(MAX_RATE_PER_SEC).nullable().optional(),
     burst: z.number().int().min(1).max(MAX_BURST).nullable().optional(),
     concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).nullable().optional(),
+    weight: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_WEIGHT)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "The topic's share of the tick when topics contend for it (TICK_CONCURRENCY's slots, the subrequest budget, chunk sizes, the rotation): " +
+          "a topic of weight 3 gets three times a weight-1 topic's. Alone, or among topics of its own weight, it changes nothing. null: 1",
+      }),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
     url: z
@@ -84,6 +97,7 @@ export const TopicView = z
       ratePerSec: z.number().optional(),
       burst: z.number().optional(),
       concurrency: z.number().optional(),
+      weight: z.number(),
       maxAttempts: z.number(),
       backoff: BackoffOut,
       paused: z.boolean(),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, type SignatureScheme } from "../protocol/signature-schemes.js";
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS, DEFAULT_WEIGHT } from "../limits.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
 
 /** Settings of one topic after defaults are applied. */
@@ -11,6 +11,8 @@ export interface TopicSettings {
   burst?: number;
   /** Most jobs in flight at once; unset means no limit. */
   concurrency?: number;
+  /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
+  weight: number;
   /** Attempts before a job is dead. Default 5 (1–100). */
   maxAttempts: number;
   /** Retry policy. Default exponential from 1 s, ×2, capped at 1 h, full jitter. */
@@ -66,6 +68,7 @@ export interface TopicPatch {
   ratePerSec?: number | null;
   burst?: number | null;
   concurrency?: number | null;
+  weight?: number | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
   paused?: boolean | null;
@@ -83,6 +86,7 @@ const stored = z.object({
   ratePerSec: num.optional(),
   burst: num.optional(),
   concurrency: num.optional(),
+  weight: num.optional(),
   maxAttempts: num.optional(),
   backoff: z
     .string()
@@ -105,6 +109,7 @@ const stored = z.object({
 export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDefaults): { settings: TopicSettings; secrets: TopicSecrets } {
   const c = stored.parse(hash);
   const settings: TopicSettings = {
+    weight: c.weight ?? DEFAULT_WEIGHT,
     maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
     backoff: c.backoff ?? defaults.backoff,
     paused: c.paused === "true",

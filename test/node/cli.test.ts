@@ -249,6 +249,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       ratePerSec: { args: ["12.5"], shows: { ratePerSec: 12.5 } },
       burst: { args: ["7"], shows: { burst: 7 } },
       concurrency: { args: ["3"], shows: { concurrency: 3 } },
+      weight: { args: ["4"], shows: { weight: 4 } },
       maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },
       timeoutMs: { args: ["4321"], shows: { timeoutMs: 4321 } },
       backoff: { args: ['{"type":"schedule","delays":["10s","1m"]}'], shows: { backoff: { type: "schedule", delays: [10_000, 60_000] } } },
@@ -292,7 +293,13 @@ it("topics set sets every topic setting, each read back with topics show and fro
     expect(log.deliveries).toEqual([]);
 
     const cleared = await json(["topics", "set", "cli-every", "--clear", ...Object.keys(given)]);
-    expect(cleared.settings).toMatchObject({ mode: "push", signatureScheme: "delayline", hasSigningSecret: false, hasPreviousSigningSecrets: false });
+    expect(cleared.settings).toMatchObject({
+      mode: "push",
+      weight: 1,
+      signatureScheme: "delayline",
+      hasSigningSecret: false,
+      hasPreviousSigningSecrets: false,
+    });
     expect(cleared.settings).not.toHaveProperty("url");
     expect(cleared.settings).not.toHaveProperty("ratePerSec");
   } finally {

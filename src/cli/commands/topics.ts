@@ -1,7 +1,7 @@
 /** `delayline topics list | show | set | pause | resume | delete`. */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
-import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_TIMEOUT_MS, MAX_WEIGHT, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 
@@ -10,6 +10,7 @@ const SETTINGS = [
   "ratePerSec",
   "burst",
   "concurrency",
+  "weight",
   "maxAttempts",
   "backoff",
   "url",
@@ -79,6 +80,7 @@ function setCommand(topics: Command, io: Io): void {
     .option("--rate-per-sec <n>", "most deliveries a second", positiveNumber)
     .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, MAX_BURST))
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, MAX_CONCURRENCY))
+    .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option(
@@ -132,6 +134,7 @@ function renderTopic(t: Topic): string {
     ["url", s.url],
     ["rate", s.ratePerSec === undefined ? "unlimited" : `${s.ratePerSec}/s${s.burst !== undefined ? `, burst ${s.burst}` : ""}`],
     ["concurrency", s.concurrency ?? "unlimited"],
+    ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
     ["timeout", duration(s.timeoutMs)],
