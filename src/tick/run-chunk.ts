@@ -175,6 +175,8 @@ async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult[
     allowPrivateTargets: s.allowPrivateTargets,
     fetch: budget.countingFetch(o.fetch ?? fetch),
     overall,
+    // The overall slots go by weight between topics that wait for them (src/tick/budget.ts).
+    claimant: { topic: o.topic, weight: topic.settings.weight },
     ...(o.topicSlots ? { topicSlots: o.topicSlots(c.slots) } : {}),
     now: () => clock.now(),
     until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),
