@@ -34,8 +34,8 @@ export const TopicSettingsBody = z
       .optional()
       .openapi({
         description:
-          "The topic's share of the tick when topics contend for it (TICK_CONCURRENCY's slots, the subrequest budget, chunk sizes, the rotation): " +
-          "a topic of weight 3 gets three times a weight-1 topic's. Alone, or among topics of its own weight, it changes nothing. null: 1",
+          "The topic's share of the tick when topics contend for it (TICK_CONCURRENCY's slots, chunk sizes, the subrequest budget, the round's order): " +
+          "a topic of weight 3 gets three times what a weight-1 topic gets. Without contention, or among topics of one weight, it changes nothing. null: 1",
       }),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
