@@ -35,6 +35,8 @@ export interface TickChunkReport {
   nextLookAt?: number | null;
   /** What held ready jobs back in the last claim (see Queue.claim). */
   heldBy?: "concurrency" | "rate" | "paused" | "mode" | "bytes" | null;
+  /** The topic's weight as its claim read it (absent when the claim gave no settings: a pull or a paused topic's). */
+  weight?: number;
 }
 
 type Declarations = typeof SETTING_DECLARATIONS;

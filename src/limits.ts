@@ -188,6 +188,12 @@ export const MAX_CONCURRENCY = 10_000;
  */
 export const MAX_MAX_LENGTH = 1_000_000;
 
+/** A topic's `weight` when it sets none: topics of one weight share the tick as they always have. */
+export const DEFAULT_WEIGHT = 1;
+
+/** Highest `weight` a topic may set: its share of the tick under contention against a weight-1 topic's. */
+export const MAX_WEIGHT = 100;
+
 /** Fewest attempts a job or topic may set (one attempt: no retries). */
 export const MIN_MAX_ATTEMPTS = 1;
 

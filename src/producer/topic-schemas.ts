@@ -15,6 +15,7 @@ import {
   MAX_MAX_LENGTH,
   MAX_RATE_PER_SEC,
   MAX_TIMEOUT_MS,
+  MAX_WEIGHT,
   MIN_MAX_ATTEMPTS,
   MIN_SECRET_LENGTH,
   MIN_TIMEOUT_MS,
@@ -96,6 +97,18 @@ export const TopicSettingsBody = z
       description:
         "At maxLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the topic's oldest pending jobs, earliest due first, end in state dropped). null: reject",
     }),
+    weight: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_WEIGHT)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "The topic's share of the tick when topics contend for it (TICK_CONCURRENCY's slots, chunk sizes, the subrequest budget, the round's order): " +
+          "a topic of weight 3 gets three times what a weight-1 topic gets. Without contention, or among topics of one weight, it changes nothing. null: 1",
+      }),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).nullable().optional(),
     backoff: BackoffBody.nullable().optional(),
     url: z
@@ -190,6 +203,7 @@ export const TopicView = z
       concurrency: z.number().optional(),
       maxLength: z.number().optional(),
       overflow: z.enum(OVERFLOW_POLICIES),
+      weight: z.number(),
       maxAttempts: z.number(),
       backoff: BackoffOut,
       paused: z.boolean(),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, type SignatureScheme } from "../protocol/signature-schemes.js";
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY_STEP_MS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS } from "../limits.js";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY_STEP_MS, DEFAULT_SIGNATURE_SCHEME, DEFAULT_TIMEOUT_MS, DEFAULT_WEIGHT } from "../limits.js";
 import { DEFAULT_BACKOFF, type Backoff } from "./policy/backoff.js";
 
 /**
@@ -36,6 +36,8 @@ export interface TopicSettings {
   maxLength?: number;
   /** What an enqueue past maxLength does. Default `reject`. */
   overflow: OverflowPolicy;
+  /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
+  weight: number;
   /** Attempts before a job is dead. Default 5 (1–100). */
   maxAttempts: number;
   /** Retry policy. Default exponential from 1 s, ×2, capped at 1 h, full jitter. */
@@ -95,6 +97,7 @@ export interface TopicPatch {
   concurrency?: number | null;
   maxLength?: number | null;
   overflow?: OverflowPolicy | null;
+  weight?: number | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
   paused?: boolean | null;
@@ -115,6 +118,7 @@ const stored = z.object({
   concurrency: num.optional(),
   maxLength: num.optional(),
   overflow: z.enum(OVERFLOW_POLICIES).optional(),
+  weight: num.optional(),
   maxAttempts: num.optional(),
   backoff: z
     .string()
@@ -142,6 +146,7 @@ const stored = z.object({
 export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDefaults): { settings: TopicSettings; secrets: TopicSecrets } {
   const c = stored.parse(hash);
   const settings: TopicSettings = {
+    weight: c.weight ?? DEFAULT_WEIGHT,
     maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
     backoff: c.backoff ?? defaults.backoff,
     overflow: c.overflow ?? "reject",

@@ -28,6 +28,7 @@ import {
   DEFAULT_TICK_POLL_MS,
   DEFAULT_TICK_SUBREQUEST_BUDGET,
   DEFAULT_TIMEOUT_MS,
+  MAX_BATCH,
   MAX_DEFAULT_TICK_LEAD_MS,
   MAX_MAX_ATTEMPTS,
   MAX_TIMEOUT_MS,
@@ -167,7 +168,12 @@ export const SETTING_DECLARATIONS = {
     accepts: "`delayline` or `standard`",
     doc: "how topics that set no `signatureScheme` sign deliveries",
   }),
-  TICK_CHUNK: whole("tickChunk", { min: 1, max: 1_000, fallback: DEFAULT_TICK_CHUNK, doc: "most jobs one claim takes per topic per round" }),
+  TICK_CHUNK: whole("tickChunk", {
+    min: 1,
+    max: 1_000,
+    fallback: DEFAULT_TICK_CHUNK,
+    doc: `most jobs one claim takes per topic per round; when topics of different weights contend for \`TICK_CONCURRENCY\`, the lightest's, a heavier topic's larger by its share (at most ${figure(MAX_BATCH)})`,
+  }),
   TICK_LEAD_MS: wholeDerived("tickLeadMs", {
     min: 0,
     max: 60_000,
@@ -180,7 +186,7 @@ export const SETTING_DECLARATIONS = {
     min: 1,
     max: 1_000,
     fallback: DEFAULT_TICK_CONCURRENCY,
-    doc: "most handlers running at once in one tick, across topics",
+    doc: "most handlers running at once in one tick, across topics; topics that contend for them share them by their `weight`",
   }),
   TICK_SUBREQUEST_BUDGET: whole("tickSubrequestBudget", {
     min: 10,

@@ -69,16 +69,25 @@ export class SubrequestBudget {
   }
 }
 
+/** Who takes a slot of a semaphore shared between topics: the topic (its slots are counted together) and its weight. */
+export interface Claimant {
+  topic: string;
+  weight: number;
+}
+
 /**
  * A concurrency limit: the tick's overall one (shared by every topic of an
  * invocation) and a topic's handler slots. Taking a free slot is synchronous
  * (no promise: a chunk's lanes take one per job); a slot given back goes
- * straight to the longest waiter, so nobody taking one synchronously can
- * overtake it.
+ * straight to a waiter, so nobody taking one synchronously can overtake it:
+ * the longest waiter, unless waiters of different weights wait (see
+ * {@link nextWaiter}).
  */
 export class Semaphore {
   private active = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ grant: () => void; who: Claimant | undefined }> = [];
+  /** Slots each claimant's topic holds. */
+  private readonly held = new Map<string, number>();
 
   constructor(readonly size: number) {}
 
@@ -87,29 +96,67 @@ export class Semaphore {
     return this.active === 0 && this.waiting.length === 0;
   }
 
-  /** Takes a slot: at once (undefined) when one is free, else the promise of one. Give it back with {@link release}. */
-  acquire(): Promise<void> | undefined {
+  /** Takes a slot for `who`: at once (undefined) when one is free, else the promise of one. Give it back with {@link release}. */
+  acquire(who?: Claimant): Promise<void> | undefined {
     if (this.active < this.size) {
       this.active++;
+      this.count(who, 1);
       return undefined;
     }
-    return new Promise<void>((r) => this.waiting.push(r));
+    return new Promise<void>((grant) => this.waiting.push({ grant, who }));
   }
 
-  /** Gives back a slot taken with {@link acquire}: to the longest waiter, else free. */
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.active--;
+  /** Gives back a slot `who` took with {@link acquire}: to the next waiter, else free. */
+  release(who?: Claimant): void {
+    this.count(who, -1);
+    const i = this.nextWaiter();
+    if (i < 0) {
+      this.active--;
+      return;
+    }
+    const [next] = this.waiting.splice(i, 1);
+    this.count(next!.who, 1);
+    next!.grant();
   }
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    const wait = this.acquire();
+  async run<T>(work: () => Promise<T>, who?: Claimant): Promise<T> {
+    const wait = this.acquire(who);
     if (wait) await wait;
     try {
       return await work();
     } finally {
-      this.release();
+      this.release(who);
     }
+  }
+
+  /**
+   * Which waiter a freed slot goes to (-1: none waits). Waiters of one
+   * weight are served in turn, the longest first. When weights differ, the
+   * slot goes where it leaves its topic's slots, over its weight, lowest (the
+   * longest waiter among equals): held slots go 3:1 between topics of
+   * weights 3 and 1 while both wait, within what each can run.
+   */
+  private nextWaiter(): number {
+    if (this.waiting.length === 0) return -1;
+    const weightOf = (i: number) => this.waiting[i]!.who?.weight ?? 1;
+    if (this.waiting.every((_, i) => weightOf(i) === weightOf(0))) return 0;
+    let best = 0;
+    let lowest = Infinity;
+    for (let i = 0; i < this.waiting.length; i++) {
+      const who = this.waiting[i]!.who;
+      const after = ((who ? (this.held.get(who.topic) ?? 0) : 0) + 1) / weightOf(i);
+      if (after < lowest) {
+        lowest = after;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  private count(who: Claimant | undefined, n: number): void {
+    if (!who) return;
+    const held = (this.held.get(who.topic) ?? 0) + n;
+    if (held > 0) this.held.set(who.topic, held);
+    else this.held.delete(who.topic);
   }
 }

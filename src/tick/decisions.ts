@@ -10,7 +10,7 @@ import { addOutcomes, noOutcomes, type Outcomes } from "../env.js";
 import { RedisUnavailableError } from "../queue/errors.js";
 import type { EndedChunk } from "./in-flight.js";
 import { CHUNK_OVERHEAD, type RoundPlan } from "./round-plan.js";
-import { TopicMemory } from "./topic-memory.js";
+import { TopicMemory, type TopicSeen } from "./topic-memory.js";
 
 /** What a loop or a drain carries from one decision to the next. */
 export interface TickState {
@@ -98,7 +98,7 @@ export function foldEnded(st: TickState, looks: number[], ended: EndedChunk[], f
         continue;
       }
       out.claimed.fanned += r.claimed;
-      st.memory.claimed(e.topic, r.claimed, r.more);
+      st.memory.claimed(e.topic, r.claimed, r.more, r.weight !== undefined ? { weight: r.weight } : {});
     }
     let look = r.nextLookAt ?? Infinity;
     // Its slots are free again: whatever waited for them is looked at now.
@@ -192,6 +192,8 @@ export interface RoundClaim {
   claimed: number;
   more: boolean;
   nextLookAt: number | null;
+  /** What the claim told of the topic's settings (nothing when it gave none). */
+  seen?: TopicSeen;
 }
 
 /** The facts of a round that started work, once its claims are back. */
@@ -234,7 +236,7 @@ export function afterRound(st: TickState, plan: RoundPlan, claims: RoundClaim[],
       continue;
     }
     claimed += c.claimed;
-    st.memory.claimed(c.topic, c.claimed, c.more);
+    st.memory.claimed(c.topic, c.claimed, c.more, c.seen);
     full ||= c.more;
     if (c.nextLookAt != null) wakeAt = Math.min(wakeAt, c.nextLookAt);
   }

@@ -7,7 +7,7 @@ import { forbiddenTarget } from "../handlers/ssrf.js";
 import { decideAfterFailure } from "../queue/policy/backoff.js";
 import type { ClaimedJob, Outcome } from "../queue/queue.js";
 import type { TopicSecrets, TopicSettings } from "../queue/topics.js";
-import { Semaphore } from "./budget.js";
+import { Semaphore, type Claimant } from "./budget.js";
 
 /** What dispatching one topic's chunk needs. */
 export interface DispatchContext {
@@ -22,6 +22,8 @@ export interface DispatchContext {
   fetch: typeof fetch;
   /** Shared by all topics of the tick. */
   overall: Semaphore;
+  /** Whom the chunk takes `overall`'s slots for: its topic, with its weight. Default: nobody in particular. */
+  claimant?: Claimant;
   /** The topic's handler slots ({@link handlerSlots}), shared by its chunks running side by side. Default: this chunk's own. */
   topicSlots?: Semaphore;
   now: () => number;
@@ -193,7 +195,7 @@ async function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined,
       if (due) await due;
       const slot = slots.acquire();
       if (slot) await slot;
-      const overall = ctx.overall.acquire();
+      const overall = ctx.overall.acquire(ctx.claimant);
       if (overall) await overall;
       try {
         ctx.onStart?.(1);
@@ -201,7 +203,7 @@ async function dispatchEach(jobs: ClaimedJob[], handler: JobHandler | undefined,
         outcomes[i] = outcome;
         ctx.onOutcome?.(outcome);
       } finally {
-        ctx.overall.release();
+        ctx.overall.release(ctx.claimant);
         slots.release();
       }
     }
@@ -299,7 +301,7 @@ async function dispatchBatches(jobs: ClaimedJob[], registered: Extract<Registere
             outcomes.push(o);
             ctx.onOutcome?.(o);
           }
-        }),
+        }, ctx.claimant),
       );
     }),
   );

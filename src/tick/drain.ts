@@ -110,7 +110,7 @@ class Drain {
       busy: inFlight.busy(o.topic),
       budgetLeft: budget.left,
       canFanOut: this.canFanOut,
-      room: inFlight.room(o.topic, Infinity),
+      room: inFlight.room(o.topic, s.tickChunk),
       canHandOver: o.handOver !== undefined,
       tickChunk: s.tickChunk,
       tickFanout: s.tickFanout,

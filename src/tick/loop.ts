@@ -255,10 +255,12 @@ class TickLoop {
 
   private plan(due: string[], now: number): RoundPlan {
     const { s, inFlight } = this;
-    const start = due.length > 0 ? this.rotation++ % due.length : 0;
+    const turn = due.length > 0 ? this.rotation++ : 0;
+    this.st.memory.dueNow(due);
     return planRound(
-      due.map((t) => this.st.memory.view(t, inFlight.busy(t), inFlight.room(t, s.tickChunk))),
-      start,
+      // The room before a chunk's size: the plan sizes each topic's chunk by its weight.
+      due.map((t) => this.st.memory.view(t, inFlight.busy(t), inFlight.room(t, Infinity))),
+      turn,
       {
         tickChunk: s.tickChunk,
         tickFanout: s.tickFanout,
@@ -267,6 +269,7 @@ class TickLoop {
         fanning: this.o.fanOut !== undefined && s.tickFanout > 0,
         windowLeftMs: this.windowEnd - now,
         freeSlots: inFlight.freeSlots,
+        tickConcurrency: s.tickConcurrency,
       },
     );
   }
@@ -305,6 +308,7 @@ class TickLoop {
       claimed: c.claimed,
       more: c.more,
       nextLookAt: c.nextLookAt,
+      ...(c.weight !== undefined ? { seen: { weight: c.weight, slots: c.slots } } : {}),
     }));
     const facts = { roundAt: now, now: clock.now(), wakeAt, more, budgetLeft: budget.left, windowEnd: this.windowEnd, tickPollMs: s.tickPollMs };
     const after = afterRound(this.st, plan, claims, { ...facts, pollInterval: this.pollInterval() });

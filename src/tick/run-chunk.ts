@@ -1,5 +1,5 @@
 import { noOutcomes, type Settings, type TickChunkReport } from "../env.js";
-import { CLAIM_REQUESTS_MAX } from "../queue/bounds.js";
+import { CLAIM_REQUESTS_MAX, MAX_BATCH } from "../queue/bounds.js";
 import type { ClaimResult, Queue } from "../queue/queue.js";
 import { Semaphore, SubrequestBudget } from "./budget.js";
 import type { Handlers, Registered } from "../handlers/registry.js";
@@ -20,7 +20,11 @@ export interface ChunkOptions {
   /** The deployment's code handlers; a topic without one is delivered over http. */
   handlers: Handlers;
   topic: string;
-  /** Most jobs to claim; also bounded by TICK_CHUNK and by what `budget` has left. */
+  /**
+   * Most jobs to claim: the caller sizes the chunk (TICK_CHUNK; a heavier
+   * topic's share, src/tick/round-plan.ts). Also bounded by MAX_BATCH and by
+   * what `budget` has left.
+   */
   max: number;
   /** How far ahead of their due time jobs are claimed (topics without limits, not batch handlers). Default TICK_LEAD_MS. */
   leadMs?: number;
@@ -59,6 +63,8 @@ export interface StartedChunk {
   nextLookAt: number | null;
   /** Handlers this topic may run at once in one invocation (its concurrency, the code handler's, else 10). */
   slots: number;
+  /** The topic's weight as the claim read it (absent when the claim gave no settings). */
+  weight?: number;
   /** Delivers and settles the claimed jobs; the chunk's whole report. Never rejects before it is awaited or handled. */
   done: Promise<ChunkReport>;
 }
@@ -87,7 +93,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   const spentBefore = budget.spent;
   const report: ChunkReport = { claimed: 0, outcomes: noOutcomes(), subrequests: 0, more: false, nextDueAt: null, nextLookAt: null };
   // A claim's requests at most and a settle; the rest is for deliveries.
-  const take = Math.max(0, Math.min(o.max, s.tickChunk, budget.left - CLAIM_REQUESTS_MAX - 1));
+  const take = Math.max(0, Math.min(o.max, MAX_BATCH, budget.left - CLAIM_REQUESTS_MAX - 1));
   if (take === 0) {
     report.nextLookAt = clock.now();
     return { claimed: 0, more: false, nextLookAt: report.nextLookAt, slots: 1, done: Promise.resolve(report) };
@@ -108,12 +114,14 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   report.more = claim.jobs.length === take || claim.heldBy === "bytes";
   report.nextDueAt = claim.nextDueAt;
   report.heldBy = claim.heldBy;
+  // The claim returned the topic's settings anyway: the tick learns its weight at no cost.
+  if (claim.topic) report.weight = claim.topic.settings.weight;
   const claimLook = report.more ? clock.now() : (claim.nextLookAt ?? null);
   const slots = claim.topic ? handlerSlots(handler, claim.topic.settings) : 1;
   const done = finishChunk({ o, clock, budget, spentBefore, report, claim, claimMs, slots, handler });
   // Handled by whoever awaits it; this only keeps an early rejection from counting as unhandled.
   done.catch(() => {});
-  return { claimed: report.claimed, more: report.more, nextLookAt: claimLook, slots, done };
+  return { claimed: report.claimed, more: report.more, nextLookAt: claimLook, slots, ...(claim.topic ? { weight: claim.topic.settings.weight } : {}), done };
 }
 
 /** A chunk whose claim is back, with what delivering and settling it needs. */
@@ -175,6 +183,8 @@ async function deliverAndSettle(c: ClaimedChunk, topic: NonNullable<ClaimResult[
     allowPrivateTargets: s.allowPrivateTargets,
     fetch: budget.countingFetch(o.fetch ?? fetch),
     overall,
+    // The overall slots go by weight between topics that wait for them (src/tick/budget.ts).
+    claimant: { topic: o.topic, weight: topic.settings.weight },
     ...(o.topicSlots ? { topicSlots: o.topicSlots(c.slots) } : {}),
     now: () => clock.now(),
     until: (at) => clock.sleep(Math.max(0, Math.ceil(at - clock.now()))),

@@ -1,23 +1,58 @@
+import { DEFAULT_WEIGHT } from "../limits.js";
 import type { DueTopic } from "./round-plan.js";
+
+/** What a claim told of its topic's settings: its weight, and the handlers it may run at once here (a chunk here knows them). */
+export interface TopicSeen {
+  weight?: number;
+  slots?: number;
+}
 
 /**
  * What one loop remembers of each topic between rounds: what its last chunk
- * took, whether it has a backlog, whether fanning it out failed, and how long
- * it is left alone. A chunk that got nothing yet asks to be back at once
- * would make the loop spin (the index is only ever early by mistake, and
- * claims correct it): such a topic is left alone for a poll interval.
+ * took, whether it has a backlog, its weight and handler slots as its last
+ * claim read them (a claim returns the topic's settings anyway, so this
+ * costs no command), how much it was served for its weight, whether
+ * fanning it out failed, and how long it is left alone. A chunk that got
+ * nothing yet asks to be back at once would make the loop spin (the index
+ * is only ever early by mistake, and claims correct it): such a topic is
+ * left alone for a poll interval.
  */
 export class TopicMemory {
   private readonly lastTaken = new Map<string, number>();
   private readonly backlog = new Set<string>();
+  private readonly seen = new Map<string, TopicSeen>();
+  private readonly served = new Map<string, number>();
+  /** The least a topic due in the last round was served (see dueNow). */
+  private leastServed = 0;
   private readonly noFanOut = new Set<string>();
   private readonly quietUntil = new Map<string, number>();
 
-  /** A chunk of `topic` took `claimed` jobs; `more` when it came back full. */
-  claimed(topic: string, claimed: number, more: boolean): void {
+  /** A chunk of `topic` took `claimed` jobs; `more` when it came back full; `seen`, what its claim told of the topic's settings. */
+  claimed(topic: string, claimed: number, more: boolean, seen: TopicSeen = {}): void {
     this.lastTaken.set(topic, claimed);
+    if (seen.weight !== undefined) this.seen.set(topic, { ...this.seen.get(topic), ...seen });
+    const weight = this.seen.get(topic)?.weight ?? DEFAULT_WEIGHT;
+    this.served.set(topic, (this.served.get(topic) ?? 0) + claimed / Math.max(1, weight));
     if (more) this.backlog.add(topic);
     else this.backlog.delete(topic);
+  }
+
+  /**
+   * The topics a round found due. How much each was served (the jobs its
+   * chunks took, over its weight) orders the round when weights differ
+   * (src/tick/round-plan.ts); one that comes back after rounds without it
+   * starts level with the least served of the last round's, so it is not
+   * owed what it never asked for, and takes no more than its share on its
+   * return.
+   */
+  dueNow(due: string[]): void {
+    let least = Infinity;
+    for (const topic of due) {
+      const served = Math.max(this.served.get(topic) ?? 0, this.leastServed);
+      this.served.set(topic, served);
+      least = Math.min(least, served);
+    }
+    if (due.length > 0) this.leastServed = least;
   }
 
   /** Fanning `topic` out failed: it is delivered here from now on. */
@@ -52,6 +87,15 @@ export class TopicMemory {
   /** What the round planner needs to know of `topic`, with what the loop knows of its running chunks. */
   view(topic: string, running: DueTopic["running"], room: number): DueTopic {
     const lastTaken = this.lastTaken.get(topic);
-    return { topic, ...(lastTaken !== undefined ? { lastTaken } : {}), backlog: this.backlog.has(topic), noFanOut: this.noFanOut.has(topic), running, room };
+    return {
+      topic,
+      ...(lastTaken !== undefined ? { lastTaken } : {}),
+      ...this.seen.get(topic),
+      ...(this.served.has(topic) ? { served: this.served.get(topic)! } : {}),
+      backlog: this.backlog.has(topic),
+      noFanOut: this.noFanOut.has(topic),
+      running,
+      room,
+    };
   }
 }

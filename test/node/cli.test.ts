@@ -299,6 +299,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       concurrency: { args: ["3"], shows: { concurrency: 3 } },
       maxLength: { args: ["500"], shows: { maxLength: 500 } },
       overflow: { args: ["dropOldest"], shows: { overflow: "dropOldest" } },
+      weight: { args: ["4"], shows: { weight: 4 } },
       maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },
       timeoutMs: { args: ["4321"], shows: { timeoutMs: 4321 } },
       backoff: { args: ['{"type":"schedule","delays":["10s","1m"]}'], shows: { backoff: { type: "schedule", delays: [10_000, 60_000] } } },
@@ -346,6 +347,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
     expect(cleared.settings).toMatchObject({
       mode: "push",
       overflow: "reject",
+      weight: 1,
       signatureScheme: "delayline",
       hasSigningSecret: false,
       hasPreviousSigningSecrets: false,

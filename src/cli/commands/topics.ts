@@ -1,7 +1,7 @@
 /** `delayline topics list | show | set | pause | resume | delete` (a topic's flow keys: `flow-keys`). */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
-import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MAX_WEIGHT, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 import { flowText } from "./flow-keys.js";
@@ -13,6 +13,7 @@ const SETTINGS = [
   "concurrency",
   "maxLength",
   "overflow",
+  "weight",
   "maxAttempts",
   "backoff",
   "url",
@@ -90,6 +91,7 @@ function setCommand(topics: Command, io: Io): void {
         "dropOldest",
       ]),
     )
+    .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option(
@@ -149,6 +151,7 @@ function renderTopic(t: Topic): string {
     ["rate", s.ratePerSec === undefined ? "unlimited" : `${s.ratePerSec}/s${s.burst !== undefined ? `, burst ${s.burst}` : ""}`],
     ["concurrency", s.concurrency ?? "unlimited"],
     ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
+    ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
     ["timeout", duration(s.timeoutMs)],

@@ -30,6 +30,7 @@ describe("topics", () => {
       ratePerSec: 20,
       burst: 5,
       concurrency: 10,
+      weight: 1,
       maxAttempts: 3,
       backoff: { type: "schedule", delays: [5_000, 30_000, 60_000] },
       paused: false,
@@ -55,6 +56,23 @@ describe("topics", () => {
     expect(reset.body.settings).toMatchObject({ maxAttempts: 5, hasSigningSecret: false });
     expect((await call(env, "/v1/topics/mail", { method: "PUT", body: { ratePerSec: -1 } })).status).toBe(422);
     expect((await call(env, "/v1/topics/bad%20topic")).status).toBe(422);
+  });
+
+  it("PUT sets a weight of 1–100, shown by GET and the listing; null clears it back to 1", async () => {
+    const env = isolatedEnv();
+    expect((await call(env, "/v1/topics/heavy", { method: "PUT", body: { weight: 3 } })).body.settings.weight).toBe(3);
+    expect((await call(env, "/v1/topics/heavy")).body.settings.weight).toBe(3);
+    expect((await call(env, "/v1/topics/heavy", { method: "PUT", body: { concurrency: 4 } })).body.settings).toMatchObject({ weight: 3, concurrency: 4 });
+    expect((await call(env, "/v1/topics")).body.topics.map((t: { settings: { weight: number } }) => t.settings.weight)).toEqual([3]);
+    for (const weight of [0, 101, 1.5, "3"]) {
+      const refused = await call(env, "/v1/topics/heavy", { method: "PUT", body: { weight } });
+      expect(refused.status, String(weight)).toBe(422);
+    }
+    expect((await call(env, "/v1/topics/heavy")).body.settings.weight).toBe(3);
+    expect((await call(env, "/v1/topics/heavy", { method: "PUT", body: { weight: 100 } })).body.settings.weight).toBe(100);
+    expect((await call(env, "/v1/topics/heavy", { method: "PUT", body: { weight: null } })).body.settings.weight).toBe(1);
+    // A topic that never set one shows the default.
+    expect((await call(env, "/v1/topics/light", { method: "PUT", body: { maxAttempts: 2 } })).body.settings.weight).toBe(1);
   });
 });
 

@@ -3,8 +3,10 @@
  * tick's other decisions: decisions.test.ts; its behaviour over time: the model test).
  */
 import { describe, expect, it } from "vitest";
-import { CHUNK_OVERHEAD, planRound, type DueTopic, type RoundLimits } from "../../../src/tick/round-plan.js";
+import { MAX_BATCH } from "../../../src/limits.js";
+import { CHUNK_OVERHEAD, planRound, type DueTopic, type RoundLimits, type RoundPlan } from "../../../src/tick/round-plan.js";
 import { SleepMark } from "../../../src/tick/sleep-mark.js";
+import { TopicMemory } from "../../../src/tick/topic-memory.js";
 
 const idle = { here: false, fanned: false };
 const topic = (name: string, more: Partial<DueTopic> = {}): DueTopic => ({ topic: name, backlog: false, noFanOut: false, running: idle, room: 100, ...more });
@@ -83,6 +85,75 @@ describe("planRound", () => {
       slotBound: false,
     });
     expect(planRound(due, 2, tight).local.map((l) => l.topic)).toEqual(["c", "a"]);
+  });
+});
+
+describe("planRound with weights", () => {
+  const here = limits({ fanning: false, tickChunk: 8, tickConcurrency: 4, freeSlots: Infinity });
+  const sized = (plan: RoundPlan) => Object.fromEntries(plan.local.map((l) => [l.topic, l.max]));
+
+  it("sizes the chunks of topics contending for TICK_CONCURRENCY by their shares: the lightest TICK_CHUNK, a weight-3 topic three times that", () => {
+    expect(sized(planRound([topic("a", { weight: 3 }), topic("b")], 0, here))).toEqual({ a: 24, b: 8 });
+    // Only the ratio counts: weights 6 and 2 are 3 and 1.
+    expect(sized(planRound([topic("a", { weight: 6 }), topic("b", { weight: 2 })], 0, here))).toEqual({ a: 24, b: 8 });
+    // At most MAX_BATCH.
+    expect(sized(planRound([topic("a", { weight: 100, room: 5_000 }), topic("b")], 0, limits({ ...here, tickChunk: 100, budgetLeft: 100_000 })))).toEqual({
+      a: MAX_BATCH,
+      b: 100,
+    });
+  });
+
+  it("changes nothing where topics do not contend: every one can run all its handlers at once, or all share one weight", () => {
+    const roomy = limits({ ...here, tickConcurrency: 50 });
+    expect(sized(planRound([topic("a", { weight: 3, slots: 10 }), topic("b", { slots: 10 })], 0, roomy))).toEqual({ a: 8, b: 8 });
+    for (const turn of [0, 1, 2]) {
+      const weighted = [topic("a", { weight: 2, served: 9 }), topic("b", { weight: 2 }), topic("c", { weight: 2, served: 1 })];
+      const plain = [topic("a"), topic("b"), topic("c")];
+      for (const l of [here, limits({ freeSlots: 10 }), limits({ fanning: false, budgetLeft: 2 + 2 * (CHUNK_OVERHEAD + 1) })])
+        expect(planRound(weighted, turn, l)).toEqual(planRound(plain, turn, l));
+    }
+  });
+
+  it("gives a topic that can run fewer handlers than its weight's share its handlers' worth, and the others the rest by weight", () => {
+    // 20 slots by weight 3:1:1 would be 12, 4, 4: a can run 10, so b and c get 5 each, and a's chunk is twice theirs.
+    const due = [topic("a", { weight: 3, slots: 10 }), topic("b", { slots: 10 }), topic("c", { slots: 10 })];
+    expect(sized(planRound(due, 0, limits({ ...here, tickChunk: 10, tickConcurrency: 20 })))).toEqual({ a: 20, b: 10, c: 10 });
+  });
+
+  it("lets the topic served least for its weight take the free slots first, whatever the rotation", () => {
+    const due = [topic("a", { weight: 3, served: 10 }), topic("b", { served: 12 })];
+    for (const turn of [0, 1]) expect(planRound(due, turn, limits({ ...here, freeSlots: 4 })).local).toEqual([{ topic: "a", max: 4 }]);
+    // b took 12 jobs, a 36: even, for their weights; the rotation breaks the tie.
+    const even = [topic("a", { weight: 3, served: 12 }), topic("b", { served: 12 })];
+    expect(planRound(even, 1, limits({ ...here, freeSlots: 4 })).local).toEqual([{ topic: "b", max: 4 }]);
+  });
+
+  it("shares a tight budget by weight", () => {
+    const tight = limits({ fanning: false, budgetLeft: 2 + 4 * (CHUNK_OVERHEAD + 5), tickChunk: 100, freeSlots: 100 });
+    // 36 subrequests (two kept for the lock and a handover) shared 3:1: 27 (23 jobs and a chunk's overhead) and 9 (5 jobs).
+    expect(sized(planRound([topic("a", { weight: 3 }), topic("b")], 0, tight))).toEqual({ a: 23, b: 5 });
+  });
+
+  it("reads a weight written into the conf hash by hand as a whole number from 1 to 100", () => {
+    const odd = [topic("a", { weight: 250 }), topic("b", { weight: 0.5 })];
+    expect(sized(planRound(odd, 0, limits({ ...here, tickChunk: 1 })))).toEqual({ a: 100, b: 1 });
+  });
+});
+
+describe("TopicMemory", () => {
+  it("counts what each topic was served for its weight, and brings one that comes back level with the least served of the last round", () => {
+    const m = new TopicMemory();
+    m.dueNow(["a", "b"]);
+    m.claimed("a", 30, true, { weight: 3, slots: 10 });
+    m.claimed("b", 8, true);
+    m.claimed("a", 6, true, { weight: 3 });
+    expect(m.view("a", idle, 5)).toMatchObject({ weight: 3, slots: 10, served: 12, lastTaken: 6 });
+    expect(m.view("b", idle, 5)).toMatchObject({ served: 8 });
+    m.dueNow(["a", "b"]);
+    // c was not due before: it starts at b's 8, not at 0, so it does not take every slot until it caught up.
+    m.dueNow(["a", "c"]);
+    expect(m.view("c", idle, 5)).toMatchObject({ served: 8 });
+    expect(m.view("a", idle, 5)).toMatchObject({ served: 12 });
   });
 });
 

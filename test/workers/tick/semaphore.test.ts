@@ -31,6 +31,38 @@ describe("the tick's semaphore", () => {
     expect(s.idle).toBe(true);
   });
 
+  it("hands slots given back to waiting topics by weight when their weights differ, and in turn when they do not", async () => {
+    const s = new Semaphore(4);
+    const heavy = { topic: "heavy", weight: 3 };
+    const light = { topic: "light", weight: 1 };
+    const got: string[] = [];
+    const wait = (who: typeof heavy) => void s.acquire(who)!.then(() => got.push(who.topic));
+    for (let i = 0; i < 4; i++) expect(s.acquire(i % 2 === 0 ? heavy : light)).toBeUndefined();
+    // Light waits first, heavy after: by weight, not by arrival.
+    for (let i = 0; i < 8; i++) wait(light);
+    for (let i = 0; i < 8; i++) wait(heavy);
+    // Each handler that ends gives its slot back: the slots settle 3:1 while both wait.
+    const holders = [heavy, light, heavy, light];
+    for (let i = 0; i < 8; i++) {
+      s.release(holders.shift()!);
+      await Promise.resolve();
+      holders.push(got.at(-1) === "heavy" ? heavy : light);
+    }
+    expect(holders.filter((h) => h === heavy)).toHaveLength(3);
+    expect(got.slice(0, 3)).toEqual(["heavy", "heavy", "heavy"]);
+    // Of one weight, the longest waiter first, as without weights.
+    const same = new Semaphore(1);
+    const order: string[] = [];
+    expect(same.acquire({ topic: "a", weight: 2 })).toBeUndefined();
+    const b = same.acquire({ topic: "b", weight: 2 })!.then(() => order.push("b"));
+    const a = same.acquire({ topic: "a", weight: 2 })!.then(() => order.push("a"));
+    same.release({ topic: "a", weight: 2 });
+    await b;
+    same.release({ topic: "b", weight: 2 });
+    await a;
+    expect(order).toEqual(["b", "a"]);
+  });
+
   it("run holds a slot while its work runs, and gives it back when the work throws", async () => {
     const s = new Semaphore(1);
     await expect(s.run(async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
