@@ -130,8 +130,9 @@ describe("planRound with weights", () => {
 
   it("shares a tight budget by weight", () => {
     const tight = limits({ fanning: false, budgetLeft: 2 + 4 * (CHUNK_OVERHEAD + 5), tickChunk: 100, freeSlots: 100 });
-    // 36 subrequests (two kept for the lock and a handover) shared 3:1: 27 (23 jobs and a chunk's overhead) and 9 (5 jobs).
-    expect(sized(planRound([topic("a", { weight: 3 }), topic("b")], 0, tight))).toEqual({ a: 23, b: 5 });
+    // 4 × (overhead + 5) subrequests (two more kept for the lock and a handover) shared 3:1: a chunk's
+    // overhead and 2 × overhead + 15 jobs, and a chunk's overhead and 5 jobs.
+    expect(sized(planRound([topic("a", { weight: 3 }), topic("b")], 0, tight))).toEqual({ a: 2 * CHUNK_OVERHEAD + 15, b: 5 });
   });
 
   it("reads a weight written into the conf hash by hand as a whole number from 1 to 100", () => {
