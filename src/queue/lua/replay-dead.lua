@@ -56,22 +56,15 @@ local function metaKeyOf(i) return KEYS[5 + i] end
 -- Schedules the picked letters ({ i, id, meta }): their metas live again, then due, then out of the dead letters.
 local function replay(picked)
   if #picked == 0 then return 0 end
-  local dues, metas, ids, keyedDue, keyedSched = {}, {}, {}, {}, {}
+  local dues, metas, ids, keyed = {}, {}, {}, { due = {}, sched = {} }
   local earliest
   for _, p in ipairs(picked) do
     local due = base
     if spread > 0 then due = base + math.floor(math.random() * spread) end
     if earliest == nil or due < earliest then earliest = due end
     ids[#ids + 1] = p.id
-    if p.meta.k then
-      keyedDue[#keyedDue + 1] = due
-      keyedDue[#keyedDue + 1] = p.id
-      keyedSched[#keyedSched + 1] = due
-      keyedSched[#keyedSched + 1] = scheduledMember(p.meta.k, tonumber(p.meta.p) or 0, p.id)
-    else
-      dues[#dues + 1] = due
-      dues[#dues + 1] = p.id
-    end
+    -- A keyed letter goes back by its key, as its retries did.
+    addRetry(p.meta, due, p.id, dues, keyed)
     -- The marker goes in, and the oldest entry out past the limit.
     local history = p.meta.h
     if type(history) ~= "table" or #history == 0 then history = nil end
@@ -79,8 +72,8 @@ local function replay(picked)
     metas[#metas + 1] = '{"a":0,"h":' .. historyJson(replayMarker(history, now)) .. flowJsonOf(p.meta) .. '}'
   end
   msetPairs(metas)
-  for i = 1, #keyedDue, 4000 do
-    scheduleKeyed(fdueKey, fschedKey, { unpack(keyedDue, i, math.min(i + 3999, #keyedDue)) }, { unpack(keyedSched, i, math.min(i + 3999, #keyedSched)) })
+  for i = 1, #keyed.due, 4000 do
+    scheduleKeyed(fdueKey, fschedKey, { unpack(keyed.due, i, math.min(i + 3999, #keyed.due)) }, { unpack(keyed.sched, i, math.min(i + 3999, #keyed.sched)) })
   end
   for i = 1, #dues, 4000 do
     rcall("ZADD", dueKey, unpack(dues, i, math.min(i + 3999, #dues)))

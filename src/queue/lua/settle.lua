@@ -151,7 +151,7 @@ end
 local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
 local leaseIds, dueArgs, metaArgs, donePairs, deadPairs, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
 -- Keyed jobs: retried by their key (fdue, fsched), and their keys' slots freed (key -> count).
-local keyedDue, keyedSched, ended = {}, {}, {}
+local keyedRetries, ended = { due = {}, sched = {} }, {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
@@ -163,15 +163,7 @@ for _, i in ipairs(live) do
   leaseIds[#leaseIds + 1] = id
   if meta.k and meta.k ~= "" then ended[meta.k] = (ended[meta.k] or 0) + 1 end
   if kind == "retry" then
-    if meta.k then
-      keyedDue[#keyedDue + 1] = at
-      keyedDue[#keyedDue + 1] = id
-      keyedSched[#keyedSched + 1] = at
-      keyedSched[#keyedSched + 1] = scheduledMember(meta.k, meta.p or 0, id)
-    else
-      dueArgs[#dueArgs + 1] = at
-      dueArgs[#dueArgs + 1] = id
-    end
+    addRetry(meta, at, id, dueArgs, keyedRetries)
     metaArgs[#metaArgs + 1] = metaKeys[i]
     metaArgs[#metaArgs + 1] = cjson.encode({ a = attempts, d = tonumber(at), e = err, h = history, k = meta.k, p = meta.p })
     retried = retried + 1
@@ -196,7 +188,7 @@ end
 -- Writes first: a job is retried, done or a letter before its lease is gone.
 if retried > 0 then msetPairs(metaArgs) end
 if #dueArgs > 0 then rcall("ZADD", dueKey, unpack(dueArgs)) end
-if #keyedDue > 0 then scheduleKeyed(fdueKey, fschedKey, keyedDue, keyedSched) end
+if #keyedRetries.due > 0 then scheduleKeyed(fdueKey, fschedKey, keyedRetries.due, keyedRetries.sched) end
 if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
 if died > 0 then writeFinished(deadAtKey, nowText, deadIds, deadPairs) end
 rcall("ZREM", leaseKey, unpack(leaseIds))

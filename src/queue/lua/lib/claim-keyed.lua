@@ -259,6 +259,12 @@ local function claimKeyed()
   -- Each served key's next turn: behind every key waiting, at its rate's next start, parked, or out once drained.
   local calArgs, finSet, finDrop, tatArgs, drained, served = {}, {}, {}, {}, {}, {}
   local seq = 0
+  -- A key served goes behind every key still waiting: a fraction of a millisecond past now, in the order served.
+  local function behindWaiting(key)
+    seq = seq + 1
+    calArgs[#calArgs + 1] = now + seq / 1000
+    calArgs[#calArgs + 1] = key
+  end
   for _, plan in ipairs(plans) do
     local key, n = plan.key, plan.taken
     if n > 0 or not cutShort then
@@ -307,9 +313,7 @@ local function claimKeyed()
         calArgs[#calArgs + 1] = next
         calArgs[#calArgs + 1] = key
       else
-        seq = seq + 1
-        calArgs[#calArgs + 1] = now + seq / 1000
-        calArgs[#calArgs + 1] = key
+        behindWaiting(key)
       end
     end
   end
@@ -320,9 +324,7 @@ local function claimKeyed()
       for i = #calDrop, 1, -1 do
         if calDrop[i] == key then table.remove(calDrop, i) end
       end
-      seq = seq + 1
-      calArgs[#calArgs + 1] = now + seq / 1000
-      calArgs[#calArgs + 1] = key
+      behindWaiting(key)
     end
   end
   if #calDrop > 0 then rcall("ZREM", fcalKey, unpack(calDrop)) end

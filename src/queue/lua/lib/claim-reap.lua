@@ -48,7 +48,7 @@ if nl > 0 then
   if #expired > 0 then
     local got = rcall("MGET", unpack(readKeys))
     local dueArgs, metaPairs, deadIds, deadPairs = {}, {}, {}, {}
-    local keyedDue, keyedSched = {}, {}
+    local keyedRetries = { due = {}, sched = {} }
     for i, id in ipairs(expired) do
       local record = got[2 * i - 1]
       if record then
@@ -71,15 +71,8 @@ if nl > 0 then
           local at = now + backoffDelay(policy, attempts)
           metaPairs[#metaPairs + 1] = metaKeys[i]
           metaPairs[#metaPairs + 1] = cjson.encode({ a = attempts, d = at, e = err, h = history, k = meta.k, p = meta.p })
-          if meta.k then
-            -- Back by its key: a shaped topic's claim moves it to waiting when due.
-            keyedDue[#keyedDue + 1] = at
-            keyedDue[#keyedDue + 1] = id
-            keyedSched[#keyedSched + 1] = at
-            keyedSched[#keyedSched + 1] = scheduledMember(meta.k, meta.p or 0, id)
-          else
-            dueArgs[#dueArgs + 1] = at
-            dueArgs[#dueArgs + 1] = id
+          -- A keyed job goes back by its key: a shaped topic's claim moves it to waiting when due.
+          if not addRetry(meta, at, id, dueArgs, keyedRetries) then
             rescheduled[#rescheduled + 1] = { id = id, rk = recordKeys[i], mk = metaKeys[i], due = at }
           end
           retried = retried + 1
@@ -89,7 +82,7 @@ if nl > 0 then
     -- Writes first: the retry or the letter exists before the lease is gone.
     if #metaPairs > 0 then msetPairs(metaPairs) end
     if #dueArgs > 0 then rcall("ZADD", dueKey, unpack(dueArgs)) end
-    if #keyedDue > 0 then scheduleKeyed(fdueKey, fschedKey, keyedDue, keyedSched) end
+    if #keyedRetries.due > 0 then scheduleKeyed(fdueKey, fschedKey, keyedRetries.due, keyedRetries.sched) end
     if #deadIds > 0 then writeFinished(deadAtKey, ARGV[1], deadIds, deadPairs) end
     rcall("ZREM", leaseKey, unpack(expired))
     if shaped then releaseKeys(finKey, fparkKey, fcalKey, ended, now) end

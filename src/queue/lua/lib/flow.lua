@@ -89,6 +89,23 @@ local function releaseKeys(finKey, fparkKey, fcalKey, ended, now)
   return false
 end
 
+-- A retry at `at` of the job `id` whose meta is `meta`: a keyed job's (meta.k
+-- names its key, "" the default lane) goes to keyed's due/id and due/member
+-- pairs (for scheduleKeyed), a plain job's to plain's due/id pairs. Returns
+-- whether it was keyed.
+local function addRetry(meta, at, id, plain, keyed)
+  if meta.k then
+    keyed.due[#keyed.due + 1] = at
+    keyed.due[#keyed.due + 1] = id
+    keyed.sched[#keyed.sched + 1] = at
+    keyed.sched[#keyed.sched + 1] = scheduledMember(meta.k, meta.p or 0, id)
+    return true
+  end
+  plain[#plain + 1] = at
+  plain[#plain + 1] = id
+  return false
+end
+
 -- Keyed jobs scheduled again (a retry): by id in fdue and by key in fsched. args: due/id pairs, members: due/member pairs.
 local function scheduleKeyed(fdueKey, fschedKey, dueArgs, schedArgs)
   redis.call("ZADD", fdueKey, unpack(dueArgs))
