@@ -241,10 +241,13 @@ if indexMode ~= "" and unparked then
   lowerIndex(indexKey, topic, now)
 elseif indexMode == "c" then
   local first = earliestScore(dueKey)
+  -- Each set on its own: an empty calendar must not hide a keyed retry just scheduled.
+  local function sooner(t)
+    if t and (first == nil or t < first) then first = t end
+  end
   if shaped then
-    for _, t in ipairs({ earliestScore(fcalKey), earliestScore(fschedKey) }) do
-      if first == nil or t < first then first = t end
-    end
+    sooner(earliestScore(fcalKey))
+    sooner(earliestScore(fschedKey))
   end
   if first then lowerIndex(indexKey, topic, first) end
 elseif indexMode == "r" and firstRetry then

@@ -136,6 +136,23 @@ describe("flow keys: limits", () => {
   });
 });
 
+describe("flow keys: the tick's next look", () => {
+  it("a keyed retry settled with nothing in the calendar brings the topic's look forward to the retry (a topic with a concurrency limit)", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("look", { concurrency: 2, flow: { parallelism: 2 } });
+    const { id } = await queue.enqueue({ topic: "look", payload: "now", flowKey: "a" });
+    // Another key's job due a minute later: the topic's look until the retry below.
+    await queue.enqueue({ topic: "look", payload: "later", flowKey: "b", delayMs: 60_000 });
+    const [job] = await claimAll(queue, clock, "look", 10);
+    expect(job!.id).toBe(id);
+    // The tick settles a topic with a concurrency limit by its earliest due job ("due").
+    await queue.settle("look", [{ id, attempt: job!.attempt, kind: "retry", at: clock.now + 1_000, error: "boom" }], { index: "due" });
+    const peek = await queue.peek({ now: clock.now + 1_000, limit: 10 });
+    expect(peek.due.map((d) => d.topic)).toEqual(["look"]);
+  });
+});
+
 describe("priorities", () => {
   it("in a backlog of 10,000 due jobs, priority 9 jobs all start before priority 0 jobs due at the same time", async () => {
     const clock = { now: T0 };
