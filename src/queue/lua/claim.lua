@@ -695,6 +695,11 @@ elseif take > 0 and nd + #rescheduled > 0 then
     rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
   end
 end
+-- Concurrency held jobs back only when the claim filled every free slot. One
+-- that took fewer left ready jobs for other reasons — a key that became
+-- ready as this claim reaped its lease, jobs that became due after the read —
+-- which a claim now can take: no settle is coming to lower the score for them.
+if heldBy == 1 and (#out - 12) / 4 < take then heldBy = 0 end
 -- Tell a caller held back by the rate when to come back, so it sleeps instead of spinning.
 local tokenInMs = 0
 if tokens and tokens < 1 then tokenInMs = math.ceil((1 - tokens) * 1000 / rate) end

@@ -151,6 +151,23 @@ describe("flow keys: the tick's next look", () => {
     const peek = await queue.peek({ now: clock.now + 1_000, limit: 10 });
     expect(peek.due.map((d) => d.topic)).toEqual(["look"]);
   });
+
+  it("a key a claim unparks as it reaps a lease is looked at again at once, though the topic has free slots under its concurrency", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("reap", { concurrency: 3, flow: { parallelism: 1 } });
+    await queue.enqueueBatch(Array.from({ length: 2 }, (_, i) => ({ topic: "reap", payload: i, flowKey: "k" })));
+    // The first job's lease is short: its worker dies; the key is parked at its parallelism meanwhile.
+    const first = await queue.claim("reap", { max: 10, leaseMs: 1_000 });
+    expect(first.jobs).toHaveLength(1);
+    clock.now = T0 + 1_000;
+    // The reap frees the key's slot as this claim runs: it took nothing, and a claim now can.
+    const reaping = await queue.claim("reap", { max: 10, leaseMs: LEASE });
+    expect(reaping.reaped.retried).toBe(1);
+    expect(reaping.nextLookAt).toBe(T0 + 1_000);
+    const next = await queue.claim("reap", { max: 10, leaseMs: LEASE });
+    expect(next.jobs.map((j) => j.record.payload)).toEqual([1]);
+  });
 });
 
 describe("priorities", () => {
