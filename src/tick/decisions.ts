@@ -351,13 +351,14 @@ function waitForChunks(st: TickState, step: DrainStep): DrainStep {
  * Nothing to do within the horizon. A retry this drain scheduled may fall
  * due after its horizon but before the sleeping tick's next look, which was
  * taken before the retry existed: the drain follows the topic to it while
- * the tick still sleeps. Anything due later than a peek from now a sleeping
- * look still finds in time, and once the tick wakes it takes the topic.
+ * the tick still sleeps — running chunks or not, so a slot one freed early
+ * is taken at once, not as its slowest handler ends. Anything due later than
+ * a peek from now a sleeping look still finds in time, and once the tick
+ * wakes it takes the topic; meanwhile the drain waits for its chunks.
  */
 function pastHorizon(st: TickState, f: DrainFacts): DrainStep {
-  if (f.running) return { kind: "wait" };
-  if (st.nextLookAt - f.now > f.tickIdlePeekMs || f.budgetLeft < 2) return { kind: "end" };
-  return { kind: "ask-tick", until: st.nextLookAt };
+  if (st.nextLookAt - f.now <= f.tickIdlePeekMs && f.budgetLeft >= 2) return { kind: "ask-tick", until: st.nextLookAt };
+  return f.running ? { kind: "wait" } : { kind: "end" };
 }
 
 /**
