@@ -6,6 +6,7 @@ import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
 import { afterRound, claimLead, dueOfPeek, foldEnded, idleLookAt, newTickState, nextLoopStep, pollInterval, roundStep, type TickState } from "./decisions.js";
 import { ChunksInFlight } from "./in-flight.js";
+import { awaitLateChunks, type Wake } from "./late-chunks.js";
 import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
@@ -49,6 +50,8 @@ export interface TickOptions extends Pick<ChunkOptions, "queue" | "settings" | "
   endWhenIdle?: boolean;
   /** Wait for a running loop to end its window (default), or end at once when one holds the lock (a wake alarm's loop). */
   waitForLock?: boolean;
+  /** The producers' wake path, for what chunks ending after the loop let go of the lock ask for (src/tick/late-chunks.ts). Default none. */
+  wake?: Wake;
 }
 
 export interface TickReport {
@@ -349,8 +352,7 @@ class TickLoop {
     await this.o.lock.release(this.status(this.ended, this.ended === "idle")).catch(() => false);
     // Out of budget, the successor starts at once, beside this loop's last chunks.
     const successor = this.handOverIfOutOfBudget();
-    await this.inFlight.allEnded();
-    this.foldEnded();
+    await awaitLateChunks(this.inFlight, { wake: this.o.wake, budget: this.budget, fold: () => this.foldEnded(), log: this.log });
     await successor;
   }
 
