@@ -67,7 +67,8 @@
   ARGV[18] ne: how many jobs of served keys follow the candidates, five values each
   ARGV[19] np: how many newly due keyed jobs follow them, four values each
   ARGV[20] nk: how many served keys follow them, two values each
-  ARGV[21] the rounds of turns this claim gives the served keys (flow-read.lua): a key's turn is its weight times them
+  ARGV[21] the rounds of turns this claim gives the served keys (flow-read.lua; fewer when it can take fewer jobs than
+           it asked for): a key's turn is its weight times them
   ARGV[22…] the nd due candidates, then the nl lease candidates; then, for a shaped topic, as
            flow-read.lua named them: the jobs (key, id, priority, due, source), the newly due
            (key, priority, id, due), the keys served in turn order (key, 1 in the calendar / 0 newly ready)
@@ -369,7 +370,15 @@ local function claimKeyed()
     end
     tats = rcall("HMGET", ftatKey, unpack(keys))
     own = rcall("HMGET", fkeysKey, unpack(keys))
-    for j = 1, nk do own[j] = own[j] and cjson.decode(own[j]) or {} end
+    local total = 0
+    for j = 1, nk do
+      own[j] = own[j] and cjson.decode(own[j]) or {}
+      total = total + (tonumber(own[j].weight) or fs.weight)
+    end
+    -- Turns fit what this claim can take, not what it asked for: at the topic's
+    -- limit (a slot or a token at a time) a turn sized by the ask would keep a
+    -- key in its place claim after claim while every other key waits.
+    rounds = math.min(rounds, turnRounds(take, total))
   end
   local plans, picks, left = {}, {}, take
   local calDrop, parkArgs = {}, {}

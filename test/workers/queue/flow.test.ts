@@ -78,6 +78,23 @@ describe("flow keys: turns", () => {
     expect(heavy / light).toBeLessThanOrEqual(3 * 1.05);
   });
 
+  it("under the topic's concurrency, a claim that can take one job gives each key a turn of one: keys alternate", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("slot", { concurrency: 1, flow: {} });
+    for (const key of ["a", "b"]) await queue.enqueueBatch(Array.from({ length: 4 }, (_, i) => ({ topic: "slot", payload: i, flowKey: key })));
+    const order: Array<string | undefined> = [];
+    for (let i = 0; i < 8; i++) {
+      clock.now += 1;
+      // The tick asks for a chunk; the topic's one slot lets it take one job.
+      const { jobs } = await queue.claim("slot", { max: 100, leaseMs: LEASE });
+      expect(jobs).toHaveLength(1);
+      order.push(keyOf(jobs[0]!));
+      await queue.settle("slot", [{ id: jobs[0]!.id, attempt: jobs[0]!.attempt, kind: "ack" }]);
+    }
+    expect(order).toEqual(["a", "b", "a", "b", "a", "b", "a", "b"]);
+  });
+
   it("jobs without a key share a default lane that takes its turn beside the keys", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
