@@ -335,6 +335,7 @@ class TickLoop {
       now: this.clock.now(),
       tickPollMs: this.s.tickPollMs,
       quietEmptyFanOuts: true,
+      running: (topic) => Object.values(inFlight.busy(topic)).includes(true),
     });
     addOutcomes(report.outcomes, folded.outcomes);
     report.claimed += folded.claimed.fanned;

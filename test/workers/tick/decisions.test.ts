@@ -98,6 +98,16 @@ describe("foldEnded", () => {
     foldEnded(drain, [], [empty], drainFold);
     expect({ next: drain.nextLookAt, quiet: drain.memory.isQuiet("t", 5_000) }).toEqual({ next: 3_000, quiet: false });
   });
+
+  it("does not leave a topic alone when its empty fanned-out chunk lost a race to one of it that came back full or still runs", () => {
+    const empty = ended("fanned", { claimed: 0, nextLookAt: 3_000 });
+    const beside = newTickState(9_000);
+    foldEnded(beside, [], [empty, ended("fanned", { claimed: 2, more: true, nextLookAt: 4_000 })], loopFold);
+    expect({ next: beside.nextLookAt, quiet: beside.memory.isQuiet("t", 5_000) }).toEqual({ next: 4_000, quiet: false });
+    const running = newTickState(9_000);
+    foldEnded(running, [], [empty], { ...loopFold, running: (topic) => topic === "t" });
+    expect({ next: running.nextLookAt, quiet: running.memory.isQuiet("t", 5_000) }).toEqual({ next: 5_000, quiet: false });
+  });
 });
 
 describe("a loop's steps", () => {
