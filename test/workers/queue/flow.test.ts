@@ -169,6 +169,19 @@ describe("flow keys: the tick's next look", () => {
     expect(peek.due.map((d) => d.topic)).toEqual(["look"]);
   });
 
+  it("a shaped topic resumed with only keyed jobs due is looked at again at once", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("resume", { paused: true, flow: { parallelism: 1 } });
+    await queue.enqueue({ topic: "resume", payload: 1, flowKey: "k" });
+    // The tick's claim of the paused topic drops it from the index.
+    clock.now += 1;
+    expect(await queue.claim("resume", { max: 10, leaseMs: LEASE })).toMatchObject({ jobs: [], paused: true });
+    expect((await queue.peek({ now: clock.now, limit: 10 })).due).toEqual([]);
+    await queue.configureTopic("resume", { paused: false });
+    expect((await queue.peek({ now: clock.now, limit: 10 })).due.map((d) => d.topic)).toEqual(["resume"]);
+  });
+
   it("a key a claim unparks as it reaps a lease is looked at again at once, though the topic has free slots under its concurrency", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
