@@ -714,9 +714,12 @@ local tokenInMs = 0
 if tokens and tokens < 1 then tokenInMs = math.ceil((1 - tokens) * 1000 / rate) end
 out[5] = tokenInMs
 
-local nextDue = earliestScore(dueKey)
+local nextDue
+if shaped then nextDue = laneNext(dueKey, fcalKey) else nextDue = earliestScore(dueKey) end
 if flowNext and (nextDue == nil or flowNext < nextDue) then nextDue = flowNext end
-if nextDue then out[1] = nextDue end
+-- Whole ms up: a reply turns a number into an integer by cutting its fraction (a key's turn is
+-- "behind every key waiting", now plus a fraction of a ms), which would read as now.
+if nextDue then out[1] = math.ceil(nextDue) end
 local ready = nextDue ~= nil and nextDue <= now
 -- Cut by the reply's budget: more are takeable now, whether due or within the lead.
 if cut then heldBy = 5 end
@@ -763,7 +766,7 @@ if push then
   if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
   if look then
     rcall("ZADD", indexKey, look, topic)
-    out[7] = look
+    out[7] = math.ceil(look)
   else
     rcall("ZREM", indexKey, topic)
   end

@@ -169,6 +169,26 @@ describe("flow keys: the tick's next look", () => {
     expect(peek.due.map((d) => d.topic)).toEqual(["look"]);
   });
 
+  it("the default lane waiting for its turn is looked at at its turn, not at once for its plain job long due", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("lane", { flow: {} });
+    await queue.enqueue({ topic: "lane", payload: "plain", runAt: T0 + 100 });
+    await queue.enqueue({ topic: "lane", payload: "prioritized", runAt: T0 + 200, priority: 3 });
+    await queue.enqueue({ topic: "lane", payload: "keyed", runAt: T0 + 100, flowKey: "k" });
+    clock.now = T0 + 1_000;
+    // Claims of one job at one instant: the lane's turn, then the key's; the lane's next turn is just after.
+    const taken: unknown[] = [];
+    for (let i = 0; i < 2; i++) taken.push(...(await queue.claim("lane", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload));
+    expect(taken).toEqual(["prioritized", "keyed"]);
+    const third = await queue.claim("lane", { max: 1, leaseMs: LEASE });
+    expect(third.jobs).toEqual([]);
+    // Not "now": a claim now takes nothing, and the tick would leave the topic alone for a poll.
+    expect(third.nextLookAt).toBeGreaterThan(clock.now);
+    clock.now = Math.ceil(third.nextLookAt!);
+    expect((await queue.claim("lane", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload)).toEqual(["plain"]);
+  });
+
   it("a shaped topic resumed with only keyed jobs due is looked at again at once", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
