@@ -61,6 +61,8 @@ describe("the generated scripts", () => {
         "CLAIM_REPLY_BUDGET_BYTES",
         "SWEEP_BATCH",
         "SWEEP_SLACK_MS",
+        "DEFAULT_PRIORITY_STEP_MS",
+        "FLOW_KEYS_MIN",
       ]),
     );
     for (const p of placeholders) {

@@ -124,6 +124,23 @@ describe("flow keys: limits", () => {
     expect(next.map(keyOf)).toEqual(["k"]);
   });
 
+  it("a claim of one job passes over a key whose rate holds it back to one that can start", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("few", { flow: { parallelism: 1, ratePerSec: 1, burst: 1 } });
+    await queue.enqueueBatch(Array.from({ length: 2 }, (_, i) => ({ topic: "few", payload: `a${i}`, flowKey: "a", runAt: T0 })));
+    await queue.enqueue({ topic: "few", payload: "b", flowKey: "b", runAt: T0 + 20 });
+    clock.now = T0 + 10;
+    const [a0] = (await queue.claim("few", { max: 1, leaseMs: LEASE })).jobs;
+    expect(a0!.record.payload).toBe("a0");
+    // Its settle frees "a"'s slot: "a" is back in turn, first, though its rate holds its next job for a second.
+    clock.now = T0 + 15;
+    await queue.settle("few", [{ id: a0!.id, attempt: a0!.attempt, kind: "ack" }]);
+    clock.now = T0 + 30;
+    // A claim that may take one job (a topic near its concurrency, a drain's room) takes "b"'s, not nothing.
+    expect((await queue.claim("few", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload)).toEqual(["b"]);
+  });
+
   it("a key's rate holds (GCRA: burst, then one per interval)", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
