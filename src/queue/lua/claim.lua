@@ -602,7 +602,9 @@ local function claimKeyed()
     local args = {}
     for i, key in ipairs(joining) do
       if not parked[i] then
-        args[#args + 1] = firstReady[key]
+        -- The default lane became ready with its oldest plain job, when that came first.
+        local plainHead = key == "" and earliestScore(dueKey)
+        args[#args + 1] = plainHead and plainHead < firstReady[key] and plainHead or firstReady[key]
         args[#args + 1] = key
       end
     end

@@ -206,6 +206,22 @@ describe("flow keys: the tick's next look", () => {
     expect((await queue.claim("lane", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload)).toEqual(["plain"]);
   });
 
+  it("the default lane joins the turns with its oldest plain job when a prioritized one of it falls due later", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("join", { flow: {} });
+    await queue.enqueue({ topic: "join", payload: "a", flowKey: "a", runAt: T0 + 50 });
+    await queue.enqueue({ topic: "join", payload: "plain", runAt: T0 + 100 });
+    await queue.enqueue({ topic: "join", payload: "k", flowKey: "k", runAt: T0 + 150 });
+    await queue.enqueue({ topic: "join", payload: "prioritized", runAt: T0 + 200, priority: 1 });
+    clock.now = T0 + 300;
+    const one = async () => (await queue.claim("join", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload);
+    expect(await one()).toEqual(["a"]);
+    // The lane has waited since +100 (its plain job), "k" since +150: the lane's turn comes first.
+    expect(await one()).toEqual(["prioritized"]);
+    expect(await one()).toEqual(["k"]);
+  });
+
   it("a shaped topic resumed with only keyed jobs due is looked at again at once", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
