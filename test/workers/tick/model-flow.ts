@@ -445,11 +445,14 @@ const weightOf = (t: TopicSpec, key: number | undefined): number =>
 /**
  * Keys take turns: a key served goes behind every key waiting. So while a
  * job waits with its key free to start it (due, and neither paused, at its
- * parallelism nor held by its rate), each other key is served in at most
- * its weight's claims (a turn of weight × rounds jobs may run over several
+ * parallelism nor held by its rate), each other key is served at most at
+ * its weight's instants (a turn of weight × rounds jobs may run over several
  * claims when each can take but a few) and one more (a claim at the very
  * instant the key became free may go either way) before the waiting key is
- * served again. The default lane takes its turn like a key.
+ * served again. Instants, not claims: keys put back in the calendar at one
+ * instant (a settle unparks a key at `now`) are ordered by name, and only
+ * the sim clock, which stands still during Redis requests, runs several
+ * claims and settles at one instant. The default lane takes its turn like a key.
  */
 export function fairnessViolations(t: TopicSpec, topic: string, attempts: FlowAttempt[], claims: FlowClaim[], pauses: KeyPauseEvent[]): Violation[] {
   const v: Violation[] = [];
@@ -464,8 +467,8 @@ export function fairnessViolations(t: TopicSpec, topic: string, attempts: FlowAt
       blocked = blockedOf.get(key) ?? keyBlocked(t, topic, key, attempts, pauses);
       blockedOf.set(key, blocked);
     }
-    // Walk the claims while the job waited, counting each other key's since this key was last served or free.
-    const counts = new Map<number | undefined, number>();
+    // Walk the claims while the job waited, counting each other key's instants since this key was last served or free.
+    const counts = new Map<number | undefined, Set<number>>();
     let freeSince = from;
     for (const c of claims) {
       if (c.at <= from || c.at >= j.claimedAt) continue;
@@ -481,15 +484,16 @@ export function fairnessViolations(t: TopicSpec, topic: string, attempts: FlowAt
         continue;
       }
       for (const other of new Set(c.keys)) {
-        const n = (counts.get(other) ?? 0) + 1;
-        counts.set(other, n);
+        const at = counts.get(other) ?? new Set<number>();
+        counts.set(other, at.add(c.at));
+        const n = at.size;
         if (n > weightOf(t, other) + 1) {
           v.push({
             kind: "unfair",
             topic,
             job: j.job,
             at: c.at,
-            message: `${name(j.key)} of ${topic}: job ${j.job} attempt ${j.attempt} (due ${rel(j.dueAt)}, claimed ${rel(j.claimedAt)}) waited free to start since ${rel(Math.max(from, freeSince))} while ${name(other)} (weight ${weightOf(t, other)}) was served in ${n} claims, the last at ${rel(c.at)}`,
+            message: `${name(j.key)} of ${topic}: job ${j.job} attempt ${j.attempt} (due ${rel(j.dueAt)}, claimed ${rel(j.claimedAt)}) waited free to start since ${rel(Math.max(from, freeSince))} while ${name(other)} (weight ${weightOf(t, other)}) was served at ${n} instants, the last at ${rel(c.at)}`,
           });
           return v;
         }
