@@ -18,8 +18,8 @@
  * concurrency (and sometimes rate). Checked besides: per key, jobs in flight
  * never above its parallelism and starts within its rate's GCRA bound (by
  * handler and by claim), no job of a paused key claimed, jobs of a key in
- * priority order, keys taking turns (no key served in more claims than its
- * weight allows while another waits free to start), a late job forgiven only
+ * priority order, keys taking turns (no key served at more instants than
+ * its weight allows while another waits free to start), a late job forgiven only
  * while its key or its topic could not start it, leases expiring only for
  * the attempts that hung, and after the run no key left in the calendar,
  * parked or in flight.
