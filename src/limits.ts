@@ -85,6 +85,16 @@ export const MAX_FLOW_WEIGHT = 100;
 export const FLOW_PROMOTE_BATCH = 2_000;
 
 /**
+ * Keys a shaped topic's claim reads in turn order at least, however few jobs
+ * it may take (a topic near its concurrency, a drain's free slots): a key
+ * first in turn that its rate or limits hold back takes none, and a claim of
+ * one job would take nothing while the next key could start one. A key read
+ * costs the claim one command. Read by flow-read.lua only, through the build.
+ * @public
+ */
+export const FLOW_KEYS_MIN = 8;
+
+/**
  * Finished jobs (and dead letters past the cap) one sweep drops, with their
  * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
  * claim of the same jobs. A claim hands its caller a batch to sweep once this

@@ -25,7 +25,7 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
   const result = replies.configureTopic.parse(
     await ctx.run(
       lua.configureTopic,
-      [t.conf, ctx.keys.topics, t.bucket, ctx.keys.topicIndex, ctx.keys.parked, t.due, t.lease],
+      [t.conf, ctx.keys.topics, t.bucket, ctx.keys.topicIndex, ctx.keys.parked, t.due, t.lease, t.flow.fsched, t.flow.fcal],
       [topic, ctx.maxTopics, set.length, ...set.flat(), ...clear],
     ),
   );

@@ -55,11 +55,11 @@ export interface FoldFacts {
   now: number;
   tickPollMs: number;
   /**
-   * A fanned-out chunk that got nothing, though due when it was started,
-   * leaves its topic alone for a poll (see TopicMemory). The loop does; a
-   * drain's own claim guards against that spin instead (see afterClaim).
-   */
+   * A fanned-out chunk that got nothing, though due when started, leaves its topic alone for a poll (TopicMemory), unless
+   * a chunk of it came back full or is still `running`: it lost a race to that one (a shaped topic's claims side by side
+   * name the same keys), and the topic is looked at again at once. A drain's claim guards instead. */
   quietEmptyFanOuts: boolean;
+  running?: (topic: string) => boolean;
 }
 
 /** What the ended chunks brought, for the invocation's report and log. */
@@ -79,6 +79,7 @@ export interface Folded {
 export function foldEnded(st: TickState, looks: number[], ended: EndedChunk[], f: FoldFacts): Folded {
   for (const at of looks) lookBy(st, at);
   const out: Folded = { outcomes: noOutcomes(), claimed: { here: 0, fanned: 0 }, lost: [] };
+  const full = new Set(ended.filter((e) => e.report?.more).map((e) => e.topic));
   for (const e of ended) {
     const r = e.report;
     if (!r) {
@@ -94,7 +95,8 @@ export function foldEnded(st: TickState, looks: number[], ended: EndedChunk[], f
     if (e.where === "here") out.claimed.here += r.claimed;
     else {
       if (f.quietEmptyFanOuts && r.claimed === 0 && r.nextLookAt != null && r.nextLookAt <= e.startedAt) {
-        st.memory.quiet(e.topic, f.now + f.tickPollMs);
+        if (full.has(e.topic) || f.running?.(e.topic)) lookBy(st, f.now);
+        else st.memory.quiet(e.topic, f.now + f.tickPollMs);
         continue;
       }
       out.claimed.fanned += r.claimed;
@@ -350,16 +352,14 @@ function waitForChunks(st: TickState, step: DrainStep): DrainStep {
 }
 
 /**
- * Nothing to do within the horizon. A retry this drain scheduled may fall
- * due after its horizon but before the sleeping tick's next look, which was
- * taken before the retry existed: the drain follows the topic to it while
- * the tick still sleeps. Anything due later than a peek from now a sleeping
- * look still finds in time, and once the tick wakes it takes the topic.
+ * Nothing to do within the horizon. A retry this drain scheduled may fall due after its horizon but before the
+ * sleeping tick's next look, which was taken before the retry existed: the drain follows the topic to it while the
+ * tick still sleeps — chunks running or not, so a slot one freed early is taken at once, not as its slowest handler
+ * ends. Anything due later than a peek from now a sleeping look still finds in time; the drain waits for its chunks.
  */
 function pastHorizon(st: TickState, f: DrainFacts): DrainStep {
-  if (f.running) return { kind: "wait" };
-  if (st.nextLookAt - f.now > f.tickIdlePeekMs || f.budgetLeft < 2) return { kind: "end" };
-  return { kind: "ask-tick", until: st.nextLookAt };
+  if (st.nextLookAt - f.now <= f.tickIdlePeekMs && f.budgetLeft >= 2) return { kind: "ask-tick", until: st.nextLookAt };
+  return f.running ? { kind: "wait" } : { kind: "end" };
 }
 
 /**

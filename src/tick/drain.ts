@@ -42,7 +42,9 @@ const emptyReport = (): ChunkReport => ({ claimed: 0, outcomes: noOutcomes(), su
  * of the horizon is handed to a drain with a budget of its own. It ends when
  * its chunks have ended and the topic has nothing more within the horizon or
  * refuses (pull or paused); past the horizon it follows only what is due
- * within a peek from then, and only while the tick still sleeps.
+ * within a peek from then, and only while the tick still sleeps — asking
+ * again as each of its chunks still running ends, since what they free the
+ * tick may by then be asleep to see.
  */
 export async function runDrain(o: DrainOptions): Promise<ChunkReport> {
   return new Drain(o).run();
@@ -125,7 +127,12 @@ class Drain {
         return true;
       case "ask-tick":
         budget.spend();
-        if (!(await o.queue.tickAsleep().catch(() => false))) return false;
+        if (!(await o.queue.tickAsleep().catch(() => false))) {
+          // The awake tick takes the topic; but what a chunk still running frees as it ends, the tick may be asleep by then to see.
+          if (inFlight.idle) return false;
+          await inFlight.whenOneEnds();
+          return true;
+        }
         this.end = step.until;
         return true;
       case "sleep":

@@ -46,6 +46,7 @@ export class ChunksInFlight {
   private readonly running = new Set<Promise<void>>();
   private ended: EndedChunk[] = [];
   private looks: number[] = [];
+  private readonly topicLooks = new Map<string, number>();
   private waiters: Array<() => void> = [];
   private jobsHere = 0;
 
@@ -155,6 +156,7 @@ export class ChunksInFlight {
         count.settled(jobs);
         // Be back now (a freed slot) and at each retry.
         this.looks.push(this.o.clock.now(), ...retryTimes);
+        this.noteLook(topic, this.o.clock.now());
         this.wakeWaiters();
       },
       onTail: (backlog) => {
@@ -192,6 +194,17 @@ export class ChunksInFlight {
     const out = this.ended;
     this.ended = [];
     return out;
+  }
+
+  /** When each topic's chunks asked to be back as they ended or settled early, since the last call (see src/tick/late-chunks.ts). */
+  takeTopicLooks(): Map<string, number> {
+    const out = new Map(this.topicLooks);
+    this.topicLooks.clear();
+    return out;
+  }
+
+  private noteLook(topic: string, at: number | null): void {
+    if (at !== null) this.topicLooks.set(topic, Math.min(this.topicLooks.get(topic) ?? Infinity, at));
   }
 
   /** When to be back for what running chunks settled early (freed slots, retries), since the last call. */
@@ -238,6 +251,7 @@ export class ChunksInFlight {
     const p: Promise<void> = work.then(
       (report) => {
         this.ended.push({ topic, where, startedAt, report });
+        this.noteLook(topic, report.nextLookAt ?? null);
       },
       (error: unknown) => {
         this.ended.push({ topic, where, startedAt, report: null, error });

@@ -6,6 +6,7 @@ import { Semaphore, SubrequestBudget } from "./budget.js";
 import { realClock, type Clock } from "./clock.js";
 import { afterRound, claimLead, dueOfPeek, foldEnded, idleLookAt, newTickState, nextLoopStep, pollInterval, roundStep, type TickState } from "./decisions.js";
 import { ChunksInFlight } from "./in-flight.js";
+import { awaitLateChunks, type Wake } from "./late-chunks.js";
 import { acquireLock } from "./lock-wait.js";
 import { OutageBackoff } from "./outage.js";
 import { PollRiders } from "./poll-riders.js";
@@ -49,6 +50,8 @@ export interface TickOptions extends Pick<ChunkOptions, "queue" | "settings" | "
   endWhenIdle?: boolean;
   /** Wait for a running loop to end its window (default), or end at once when one holds the lock (a wake alarm's loop). */
   waitForLock?: boolean;
+  /** The producers' wake path, for what chunks ending after the loop let go of the lock ask for (src/tick/late-chunks.ts). Default none. */
+  wake?: Wake;
 }
 
 export interface TickReport {
@@ -122,8 +125,7 @@ class TickLoop {
     this.log = o.log ?? jsonLog;
     this.budget = new SubrequestBudget(this.s.tickSubrequestBudget);
     this.windowEnd = o.scheduledTime + (o.windowMs ?? 60_000 + this.s.tickOverlapMs);
-    // Renewed every third of its life, and it must outlast an idle sleep: a
-    // crashed loop is replaced within 15 s (30 s with the default idle look).
+    // Renewed every third of its life; it outlasts an idle sleep: a crashed loop is replaced within 15 s (30 s idle).
     this.lockTtl = Math.max(15_000, 3 * this.s.tickPollMs, this.s.tickIdlePeekMs + 10_000);
     this.outage = new OutageBackoff(this.clock, this.log, this.windowEnd);
     this.mark = new SleepMark({ ...this.s, endWhenIdle: o.endWhenIdle ?? false });
@@ -336,6 +338,7 @@ class TickLoop {
       now: this.clock.now(),
       tickPollMs: this.s.tickPollMs,
       quietEmptyFanOuts: true,
+      running: (topic) => Object.values(inFlight.busy(topic)).includes(true),
     });
     addOutcomes(report.outcomes, folded.outcomes);
     report.claimed += folded.claimed.fanned;
@@ -343,18 +346,15 @@ class TickLoop {
   }
 
   /**
-   * The lock goes first: a successor polls and claims while this loop's last
-   * chunks settle (their jobs stay leased to them), so a slow handler at the
-   * end of a window delays no job due meanwhile. During an outage the release
-   * fails; the lock then lapses on its own.
+   * The lock goes first: a successor polls and claims while this loop's last chunks settle (their jobs stay leased to
+   * them), so a slow handler at the end of a window delays no job due meanwhile. In an outage the lock lapses instead.
    */
   private async letGo(): Promise<void> {
     this.budget.spend();
     await this.o.lock.release(this.status(this.ended, this.ended === "idle")).catch(() => false);
     // Out of budget, the successor starts at once, beside this loop's last chunks.
     const successor = this.handOverIfOutOfBudget();
-    await this.inFlight.allEnded();
-    this.foldEnded();
+    await awaitLateChunks(this.inFlight, { wake: this.o.wake, budget: this.budget, fold: () => this.foldEnded(), log: this.log });
     await successor;
   }
 

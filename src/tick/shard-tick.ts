@@ -4,6 +4,7 @@ import { queueFromSettings, shardNamed, tickLockFromSettings } from "../queue/fr
 import { MAIN_SHARD } from "../queue/ids.js";
 import type { TickOptions } from "./loop.js";
 import { jsonLog } from "./settle.js";
+import { wakeForSoonJobs } from "./wake.js";
 
 /**
  * Most handovers in one window (or one drain's horizon). Each successor is
@@ -31,12 +32,13 @@ export function shardTickOptions(args: {
   shard: string;
   scheduledTime: number;
   handovers: number;
-}): Pick<TickOptions, "queue" | "lock" | "settings" | "handlers" | "scheduledTime" | "log" | "fanOut" | "handOver"> {
+}): Pick<TickOptions, "queue" | "lock" | "settings" | "handlers" | "scheduledTime" | "log" | "fanOut" | "handOver" | "wake"> {
   const { env, shard, scheduledTime, handovers } = args;
   const s = settings(env);
   const runner = env.TICK_RUNNER;
+  const queue = queueFromSettings(s, { shard: shardNamed(s, shard) });
   return {
-    queue: queueFromSettings(s, { shard: shardNamed(s, shard) }),
+    queue,
     lock: tickLockFromSettings(s, shardNamed(s, shard)),
     settings: s,
     handlers: args.handlers,
@@ -46,6 +48,12 @@ export function shardTickOptions(args: {
       ? {
           fanOut: (topic: string, max: number) => runner.run(topic, max, shard),
           ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => runner.continueTick(scheduledTime, end, handovers + 1, shard) } : {}),
+          // The drains it starts run in the loop's invocation, which awaits them.
+          wake: async (jobs) => {
+            const drains: Array<Promise<unknown>> = [];
+            await wakeForSoonJobs({ env, settings: s, queue, jobs, waitUntil: (work) => drains.push(work) });
+            await Promise.all(drains);
+          },
         }
       : {}),
   };

@@ -62,6 +62,7 @@ describe("the generated scripts", () => {
         "SWEEP_BATCH",
         "SWEEP_SLACK_MS",
         "DEFAULT_PRIORITY_STEP_MS",
+        "FLOW_KEYS_MIN",
       ]),
     );
     for (const p of placeholders) {

@@ -67,7 +67,8 @@
   ARGV[18] ne: how many jobs of served keys follow the candidates, five values each
   ARGV[19] np: how many newly due keyed jobs follow them, four values each
   ARGV[20] nk: how many served keys follow them, two values each
-  ARGV[21] the rounds of turns this claim gives the served keys (flow-read.lua): a key's turn is its weight times them
+  ARGV[21] the rounds of turns this claim gives the served keys (flow-read.lua; fewer when it can take fewer jobs than
+           it asked for): a key's turn is its weight times them
   ARGV[22…] the nd due candidates, then the nl lease candidates; then, for a shaped topic, as
            flow-read.lua named them: the jobs (key, id, priority, due, source), the newly due
            (key, priority, id, due), the keys served in turn order (key, 1 in the calendar / 0 newly ready)
@@ -273,14 +274,22 @@ elseif take > 0 and nd + #rescheduled > 0 then
     rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
   end
 end
+-- Concurrency held jobs back only when the claim filled every free slot. One
+-- that took fewer left ready jobs for other reasons — a key that became
+-- ready as this claim reaped its lease, jobs that became due after the read —
+-- which a claim now can take: no settle is coming to lower the score for them.
+if heldBy == 1 and (#out - 12) / 4 < take then heldBy = 0 end
 -- Tell a caller held back by the rate when to come back, so it sleeps instead of spinning.
 local tokenInMs = 0
 if tokens and tokens < 1 then tokenInMs = math.ceil((1 - tokens) * 1000 / rate) end
 out[5] = tokenInMs
 
-local nextDue = earliestScore(dueKey)
+local nextDue
+if shaped then nextDue = laneNext(dueKey, fcalKey) else nextDue = earliestScore(dueKey) end
 if flowNext and (nextDue == nil or flowNext < nextDue) then nextDue = flowNext end
-if nextDue then out[1] = nextDue end
+-- Whole ms up: a reply turns a number into an integer by cutting its fraction (a key's turn is
+-- "behind every key waiting", now plus a fraction of a ms), which would read as now.
+if nextDue then out[1] = math.ceil(nextDue) end
 local ready = nextDue ~= nil and nextDue <= now
 -- Cut by the reply's budget: more are takeable now, whether due or within the lead.
 if cut then heldBy = 5 end
@@ -327,7 +336,7 @@ if push then
   if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
   if look then
     rcall("ZADD", indexKey, look, topic)
-    out[7] = look
+    out[7] = math.ceil(look)
   else
     rcall("ZREM", indexKey, topic)
   end

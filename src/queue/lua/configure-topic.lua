@@ -2,7 +2,8 @@
 --[[
   configure-topic: sets and clears a topic's settings and registers the topic.
   A topic that is push and not paused afterwards gets its score in the topic
-  index lowered to its earliest due job or lease deadline, so a resume, a
+  index lowered to its earliest due job (a shaped topic's keyed jobs and keys'
+  turns too: lib/flow.lua) or lease deadline, so a resume, a
   switch to push or a new rate takes effect at the tick's next look (a paused
   or pull topic is dropped from the index by the tick's next claim of it).
   Pull and paused topics are kept in the parked set, which the tick samples
@@ -15,6 +16,8 @@
   KEYS[5]  parked set      topics that are pull or paused
   KEYS[6]  due zset        id -> due ms
   KEYS[7]  lease zset      id -> lease deadline ms
+  KEYS[8]  fsched zset     a shaped topic's keyed jobs not yet due (lib/flow.lua)
+  KEYS[9]  fcal zset       a shaped topic's keys' turns (lib/flow.lua)
 
   ARGV[1]  topic name
   ARGV[2]  most topics the registry may hold
@@ -49,9 +52,11 @@ if state[1] == "pull" or state[2] == "true" then
   rcall("SADD", parkedKey, topic)
 else
   rcall("SREM", parkedKey, topic)
-  local due, lease = earliestScore(dueKey), earliestScore(leaseKey)
-  local first = due
-  if lease and (first == nil or lease < first) then first = lease end
+  local first
+  for _, key in ipairs({ dueKey, leaseKey, KEYS[8], KEYS[9] }) do
+    local t = earliestScore(key)
+    if t and (first == nil or t < first) then first = t end
+  end
   if first then lowerIndex(indexKey, topic, first) end
 end
 return 1

@@ -9,7 +9,9 @@
   - the leases past their deadline (as a plain claim's read does);
   - keyed jobs newly due (fsched, by due time, at most ARGV[4]): claim.lua
     moves those it does not take to fready;
-  - the keys whose turn it is, in turn order, at most ARGV[2] of them: keys
+  - the keys whose turn it is, in turn order, at most ARGV[2] of them (but
+    FLOW_KEYS_MIN however few jobs the claim may take: a key first in turn
+    whose rate or limits hold it back takes none, and the next can): keys
     in the calendar at or before now, and keys not in it that have newly
     due jobs (the default lane "" too, when the plain due set holds a due
     job), each placed by when it became ready (its earliest due job), so a
@@ -43,6 +45,7 @@ local rcall = redis.call
 local dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3]
 local fschedKey, freadyKey, fcalKey, fparkKey, fkeysKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[11]
 local now, max = tonumber(ARGV[1]), tonumber(ARGV[2])
+local FLOW_KEYS_MIN = --[[LIMIT:FLOW_KEYS_MIN]]8
 local promoteLimit, candidatesPer = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local leases = rcall("ZRANGE", leaseKey, "-inf", now, "BYSCORE", "LIMIT", 0, tonumber(ARGV[3]))
@@ -74,7 +77,8 @@ local plain = rcall("ZRANGE", dueKey, "-inf", now, "BYSCORE", "WITHSCORES", "LIM
 
 -- Turn order: the calendar's ready keys, then keys becoming ready, by score (ties: key order, as in the calendar).
 local turns = {}
-local cal = rcall("ZRANGE", fcalKey, "-inf", now, "BYSCORE", "WITHSCORES", "LIMIT", 0, max)
+local keysMax = math.max(max, FLOW_KEYS_MIN)
+local cal = rcall("ZRANGE", fcalKey, "-inf", now, "BYSCORE", "WITHSCORES", "LIMIT", 0, keysMax)
 local inCal = {}
 for i = 1, #cal, 2 do
   inCal[cal[i]] = true
@@ -101,7 +105,7 @@ table.sort(turns, function(x, y)
   if x.score ~= y.score then return x.score < y.score end
   return x.key < y.key
 end)
-for j = #turns, max + 1, -1 do turns[j] = nil end
+for j = #turns, keysMax + 1, -1 do turns[j] = nil end
 
 local served, jobs, rounds = {}, {}, 1
 if #turns > 0 then
@@ -115,7 +119,7 @@ if #turns > 0 then
     total = total + weights[j]
   end
   -- Turns stretch to fill the claim only when no key is left unseen: none beyond the calendar's read, none still to move.
-  if #cal / 2 < max and #sched / 2 < promoteLimit then rounds = turnRounds(max, total) end
+  if #cal / 2 < keysMax and #sched / 2 < promoteLimit then rounds = turnRounds(max, total) end
   for j, t in ipairs(turns) do
     local key = t.key
     local want = math.min(weights[j] * rounds, max) + 1

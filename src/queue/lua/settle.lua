@@ -213,7 +213,7 @@ if indexMode ~= "" then
     local function sooner(t)
       if t and (look == nil or t < look) then look = t end
     end
-    local due = earliestScore(dueKey)
+    local due = shaped and laneNext(dueKey, fcalKey) or earliestScore(dueKey)
     if due then sooner(due - lead) end
     -- A shaped topic's keyed jobs: the next one due, or a key's next turn (no lead: a shaped topic's claims take none ahead).
     if shaped then
@@ -232,11 +232,14 @@ end
 if indexMode ~= "" and unparked then
   lowerIndex(indexKey, topic, now)
 elseif indexMode == "c" then
-  local first = earliestScore(dueKey)
+  local first = shaped and laneNext(dueKey, fcalKey) or earliestScore(dueKey)
+  -- Each set on its own: an empty calendar must not hide a keyed retry just scheduled.
+  local function sooner(t)
+    if t and (first == nil or t < first) then first = t end
+  end
   if shaped then
-    for _, t in ipairs({ earliestScore(fcalKey), earliestScore(fschedKey) }) do
-      if first == nil or t < first then first = t end
-    end
+    sooner(earliestScore(fcalKey))
+    sooner(earliestScore(fschedKey))
   end
   if first then lowerIndex(indexKey, topic, first) end
 elseif indexMode == "r" and firstRetry then

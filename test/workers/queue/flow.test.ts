@@ -78,6 +78,23 @@ describe("flow keys: turns", () => {
     expect(heavy / light).toBeLessThanOrEqual(3 * 1.05);
   });
 
+  it("under the topic's concurrency, a claim that can take one job gives each key a turn of one: keys alternate", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("slot", { concurrency: 1, flow: {} });
+    for (const key of ["a", "b"]) await queue.enqueueBatch(Array.from({ length: 4 }, (_, i) => ({ topic: "slot", payload: i, flowKey: key })));
+    const order: Array<string | undefined> = [];
+    for (let i = 0; i < 8; i++) {
+      clock.now += 1;
+      // The tick asks for a chunk; the topic's one slot lets it take one job.
+      const { jobs } = await queue.claim("slot", { max: 100, leaseMs: LEASE });
+      expect(jobs).toHaveLength(1);
+      order.push(keyOf(jobs[0]!));
+      await queue.settle("slot", [{ id: jobs[0]!.id, attempt: jobs[0]!.attempt, kind: "ack" }]);
+    }
+    expect(order).toEqual(["a", "b", "a", "b", "a", "b", "a", "b"]);
+  });
+
   it("jobs without a key share a default lane that takes its turn beside the keys", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
@@ -107,6 +124,23 @@ describe("flow keys: limits", () => {
     expect(next.map(keyOf)).toEqual(["k"]);
   });
 
+  it("a claim of one job passes over a key whose rate holds it back to one that can start", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("few", { flow: { parallelism: 1, ratePerSec: 1, burst: 1 } });
+    await queue.enqueueBatch(Array.from({ length: 2 }, (_, i) => ({ topic: "few", payload: `a${i}`, flowKey: "a", runAt: T0 })));
+    await queue.enqueue({ topic: "few", payload: "b", flowKey: "b", runAt: T0 + 20 });
+    clock.now = T0 + 10;
+    const [a0] = (await queue.claim("few", { max: 1, leaseMs: LEASE })).jobs;
+    expect(a0!.record.payload).toBe("a0");
+    // Its settle frees "a"'s slot: "a" is back in turn, first, though its rate holds its next job for a second.
+    clock.now = T0 + 15;
+    await queue.settle("few", [{ id: a0!.id, attempt: a0!.attempt, kind: "ack" }]);
+    clock.now = T0 + 30;
+    // A claim that may take one job (a topic near its concurrency, a drain's room) takes "b"'s, not nothing.
+    expect((await queue.claim("few", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload)).toEqual(["b"]);
+  });
+
   it("a key's rate holds (GCRA: burst, then one per interval)", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
@@ -133,6 +167,89 @@ describe("flow keys: limits", () => {
     clock.now = T0 + 500;
     const again = await claimAll(queue, clock, "retry", 10);
     expect(again.map((j) => [j.id, j.attempt])).toEqual([[id, 2]]);
+  });
+});
+
+describe("flow keys: the tick's next look", () => {
+  it("a keyed retry settled with nothing in the calendar brings the topic's look forward to the retry (a topic with a concurrency limit)", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("look", { concurrency: 2, flow: { parallelism: 2 } });
+    const { id } = await queue.enqueue({ topic: "look", payload: "now", flowKey: "a" });
+    // Another key's job due a minute later: the topic's look until the retry below.
+    await queue.enqueue({ topic: "look", payload: "later", flowKey: "b", delayMs: 60_000 });
+    const [job] = await claimAll(queue, clock, "look", 10);
+    expect(job!.id).toBe(id);
+    // The tick settles a topic with a concurrency limit by its earliest due job ("due").
+    await queue.settle("look", [{ id, attempt: job!.attempt, kind: "retry", at: clock.now + 1_000, error: "boom" }], { index: "due" });
+    const peek = await queue.peek({ now: clock.now + 1_000, limit: 10 });
+    expect(peek.due.map((d) => d.topic)).toEqual(["look"]);
+  });
+
+  it("the default lane waiting for its turn is looked at at its turn, not at once for its plain job long due", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("lane", { flow: {} });
+    await queue.enqueue({ topic: "lane", payload: "plain", runAt: T0 + 100 });
+    await queue.enqueue({ topic: "lane", payload: "prioritized", runAt: T0 + 200, priority: 3 });
+    await queue.enqueue({ topic: "lane", payload: "keyed", runAt: T0 + 100, flowKey: "k" });
+    clock.now = T0 + 1_000;
+    // Claims of one job at one instant: the lane's turn, then the key's; the lane's next turn is just after.
+    const taken: unknown[] = [];
+    for (let i = 0; i < 2; i++) taken.push(...(await queue.claim("lane", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload));
+    expect(taken).toEqual(["prioritized", "keyed"]);
+    const third = await queue.claim("lane", { max: 1, leaseMs: LEASE });
+    expect(third.jobs).toEqual([]);
+    // Not "now": a claim now takes nothing, and the tick would leave the topic alone for a poll.
+    expect(third.nextLookAt).toBeGreaterThan(clock.now);
+    clock.now = Math.ceil(third.nextLookAt!);
+    expect((await queue.claim("lane", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload)).toEqual(["plain"]);
+  });
+
+  it("the default lane joins the turns with its oldest plain job when a prioritized one of it falls due later", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("join", { flow: {} });
+    await queue.enqueue({ topic: "join", payload: "a", flowKey: "a", runAt: T0 + 50 });
+    await queue.enqueue({ topic: "join", payload: "plain", runAt: T0 + 100 });
+    await queue.enqueue({ topic: "join", payload: "k", flowKey: "k", runAt: T0 + 150 });
+    await queue.enqueue({ topic: "join", payload: "prioritized", runAt: T0 + 200, priority: 1 });
+    clock.now = T0 + 300;
+    const one = async () => (await queue.claim("join", { max: 1, leaseMs: LEASE })).jobs.map((j) => j.record.payload);
+    expect(await one()).toEqual(["a"]);
+    // The lane has waited since +100 (its plain job), "k" since +150: the lane's turn comes first.
+    expect(await one()).toEqual(["prioritized"]);
+    expect(await one()).toEqual(["k"]);
+  });
+
+  it("a shaped topic resumed with only keyed jobs due is looked at again at once", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("resume", { paused: true, flow: { parallelism: 1 } });
+    await queue.enqueue({ topic: "resume", payload: 1, flowKey: "k" });
+    // The tick's claim of the paused topic drops it from the index.
+    clock.now += 1;
+    expect(await queue.claim("resume", { max: 10, leaseMs: LEASE })).toMatchObject({ jobs: [], paused: true });
+    expect((await queue.peek({ now: clock.now, limit: 10 })).due).toEqual([]);
+    await queue.configureTopic("resume", { paused: false });
+    expect((await queue.peek({ now: clock.now, limit: 10 })).due.map((d) => d.topic)).toEqual(["resume"]);
+  });
+
+  it("a key a claim unparks as it reaps a lease is looked at again at once, though the topic has free slots under its concurrency", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("reap", { concurrency: 3, flow: { parallelism: 1 } });
+    await queue.enqueueBatch(Array.from({ length: 2 }, (_, i) => ({ topic: "reap", payload: i, flowKey: "k" })));
+    // The first job's lease is short: its worker dies; the key is parked at its parallelism meanwhile.
+    const first = await queue.claim("reap", { max: 10, leaseMs: 1_000 });
+    expect(first.jobs).toHaveLength(1);
+    clock.now = T0 + 1_000;
+    // The reap frees the key's slot as this claim runs: it took nothing, and a claim now can.
+    const reaping = await queue.claim("reap", { max: 10, leaseMs: LEASE });
+    expect(reaping.reaped.retried).toBe(1);
+    expect(reaping.nextLookAt).toBe(T0 + 1_000);
+    const next = await queue.claim("reap", { max: 10, leaseMs: LEASE });
+    expect(next.jobs.map((j) => j.record.payload)).toEqual([1]);
   });
 });
 

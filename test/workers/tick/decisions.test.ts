@@ -98,6 +98,16 @@ describe("foldEnded", () => {
     foldEnded(drain, [], [empty], drainFold);
     expect({ next: drain.nextLookAt, quiet: drain.memory.isQuiet("t", 5_000) }).toEqual({ next: 3_000, quiet: false });
   });
+
+  it("does not leave a topic alone when its empty fanned-out chunk lost a race to one of it that came back full or still runs", () => {
+    const empty = ended("fanned", { claimed: 0, nextLookAt: 3_000 });
+    const beside = newTickState(9_000);
+    foldEnded(beside, [], [empty, ended("fanned", { claimed: 2, more: true, nextLookAt: 4_000 })], loopFold);
+    expect({ next: beside.nextLookAt, quiet: beside.memory.isQuiet("t", 5_000) }).toEqual({ next: 4_000, quiet: false });
+    const running = newTickState(9_000);
+    foldEnded(running, [], [empty], { ...loopFold, running: (topic) => topic === "t" });
+    expect({ next: running.nextLookAt, quiet: running.memory.isQuiet("t", 5_000) }).toEqual({ next: 5_000, quiet: false });
+  });
 });
 
 describe("a loop's steps", () => {
@@ -261,7 +271,7 @@ describe("a drain's steps", () => {
     expect(step({ budgetLeft: 0 })).toEqual({ kind: "end" });
   });
 
-  it("past its horizon, waits for running chunks, then follows a retry due within a peek only while the tick sleeps", () => {
+  it("past its horizon, follows a retry due within a peek only while the tick sleeps, else waits for running chunks", () => {
     expect(step({ running: true }, { next: Infinity })).toEqual({ kind: "wait" });
     expect(step({ running: true }, { next: 30_000 })).toEqual({ kind: "wait" });
     expect(step({}, { next: Infinity })).toEqual({ kind: "end" });
@@ -269,6 +279,14 @@ describe("a drain's steps", () => {
     // Later than a peek from now, a sleeping look still finds it in time; and asking costs a subrequest.
     expect(step({ now: 20_000 }, { next: 40_001 })).toEqual({ kind: "end" });
     expect(step({ now: 20_000, budgetLeft: 1 }, { next: 30_000 })).toEqual({ kind: "end" });
+  });
+
+  it("past its horizon, follows what a running chunk freed early or scheduled at its time, not when the chunk's slowest handler ends", () => {
+    // A chunk settled part of itself early (a look now): the jobs its topic's concurrency held back may start.
+    expect(step({ now: 25_000, running: true }, { next: 25_000 })).toEqual({ kind: "ask-tick", until: 25_000 });
+    // A retry it scheduled, due before the chunk ends.
+    expect(step({ now: 25_000, running: true }, { next: 25_500 })).toEqual({ kind: "ask-tick", until: 25_500 });
+    expect(step({ now: 25_000, running: true, budgetLeft: 1 }, { next: 25_000 })).toEqual({ kind: "wait" });
   });
 
   it("rethrows a chunk's failure before anything else", () => {

@@ -189,6 +189,23 @@ describe("a producer's drain", () => {
     expect(chunks).toBeGreaterThan(0);
   });
 
+  it("past its horizon, finding the tick awake, still follows what its running chunks free, should the tick fall asleep before they end", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);
+    const topic = uniqueTopic("drain-awake");
+    await d.queue.configureTopic(topic, { flow: { parallelism: 1 } });
+    const seen = recorder(d.handlers, topic, clock, (job) => (job.payload === "a1" ? clock.sleep(5_000) : undefined));
+    await d.queue.enqueueBatch(["a1", "a2"].map((payload) => ({ topic, payload, flowKey: "a", runAt: T0 })));
+    await d.queue.enqueue({ topic, payload: "b", flowKey: "b", runAt: T0 + 100 });
+    // The tick is awake when the drain first asks (for "b", due within a peek while "a1" runs), asleep from then on.
+    let asks = 0;
+    const queue = Object.assign(Object.create(d.queue) as typeof d.queue, { tickAsleep: async () => asks++ > 0 });
+    await runDrain({ queue, settings: d.settings, handlers: d.handlers, topic, horizonMs: 0, clock, log: () => {} });
+    // "a1" freed its key's one slot at +5 s: the drain, still there for its chunk, took "a2" then.
+    expect(seen.map((x) => x.payload).sort()).toEqual(["a1", "a2", "b"]);
+    expect(seen.find((x) => x.payload === "a2")!.at - T0).toBeLessThanOrEqual(5_000 + 1_000);
+  });
+
   it("never pushes a pull topic's job: it leaves only through claim", async () => {
     const clock = new VirtualClock(T0);
     const d = tickDeployment({ TICK_POLL_MS: "1000" }, clock);

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { verifySignature } from "../../../src/client/index.js";
 import { PermanentError, RetryableError, type JobContext } from "../../../src/handlers/registry.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
+import { runDrain } from "../../../src/tick/drain.js";
+import { wakeForSoonJobs } from "../../../src/tick/wake.js";
 import { deliveries, recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 import { DrivenClock } from "./sim-clock.js";
 
@@ -97,6 +99,31 @@ describe("the loop", () => {
     expect(seen.map((x) => x.id)).toEqual([job.id]);
     // The slow handler ends at +8 s; the successor was polling long before.
     expect(seen[0]!.at - seen[0]!.dueAt).toBeLessThanOrEqual(100 + 100);
+  });
+
+  it("a chunk that ends after its loop let go of the lock wakes its topic while the successor sleeps: the jobs its concurrency held back start then", async () => {
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "100" }, clock);
+    const topic = uniqueTopic("late");
+    await d.queue.configureTopic(topic, { concurrency: 1 });
+    const seen = recorder(d.handlers, topic, clock, (job) => (job.payload === 0 ? clock.sleep(5_000) : undefined));
+    await d.queue.enqueueBatch([0, 1].map((payload) => ({ topic, payload, runAt: T0 })));
+    // What a deployment's loop wakes with: the producers' wake path, its drains run here.
+    const wake = async (jobs: Array<{ topic: string; dueAt: number }>) => {
+      const drains: Array<Promise<unknown>> = [];
+      const drain = (t: string, horizonMs: number) =>
+        runDrain({ queue: d.queue, settings: d.settings, handlers: d.handlers, topic: t, horizonMs, clock, log: () => {} });
+      await wakeForSoonJobs({ env: d.env, settings: d.settings, queue: d.queue, jobs, clock, drain, waitUntil: (w) => drains.push(w) });
+      await Promise.all(drains);
+    };
+    // The first loop's window ends a second in, while the slow job runs (to +5 s); the second takes the lock
+    // then, finds the topic at its concurrency (scored at the lease's end) and falls asleep long before.
+    const first = d.tick({ scheduledTime: T0, windowMs: 1_000, wake });
+    const second = d.tick({ scheduledTime: T0, windowMs: 30_000 });
+    await Promise.all([first, second]);
+    expect(seen.map((x) => x.payload)).toEqual([0, 1]);
+    // The slot freed at +5 s: the drain the first loop's chunk woke starts the held-back job then, not the sleeping loop's next look.
+    expect(seen[1]!.at - T0).toBeLessThanOrEqual(5_000 + 100);
   });
 
   it("claims a backlog's next chunk at the last one's tail, so its jobs take lanes as they free, not after the chunk's slowest handler", async () => {

@@ -14,7 +14,9 @@
  *                                        a SimAlarm (sim-alarm.ts) whose firing runs the loop
  *                                        TickChunk.wakeTick runs (wakeLoop)
  *   configure(topic, patch)              queue.configureTopic
- *   claimPull / ackPull / nackPull       queue.claim / ack / fail, as a pull consumer
+ *   setFlowKey(topic, key, settings)     queue.setFlowKey, then the wake (as its route)
+ *   flowState(topic)                     what a shaped topic's flow keys hold in Redis (to observe)
+ *   claimPull / ackPull / nackPull       queue.claim / ack / nack, as a pull consumer (its settles recorded)
  *   get(id)                              queue.get
  *   look()                               the cron's look (lock, sleep mark, index head), to observe
  *
@@ -24,7 +26,9 @@
  * it (tick#n, drain#n, fanout, pull, producer) through an AsyncLocalStorage,
  * so a failing run can be explained. Recording patches Queue.prototype's
  * claim, settle and peek for this harness' prefix only: it keeps working
- * when the new code builds its queues itself. The loops' locks are the
+ * when the new code builds its queues itself. The settle patch also loses
+ * the settles `loseSettle` picks: they never reach Redis (the invocation that
+ * ran the attempt died with it), so their leases expire and a claim reaps them. The loops' locks are the
  * harness' own, recorded as they are taken and let go.
  *
  * Time: every queue reads the sim clock (`queueFromSettings(s, { now })`),
@@ -35,6 +39,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { settings as parseSettings, type Env, type Settings } from "../../../src/env.js";
 import { Handlers } from "../../../src/handlers/registry.js";
 import { queueFromSettings, tickLockFromSettings } from "../../../src/queue/from-settings.js";
+import type { FlowKeySettings } from "../../../src/queue/flow-keys.js";
+import { topicOfJobId } from "../../../src/queue/ids.js";
+import type { FlowKeys } from "../../../src/queue/keys.js";
 import type { TickLock } from "../../../src/queue/lock.js";
 import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome, type TickLook } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
@@ -79,6 +86,14 @@ interface SettleEvent {
   topic: string;
   outcomes: Array<{ id: string; attempt: number; kind: Outcome["kind"]; retryAt?: number; applied: boolean }>;
 }
+/** An attempt's settle that never reached Redis (`loseSettle` picked it). */
+interface LostSettleEvent {
+  at: number;
+  runner: string;
+  topic: string;
+  id: string;
+  attempt: number;
+}
 interface MarkEvent {
   at: number;
   runner: string;
@@ -104,6 +119,7 @@ interface HoldEvent {
 interface DrainEvent {
   id: string;
   topic: string;
+  /** The producer isolate that asked for it; -1: a loop whose chunks ended after it let go of the lock. */
   producer: number;
   /** When the producer asked for it, the due time it waits for, and its horizon end. */
   requestedAt: number;
@@ -118,6 +134,7 @@ interface DrainEvent {
 export interface Trace {
   claims: ClaimEvent[];
   settles: SettleEvent[];
+  lostSettles: LostSettleEvent[];
   marks: MarkEvent[];
   invocations: InvocationEvent[];
   holds: HoldEvent[];
@@ -153,6 +170,8 @@ export interface ModelHarness {
   enqueue(inputs: EnqueueInput[], producer?: number): Promise<EnqueueResult[]>;
   producerEnqueued(jobs: Array<{ topic: string; dueAt: number }>, producer?: number): Promise<void>;
   configure(topic: string, patch: TopicPatch): Promise<void>;
+  setFlowKey(topic: string, key: string, settings: FlowKeySettings | null): Promise<void>;
+  flowState(topic: string): Promise<FlowState>;
   claimPull(topic: string, max: number, leaseMs: number): Promise<ClaimResult>;
   ackPull(id: string, attempt: number): Promise<"acked" | "stale">;
   nackPull(id: string, attempt: number, failure: { error: string; retryAfterMs?: number; permanent?: boolean }): Promise<"retry" | "dead" | "stale">;
@@ -165,12 +184,31 @@ export interface ModelHarness {
   dispose(): Promise<void>;
 }
 
+/** What a shaped topic's flow keys hold (src/queue/lua/lib/flow.lua): job counts, and each key's entry. */
+export interface FlowState {
+  /** Keyed jobs scheduled or waiting (fdue), not yet due (fsched), due and waiting for their key's turn (fready). */
+  scheduled: number;
+  notDue: number;
+  waiting: number;
+  /** Keys in the calendar (fcal) and parked (fpark), with their scores. */
+  calendar: Array<[string, number]>;
+  parked: Array<[string, number]>;
+  /** fin: keys' jobs in flight, and what they started of a turn cut short ("<key>\tu"). */
+  inFlight: Record<string, string>;
+}
+
 /**
  * A deployment of its own (fresh prefix, code handlers of its own), all on `clock`. `env` overrides settings
  * (strings, as bindings are). With `alarm` it binds the wake alarm (TICK_ALARM, as wrangler.toml does),
- * simulated on `clock` with that fault; without, it has none.
+ * simulated on `clock` with that fault; without, it has none. `loseSettle` picks the attempts whose
+ * settle never reaches Redis.
  */
-export function createModelHarness(options: { env: Partial<Env>; clock: SimClock; alarm?: { fault: AlarmFault; delays: number[] } }): ModelHarness {
+export function createModelHarness(options: {
+  env: Partial<Env>;
+  clock: SimClock;
+  alarm?: { fault: AlarmFault; delays: number[] };
+  loseSettle?: (id: string, attempt: number) => boolean;
+}): ModelHarness {
   const { clock } = options;
   const env = freshEnv("model", options.env);
   // The test Worker binds a real TICK_ALARM: the model's deployment has its simulated one, or none.
@@ -178,11 +216,11 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
   const s = parseSettings(env);
   const now = () => clock.now();
   const queue = queueFromSettings(s, { now });
-  const trace: Trace = { claims: [], settles: [], marks: [], invocations: [], holds: [], drains: [], logs: [], alarm: null };
+  const trace: Trace = { claims: [], settles: [], lostSettles: [], marks: [], invocations: [], holds: [], drains: [], logs: [], alarm: null };
   const handlers = new Handlers();
   let recording = true;
   const isRecording = () => recording;
-  const unpatch = recordQueueCalls(s.prefix, trace, clock, isRecording);
+  const unpatch = recordQueueCalls(s.prefix, trace, clock, isRecording, options.loseSettle ?? (() => false));
   const log = (line: LogLine) => {
     if (!recording) return;
     if (line.level === "warn" || line.level === "error") {
@@ -210,9 +248,10 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
     id: string,
     scheduledTime: number,
     handovers: number,
-  ): Pick<TickOptions, "queue" | "lock" | "settings" | "handlers" | "scheduledTime" | "clock" | "log" | "fanOut" | "handOver"> {
+  ): Pick<TickOptions, "queue" | "lock" | "settings" | "handlers" | "scheduledTime" | "clock" | "log" | "fanOut" | "handOver" | "wake"> {
+    const queue = queueFromSettings(s, { now });
     return {
-      queue: queueFromSettings(s, { now }),
+      queue,
       lock: recordedLock(tickLockFromSettings(s), id, trace, clock, isRecording),
       settings: s,
       handlers,
@@ -221,6 +260,8 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
       log,
       fanOut: (topic: string, max: number) => asRunner(`${id}/fanout`, () => wiring.runChunk(topic, max)),
       ...(handovers < MAX_HANDOVERS ? { handOver: (end: number) => continueTick(scheduledTime, end, handovers + 1) } : {}),
+      // Its chunks that end after it let go of the lock wake their topics as a producer would (producer -1: a loop's).
+      wake: (jobs) => asRunner(`${id}/late`, () => wiring.wakeForSoonJobs(queue, jobs, -1)),
     };
   }
 
@@ -283,9 +324,28 @@ export function createModelHarness(options: { env: Partial<Env>; clock: SimClock
       await asRunner("driver", () => queue.configureTopic(topic, patch));
       if (patch.paused === false || patch.mode === "push") await this.producerEnqueued([{ topic, dueAt: now() }]);
     },
+    // What PUT and DELETE /v1/topics/:topic/flow-keys/:key do: set (or remove), then wake the topic when the key may deliver again.
+    async setFlowKey(topic, key, settings) {
+      await asRunner("driver", () => queue.setFlowKey(topic, key, settings));
+      if (!settings?.paused) await this.producerEnqueued([{ topic, dueAt: now() }]);
+    },
+    flowState: (topic) => readFlowState(s, queue.keys.topic(topic).flow),
     claimPull: (topic, max, leaseMs) => asRunner("pull", () => queue.claim(topic, { max, leaseMs, mode: "pull" })),
-    ackPull: (id, attempt) => asRunner("pull", () => queue.ack(id, attempt)),
-    nackPull: (id, attempt, failure) => asRunner("pull", () => queue.nack(id, attempt, failure)),
+    // A pull consumer's ack and nack settle through the queue's own settle, not Queue.prototype.settle: recorded here.
+    async ackPull(id, attempt) {
+      const at = now();
+      const r = await asRunner("pull", () => queue.ack(id, attempt));
+      if (isRecording())
+        trace.settles.push({ at, runner: "pull", topic: topicOfJobId(id) ?? "", outcomes: [{ id, attempt, kind: "ack", applied: r === "acked" }] });
+      return r;
+    },
+    async nackPull(id, attempt, failure) {
+      const at = now();
+      const r = await asRunner("pull", () => queue.nack(id, attempt, failure));
+      const kind = r === "dead" ? "dead" : "retry";
+      if (isRecording()) trace.settles.push({ at, runner: "pull", topic: topicOfJobId(id) ?? "", outcomes: [{ id, attempt, kind, applied: r !== "stale" }] });
+      return r;
+    },
     get: (id) => queue.get(id),
     look: () => queue.look(clock.now()),
 
@@ -403,7 +463,13 @@ function recordedLock(lock: TickLock, runner: string, trace: Trace, clock: SimCl
 // Recording (RE-POINT only if Queue's claim / settle / peek change shape)
 // ---------------------------------------------------------------------------
 
-function recordQueueCalls(prefix: string, trace: Trace, clock: SimClock, isRecording: () => boolean): () => void {
+function recordQueueCalls(
+  prefix: string,
+  trace: Trace,
+  clock: SimClock,
+  isRecording: () => boolean,
+  loseSettle: (id: string, attempt: number) => boolean,
+): () => void {
   const proto = Queue.prototype;
   const { claim, settle, peek } = proto;
   const mine = (q: Queue) => q.keys.prefix === prefix && isRecording();
@@ -428,22 +494,28 @@ function recordQueueCalls(prefix: string, trace: Trace, clock: SimClock, isRecor
   proto.settle = async function (this: Queue, topic, outcomes, options = {}) {
     const at = options.now ?? clock.now();
     const runner = currentRunner();
-    const r = await settle.call(this, topic, outcomes, options);
+    const lost = outcomes.map((o) => mine(this) && loseSettle(o.id, o.attempt));
+    const kept = outcomes.filter((_, i) => !lost[i]);
+    const r = kept.length > 0 ? await settle.call(this, topic, kept, options) : [];
     if (mine(this)) {
-      trace.settles.push({
-        at,
-        runner,
-        topic,
-        outcomes: outcomes.map((o, i) => ({
-          id: o.id,
-          attempt: o.attempt,
-          kind: o.kind,
-          ...(o.kind === "retry" ? { retryAt: o.at } : {}),
-          applied: r[i]!.applied,
-        })),
-      });
+      if (kept.length > 0)
+        trace.settles.push({
+          at,
+          runner,
+          topic,
+          outcomes: kept.map((o, i) => ({
+            id: o.id,
+            attempt: o.attempt,
+            kind: o.kind,
+            ...(o.kind === "retry" ? { retryAt: o.at } : {}),
+            applied: r[i]!.applied,
+          })),
+        });
+      for (const [i, o] of outcomes.entries()) if (lost[i]) trace.lostSettles.push({ at, runner, topic, id: o.id, attempt: o.attempt });
     }
-    return r;
+    // The caller hears nothing applied for a lost one, as for a stale one: it goes on.
+    let k = 0;
+    return outcomes.map((o, i) => (lost[i] ? { id: o.id, applied: false } : r[k++]!));
   };
   proto.peek = async function (this: Queue, options) {
     const at = clock.now();
@@ -457,6 +529,25 @@ function recordQueueCalls(prefix: string, trace: Trace, clock: SimClock, isRecor
     proto.settle = settle;
     proto.peek = peek;
   };
+}
+
+/** What a shaped topic's flow keys hold (read straight from Redis). */
+async function readFlowState(s: Settings, f: FlowKeys): Promise<FlowState> {
+  const redis = createRedis(s);
+  const [scheduled, notDue, waiting, calendar, parked, inFlight] = await Promise.all([
+    redis.zcard(f.fdue),
+    redis.zcard(f.fsched),
+    redis.zcard(f.fready),
+    redis.zrange<string[]>(f.fcal, 0, -1, { withScores: true }),
+    redis.zrange<string[]>(f.fpark, 0, -1, { withScores: true }),
+    redis.hgetall<Record<string, string>>(f.fin),
+  ]);
+  const pairs = (flat: unknown[]): Array<[string, number]> => {
+    const out: Array<[string, number]> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push([String(flat[i]), Number(flat[i + 1])]);
+    return out;
+  };
+  return { scheduled, notDue, waiting, calendar: pairs(calendar), parked: pairs(parked), inFlight: inFlight ?? {} };
 }
 
 /** Deletes every key of the run's prefix. */

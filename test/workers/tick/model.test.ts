@@ -10,6 +10,20 @@
  * rate and concurrency limits held, pull jobs never pushed, nothing lost,
  * every job ended as its plan says (model.ts has the checks).
  *
+ * Half the scenarios add a shaped topic (issue 36, model-flow.ts): flow
+ * settings (mostly parallelism 2 and 5/s burst 5 a key), up to 50 flow keys
+ * (a few hot), some with settings of their own, jobs with a key, a priority
+ * or neither, handlers that hang and are never settled (their leases
+ * expire and are reaped), keys and the topic paused, all under a topic
+ * concurrency (and sometimes rate). Checked besides: per key, jobs in flight
+ * never above its parallelism and starts within its rate's GCRA bound (by
+ * handler and by claim), no job of a paused key claimed, jobs of a key in
+ * priority order, keys taking turns (no key served at more instants than
+ * its weight allows while another waits free to start), a late job forgiven only
+ * while its key or its topic could not start it, leases expiring only for
+ * the attempts that hung, and after the run no key left in the calendar,
+ * parked or in flight.
+ *
  * Half the scenarios deploy with the wake alarm, as wrangler.toml does: each
  * cron invocation looks first (cronTick), loops end when idle (sleep mark
  * "c"), and producers and drains arm a simulated alarm (sim-alarm.ts) whose
@@ -61,6 +75,8 @@ const HUNT = vars.MODEL_HUNT || undefined;
 const BLOCK = 50;
 
 const totals = { runs: 0, pushJobs: 0, pullJobs: 0, attempts: 0, invocations: 0, drains: 0, virtualMs: 0, realMs: 0, requests: 0, failing: 0 };
+/** Runs with a shaped topic, and what they held. */
+const flowTotals = { runs: 0, jobs: 0, keyed: 0, keys: 0, prioritized: 0, hung: 0, keyPauses: 0 };
 const knownHits = new Map<string, { runs: number; violations: number; example?: string }>();
 /** Runs with the wake alarm, by its fault, and what it did in them. */
 const alarmRuns = new Map<string, number>();
@@ -72,6 +88,11 @@ function account(r: RunResult, seed: number, index: number) {
   const a = r.stats.alarm;
   alarmRuns.set(a?.fault ?? "no alarm", (alarmRuns.get(a?.fault ?? "no alarm") ?? 0) + 1);
   if (a) for (const k of Object.keys(alarmTotals) as Array<keyof typeof alarmTotals>) alarmTotals[k] += a[k];
+  const f = r.stats.flow;
+  if (f) {
+    flowTotals.runs++;
+    for (const k of ["jobs", "keyed", "keys", "prioritized", "hung", "keyPauses"] as const) flowTotals[k] += f[k];
+  }
   const c = classify(r.violations, known);
   for (const [id, vs] of c.known) {
     const h = knownHits.get(id) ?? { runs: 0, violations: 0 };
@@ -94,6 +115,11 @@ afterAll(() => {
     `model: runs by wake alarm fault: ${[...alarmRuns].map(([f, n]) => `${f} ${n}`).join(", ")}; ${t.arms} arms, ${t.firings} alarms came due, ${t.wakes} wake loops ` +
       `(${t.claimedByWakes} attempts claimed by them), ${t.looksAsleep} cron looks left the tick asleep, ${t.idleEnds} loops ended idle; ` +
       `${t.enqueuedUnlooped} push jobs enqueued while no loop ran, ${t.dueForAlarm} of them due past a producer's drain`,
+  );
+  const ft = flowTotals;
+  console.log(
+    `model: ${ft.runs} runs with a shaped topic: ${ft.jobs} jobs (${ft.keyed} with a flow key, ${ft.jobs - ft.keyed} in the default lane, ${ft.prioritized} with a priority), ` +
+      `${ft.keys} keys used, ${ft.hung} attempts hung (leases reaped), ${ft.keyPauses} key pauses`,
   );
   for (const [id, h] of knownHits) console.log(`model: known bug ${id}: ${h.violations} violations in ${h.runs} runs, e.g. ${h.example}`);
 });

@@ -2,7 +2,8 @@
  * The model-based test of the tick (issue 13): scenarios, how one runs on
  * the sim clock against the real Redis, and what is checked afterwards.
  * model.test.ts drives it with fast-check; everything it does to the code
- * under test goes through model-harness.ts.
+ * under test goes through model-harness.ts. A scenario's shaped topic (flow
+ * keys, issue 36) and its own checks are in model-flow.ts.
  */
 import fc from "fast-check";
 import { PermanentError, RetryableError } from "../../../src/handlers/registry.js";
@@ -13,10 +14,25 @@ import { unlookedUntil } from "../../../src/tick/cron-look.js";
 import { SLEEP_MARK_STALENESS_MS } from "../../../src/tick/wake.js";
 import { createModelHarness, currentRunner, RESUME_TAKES_EFFECT_WITHIN_MS, type ModelHarness, type Trace } from "./model-harness.js";
 import type { AlarmFault } from "./sim-alarm.js";
+import { type Behaviour, behaviourArb } from "./model-behaviour.js";
 import { seededRandom, SimClock } from "./sim-clock.js";
+import { BASE, type Interval, longestFree, merge, rel } from "./model-time.js";
+import {
+  type FlowAttempt,
+  fairnessViolations,
+  flowPartArb,
+  type FlowSpec,
+  flowSettingsOf,
+  keyBlocked,
+  keyLimitViolations,
+  keyName,
+  type KeyPause,
+  type KeyPauseEvent,
+  keySettingsOf,
+  leftoverViolations,
+  priorityViolations,
+} from "./model-flow.js";
 
-/** A minute boundary (in 2030): cron minute k is scheduled at BASE + k·60 s. */
-const BASE = 31_666_666 * 60_000;
 /** Slack on top of TICK_POLL_MS in the lateness bound (the issue's "+ 100 ms"). */
 const LATENESS_SLACK_MS = 100;
 
@@ -24,28 +40,26 @@ const LATENESS_SLACK_MS = 100;
 // Scenarios
 // ---------------------------------------------------------------------------
 
-/** What a handler (or the pull consumer) does with one attempt: after `ms` virtual ms, succeed or fail. */
-interface Behaviour {
-  /** ok; retry: RetryableError (with `after`: its retry-after); error: a plain Error (retried by policy); permanent: PermanentError. */
-  k: "ok" | "retry" | "error" | "permanent";
-  ms: number;
-  after?: number;
-}
-interface TopicSpec {
+export interface TopicSpec {
   mode: "push" | "pull";
   rate?: number;
   burst?: number;
   concurrency?: number;
   maxAttempts: number;
   backoff: BackoffInput;
+  /** A shaped topic's flow settings and keys with settings of their own (model-flow.ts). */
+  flow?: FlowSpec;
 }
-interface JobSpec {
+export interface JobSpec {
   topic: number;
   delay: number;
   /** Behaviour of attempt 1, 2, …; past its end, ok. */
   plan: Behaviour[];
   maxAttempts?: number;
   backoff?: BackoffInput;
+  /** A shaped topic's job: its flow key (by index, keyName), its priority (1–9). */
+  key?: number;
+  priority?: number;
 }
 export interface Scenario {
   pollMs: number;
@@ -71,20 +85,16 @@ export interface Scenario {
    * again. Absent: no alarm, loops sleep through their minute.
    */
   alarm?: { fault: AlarmFault; delays: number[] };
+  /** Flow keys of shaped topics paused at `at` for `forMs`. */
+  keyPauses?: KeyPause[];
 }
 
-const behaviourArb: fc.Arbitrary<Behaviour> = fc
-  .record({
-    k: fc.oneof(
-      { weight: 4, arbitrary: fc.constant("ok" as const) },
-      { weight: 2, arbitrary: fc.constant("retry" as const) },
-      { weight: 2, arbitrary: fc.constant("error" as const) },
-      { weight: 1, arbitrary: fc.constant("permanent" as const) },
-    ),
-    ms: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 3_000 }) }),
-    after: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined, freq: 3 }),
-  })
-  .map(({ k, ms, after }) => (k === "retry" && after !== undefined ? { k, ms, after } : { k, ms }));
+const planArb = behaviourArb([
+  ["ok", 4],
+  ["retry", 2],
+  ["error", 2],
+  ["permanent", 1],
+]);
 
 const backoffArb: fc.Arbitrary<BackoffInput> = fc.oneof(
   fc.record({ type: fc.constant("fixed" as const), delay: fc.integer({ min: 0, max: 10_000 }) }),
@@ -130,7 +140,7 @@ const jobArb = (topics: number): fc.Arbitrary<JobSpec> =>
     .record({
       topic: fc.nat(topics - 1),
       delay: delayArb,
-      plan: fc.array(behaviourArb, { minLength: 4, maxLength: 4 }),
+      plan: fc.array(planArb, { minLength: 4, maxLength: 4 }),
       maxAttempts: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined, freq: 4 }),
       backoff: fc.option(backoffArb, { nil: undefined, freq: 4 }),
     })
@@ -171,19 +181,31 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
         }),
         { nil: undefined, freq: 2 },
       ),
+      // Last, so a seed draws every other part as before it was added.
+      flow: fc.option(flowPartArb({ span, backoff: backoffArb, delay: delayArb }), { nil: undefined, freq: 2 }),
     })
-    .map((sc): Scenario => {
+    .map(({ flow, ...sc }): Scenario => {
       const spread = sc.alarm ? 2 : 1;
+      // A shaped topic comes after the others, with jobs, pauses and key pauses of its own.
+      const shaped = sc.topics.length;
       return (
         // Plain objects (fc.record makes null-prototype ones), so a printed counterexample pastes as a literal.
         JSON.parse(
           JSON.stringify({
             ...sc,
+            topics: flow ? [...sc.topics, flow.topic] : sc.topics,
             // With the alarm, the default peek: without one, the alarm is never armed and no loop ends idle (the runs without it cover that).
             idlePeekMs: sc.alarm ? 20_000 : sc.idlePeekMs,
             // With the alarm, batches and pauses over twice the span, so loops end idle between them and jobs arrive into the ended tick.
-            batches: sc.batches.map((b) => ({ ...b, at: b.at * spread, jobs: b.jobs.map((j) => ({ ...j, topic: j.topic % sc.topics.length })) })),
-            pauses: sc.pauses.map((p) => ({ ...p, at: p.at * spread, topic: p.topic % sc.topics.length })),
+            batches: [
+              ...sc.batches.map((b) => ({ ...b, at: b.at * spread, jobs: b.jobs.map((j) => ({ ...j, topic: j.topic % sc.topics.length })) })),
+              ...(flow?.batches ?? []).map((b) => ({ ...b, at: b.at * spread, jobs: b.jobs.map((j) => ({ ...j, topic: shaped })) })),
+            ],
+            pauses: [
+              ...sc.pauses.map((p) => ({ ...p, at: p.at * spread, topic: p.topic % sc.topics.length })),
+              ...(flow?.pauses ?? []).map((p) => ({ ...p, at: p.at * spread, topic: shaped })),
+            ],
+            ...(flow ? { keyPauses: flow.keyPauses.map((p) => ({ topic: shaped, ...p, at: p.at * spread })) } : {}),
           }),
         ) as Scenario
       );
@@ -202,6 +224,8 @@ interface AttemptRecord {
   start: number;
   end?: number;
   runner: string;
+  /** An attempt never settled (hang): when a claim reaped its lease, from the job's attempt history. */
+  reapedAt?: number;
 }
 interface JobModel {
   j: number;
@@ -266,6 +290,18 @@ interface RunStats {
   ended: string;
   /** With the wake alarm: what it did, and how the tick slept. */
   alarm: AlarmStats | null;
+  /** With a shaped topic: its jobs, keys and what was done to them. */
+  flow: FlowStats | null;
+}
+interface FlowStats {
+  /** Its jobs, those with a flow key (the rest are in the default lane), the keys they used, and those with a priority. */
+  jobs: number;
+  keyed: number;
+  keys: number;
+  prioritized: number;
+  /** Attempts that hung (their leases reaped), and key pauses. */
+  hung: number;
+  keyPauses: number;
 }
 interface AlarmStats {
   fault: AlarmFault;
@@ -289,6 +325,7 @@ export interface RunResult {
   trace: Trace;
   topics: string[];
   pauses: Array<{ topic: string; paused: boolean; at: number }>;
+  keyPauses: KeyPauseEvent[];
   /** A readable account of the violations and the events around them. */
   explain(): string;
 }
@@ -386,6 +423,52 @@ function alarmStats(sc: Scenario, trace: Trace, jobs: JobModel[]): AlarmStats | 
   };
 }
 
+/** What a run's shaped topic held. */
+function flowStats(sc: Scenario, jobs: JobModel[]): FlowStats | null {
+  const mine = jobs.filter((m) => sc.topics[m.spec.topic]!.flow);
+  if (mine.length === 0) return null;
+  return {
+    jobs: mine.length,
+    keyed: mine.filter((m) => m.spec.key !== undefined).length,
+    keys: new Set(mine.flatMap((m) => (m.spec.key === undefined ? [] : [m.spec.key]))).size,
+    prioritized: mine.filter((m) => m.spec.priority !== undefined).length,
+    hung: mine.reduce((n, m) => n + m.attempts.filter((a) => m.spec.plan[a.attempt - 1]?.k === "hang").length, 0),
+    keyPauses: sc.keyPauses?.length ?? 0,
+  };
+}
+
+/** A push attempt's lease: the default handler timeout (30 s) and the lease margin (30 s). */
+const HUNG_LEASE_MS = 60_000;
+
+/** When a claim reaped the lease of each attempt of `m` that hung, as its attempt history says. */
+function noteReaps(m: JobModel): void {
+  for (const h of m.final?.history ?? []) {
+    if (h.outcome !== "expired" || h.startedAt === null || h.durationMs === null) continue;
+    const rec = m.attempts.filter((a) => a.attempt === h.attempt).pop();
+    if (rec) rec.reapedAt = h.startedAt + h.durationMs;
+  }
+}
+
+/**
+ * With every job final, a shaped topic's flow keys hold nothing (model-flow.ts,
+ * leftoverViolations) — save a turn left in the calendar for a key with
+ * nothing more, which the topic's next claim drops: the index asks the tick
+ * for one at once (a pull topic's consumer claims anyway). Runs the clock on
+ * until each such topic was claimed once more (at most REST_WITHIN_MS), then reads them.
+ */
+async function flowLeftovers(clock: SimClock, harness: ModelHarness, sc: Scenario, topics: string[]): Promise<Violation[]> {
+  const shaped = topics.filter((_, i) => sc.topics[i]!.flow);
+  const states = await Promise.all(shaped.map((t) => harness.flowState(t)));
+  const waiting = shaped.filter((_, i) => states[i]!.calendar.length > 0);
+  if (waiting.length > 0) {
+    const from = harness.trace.claims.length;
+    const claimed = () => waiting.every((t) => harness.trace.claims.slice(from).some((c) => c.topic === t));
+    await clock.run({ stop: claimed, until: clock.now() + REST_WITHIN_MS });
+  }
+  const after = await Promise.all(shaped.map((t) => harness.flowState(t)));
+  return shaped.flatMap((t, i) => leftoverViolations(t, after[i]!));
+}
+
 /** Runs one scenario to its end and checks it. Never throws for a violation: they are in the result. */
 export async function runScenario(sc: Scenario): Promise<RunResult> {
   const realStart = Date.now();
@@ -393,8 +476,11 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   const originalRandom = Math.random;
   const uninstall = clock.install();
   Math.random = seededRandom(sc.seed);
+  // Push attempts that hang: their settle never reaches Redis.
+  const hung = new Set<string>();
   const harness = createModelHarness({
     clock,
+    loseSettle: (id, attempt) => hung.has(`${id}#${attempt}`),
     env: {
       TICK_POLL_MS: String(sc.pollMs),
       TICK_IDLE_PEEK_MS: String(sc.idlePeekMs),
@@ -410,6 +496,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   const topics = sc.topics.map((_, i) => `m${i}-${run}`);
   const jobs: JobModel[] = [];
   const pauses: Array<{ topic: string; paused: boolean; at: number }> = [];
+  const keyPauses: KeyPauseEvent[] = [];
   let stopped = false;
   let batchesDone = 0;
   const violations: Violation[] = [];
@@ -427,7 +514,9 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       if (t.rate !== undefined) patch.ratePerSec = t.rate;
       if (t.burst !== undefined) patch.burst = t.burst;
       if (t.concurrency !== undefined) patch.concurrency = t.concurrency;
+      if (t.flow) patch.flow = flowSettingsOf(t.flow);
       await harness.configure(topics[i]!, patch);
+      for (const k of t.flow?.keys ?? []) await harness.setFlowKey(topics[i]!, keyName(k.key), keySettingsOf(t.flow!, k.key));
       harness.handlers.define(topics[i]!, async (ctx) => {
         if (stopped) return;
         const model = jobs[(ctx.payload as { j: number }).j]!;
@@ -438,6 +527,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
         }
         model.attempts.push(rec);
         const b = model.spec.plan[ctx.attempt - 1] ?? { k: "ok", ms: 0 };
+        if (b.k === "hang") hung.add(`${ctx.id}#${ctx.attempt}`);
         if (b.ms > 0) await clock.sleep(b.ms);
         rec.end = clock.now();
         if (b.k === "retry") throw new RetryableError(`planned retry of attempt ${ctx.attempt}`, b.after);
@@ -446,9 +536,11 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       });
     }
 
-    const lastEvent = Math.max(...sc.batches.map((b) => b.at), ...sc.pauses.map((p) => p.at + p.forMs));
-    // Long enough for the last job's every retry; a run normally ends once every job is final.
-    const cap = BASE + lastEvent + 60_000 + 4 * 30_000 + 180_000;
+    const keyPauseSpecs = sc.keyPauses ?? [];
+    const lastEvent = Math.max(...sc.batches.map((b) => b.at), ...[...sc.pauses, ...keyPauseSpecs].map((p) => p.at + p.forMs));
+    // Long enough for the last job's every retry, and every hung attempt's lease (a key may wait for each in turn); a run normally ends once every job is final.
+    const hangs = jobs.reduce((n, m) => n + m.spec.plan.filter((b) => b.k === "hang").length, 0);
+    const cap = BASE + lastEvent + 60_000 + 4 * 30_000 + 180_000 + hangs * HUNG_LEASE_MS;
     const windowMs = 60_000 + sc.overlapMs;
 
     // Cron: minute after minute, each invocation late by its offset.
@@ -478,6 +570,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
           topic: m.topic,
           payload: { j: m.j },
           delayMs: m.spec.delay,
+          ...(m.spec.key !== undefined ? { flowKey: keyName(m.spec.key) } : {}),
+          ...(m.spec.priority !== undefined ? { priority: m.spec.priority } : {}),
           ...(m.spec.maxAttempts !== undefined ? { maxAttempts: m.spec.maxAttempts } : {}),
           ...(m.spec.backoff !== undefined ? { backoff: normalized(m.spec.backoff) } : {}),
         }));
@@ -507,6 +601,21 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
         await harness.configure(topic, { paused: false });
       });
     }
+    // Flow keys paused and resumed: a key's settings with `paused`, then its own settings again.
+    for (const p of keyPauseSpecs) {
+      const topic = topics[p.topic]!;
+      const own = keySettingsOf(sc.topics[p.topic]!.flow!, p.key);
+      void clock.spawn(`pause ${topic} key ${keyName(p.key)}`, async () => {
+        await clock.sleep(BASE + p.at - clock.now());
+        if (stopped) return;
+        keyPauses.push({ topic, key: p.key, paused: true, at: clock.now() });
+        await harness.setFlowKey(topic, keyName(p.key), { ...own, paused: true });
+        await clock.sleep(p.forMs);
+        if (stopped) return;
+        keyPauses.push({ topic, key: p.key, paused: false, at: clock.now() });
+        await harness.setFlowKey(topic, keyName(p.key), own);
+      });
+    }
     // The pull consumer of each pull topic.
     for (const [i, t] of sc.topics.entries()) {
       if (t.mode !== "pull") continue;
@@ -524,7 +633,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
               const b = model.spec.plan[job.attempt - 1] ?? { k: "ok", ms: 0 };
               if (b.ms > 0) await clock.sleep(b.ms);
               rec.end = clock.now();
-              if (stopped) return;
+              // A consumer that hangs never settles: its lease expires.
+              if (stopped || b.k === "hang") return;
               if (b.k === "ok") await harness.ackPull(job.id, job.attempt);
               else {
                 await harness.nackPull(job.id, job.attempt, {
@@ -539,7 +649,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       });
     }
 
-    // Run until every job is final (or the cap).
+    // Run until every job is final (or the cap): settled as such, or dead as its last lease was reaped.
     const finalIds = new Set<string>();
     let scanned = 0;
     const allFinal = () => {
@@ -547,10 +657,12 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       for (; scanned < harness.trace.settles.length; scanned++) {
         for (const o of harness.trace.settles[scanned]!.outcomes) if (o.applied && o.kind !== "retry") finalIds.add(o.id);
       }
-      return finalIds.size >= jobs.length;
+      return finalIds.size + harness.trace.claims.reduce((n, c) => n + c.reaped.dead, 0) >= jobs.length;
     };
     ended = await clock.run({ stop: allFinal, until: cap });
     for (const m of jobs) if (m.id) m.final = await harness.get(m.id);
+    for (const m of jobs) noteReaps(m);
+    if (ended === "stopped") violations.push(...(await flowLeftovers(clock, harness, sc, topics)));
     if (endsIdle(sc) && ended === "stopped") violations.push(...(await comeToRest(clock, harness)));
     endAt = clock.now();
   } catch (err) {
@@ -576,7 +688,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   }
   for (const e of clock.errors)
     violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
-  violations.push(...check(sc, harness, jobs, topics, pauses, endAt));
+  violations.push(...check(sc, harness, jobs, topics, pauses, keyPauses, endAt));
   const stats: RunStats = {
     pushJobs: jobs.filter((j) => j.mode === "push").length,
     pullJobs: jobs.filter((j) => j.mode === "pull").length,
@@ -589,6 +701,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     steps: clock.steps,
     ended,
     alarm: alarmStats(sc, harness.trace, jobs),
+    flow: flowStats(sc, jobs),
   };
   const result: RunResult = {
     scenario: sc,
@@ -598,6 +711,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     trace: harness.trace,
     topics,
     pauses,
+    keyPauses,
     explain: () => explain(result, harness.settings.tickPollMs),
   };
   return result;
@@ -607,37 +721,6 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
 // Checks
 // ---------------------------------------------------------------------------
 
-type Interval = [number, number];
-
-function merge(intervals: Interval[]): Interval[] {
-  const sorted = intervals.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
-  const out: Interval[] = [];
-  for (const [a, b] of sorted) {
-    const last = out[out.length - 1];
-    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
-    else out.push([a, b]);
-  }
-  return out;
-}
-
-/** The longest stretch of [from, to) outside `blocked` (merged), and where it is. */
-function longestFree(blocked: Interval[], from: number, to: number): { length: number; at: Interval | null } {
-  let best = { length: 0, at: null as Interval | null };
-  let cursor = from;
-  const take = (a: number, b: number) => {
-    if (b - a > best.length) best = { length: b - a, at: [a, b] };
-  };
-  for (const [a, b] of blocked) {
-    if (b <= cursor) continue;
-    if (a >= to) break;
-    if (a > cursor) take(cursor, Math.min(a, to));
-    cursor = Math.max(cursor, b);
-    if (cursor >= to) break;
-  }
-  if (cursor < to) take(cursor, to);
-  return best;
-}
-
 /** Why a push topic may not start a ready job, as intervals: not covered by a tick, paused, at its concurrency, out of tokens. */
 function blockedIntervals(
   sc: Scenario,
@@ -645,6 +728,7 @@ function blockedIntervals(
   topicIndex: number,
   topic: string,
   pauses: Array<{ topic: string; paused: boolean; at: number }>,
+  releasedAt: Map<string, number>,
 ): { all: Interval[]; uncovered: Interval[]; paused: Interval[]; full: Interval[]; tokens: Interval[] } {
   const spec = sc.topics[topicIndex]!;
   const covered = merge(trace.invocations.map(coverageOf));
@@ -668,13 +752,11 @@ function blockedIntervals(
   const claims = trace.claims.filter((x) => x.topic === topic && x.jobs.length > 0);
   const full: Interval[] = [];
   if (spec.concurrency !== undefined) {
-    const settledAt = new Map<string, number>();
-    for (const s of trace.settles) if (s.topic === topic) for (const o of s.outcomes) if (o.applied) settledAt.set(`${o.id}#${o.attempt}`, s.at);
     const deltas: Array<[number, number]> = [];
     for (const cl of claims) {
       for (const j of cl.jobs) {
         deltas.push([cl.at, 1]);
-        deltas.push([settledAt.get(`${j.id}#${j.attempt}`) ?? Infinity, -1]);
+        deltas.push([releasedAt.get(`${j.id}#${j.attempt}`) ?? Infinity, -1]);
       }
     }
     // At equal times, releases first: a slot freed and taken at one instant was never blocking.
@@ -779,12 +861,73 @@ function sleepMarkViolations(sc: Scenario, trace: Trace, endAt: number): Violati
   return v;
 }
 
+/** A shaped topic's attempts as model-flow.ts checks them, by topic index. */
+function flowAttempts(sc: Scenario, jobs: JobModel[], claimOf: Map<string, { at: number }>, releasedAt: Map<string, number>): Map<number, FlowAttempt[]> {
+  const out = new Map<number, FlowAttempt[]>();
+  for (const m of jobs) {
+    if (!sc.topics[m.spec.topic]!.flow || m.enqueuedAt === undefined) continue;
+    const list = out.get(m.spec.topic) ?? [];
+    out.set(m.spec.topic, list);
+    const atts = [...m.attempts].sort((a, b) => a.attempt - b.attempt);
+    for (const [i, a] of atts.entries()) {
+      const k = `${a.id}#${a.attempt}`;
+      const prev = atts[i - 1];
+      list.push({
+        job: m.j,
+        key: m.spec.key,
+        priority: m.spec.priority ?? 0,
+        id: a.id,
+        attempt: a.attempt,
+        dueAt: a.dueAt,
+        scheduledAt: a.attempt === 1 ? m.enqueuedAt : prev ? (releasedAt.get(`${prev.id}#${prev.attempt}`) ?? Infinity) : Infinity,
+        claimedAt: claimOf.get(k)?.at ?? a.start,
+        start: a.start,
+        end: a.reapedAt ?? a.end ?? Infinity,
+        released: releasedAt.get(k) ?? Infinity,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Leases expire only for attempts that hung (never settled): each of those
+ * is reaped once, as its attempt history says, and no other is; a topic's
+ * claims reaped as many as its attempts that hung.
+ */
+function leaseExpiryViolations(sc: Scenario, trace: Trace, jobs: JobModel[], topics: string[]): Violation[] {
+  const v: Violation[] = [];
+  const hung = (m: JobModel, attempt: number) => m.spec.plan[attempt - 1]?.k === "hang";
+  for (const m of jobs) {
+    const expired = new Set((m.final?.history ?? []).filter((h) => h.outcome === "expired").map((h) => h.attempt));
+    for (const n of expired)
+      if (!hung(m, n))
+        v.push({ kind: "lease-expired", job: m.j, attempt: n, message: `job ${m.j} (${m.id}): the lease of attempt ${n}, which settled, expired` });
+    for (const a of m.attempts)
+      if (hung(m, a.attempt) && m.final && !expired.has(a.attempt))
+        v.push({
+          kind: "not-reaped",
+          job: m.j,
+          attempt: a.attempt,
+          message: `job ${m.j} (${m.id}): attempt ${a.attempt} hung, yet its history shows no expired lease`,
+        });
+  }
+  for (const [i, topic] of topics.entries()) {
+    const reaped = trace.claims.filter((c) => c.topic === topic).reduce((n, c) => n + c.reaped.retried + c.reaped.dead, 0);
+    const hangs = jobs.filter((m) => m.spec.topic === i).reduce((n, m) => n + m.attempts.filter((a) => hung(m, a.attempt)).length, 0);
+    if (reaped !== hangs)
+      v.push({ kind: "lease-expired", topic, message: `topic ${i}'s claims reaped ${reaped} expired leases; ${hangs} attempts hung (${sc.topics[i]!.mode})` });
+  }
+  return v;
+}
+
 function check(
   sc: Scenario,
   harness: ModelHarness,
   jobs: JobModel[],
   topics: string[],
   pauses: Array<{ topic: string; paused: boolean; at: number }>,
+  keyPauses: KeyPauseEvent[],
   endAt: number,
 ): Violation[] {
   const v: Violation[] = [];
@@ -792,7 +935,25 @@ function check(
   const bound = sc.pollMs + LATENESS_SLACK_MS;
   const claimOf = new Map<string, { at: number; runner: string }>();
   for (const c of trace.claims) for (const j of c.jobs) claimOf.set(`${j.id}#${j.attempt}`, { at: c.at, runner: c.runner });
-  const blocked = topics.map((t, i) => blockedIntervals(sc, trace, i, t, pauses));
+  // When each attempt's lease ended: settled, or (one that hung) reaped.
+  const releasedAt = new Map<string, number>();
+  for (const st of trace.settles) for (const o of st.outcomes) if (o.applied) releasedAt.set(`${o.id}#${o.attempt}`, st.at);
+  for (const m of jobs) for (const a of m.attempts) if (a.reapedAt !== undefined) releasedAt.set(`${a.id}#${a.attempt}`, a.reapedAt);
+  const blocked = topics.map((t, i) => blockedIntervals(sc, trace, i, t, pauses, releasedAt));
+  const flow = flowAttempts(sc, jobs, claimOf, releasedAt);
+  // For a keyed job, its key's own stretches too (model-flow.ts).
+  const keyedBlocked = new Map<string, Interval[]>();
+  const blockedFor = (m: JobModel): Interval[] => {
+    const t = sc.topics[m.spec.topic]!;
+    if (!t.flow || m.spec.key === undefined) return blocked[m.spec.topic]!.all;
+    const k = `${m.spec.topic}/${m.spec.key}`;
+    let b = keyedBlocked.get(k);
+    if (!b) {
+      b = merge([...blocked[m.spec.topic]!.all, ...keyBlocked(t, m.topic, m.spec.key, flow.get(m.spec.topic) ?? [], keyPauses)]);
+      keyedBlocked.set(k, b);
+    }
+    return b;
+  };
   const settledBy = new Map<string, string>();
   for (const st of trace.settles) for (const o of st.outcomes) if (o.applied) settledBy.set(`${o.id}#${o.attempt}`, st.runner);
   // When each runner was busy with a chunk: from a claim that took jobs to its settle of that topic.
@@ -835,15 +996,7 @@ function check(
     }
   }
   v.push(...sleepMarkViolations(sc, trace, endAt));
-  for (const c of trace.claims) {
-    if (c.reaped.retried + c.reaped.dead > 0)
-      v.push({
-        kind: "lease-expired",
-        topic: c.topic,
-        at: c.at,
-        message: `${c.runner}'s claim of ${c.topic} reaped expired leases (${JSON.stringify(c.reaped)})`,
-      });
-  }
+  v.push(...leaseExpiryViolations(sc, trace, jobs, topics));
   for (const s of trace.settles) {
     for (const o of s.outcomes)
       if (!o.applied) v.push({ kind: "stale-settle", topic: s.topic, at: s.at, message: `${s.runner} settled ${o.id}#${o.attempt} (${o.kind}) stale` });
@@ -919,22 +1072,24 @@ function check(
     // may claim a job of a push topic without limits up to its lead early (it starts it at its due time).
     const leadOf = (j: JobModel) => {
       const t = sc.topics[j.spec.topic]!;
-      return j.mode === "push" && t.rate === undefined && t.concurrency === undefined ? Math.min(sc.pollMs, 1_000) : 0;
+      return j.mode === "push" && t.rate === undefined && t.concurrency === undefined && !t.flow ? Math.min(sc.pollMs, 1_000) : 0;
     };
     for (const [i, a] of atts.entries()) {
       const claim = claimOf.get(`${a.id}#${a.attempt}`);
       if (a.attempt === 1 && a.dueAt !== m.dueAt)
         v.push({ kind: "due", job: m.j, attempt: 1, message: `${label}: attempt 1 ran with due ${rel(a.dueAt)}, enqueue said ${rel(m.dueAt!)}` });
       const prev = atts[i - 1];
-      if (a.attempt > 1 && prev && prev.attempt === a.attempt - 1 && prev.end !== undefined) {
+      // A retry counts from its attempt's end: its settle, or for one that hung, the reap of its lease.
+      const prevEnd = prev?.reapedAt ?? prev?.end;
+      if (a.attempt > 1 && prev && prev.attempt === a.attempt - 1 && prevEnd !== undefined) {
         const b = m.spec.plan[prev.attempt - 1] ?? { k: "ok", ms: 0 };
         const [lo, hi] = retryDelay(b, policy, prev.attempt);
-        if (a.dueAt < prev.end + lo || a.dueAt > prev.end + hi) {
+        if (a.dueAt < prevEnd + lo || a.dueAt > prevEnd + hi) {
           v.push({
             kind: "retry-time",
             job: m.j,
             attempt: a.attempt,
-            message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)}, but attempt ${prev.attempt} ended at ${rel(prev.end)} and its retry should be ${lo === hi ? `${lo} ms` : `${lo}–${hi} ms`} later`,
+            message: `${label}: attempt ${a.attempt} due ${rel(a.dueAt)}, but attempt ${prev.attempt} ended at ${rel(prevEnd)}${prev.reapedAt === undefined ? "" : " (reaped)"} and its retry should be ${lo === hi ? `${lo} ms` : `${lo}–${hi} ms`} later`,
           });
         }
       }
@@ -947,11 +1102,11 @@ function check(
           message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, before its due time ${rel(a.dueAt)}`,
         });
       if (m.mode === "push") {
-        const free = longestFree(blocked[m.spec.topic]!.all, a.dueAt, a.start);
+        const free = longestFree(blockedFor(m), a.dueAt, a.start);
         if (free.length > bound) {
           const prevSettle = prev ? settledBy.get(`${prev.id}#${prev.attempt}`) : undefined;
           // Head-of-line: the runner that claimed it, or the tick, was busy with a chunk's handlers for all but `bound` of the wait.
-          const busyFree = longestFree(merge([...blocked[m.spec.topic]!.all, ...(busy.get(base(a.runner)) ?? []), ...tickBusy]), a.dueAt, a.start);
+          const busyFree = longestFree(merge([...blockedFor(m), ...(busy.get(base(a.runner)) ?? []), ...tickBusy]), a.dueAt, a.start);
           const served = trace.claims.filter((c) => c.topic === m.topic && c.jobs.length > 0 && c.at >= free.at![0] && c.at < free.at![1]);
           const facts: ViolationFacts = {
             runner: a.runner,
@@ -1009,7 +1164,8 @@ function check(
       }
     }
     if (t.concurrency !== undefined) {
-      const edges = runs.flatMap((r) => [[r.start, 1] as const, [r.end ?? Infinity, -1] as const]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+      // An attempt that hung holds its slot until its lease is reaped.
+      const edges = runs.flatMap((r) => [[r.start, 1] as const, [r.reapedAt ?? r.end ?? Infinity, -1] as const]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
       let n = 0;
       for (const [at, d] of edges) {
         n += d;
@@ -1027,15 +1183,20 @@ function check(
       }
     }
   }
+  // Flow keys: each key's limits, pauses, priority order and turns (model-flow.ts).
+  const keyOf = new Map(jobs.map((m) => [m.id, m.spec.key]));
+  for (const [i, list] of flow) {
+    const claims = trace.claims.filter((c) => c.topic === topics[i] && c.jobs.length > 0).map((c) => ({ at: c.at, keys: c.jobs.map((j) => keyOf.get(j.id)) }));
+    v.push(...keyLimitViolations(sc.topics[i]!, topics[i]!, list, keyPauses));
+    v.push(...priorityViolations(sc.topics[i]!, topics[i]!, list));
+    v.push(...fairnessViolations(sc.topics[i]!, topics[i]!, list, claims, keyPauses));
+  }
   return v;
 }
 
 // ---------------------------------------------------------------------------
 // Explaining a run
 // ---------------------------------------------------------------------------
-
-/** A time as seconds after BASE. */
-const rel = (t: number) => (Number.isFinite(t) ? `+${((t - BASE) / 1000).toFixed(3)}s` : String(t));
 
 function explain(r: RunResult, pollMs: number): string {
   const lines: string[] = [];
@@ -1064,6 +1225,8 @@ function explain(r: RunResult, pollMs: number): string {
     );
   }
   if (r.pauses.length > 0) lines.push(`pauses: ${r.pauses.map((p) => `${rel(p.at)} ${p.paused ? "pause" : "resume"} ${p.topic}`).join(", ")}`);
+  if (r.keyPauses.length > 0)
+    lines.push(`key pauses: ${r.keyPauses.map((p) => `${rel(p.at)} ${p.paused ? "pause" : "resume"} ${p.topic} key ${keyName(p.key)}`).join(", ")}`);
   if (r.trace.drains.length > 0)
     lines.push(
       `drains: ${r.trace.drains.map((d) => `${d.id} ${d.topic} asked ${rel(d.requestedAt)} for ${rel(d.dueAt)} until ${rel(d.until)}, ran ${d.startedAt ? rel(d.startedAt) : "-"}–${d.endedAt ? rel(d.endedAt) : "-"}, claimed ${d.claimed}`).join("; ")}`,
@@ -1075,7 +1238,7 @@ function explain(r: RunResult, pollMs: number): string {
   for (const j of involved) {
     const m = r.jobs[j]!;
     lines.push(
-      `job ${j} timeline (${m.id}, topic ${m.spec.topic}, plan ${JSON.stringify(m.spec.plan)}${m.spec.maxAttempts ? `, maxAttempts ${m.spec.maxAttempts}` : ""}${m.spec.backoff ? `, backoff ${JSON.stringify(m.spec.backoff)}` : ""}):`,
+      `job ${j} timeline (${m.id}, topic ${m.spec.topic}${m.spec.key === undefined ? "" : `, key ${keyName(m.spec.key)}`}${m.spec.priority ? `, priority ${m.spec.priority}` : ""}, plan ${JSON.stringify(m.spec.plan)}${m.spec.maxAttempts ? `, maxAttempts ${m.spec.maxAttempts}` : ""}${m.spec.backoff ? `, backoff ${JSON.stringify(m.spec.backoff)}` : ""}):`,
     );
     const ev: Array<[number, string]> = [];
     if (m.enqueuedAt !== undefined) ev.push([m.enqueuedAt, `enqueued, due ${m.dueAt === undefined ? "?" : rel(m.dueAt)}`]);
@@ -1089,6 +1252,8 @@ function explain(r: RunResult, pollMs: number): string {
       for (const o of s.outcomes)
         if (o.id === m.id)
           ev.push([s.at, `settled attempt ${o.attempt} ${o.kind}${o.retryAt ? ` → ${rel(o.retryAt)}` : ""}${o.applied ? "" : " (stale)"} by ${s.runner}`]);
+    for (const l of r.trace.lostSettles) if (l.id === m.id) ev.push([l.at, `settle of attempt ${l.attempt} lost (hung) by ${l.runner}`]);
+    for (const a of m.attempts) if (a.reapedAt !== undefined) ev.push([a.reapedAt, `lease of attempt ${a.attempt} reaped`]);
     ev.sort((a, b) => a[0] - b[0]);
     for (const [t, what] of ev) lines.push(`  ${rel(t)} ${what}`);
     lines.push(`  final: ${m.final ? `${m.final.state}, ${m.final.attempts} attempts` : String(m.final)}`);

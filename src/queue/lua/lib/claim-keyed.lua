@@ -117,7 +117,15 @@ local function claimKeyed()
     end
     tats = rcall("HMGET", ftatKey, unpack(keys))
     own = rcall("HMGET", fkeysKey, unpack(keys))
-    for j = 1, nk do own[j] = own[j] and cjson.decode(own[j]) or {} end
+    local total = 0
+    for j = 1, nk do
+      own[j] = own[j] and cjson.decode(own[j]) or {}
+      total = total + (tonumber(own[j].weight) or fs.weight)
+    end
+    -- Turns fit what this claim can take, not what it asked for: at the topic's
+    -- limit (a slot or a token at a time) a turn sized by the ask would keep a
+    -- key in its place claim after claim while every other key waits.
+    rounds = math.min(rounds, turnRounds(take, total))
   end
   local plans, picks, left = {}, {}, take
   local calDrop, parkArgs = {}, {}
@@ -343,7 +351,9 @@ local function claimKeyed()
     local args = {}
     for i, key in ipairs(joining) do
       if not parked[i] then
-        args[#args + 1] = firstReady[key]
+        -- The default lane became ready with its oldest plain job, when that came first.
+        local plainHead = key == "" and earliestScore(dueKey)
+        args[#args + 1] = plainHead and plainHead < firstReady[key] and plainHead or firstReady[key]
         args[#args + 1] = key
       end
     end

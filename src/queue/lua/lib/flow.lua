@@ -54,6 +54,16 @@ local function flowSettings(confFlow)
   return f
 end
 
+-- When a shaped topic's default lane can next start a plain job: its due
+-- set's head, or — the lane waiting for its turn in the calendar — that turn
+-- (a claim before it takes none). Uses lib/index.lua's earliestScore.
+local function laneNext(dueKey, fcalKey)
+  local head = earliestScore(dueKey)
+  local turn = head and redis.call("ZSCORE", fcalKey, "")
+  if turn and tonumber(turn) > head then return tonumber(turn) end
+  return head
+end
+
 -- Keyed jobs whose attempt ended: their keys' in-flight counts go down by
 -- `ended` (key -> count); a key parked at its parallelism goes back into the
 -- calendar behind the keys waiting there (at `now`). Returns whether a key
