@@ -35,7 +35,7 @@
  *   <p>:t:<topic>:metrics    HASH   "dispatched" counter; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:fdue       ZSET   keyed jobs (a flow key or a priority) scheduled or waiting: job id -> due ms
- *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due: "<key>\n<priority>\n<id>" -> due ms
+ *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due (or due, their key not yet served): "<key>\n<priority>\n<id>" -> due ms
  *   <p>:t:<topic>:fready     ZSET   due keyed jobs waiting their key's turn: "<key>\n<eff>\n<id>" -> 0, by lex
  *   <p>:t:<topic>:fcal       ZSET   flow key -> its turn (<= now: ready) or when its rate lets it start again
  *   <p>:t:<topic>:fpark      ZSET   flow key -> 1 at its parallelism, 2 paused (out of the calendar)

@@ -80,7 +80,8 @@
   the topic may still take, its parallelism and its rate (GCRA), and goes
   back behind every key still waiting (or parked at its parallelism, or to
   when its rate allows, or out of the calendar once drained); newly due
-  jobs not taken move to fready, their keys into the calendar.
+  jobs not taken move to fready, their keys into the calendar, but for those
+  of a key newly ready the claim ended before, which stay in fsched.
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
@@ -373,8 +374,10 @@ local function claimKeyed()
   end
   local plans, picks, left = {}, {}, take
   local calDrop, parkArgs = {}, {}
+  local reached = 0
   for j, key in ipairs(keys) do
     if left <= 0 then break end
+    reached = j
     local cal = calScores[j] and tonumber(calScores[j]) or nil
     -- In its turn: in the calendar at or before now; or newly ready and still in neither the calendar nor parked.
     local inTurn
@@ -483,11 +486,16 @@ local function claimKeyed()
     end
   end
 
-  -- Newly due keyed jobs not taken wait for their key's turn.
+  -- Newly due keyed jobs not taken wait for their key's turn; those of a key newly ready that the claim
+  -- ended before, still neither in the calendar nor parked, stay scheduled for a later claim to serve.
+  local unreached = {}
+  for j = reached + 1, nk do
+    if not wasInCal[j] and not calScores[j] and not parkScores[j] then unreached[keys[j]] = true end
+  end
   local promote, promoteDrop, firstReady = {}, {}, {}
   for _, job in ipairs(newly) do
     local due = schedDue[job.member]
-    if due and not takenSched[job.member] then
+    if due and not takenSched[job.member] and not unreached[job.key] then
       promote[#promote + 1] = 0
       promote[#promote + 1] = readyMember(job.key, effectiveTime(due, job.priority, fs.priorityStepMs), job.priority, job.id)
       promoteDrop[#promoteDrop + 1] = job.member

@@ -78,6 +78,24 @@ describe("flow keys: turns", () => {
     expect(heavy / light).toBeLessThanOrEqual(3 * 1.05);
   });
 
+  it("keys a claim held to fewer jobs did not come to keep their turns, ahead of keys ready later", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("held", { concurrency: 2 });
+    for (const key of ["a", "b", "c", "d", "e"]) await queue.enqueue({ topic: "held", payload: key, flowKey: key });
+    const order: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const taken = await claimAll(queue, clock, "held", 100);
+      order.push(...taken.map((j) => String(j.record.payload)));
+      if (round === 0) await queue.enqueue({ topic: "held", payload: "f", flowKey: "f" });
+      await queue.settle(
+        "held",
+        taken.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+      );
+    }
+    expect(order).toEqual(["a", "b", "c", "d", "e", "f"]);
+  });
+
   it("jobs without a key share a default lane that takes its turn beside the keys", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });

@@ -4,7 +4,8 @@
   or both) apart from its plain due set:
 
     fdue    zset  id -> due ms, every keyed job scheduled or waiting (reads by id, listings)
-    fsched  zset  "<key>\n<priority>\n<id>" -> due ms: keyed jobs not yet due (or due, not yet seen by a claim)
+    fsched  zset  "<key>\n<priority>\n<id>" -> due ms: keyed jobs not yet due (or due, their key neither
+                  served yet nor in the calendar or parked: flow-read.lua)
     fready  zset  "<key>\n<eff>\n<priority>\n<id>" -> 0, by lex: due keyed jobs waiting for their key's
                   turn, in each key's start order: eff = due - priority * priorityStepMs (15 digits)
     fcal    zset  key -> its turn (<= now: ready, served in score order) or when its rate lets it start again
