@@ -40,7 +40,7 @@
  *   <p>:t:<topic>:fcal       ZSET   flow key -> its turn (<= now: ready) or when its rate lets it start again
  *   <p>:t:<topic>:fpark      ZSET   flow key -> 1 at its parallelism, 2 paused (out of the calendar)
  *   <p>:t:<topic>:fin        HASH   flow key -> its jobs in flight
- *   <p>:t:<topic>:ftat       HASH   flow key -> its rate's theoretical arrival time (GCRA), ms
+ *   <p>:t:<topic>:ftat       ZSET   flow key -> its rate's theoretical arrival time (GCRA), ms; forgotten once passed
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free

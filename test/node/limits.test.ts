@@ -61,6 +61,7 @@ describe("the generated scripts", () => {
         "CLAIM_REPLY_BUDGET_BYTES",
         "SWEEP_BATCH",
         "SWEEP_SLACK_MS",
+        "FLOW_RATE_FORGET_BATCH",
       ]),
     );
     for (const p of placeholders) {

@@ -81,7 +81,8 @@
   back behind every key still waiting (or parked at its parallelism, or to
   when its rate allows, or out of the calendar once drained); newly due
   jobs not taken move to fready, their keys into the calendar, but for those
-  of a key newly ready the claim ended before, which stay in fsched.
+  of a key newly ready the claim ended before, which stay in fsched. Rate
+  times that passed are forgotten (forgetPastRates in lib/flow.lua).
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),
@@ -368,7 +369,7 @@ local function claimKeyed()
       inFlight[j] = counts[j]
       used[j] = tonumber(counts[nk + j]) or 0
     end
-    tats = rcall("HMGET", ftatKey, unpack(keys))
+    tats = rcall("ZMSCORE", ftatKey, unpack(keys))
     own = rcall("HMGET", fkeysKey, unpack(keys))
     for j = 1, nk do own[j] = own[j] and cjson.decode(own[j]) or {} end
   end
@@ -533,8 +534,8 @@ local function claimKeyed()
       if plan.tat then
         plan.tat = plan.tat + n * plan.interval
         if n > 0 then
-          tatArgs[#tatArgs + 1] = key
           tatArgs[#tatArgs + 1] = plan.tat
+          tatArgs[#tatArgs + 1] = key
         end
         local at = plan.tat - (plan.burst - 1) * plan.interval
         if at > now then next = at end
@@ -590,7 +591,7 @@ local function claimKeyed()
   if #parkArgs > 0 then rcall("ZADD", fparkKey, unpack(parkArgs)) end
   if #finSet > 0 then rcall("HSET", finKey, unpack(finSet)) end
   if #finDrop > 0 then rcall("HDEL", finKey, unpack(finDrop)) end
-  if #tatArgs > 0 then rcall("HSET", ftatKey, unpack(tatArgs)) end
+  if #tatArgs > 0 then rcall("ZADD", ftatKey, unpack(tatArgs)) end
   -- Keys whose jobs just became due join the calendar at the time they did, unless already in it or parked.
   local joining = {}
   for key, due in pairs(firstReady) do
@@ -612,6 +613,12 @@ local function claimKeyed()
   local nextAt = earliestScore(fschedKey)
   local turn = earliestScore(fcalKey)
   if turn and (nextAt == nil or turn < nextAt) then nextAt = turn end
+  -- Rate times that passed are forgotten by the claims that write them, and by one that leaves no key to
+  -- serve: that one looks again when the next passes, so no drained key's time stays for good.
+  if #tatArgs > 0 or nextAt == nil then
+    local pending = forgetPastRates(ftatKey, now)
+    if nextAt == nil then nextAt = pending end
+  end
   return cutShort, nextAt
 end
 

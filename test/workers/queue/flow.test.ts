@@ -140,6 +140,26 @@ describe("flow keys: limits", () => {
     for (let i = 0; i < starts.length; i++) expect(i + 1).toBeLessThanOrEqual(5 + Math.floor((starts[i]! * 5) / 1000));
   });
 
+  it("a key's rate time holds its next start until it passes, and is forgotten once it has", async () => {
+    const clock = { now: T0 };
+    const { queue, redis } = testQueue({ clock });
+    await queue.configureTopic("forget", { flow: { ratePerSec: 1 } });
+    await queue.enqueue({ topic: "forget", payload: 1, flowKey: "k" });
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(1);
+    clock.now = T0 + 500;
+    await queue.enqueue({ topic: "forget", payload: 2, flowKey: "k" });
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(0);
+    clock.now = T0 + 1_000;
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(1);
+    // Drained, its time still to pass: kept, and the topic is looked at when it passes.
+    const ftat = queue.keys.topic("forget").flow.ftat;
+    expect(await redis.exists(ftat)).toBe(1);
+    expect(Number(await redis.zscore(queue.keys.topicIndex, "forget"))).toBeLessThanOrEqual(T0 + 2_002);
+    clock.now = T0 + 2_002;
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(0);
+    expect(await redis.exists(ftat)).toBe(0);
+  });
+
   it("a retried job goes back by its key and keeps its key's limits", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
