@@ -4,7 +4,7 @@ import { CLAIM_CANDIDATES, MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
-import { flowKeyList } from "./keys.js";
+import { flowKeyList, scheduledMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
@@ -75,29 +75,51 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   }
   fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args); // before either write below: the EVAL form counted is larger than the pipeline's request
   const only = jobs[0]!;
-  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0 && !isKeyed(inputs[0]!)) {
-    // The steady-traffic path: three commands in one request, no script.
-    // The order makes it safe without one: the record exists before its id
-    // is due, and the id is due before the topic index hears of it, so a
-    // claim between two of the commands either misses the job (and the
-    // index then still leads to it) or takes it (and the index entry that
-    // follows is merely early, which costs one empty claim).
-    const t = ctx.keys.topic(only.topic);
-    await ctx.ensureModel();
-    // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-    await redisCall({ name: "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
-      pipeline(ctx.redis, [
-        ["set", ctx.keys.job(only.id).record, only.record],
-        ["zadd", t.due, only.dueAt, only.id],
-        ["zadd", ctx.keys.topicIndex, "lt", only.dueAt, only.topic],
-      ]),
-    );
+  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && newTopics.size === 0) {
+    await enqueueOne(ctx, only, inputs[0]!);
     return [{ id: only.id, topic: only.topic, dueAt: only.dueAt, deduplicated: false }];
   }
   const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args, { keyed: inputs.every((i) => i.idempotencyKey !== undefined) }));
   if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
   for (const t of newTopics) seen.noteRegistered(t, now);
+  // enqueue.lua marked the topics of keyed jobs shaped: their claims take the shaped path at once.
+  for (const input of inputs) if (isKeyed(input)) shapedTopics(ctx.keys.prefix).add(input.topic);
   return planned.map((p, i) => ({ ...reply.jobs[i]!, topic: p.topic }));
+}
+
+/**
+ * The steady-traffic path: one job, no idempotency key, of a topic this
+ * isolate registered, in one request and no script: three commands, five for
+ * a keyed job. The order makes it safe without one: the record exists before
+ * its id is due, the id is due (a keyed job's: known by id, its topic marked
+ * shaped, then in its key's scheduled set) before the topic index hears of
+ * it, so a claim between two of the commands either misses the job (and the
+ * index then still leads to it) or takes it (and the index entry that follows
+ * is merely early, which costs one empty claim). A keyed job's topic is
+ * marked shaped every time, before its key's set names the job: a topic
+ * deleted meanwhile (by another isolate) is shaped again, never left holding
+ * keyed jobs its plain claims would not see.
+ */
+async function enqueueOne(ctx: QueueContext, job: { id: string; dueAt: number; record: string; topic: string }, input: EnqueueInput): Promise<void> {
+  const t = ctx.keys.topic(job.topic);
+  const index = ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic];
+  const record = ["set", ctx.keys.job(job.id).record, job.record];
+  const keyed = isKeyed(input);
+  const commands = keyed
+    ? [
+        record,
+        ["zadd", t.flow.fdue, job.dueAt, job.id],
+        ["hset", t.conf, "shaped", "1"],
+        ["zadd", t.flow.fsched, job.dueAt, scheduledMember(input.flowKey ?? "", input.priority ?? 0, job.id)],
+        index,
+      ]
+    : [record, ["zadd", t.due, job.dueAt, job.id], index];
+  await ctx.ensureModel();
+  // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
+  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, HSET, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+    pipeline(ctx.redis, commands),
+  );
+  if (keyed) shapedTopics(ctx.keys.prefix).add(job.topic);
 }
 
 /** A job a shaped topic serves by its key's turns: it has a flow key or a priority (lua/lib/flow.lua). */

@@ -194,6 +194,11 @@ export function flowKeyList(f: FlowKeys): string[] {
   return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys];
 }
 
+/** A keyed job's member of its topic's fsched: its key and priority ride along (lua/lib/flow.lua's scheduledMember). */
+export function scheduledMember(flowKey: string, priority: number, id: string): string {
+  return `${flowKey}\n${priority}\n${id}`;
+}
+
 /** The keys of the deployment with this prefix. */
 export function keys(prefix: string): Keys {
   return new Keys(prefix);
