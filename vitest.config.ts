@@ -19,12 +19,12 @@ const SELF_INVOKING = ["test/workers/tick/self-invocations.test.ts"];
  * project named `*-cluster`, and puts the shards tests' three shards on its
  * three masters), so every `npm test` shows their calls stay in one slot.
  * Left out: tests whose Redis is a single server of their own anyway (cost,
- * bounded calls, fuzz, abuse), that touch no Redis (docs, OpenAPI), and the
+ * bounded calls, flow scale, fuzz, abuse), that touch no Redis (docs, OpenAPI), and the
  * two longest (invariants, list); `npm run test:cluster` runs them all.
  */
 const CLUSTER_SMOKE = {
   include: ["test/workers/queue/**/*.test.ts", "test/workers/api/**/*.test.ts", "test/workers/tick/shard-ticks.test.ts"],
-  exclude: ["cost", "bounded-calls", "invariants", "list"]
+  exclude: ["cost", "bounded-calls", "flow-scale", "invariants", "list"]
     .map((name) => `test/workers/queue/${name}.test.ts`)
     .concat(["fuzz", "abuse", "docs", "openapi"].map((name) => `test/workers/api/${name}.test.ts`)),
 };
@@ -97,6 +97,8 @@ export default defineConfig({
           MODEL_PATH: process.env.MODEL_PATH ?? "",
           MODEL_STRICT: process.env.MODEL_STRICT ?? "",
           MODEL_HUNT: process.env.MODEL_HUNT ?? "",
+          // The flow keys' scale test (test/workers/queue/flow-scale.test.ts): how many keys.
+          FLOW_SCALE_KEYS: process.env.FLOW_SCALE_KEYS ?? "",
         },
       ),
       workersProject("workers-self", { include: SELF_INVOKING }, { DELAYLINE_PREFIX: `t${randomUUID().slice(0, 8)}:{self}` }),

@@ -8,7 +8,6 @@
  * SLOWLOG (threshold 0: the time Redis spent in the call, the script's whole
  * run). Prints and writes bench/results/bounded-calls.{json,md}.
  */
-import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
@@ -16,33 +15,12 @@ import { startRedisBridge } from "../harness/redis-bridge.js";
 import * as lua from "../src/queue/lua.generated.js";
 import { Queue } from "../src/queue/queue.js";
 import { createRedis } from "../src/queue/redis.js";
+import { callsOf, type Command, quantile, timeEveryCall } from "./lib/slowlog.js";
 import { cancelTheWindow, killTenThousand, purgeTheRest, replayThe503s, scheduleMany, T0 } from "./lib/bulk-operations.js";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 /** The bound issue 15 sets for one Redis call of a bulk operation. */
 const CALL_BOUND_MS = 20;
-
-type Command = (args: Array<string | number>) => Promise<unknown>;
-
-/** The digests Redis knows a script by: the bridge strips the `#!lua` flags line (leaving it empty); a first call goes out with the flagged one. */
-function digestsOf(script: { source: string; sha1: string }): Set<string> {
-  const stripped = script.source.slice(script.source.indexOf("\n"));
-  return new Set([execFileSync("sha1sum", { input: stripped }).toString().split(" ")[0]!, script.sha1]);
-}
-
-/** Logs every call from now on, emptied. */
-async function timeEveryCall(command: Command): Promise<void> {
-  await command(["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
-  await command(["CONFIG", "SET", "slowlog-max-len", "100000"]);
-  await command(["SLOWLOG", "RESET"]);
-}
-
-/** Milliseconds of each logged EVALSHA of `script` since timeEveryCall. */
-async function callsOf(command: Command, script: { source: string; sha1: string }): Promise<number[]> {
-  const digests = digestsOf(script);
-  const log = (await command(["SLOWLOG", "GET", "100000"])) as Array<[number, number, number, string[]]>;
-  return log.filter((e) => e[3][0]!.toUpperCase() === "EVALSHA" && digests.has(e[3][1]!)).map((e) => e[2] / 1_000);
-}
 
 /** One round: the three operations on a fresh Redis; each operation's script calls, ms. */
 async function round(): Promise<Record<string, number[]>> {
@@ -82,11 +60,6 @@ async function round(): Promise<Record<string, number[]>> {
     await stack.stop();
   }
 }
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
 
 const byCall: Record<string, number[]> = {};
 for (let r = 0; r < ROUNDS; r++) {

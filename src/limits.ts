@@ -95,6 +95,16 @@ export const FLOW_PROMOTE_BATCH = 2_000;
 export const FLOW_KEYS_MIN = 8;
 
 /**
+ * Flow keys' rate times (their GCRA theoretical arrival times) one claim
+ * forgets once they have passed (a time past says no more than none): the
+ * claims that start rate-limited keys' jobs, and those that find no key left
+ * to serve, which keep the topic in the index until the last time passes.
+ * Without it every key a rate ever limited would keep its time for good.
+ * Read by lua/lib/flow.lua, through the build.
+ */
+export const FLOW_RATE_FORGET_BATCH = 1_000;
+
+/**
  * Finished jobs (and dead letters past the cap) one sweep drops, with their
  * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
  * claim of the same jobs. A claim hands its caller a batch to sweep once this

@@ -18,6 +18,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the bulk-operation test's SLOWLOG. */
     slowBridgeUrl: string;
     slowBridgeToken: string;
+    /** A bridge to a Redis of its own, for the flow keys' scale test's command counts and SLOWLOG. */
+    flowBridgeUrl: string;
+    flowBridgeToken: string;
     /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one (on a cluster, `bridgeUrl`'s). */
     shardBridges: Array<{ url: string; token: string }>;
     /** A loopback server that takes connections and answers only after 10 s: a shard there hangs. */

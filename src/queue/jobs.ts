@@ -3,7 +3,7 @@ import { MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
-import { flowKeyList } from "./keys.js";
+import { flowKeyList, scheduledMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
@@ -18,8 +18,8 @@ import type { EnqueueInput, EnqueueResult, NackFailure, Outcome, SettleOptions }
 
 // A job's way through the queue: enqueued, claimed under a lease, settled
 // (acked, retried or dead-lettered). Each step is one Lua script, or, for the
-// single keyless enqueue of a topic this isolate registered and found
-// uncapped within the last minute, one pipeline whose order keeps it safe.
+// single enqueue without an idempotency key of a topic this isolate registered
+// and found uncapped within the last minute, one pipeline whose order keeps it safe.
 // A topic with a maxLength is checked by the enqueue script; one that drops
 // its oldest jobs has their ids read first, as the script must be given the
 // keys it writes.
@@ -59,10 +59,10 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   const batch = planBatch(ctx, inputs, now);
   // Every topic but those this isolate registered and found uncapped within the window has its cap read.
   const checked = [...new Set(batch.jobs.map((j) => j.topic))].filter((t) => seen.capOf(t, now) !== "none");
-  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && checked.length === 0 && !isKeyed(inputs[0]!)) {
+  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && checked.length === 0) {
     // Before the write: the EVAL form counted is larger than the pipeline's request.
     scriptRequest(ctx, batch, [], new Map(), now);
-    return [await enqueuePipelined(ctx, batch.jobs[0]!)];
+    return [await enqueuePipelined(ctx, batch.jobs[0]!, inputs[0]!)];
   }
   const perTopic = new Map<string, number>();
   for (const j of batch.jobs) perTopic.set(j.topic, (perTopic.get(j.topic) ?? 0) + 1);
@@ -193,24 +193,38 @@ function oldestOfBoth(a: string[], b: string[], n: number): string[] {
 }
 
 /**
- * The steady-traffic path: three commands in one request, no script. The
- * order makes it safe without one: the record exists before its id is due,
- * and the id is due before the topic index hears of it, so a claim between
- * two of the commands either misses the job (and the index then still
- * leads to it) or takes it (and the index entry that follows is merely
- * early, which costs one empty claim).
+ * The steady-traffic path: one job, no idempotency key, of a topic this
+ * isolate registered and found uncapped, in one request and no script: three
+ * commands, five for a keyed job. The order makes it safe without one: the
+ * record exists before its id is due, the id is due (a keyed job's: known by
+ * id, its topic marked shaped, then in its key's scheduled set) before the
+ * topic index hears of it, so a claim between two of the commands either
+ * misses the job (and the index then still leads to it) or takes it (and the
+ * index entry that follows is merely early, which costs one empty claim). A
+ * keyed job's topic is marked shaped every time, before its key's set names
+ * the job: a topic deleted meanwhile (by another isolate) is shaped again,
+ * never left holding keyed jobs its plain claims would not see.
  */
-async function enqueuePipelined(ctx: QueueContext, job: PlannedJob): Promise<EnqueueResult> {
+async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: EnqueueInput): Promise<EnqueueResult> {
   const t = ctx.keys.topic(job.topic);
+  const index = ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic];
+  const record = ["set", ctx.keys.job(job.id).record, job.record];
+  const keyed = isKeyed(input);
+  const commands = keyed
+    ? [
+        record,
+        ["zadd", t.flow.fdue, job.dueAt, job.id],
+        ["hset", t.conf, "shaped", "1"],
+        ["zadd", t.flow.fsched, job.dueAt, scheduledMember(input.flowKey ?? "", input.priority ?? 0, job.id)],
+        index,
+      ]
+    : [record, ["zadd", t.due, job.dueAt, job.id], index];
   await ctx.ensureModel();
   // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-  await redisCall({ name: "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
-    pipeline(ctx.redis, [
-      ["set", ctx.keys.job(job.id).record, job.record],
-      ["zadd", t.due, job.dueAt, job.id],
-      ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic],
-    ]),
+  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, HSET, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+    pipeline(ctx.redis, commands),
   );
+  if (keyed) shapedTopics(ctx.keys.prefix).add(job.topic);
   return { id: job.id, topic: job.topic, dueAt: job.dueAt, deduplicated: false };
 }
 

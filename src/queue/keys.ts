@@ -36,12 +36,12 @@
  *   <p>:t:<topic>:metrics    HASH   "dispatched" and "dropped" counters; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:fdue       ZSET   keyed jobs (a flow key or a priority) scheduled or waiting: job id -> due ms
- *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due: "<key>\n<priority>\n<id>" -> due ms
+ *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due (or due, their key not yet served): "<key>\n<priority>\n<id>" -> due ms
  *   <p>:t:<topic>:fready     ZSET   due keyed jobs waiting their key's turn: "<key>\n<eff>\n<id>" -> 0, by lex
  *   <p>:t:<topic>:fcal       ZSET   flow key -> its turn (<= now: ready) or when its rate lets it start again
  *   <p>:t:<topic>:fpark      ZSET   flow key -> 1 at its parallelism, 2 paused (out of the calendar)
  *   <p>:t:<topic>:fin        HASH   flow key -> its jobs in flight
- *   <p>:t:<topic>:ftat       HASH   flow key -> its rate's theoretical arrival time (GCRA), ms
+ *   <p>:t:<topic>:ftat       ZSET   flow key -> its rate's theoretical arrival time (GCRA), ms; forgotten once passed
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
@@ -193,6 +193,11 @@ export class Keys {
 /** A shaped topic's flow keys in the order scripts take them in KEYS (lua/lib/flow.lua). */
 export function flowKeyList(f: FlowKeys): string[] {
   return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys];
+}
+
+/** A keyed job's member of its topic's fsched: its key and priority ride along (lua/lib/flow.lua's scheduledMember). */
+export function scheduledMember(flowKey: string, priority: number, id: string): string {
+  return `${flowKey}\n${priority}\n${id}`;
 }
 
 /** The keys of the deployment with this prefix. */

@@ -63,6 +63,7 @@ describe("the generated scripts", () => {
         "SWEEP_SLACK_MS",
         "DEFAULT_PRIORITY_STEP_MS",
         "FLOW_KEYS_MIN",
+        "FLOW_RATE_FORGET_BATCH",
       ]),
     );
     for (const p of placeholders) {

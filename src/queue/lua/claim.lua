@@ -81,7 +81,9 @@
   the topic may still take, its parallelism and its rate (GCRA), and goes
   back behind every key still waiting (or parked at its parallelism, or to
   when its rate allows, or out of the calendar once drained); newly due
-  jobs not taken move to fready, their keys into the calendar.
+  jobs not taken move to fready, their keys into the calendar, but for those
+  of a key newly ready the claim ended before, which stay in fsched. Rate
+  times that passed are forgotten (forgetPastRates in lib/flow.lua).
 
   Returns  { next due ms (-1: none), reaped and retried, reaped and dead, paused (1/0),
              ms until the token bucket holds a whole token (0: not rate-limited now),

@@ -23,7 +23,8 @@
   KEYS[6]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
   KEYS[7..14] the topic's flow keys: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys (lib/flow.lua):
            a keyed job (its meta names its key, "k") is retried by its key, and its key's slot
-           freed, which puts a key parked at its parallelism back into the calendar
+           freed, which puts a key parked at its parallelism back into the calendar; a shaped topic
+           left with nothing but keys' rate times (ftat) is scored by the first to pass
   then per outcome i, from KEYS[15 + 2(i-1)]: its job's record key (not read) and meta key
 
   ARGV[1]  now, epoch ms
@@ -52,7 +53,7 @@
 -- @include flow
 local rcall = redis.call
 local dueKey, leaseKey, metricsKey, deadAtKey, doneKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local fdueKey, fschedKey, fcalKey, fparkKey, finKey = KEYS[7], KEYS[8], KEYS[10], KEYS[11], KEYS[12]
+local fdueKey, fschedKey, fcalKey, fparkKey, finKey, ftatKey = KEYS[7], KEYS[8], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local FIRST_KEY = 15
 local nowText = ARGV[1]
 local now = tonumber(nowText)
@@ -222,6 +223,8 @@ if indexMode ~= "" then
     end
     local oldestDone = earliestScore(doneKey)
     if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end
+    -- Nothing else left: a key's rate time still to pass brings the claim that forgets it (claim.lua).
+    if look == nil and shaped then look = earliestScore(ftatKey) end
     if look then
       rcall("ZADD", indexKey, look, topic)
     else

@@ -15,79 +15,10 @@ import { BULK_CANCEL_BATCH, DEAD_BATCH, type ListPosition, Queue } from "../../.
 import * as lua from "../../../src/queue/lua.generated.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import { freshPrefix } from "./helpers.js";
+import { nameScripts, redisMeter, type StepWork, totalCommands } from "./redis-meter.js";
 
-/** One command over the REST protocol to this test's Redis. */
-async function slowRedis(command: Array<string | number>): Promise<unknown> {
-  const res = await fetch(inject("slowBridgeUrl"), {
-    method: "POST",
-    headers: { authorization: `Bearer ${inject("slowBridgeToken")}` },
-    body: JSON.stringify(command.map(String)),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: string };
-  if (body.error !== undefined) throw new Error(body.error);
-  return body.result;
-}
-
-/** The metering's own commands, and the bridge's: left out of a step's work. */
-const METERING = /^(config|slowlog|info|memory)/;
-
-/** What one bounded step made Redis do. */
-interface StepWork {
-  /** The scripts it called (by name), each with its argument count (keys and ARGV). */
-  scripts: Array<{ name: string; args: number }>;
-  /** Commands Redis ran, those inside the scripts included (Upstash bills each), by name. */
-  commands: Record<string, number>;
-}
-
-/** Script names by the digests Redis may know them by (see digests()). */
-const SCRIPTS = new Map<string, string>();
-
-/**
- * The bridge takes the first line's `#!lua flags=allow-key-locking` out
- * (Redis 7.0 refuses it), which leaves that line empty, so Redis knows a
- * script by the stripped text's digest; a first EVALSHA, before the bridge
- * has seen the text, goes out with the flagged digest.
- */
-async function nameScripts(scripts: Record<string, { source: string; sha1: string }>): Promise<void> {
-  for (const [name, script] of Object.entries(scripts)) {
-    const stripped = script.source.slice(script.source.indexOf("\n"));
-    const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(stripped));
-    SCRIPTS.set([...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join(""), name);
-    SCRIPTS.set(script.sha1, name);
-  }
-}
-
-/** Logs every call from now on (SLOWLOG threshold 0) and counts commands afresh. */
-async function meterFromHere(): Promise<void> {
-  await slowRedis(["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
-  await slowRedis(["CONFIG", "SET", "slowlog-max-len", "100000"]);
-  await slowRedis(["SLOWLOG", "RESET"]);
-  await slowRedis(["CONFIG", "RESETSTAT"]);
-}
-
-/**
- * The work since the last meterFromHere(), then meters afresh. SLOWLOG keeps
- * 32 arguments of a call: the 31 first and "... (N more arguments)".
- */
-async function workSoFar(): Promise<StepWork> {
-  const stats = String(await slowRedis(["INFO", "commandstats"]));
-  const log = (await slowRedis(["SLOWLOG", "GET", "100000"])) as Array<[number, number, number, string[]]>;
-  await meterFromHere();
-  const commands: Record<string, number> = {};
-  for (const m of stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) if (!METERING.test(m[1]!)) commands[m[1]!] = Number(m[2]);
-  const scripts = log
-    .map((e) => e[3])
-    .filter((argv) => argv[0]!.toUpperCase() === "EVALSHA")
-    .reverse()
-    .map((argv) => {
-      const more = /^\.\.\. \((\d+) more arguments\)$/.exec(argv.at(-1)!);
-      const argc = more ? argv.length - 1 + Number(more[1]) : argv.length;
-      return { name: SCRIPTS.get(argv[1]!) ?? argv[1]!, args: argc - 3 };
-    });
-  return { scripts, commands };
-}
-
-const total = (work: StepWork) => Object.values(work.commands).reduce((a, b) => a + b, 0);
+const slow = redisMeter(inject("slowBridgeUrl"), inject("slowBridgeToken"));
+const { fromHere: meterFromHere, workSoFar } = slow;
 
 /**
  * The bounds of one step over `batch` jobs or letters, from the scripts'
@@ -104,7 +35,7 @@ function expectBounded(steps: StepWork[], batch: number, operation: string): voi
       step.scripts.map((s) => s.name),
       `step ${i}`,
     ).toEqual([operation === "cancelJobs" ? "listJobs" : "listDead", operation]);
-    expect(total(step), `step ${i}: ${JSON.stringify(step.commands)}`).toBeLessThanOrEqual(Math.ceil(batch / LUA_READ_BATCH) + 14);
+    expect(totalCommands(step), `step ${i}: ${JSON.stringify(step.commands)}`).toBeLessThanOrEqual(Math.ceil(batch / LUA_READ_BATCH) + 14);
     for (const call of step.scripts) expect(call.args, `step ${i}, ${call.name}`).toBeLessThanOrEqual(4 * batch + 10);
   }
 }
@@ -118,7 +49,7 @@ describe.sequential("bounded calls", () => {
   it("the meter counts the commands inside a script and its arguments (a control, so the bounds below can fail)", async () => {
     await meterFromHere();
     const keys = Array.from({ length: 40 }, (_, i) => `bounded-control:${i}`);
-    await slowRedis(["EVAL", "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1]) end return 1", keys.length, ...keys, "x"]);
+    await slow.command(["EVAL", "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[1]) end return 1", keys.length, ...keys, "x"]);
     const work = await workSoFar();
     expect(work.commands.set).toBe(40);
     expect(work.commands.eval).toBe(1);
@@ -145,8 +76,8 @@ describe.sequential("bounded calls", () => {
       JSON.stringify({
         bulkCancel60000Of100000: {
           steps: steps.length,
-          mostCommandsAStep: Math.max(...steps.map(total)),
-          commandsPerJob: steps.map(total).reduce((a, b) => a + b, 0) / IN_WINDOW,
+          mostCommandsAStep: Math.max(...steps.map(totalCommands)),
+          commandsPerJob: steps.map(totalCommands).reduce((a, b) => a + b, 0) / IN_WINDOW,
         },
       }),
     );
@@ -192,7 +123,7 @@ describe.sequential("bounded calls", () => {
     expect(purged.every((r) => r.purged <= DEAD_BATCH)).toBe(true);
     expect(purgeSteps).toHaveLength(8_000 / DEAD_BATCH);
     expectBounded(purgeSteps, DEAD_BATCH, "purgeDead");
-    const most = (steps: StepWork[]) => Math.max(...steps.map(total));
+    const most = (steps: StepWork[]) => Math.max(...steps.map(totalCommands));
     console.log(
       JSON.stringify({
         deadLetters: {

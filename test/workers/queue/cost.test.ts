@@ -8,6 +8,7 @@ import { Queue } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import { normalizeBackoff } from "../../../src/queue/policy/backoff.js";
 import { freshPrefix } from "./helpers.js";
+import { redisMeter } from "./redis-meter.js";
 
 const redis = createRedis({ redisUrl: inject("meterBridgeUrl"), redisToken: inject("meterBridgeToken"), redisTimeoutMs: 30_000 });
 const report: Record<string, number> = {};
@@ -26,28 +27,18 @@ afterAll(() => {
   console.log(JSON.stringify({ costPerJob: report }));
 });
 
-/** A command the client has no method for, sent as the REST protocol's `POST /`. */
-async function raw(command: string[]): Promise<string> {
-  const res = await realFetch(inject("meterBridgeUrl"), {
-    method: "POST",
-    headers: { authorization: `Bearer ${inject("meterBridgeToken")}` },
-    body: JSON.stringify(command),
-  });
-  return ((await res.json()) as { result: string }).result;
-}
+// The metering's own requests go through the unwrapped fetch: they are not the work's.
+const stats = redisMeter(inject("meterBridgeUrl"), inject("meterBridgeToken"), realFetch);
 
 async function meter<T>(work: () => Promise<T>): Promise<{ commands: number; requests: number; result: T }> {
-  await raw(["CONFIG", "RESETSTAT"]);
-  requests = 0;
-  const result = await work();
-  const made = requests;
-  let commands = 0;
-  for (const line of (await raw(["INFO", "commandstats"])).split("\n")) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-    // Leave out the metering's own CONFIG RESETSTAT, and the bridge's record-size measure (MEMORY USAGE), which Upstash does not bill.
-    if (m && !m[1]!.startsWith("config") && !m[1]!.startsWith("memory")) commands += Number(m[2]);
-  }
-  return { commands, requests: made, result };
+  let made = 0;
+  const m = await stats.meter(async () => {
+    requests = 0;
+    const result = await work();
+    made = requests;
+    return result;
+  });
+  return { commands: m.commands, requests: made, result: m.result };
 }
 
 const N = 10_000;

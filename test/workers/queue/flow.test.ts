@@ -95,6 +95,24 @@ describe("flow keys: turns", () => {
     expect(order).toEqual(["a", "b", "a", "b", "a", "b", "a", "b"]);
   });
 
+  it("keys a claim held to fewer jobs did not come to keep their turns, ahead of keys ready later", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("held", { concurrency: 2 });
+    for (const key of ["a", "b", "c", "d", "e"]) await queue.enqueue({ topic: "held", payload: key, flowKey: key });
+    const order: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      const taken = await claimAll(queue, clock, "held", 100);
+      order.push(...taken.map((j) => String(j.record.payload)));
+      if (round === 0) await queue.enqueue({ topic: "held", payload: "f", flowKey: "f" });
+      await queue.settle(
+        "held",
+        taken.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+      );
+    }
+    expect(order).toEqual(["a", "b", "c", "d", "e", "f"]);
+  });
+
   it("jobs without a key share a default lane that takes its turn beside the keys", async () => {
     const clock = { now: T0 };
     const { queue } = testQueue({ clock });
@@ -154,6 +172,26 @@ describe("flow keys: limits", () => {
     // 5 at once, then one every 200 ms: 5 + 4 s × 5/s.
     expect(starts.length).toBe(5 + 20);
     for (let i = 0; i < starts.length; i++) expect(i + 1).toBeLessThanOrEqual(5 + Math.floor((starts[i]! * 5) / 1000));
+  });
+
+  it("a key's rate time holds its next start until it passes, and is forgotten once it has", async () => {
+    const clock = { now: T0 };
+    const { queue, redis } = testQueue({ clock });
+    await queue.configureTopic("forget", { flow: { ratePerSec: 1 } });
+    await queue.enqueue({ topic: "forget", payload: 1, flowKey: "k" });
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(1);
+    clock.now = T0 + 500;
+    await queue.enqueue({ topic: "forget", payload: 2, flowKey: "k" });
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(0);
+    clock.now = T0 + 1_000;
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(1);
+    // Drained, its time still to pass: kept, and the topic is looked at when it passes.
+    const ftat = queue.keys.topic("forget").flow.ftat;
+    expect(await redis.exists(ftat)).toBe(1);
+    expect(Number(await redis.zscore(queue.keys.topicIndex, "forget"))).toBeLessThanOrEqual(T0 + 2_002);
+    clock.now = T0 + 2_002;
+    expect(await claimAll(queue, clock, "forget", 10)).toHaveLength(0);
+    expect(await redis.exists(ftat)).toBe(0);
   });
 
   it("a retried job goes back by its key and keeps its key's limits", async () => {

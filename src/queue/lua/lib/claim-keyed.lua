@@ -115,7 +115,7 @@ local function claimKeyed()
       inFlight[j] = counts[j]
       used[j] = tonumber(counts[nk + j]) or 0
     end
-    tats = rcall("HMGET", ftatKey, unpack(keys))
+    tats = rcall("ZMSCORE", ftatKey, unpack(keys))
     own = rcall("HMGET", fkeysKey, unpack(keys))
     local total = 0
     for j = 1, nk do
@@ -129,8 +129,10 @@ local function claimKeyed()
   end
   local plans, picks, left = {}, {}, take
   local calDrop, parkArgs = {}, {}
+  local reached = 0
   for j, key in ipairs(keys) do
     if left <= 0 then break end
+    reached = j
     local cal = calScores[j] and tonumber(calScores[j]) or nil
     -- In its turn: in the calendar at or before now; or newly ready and still in neither the calendar nor parked.
     local inTurn
@@ -239,11 +241,16 @@ local function claimKeyed()
     end
   end
 
-  -- Newly due keyed jobs not taken wait for their key's turn.
+  -- Newly due keyed jobs not taken wait for their key's turn; those of a key newly ready that the claim
+  -- ended before, still neither in the calendar nor parked, stay scheduled for a later claim to serve.
+  local unreached = {}
+  for j = reached + 1, nk do
+    if not wasInCal[j] and not calScores[j] and not parkScores[j] then unreached[keys[j]] = true end
+  end
   local promote, promoteDrop, firstReady = {}, {}, {}
   for _, job in ipairs(newly) do
     local due = schedDue[job.member]
-    if due and not takenSched[job.member] then
+    if due and not takenSched[job.member] and not unreached[job.key] then
       promote[#promote + 1] = 0
       promote[#promote + 1] = readyMember(job.key, effectiveTime(due, job.priority, fs.priorityStepMs), job.priority, job.id)
       promoteDrop[#promoteDrop + 1] = job.member
@@ -287,8 +294,8 @@ local function claimKeyed()
       if plan.tat then
         plan.tat = plan.tat + n * plan.interval
         if n > 0 then
-          tatArgs[#tatArgs + 1] = key
           tatArgs[#tatArgs + 1] = plan.tat
+          tatArgs[#tatArgs + 1] = key
         end
         local at = plan.tat - (plan.burst - 1) * plan.interval
         if at > now then next = at end
@@ -340,7 +347,7 @@ local function claimKeyed()
   if #parkArgs > 0 then rcall("ZADD", fparkKey, unpack(parkArgs)) end
   if #finSet > 0 then rcall("HSET", finKey, unpack(finSet)) end
   if #finDrop > 0 then rcall("HDEL", finKey, unpack(finDrop)) end
-  if #tatArgs > 0 then rcall("HSET", ftatKey, unpack(tatArgs)) end
+  if #tatArgs > 0 then rcall("ZADD", ftatKey, unpack(tatArgs)) end
   -- Keys whose jobs just became due join the calendar at the time they did, unless already in it or parked.
   local joining = {}
   for key, due in pairs(firstReady) do
@@ -364,5 +371,11 @@ local function claimKeyed()
   local nextAt = earliestScore(fschedKey)
   local turn = earliestScore(fcalKey)
   if turn and (nextAt == nil or turn < nextAt) then nextAt = turn end
+  -- Rate times that passed are forgotten by the claims that write them, and by one that leaves no key to
+  -- serve: that one looks again when the next passes, so no drained key's time stays for good.
+  if #tatArgs > 0 or nextAt == nil then
+    local pending = forgetPastRates(ftatKey, now)
+    if nextAt == nil then nextAt = pending end
+  end
   return cutShort, nextAt
 end

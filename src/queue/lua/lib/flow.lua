@@ -4,14 +4,16 @@
   or both) apart from its plain due set:
 
     fdue    zset  id -> due ms, every keyed job scheduled or waiting (reads by id, listings)
-    fsched  zset  "<key>\n<priority>\n<id>" -> due ms: keyed jobs not yet due (or due, not yet seen by a claim)
+    fsched  zset  "<key>\n<priority>\n<id>" -> due ms: keyed jobs not yet due (or due, their key neither
+                  served yet nor in the calendar or parked: flow-read.lua)
     fready  zset  "<key>\n<eff>\n<priority>\n<id>" -> 0, by lex: due keyed jobs waiting for their key's
                   turn, in each key's start order: eff = due - priority * priorityStepMs (15 digits)
     fcal    zset  key -> its turn (<= now: ready, served in score order) or when its rate lets it start again
     fpark   zset  key -> 1 at its parallelism (out of the calendar until a settle frees a slot), 2 paused
     fin     hash  key -> jobs of the key in flight (absent: none); "<key>\tu" -> jobs it started in a
                   turn a claim's end cut short (the rest of that turn is the next claim's)
-    ftat    hash  key -> the key's rate: its GCRA theoretical arrival time, ms
+    ftat    zset  key -> the key's rate: its GCRA theoretical arrival time, ms (forgotten once passed:
+                  forgetPastRates)
     fkeys   hash  key -> the key's own settings (JSON), overriding the topic's flow settings
 
   Flow keys hold no control character (the API refuses them), so "\n"
@@ -133,4 +135,25 @@ local function unscheduleKeyed(recordJson, due, confKey, fschedKey, freadyKey, i
   redis.call("ZREM", fschedKey, scheduledMember(key, priority, id))
   redis.call("ZREM", freadyKey, readyMember(key, effectiveTime(due, priority, step), priority, id))
   return key, priority
+end
+
+-- A key's rate time (ftat) at or before now says no more than none. Forgets
+-- up to FLOW_RATE_FORGET_BATCH of those, earliest first, and returns when the
+-- next one passes (now when more may have), or nil when none is left.
+local FLOW_RATE_FORGET_BATCH = --[[LIMIT:FLOW_RATE_FORGET_BATCH]]1000
+local function forgetPastRates(ftatKey, now)
+  local head = redis.call("ZRANGE", ftatKey, 0, FLOW_RATE_FORGET_BATCH - 1, "WITHSCORES")
+  local past = {}
+  for i = 1, #head, 2 do
+    local tat = tonumber(head[i + 1])
+    if tat > now then
+      if #past > 0 then redis.call("ZREM", ftatKey, unpack(past)) end
+      return tat
+    end
+    past[#past + 1] = head[i]
+  end
+  if #past == 0 then return nil end
+  redis.call("ZREM", ftatKey, unpack(past))
+  if #past == FLOW_RATE_FORGET_BATCH then return now end
+  return nil
 end
