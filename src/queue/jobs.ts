@@ -10,7 +10,7 @@ import { decideAfterFailure } from "./policy/backoff.js";
 import { pipeline, pipelineRead, redisCall } from "./redis.js";
 import { registrations } from "./registrations.js";
 import { replies } from "./replies.js";
-import { shapedTopics } from "./shaped-topics.js";
+import { prioritizedTopics, shapedTopics } from "./shaped-topics.js";
 import { fitRequest } from "./request-size.js";
 import { topicSettings } from "./topic-admin.js";
 import { parseRecord, type JobRecord } from "./types.js";
@@ -59,10 +59,11 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   const batch = planBatch(ctx, inputs, now);
   // Every topic but those this isolate registered and found uncapped within the window has its cap read.
   const checked = [...new Set(batch.jobs.map((j) => j.topic))].filter((t) => seen.capOf(t, now) !== "none");
-  if (inputs.length === 1 && inputs[0]!.idempotencyKey === undefined && checked.length === 0) {
+  const single = inputs.length === 1 ? inputs[0]! : undefined;
+  if (single && single.idempotencyKey === undefined && checked.length === 0 && markedFor(ctx, single)) {
     // Before the write: the EVAL form counted is larger than the pipeline's request.
     scriptRequest(ctx, batch, [], new Map(), now);
-    return [await enqueuePipelined(ctx, batch.jobs[0]!, inputs[0]!)];
+    return [await enqueuePipelined(ctx, batch.jobs[0]!, single)];
   }
   const perTopic = new Map<string, number>();
   for (const j of batch.jobs) perTopic.set(j.topic, (perTopic.get(j.topic) ?? 0) + 1);
@@ -85,6 +86,11 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
       }
       wanted = new Map(reply.short.map((s) => [s.topic, s.count]));
       continue;
+    }
+    // enqueue.lua marked the keyed jobs' topics: their next keyed jobs may take the pipeline.
+    for (const input of inputs) {
+      if (isKeyed(input)) shapedTopics(ctx.keys.prefix).add(input.topic);
+      if (input.priority) prioritizedTopics(ctx.keys.prefix).add(input.topic);
     }
     for (const { topic, cap } of reply.caps) {
       if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap);
@@ -194,16 +200,16 @@ function oldestOfBoth(a: string[], b: string[], n: number): string[] {
 
 /**
  * The steady-traffic path: one job, no idempotency key, of a topic this
- * isolate registered and found uncapped, in one request and no script: three
- * commands, five for a keyed job. The order makes it safe without one: the
- * record exists before its id is due, the id is due (a keyed job's: known by
- * id, its topic marked shaped, then in its key's scheduled set) before the
- * topic index hears of it, so a claim between two of the commands either
- * misses the job (and the index then still leads to it) or takes it (and the
- * index entry that follows is merely early, which costs one empty claim). A
- * keyed job's topic is marked shaped every time, before its key's set names
- * the job: a topic deleted meanwhile (by another isolate) is shaped again,
- * never left holding keyed jobs its plain claims would not see.
+ * isolate registered and found uncapped (and, for a keyed job, knows to carry
+ * the marks it needs: markedFor), in one request and no script: three commands, four for a keyed
+ * job. The order makes it safe without one: the record exists before its id
+ * is due, the id is due (a keyed job's: known by id, then in its key's
+ * scheduled set) before the topic index hears of it, so a claim between two
+ * of the commands either misses the job (and the index then still leads to
+ * it) or takes it (and the index entry that follows is merely early, which
+ * costs one empty claim). A keyed job needs its topic shaped, or plain
+ * claims would not see it: the topic is, since this isolate learned so, as
+ * the marks are never taken away (a deleted topic keeps them).
  */
 async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: EnqueueInput): Promise<EnqueueResult> {
   const t = ctx.keys.topic(job.topic);
@@ -214,18 +220,27 @@ async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: Enque
     ? [
         record,
         ["zadd", t.flow.fdue, job.dueAt, job.id],
-        ["hset", t.conf, "shaped", "1"],
         ["zadd", t.flow.fsched, job.dueAt, scheduledMember(input.flowKey ?? "", input.priority ?? 0, job.id)],
         index,
       ]
     : [record, ["zadd", t.due, job.dueAt, job.id], index];
   await ctx.ensureModel();
   // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, HSET, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
     pipeline(ctx.redis, commands),
   );
-  if (keyed) shapedTopics(ctx.keys.prefix).add(job.topic);
   return { id: job.id, topic: job.topic, dueAt: job.dueAt, deduplicated: false };
+}
+
+/**
+ * Whether the job's topic is known to carry the marks the job needs (a keyed
+ * job: shaped; one with a priority: prioritized too), which the pipeline does
+ * not write: the script does (enqueue.lua), and no script takes them away.
+ */
+function markedFor(ctx: QueueContext, input: EnqueueInput): boolean {
+  if (!isKeyed(input)) return true;
+  if (!shapedTopics(ctx.keys.prefix).has(input.topic)) return false;
+  return !input.priority || prioritizedTopics(ctx.keys.prefix).has(input.topic);
 }
 
 /** A job a shaped topic serves by its key's turns: it has a flow key or a priority (lua/lib/flow.lua). */

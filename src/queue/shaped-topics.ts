@@ -1,20 +1,34 @@
 /**
  * Which topics this isolate knows to be shaped (their conf says "shaped":
  * lua/lib/flow.lua), per key prefix, so their claims take the shaped path at
- * once. A topic becomes shaped with its first keyed job and stays so until it
- * is deleted. Forgetting costs one claim that changes nothing (claim.lua
- * answers a plain claim of a shaped topic with "held back by shaped"); a
- * topic remembered after it was deleted and made again is claimed the shaped
- * way, which serves a plain topic as well (its due set is the default lane).
+ * once, and its producers send keyed jobs by the pipeline. A topic becomes
+ * shaped with its first keyed job or flow setting and stays so, also once
+ * deleted (delete-topic.lua keeps the mark), so what an isolate learned
+ * holds. Forgetting costs one claim that changes nothing (claim.lua answers
+ * a plain claim of a shaped topic with "held back by shaped").
  */
 const known = new Map<string, Set<string>>();
+const knownPrioritized = new Map<string, Set<string>>();
+
+function setOf(sets: Map<string, Set<string>>, prefix: string): Set<string> {
+  let set = sets.get(prefix);
+  if (!set) {
+    set = new Set();
+    sets.set(prefix, set);
+  }
+  return set;
+}
 
 /** The shaped topics this isolate knows of under `prefix`. */
 export function shapedTopics(prefix: string): Set<string> {
-  let set = known.get(prefix);
-  if (!set) {
-    set = new Set();
-    known.set(prefix, set);
-  }
-  return set;
+  return setOf(known, prefix);
+}
+
+/**
+ * The topics this isolate knows to be marked prioritized (conf "prioritized",
+ * enqueue.lua: they had a job with a priority), whose prioritized jobs it may
+ * then enqueue by the pipeline, which does not mark the topic.
+ */
+export function prioritizedTopics(prefix: string): Set<string> {
+  return setOf(knownPrioritized, prefix);
 }

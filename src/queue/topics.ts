@@ -140,6 +140,8 @@ const stored = z.object({
     .transform((s) => JSON.parse(s) as FlowSettings)
     .optional(),
   shaped: z.literal("1").optional(),
+  /** Set by the first job with a priority (enqueue.lua), never cleared; read by flow-read.lua. */
+  prioritized: z.enum(["0", "1"]).optional(),
 });
 
 /** Reads a topic's conf hash, filling in defaults. */

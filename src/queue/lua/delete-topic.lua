@@ -12,7 +12,8 @@
   keys in the next call, which re-checks each id against its set, DELs the
   keys of those still there and ZREMs them. So no call holds Redis for long;
   the caller repeats the call until it answers 1 (or refuses). The topic's
-  own keys go once its sets are empty. Each purging call marks the topic
+  own keys go once its sets are empty, but for a shaped topic's marks (conf
+  fields "shaped" and "prioritized", enqueue.lua), which stay. Each purging call marks the topic
   purged now (KEYS[11], kept for the idempotency window): enqueue.lua then
   treats the idempotency keys of jobs made before the mark that are gone as
   free, so purging touches no key of them.
@@ -96,7 +97,11 @@ for _, set in ipairs(purge and { "due", "fdue", "dead", "done" } or { "done" }) 
   end
 end
 
+-- A shaped topic keeps its marks (and nothing else of its settings): a producer that saw them may still send its
+-- keyed jobs by the pipeline, which does not mark the topic, and a plain claim would not see them.
+local marks = rcall("HMGET", KEYS[5], "shaped", "prioritized")
 rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7])
+if marks[1] == "1" then rcall("HSET", KEYS[5], "shaped", "1", "prioritized", marks[2] or "0") end
 rcall("DEL", KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19])
 rcall("SREM", KEYS[8], ARGV[1])
 rcall("ZREM", KEYS[9], ARGV[1])

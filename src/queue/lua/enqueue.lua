@@ -11,7 +11,10 @@
   nothing is written. A keyed job (flag "k": a flow key, a priority, or
   both) goes to its topic's keyed sets instead of the due set
   (lib/flow.lua), and marks its topic shaped (conf "shaped"), so its claims
-  serve keys in turn.
+  serve keys in turn; one with a priority marks it "prioritized" too (which
+  tells a claim that a job not yet read may start before those read).
+  Neither mark is ever taken away (delete-topic.lua keeps them): a producer
+  that saw a topic marked sends its keyed jobs by a pipeline, unmarked.
 
   Capped topics: for each topic the caller names after the jobs, its
   maxLength and overflow are read (its conf) and checked against what the
@@ -232,6 +235,7 @@ for i = 1, n do
       end
       keyed.due[#keyed.due + 1] = due
       keyed.due[#keyed.due + 1] = id
+      if (tonumber(ARGV[a + 6]) or 0) > 0 then keyed.prioritized = true end
       keyed.sched[#keyed.sched + 1] = due
       keyed.sched[#keyed.sched + 1] = scheduledMember(ARGV[a + 5], ARGV[a + 6], id)
     else
@@ -252,7 +256,11 @@ if #records > 0 then
   -- A keyed job's id is known by id (fdue) before its key's set names it (fsched), and both before the index.
   for _, fdueKey in ipairs(keyedKeys) do
     local keyed = keyedBy[fdueKey]
-    rcall("HSET", keyed.confKey, "shaped", "1")
+    if keyed.prioritized then
+      rcall("HSET", keyed.confKey, "shaped", "1", "prioritized", "1")
+    else
+      rcall("HSET", keyed.confKey, "shaped", "1")
+    end
     scheduleKeyed(fdueKey, keyed.schedKey, keyed.due, keyed.sched)
   end
   for _, dueKey in ipairs(dueKeys) do

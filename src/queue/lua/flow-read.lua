@@ -26,7 +26,7 @@
 
   KEYS[1]  due zset        plain jobs (the default lane): id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
-  KEYS[3]  conf hash       topic settings ("flow": the topic's flow settings JSON)
+  KEYS[3]  conf hash       topic settings ("flow": the topic's flow settings JSON; "prioritized": enqueue.lua)
   KEYS[4..11] fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys (lib/flow.lua; fin and ftat not read)
 
   ARGV[1]  now, epoch ms
@@ -53,7 +53,10 @@ local promoteLimit, candidatesPer = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local leases = rcall("ZRANGE", leaseKey, "-inf", now, "BYSCORE", "LIMIT", 0, tonumber(ARGV[3]))
 if max <= 0 then return { leases, {}, {}, {}, 1 } end
-local fs = flowSettings(rcall("HGET", confKey, "flow"))
+local conf = rcall("HMGET", confKey, "flow", "prioritized")
+local fs = flowSettings(conf[1])
+-- A topic that never had a prioritized job: a job not yet read is due after those read, so starts after them.
+local prioritized = conf[2] == "1"
 
 -- The default lane's plain jobs now due.
 local plain = rcall("ZRANGE", dueKey, "-inf", now, "BYSCORE", "WITHSCORES", "LIMIT", 0, max * candidatesPer)
@@ -149,7 +152,8 @@ end
 -- A first look, enough to fill the claim with keys of a job or two; the rest of the batch only when that
 -- falls short, holds jobs of keys that wait (whose jobs must move out of the way of the keys behind), or
 -- serves the key of its last job, which may have more due with it just past the look (served from the
--- look alone, it would come back as newly ready, ahead of the keys waiting, instead of behind them).
+-- look alone, it would come back as newly ready, ahead of the keys waiting, instead of behind them), or
+-- the topic has prioritized jobs: one due just past the look may start before those in it, by its priority.
 local firstLook = math.min(promoteLimit, 2 * keysMax)
 local seen, tail = readScheduled(0, firstLook)
 local unseen = seen == firstLook
@@ -160,7 +164,7 @@ local function serves(key)
   end
   return false
 end
-if unseen and firstLook < promoteLimit and (heldBack or #turns < keysMax or serves(tail)) then
+if unseen and firstLook < promoteLimit and (heldBack or prioritized or #turns < keysMax or serves(tail)) then
   seen = seen + readScheduled(firstLook, promoteLimit - firstLook)
   unseen = seen == promoteLimit
   turns = turnOrder()

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimedJob } from "../../../src/queue/queue.js";
+import { shapedTopics } from "../../../src/queue/shaped-topics.js";
 import { testQueue } from "./helpers.js";
 
 const T0 = 1_900_000_000_000;
@@ -372,8 +373,24 @@ describe("keyed jobs by id", () => {
       taken.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
     );
     expect(await queue.deleteTopic("gone", { purge: true })).toMatchObject({ result: "deleted", purged: { scheduled: 20 - taken.length } });
-    // Only the purge mark stays (for the idempotency window: see delete-topic.lua).
-    expect(await redis.keys(`${queue.keys.prefix}:t:gone:*`)).toEqual([`${queue.keys.prefix}:t:gone:purged`]);
+    // Only the purge mark (for the idempotency window) and the shaped mark stay (see delete-topic.lua).
+    expect((await redis.keys(`${queue.keys.prefix}:t:gone:*`)).sort()).toEqual([`${queue.keys.prefix}:t:gone:conf`, `${queue.keys.prefix}:t:gone:purged`]);
+    expect(await redis.hgetall(`${queue.keys.prefix}:t:gone:conf`)).toEqual(["shaped", "1", "prioritized", "0"]);
+  });
+
+  it("a keyed job pipelined into a topic deleted meanwhile is claimed by an isolate that never knew the topic shaped", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.enqueue({ topic: "again", payload: "first", flowKey: "k" });
+    await queue.deleteTopic("again", { purge: true });
+    // Registered again by a plain job (the script), then a keyed one: the pipeline, as this isolate knows the topic shaped.
+    await queue.enqueue({ topic: "again", payload: "plain" });
+    await queue.enqueue({ topic: "again", payload: "keyed", flowKey: "k" });
+    // Another isolate's tick: it never learned that the topic is shaped.
+    shapedTopics(queue.keys.prefix).clear();
+    clock.now += 1;
+    const taken = await claimAll(queue, clock, "again", 10);
+    expect(taken.map((j) => j.record.payload).sort()).toEqual(["keyed", "plain"]);
   });
 });
 
