@@ -3,17 +3,12 @@
  * the keys panel — the topic's busiest keys (in flight, waiting, state) from
  * `GET /v1/topics/:topic`, with pause and resume per key.
  */
-import type { z } from "@hono/zod-openapi";
-import type { Delayline, Stats, Topic } from "../src/client/index.js";
-import { path, query } from "../src/client/paths.js";
-import { SAFE, type Requester, unlessNotFound } from "../src/client/requester.js";
-import type * as schemas from "../src/producer/schemas.js";
+import type { Delayline, FlowKeySettings, Stats, Topic } from "../src/client/index.js";
 import { byId, el, fmtCount } from "./dom.js";
 
 /** A shaped topic's keys counted by state, as `/v1/stats` and `GET /v1/topics/:topic` give them. */
 type KeyCounts = NonNullable<Stats["topics"][number]["flowKeys"]>;
 type BusyKey = NonNullable<NonNullable<Topic["flowKeys"]>["busiest"]>[number];
-type KeySettings = z.output<typeof schemas.FlowKeyBody>;
 
 /** Keys' own settings read per panel load (the API's largest page); a key past them is read on its own when it is paused or resumed. */
 const SETTINGS_PAGE = 1_000;
@@ -46,8 +41,6 @@ export function keysCell(topic: string, counts: KeyCounts | undefined, open: (to
 export interface KeysHost {
   /** The signed-in client, or null. */
   client(): Delayline | null;
-  /** The signed-in client's requester (same base URL and token), for the flow-key calls the typed client has no method for. */
-  requester(): Requester | null;
   /** Runs an action from a button, showing errors as the page does. */
   act(work: () => Promise<unknown>): Promise<void>;
   /** After a key was paused or resumed: the page refreshes its counts. */
@@ -57,7 +50,7 @@ export interface KeysHost {
 export class KeysPanel {
   private topic: string | null = null;
   /** The keys' own settings as last read; `complete` when no key with settings was left unread. */
-  private own: { settings: Map<string, KeySettings>; complete: boolean } = { settings: new Map(), complete: true };
+  private own: { settings: Map<string, FlowKeySettings>; complete: boolean } = { settings: new Map(), complete: true };
 
   constructor(private readonly host: KeysHost) {
     byId("keys-close").addEventListener("click", () => {
@@ -78,19 +71,10 @@ export class KeysPanel {
 
   private async load(): Promise<void> {
     const client = this.host.client();
-    const requester = this.host.requester();
     const topic = this.topic;
-    if (!client || !requester || topic === null) return;
+    if (!client || topic === null) return;
     // A key's Pause button goes by its own settings: pausing a key parked at its parallelism leaves its state as it is until its jobs settle.
-    const [view, own] = await Promise.all([
-      client.topics.get(topic),
-      requester.json<{ keys: Array<{ key: string; settings: KeySettings }>; nextCursor: string | null }>(
-        "GET",
-        path`/v1/topics/${topic}/flow-keys` + query({ limit: SETTINGS_PAGE }),
-        undefined,
-        SAFE,
-      ),
-    ]);
+    const [view, own] = await Promise.all([client.topics.get(topic), client.flowKeys.list(topic, { limit: SETTINGS_PAGE })]);
     if (this.topic !== topic) return;
     this.own = { settings: new Map(own.keys.map((k) => [k.key, k.settings])), complete: own.nextCursor === null };
     const keys = view.flowKeys;
@@ -133,16 +117,13 @@ export class KeysPanel {
 
   /** Pauses or resumes a key, keeping its other settings of its own (a PUT replaces them all); a key left with none is deleted. */
   private async setPaused(key: string, paused: boolean): Promise<void> {
-    const requester = this.host.requester();
+    const client = this.host.client();
     const topic = this.topic;
-    if (!requester || topic === null) return;
-    const at = path`/v1/topics/${topic}/flow-keys/${key}`;
-    const known = this.own.settings.get(key);
-    const own =
-      known ?? (this.own.complete ? undefined : (await unlessNotFound(requester.json<{ settings: KeySettings }>("GET", at, undefined, SAFE), null))?.settings);
+    if (!client || topic === null) return;
+    const own = this.own.settings.get(key) ?? (this.own.complete ? undefined : (await client.flowKeys.get(topic, key))?.settings);
     const { paused: _was, ...rest } = own ?? {};
-    if (paused || Object.keys(rest).length > 0) await requester.json("PUT", at, paused ? { ...rest, paused: true } : rest, SAFE);
-    else await unlessNotFound(requester.json("DELETE", at, undefined, SAFE), null);
+    if (paused || Object.keys(rest).length > 0) await client.flowKeys.set(topic, key, paused ? { ...rest, paused: true } : rest);
+    else await client.flowKeys.delete(topic, key);
     await Promise.all([this.load(), this.host.changed()]);
   }
 }

@@ -12,7 +12,6 @@
  */
 import uPlot from "uplot";
 import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
-import { Requester } from "../src/client/requester.js";
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
 import { byId, el, fmtAgo, fmtCount, fmtMs, fmtTime } from "./dom.js";
 import { keysCell, KeysPanel } from "./flow-keys.js";
@@ -72,8 +71,6 @@ function draw(chart: Chart, data: uPlot.AlignedData): void {
 // ---- state -------------------------------------------------------------
 
 let client: Delayline | null = null;
-/** The client's requester (the same base URL and token), for the calls the typed client has no method for yet. */
-let requester: Requester | null = null;
 let stats: Stats | null = null;
 let chartTopic = "";
 let deadTopic: string | null = null;
@@ -109,7 +106,7 @@ async function act(work: () => Promise<unknown>): Promise<void> {
 }
 
 const browser = new JobBrowser({ client: () => client, act, changed: () => refresh() });
-const keys = new KeysPanel({ client: () => client, requester: () => requester, act, changed: () => refresh() });
+const keys = new KeysPanel({ client: () => client, act, changed: () => refresh() });
 const schedules = new ScheduleTable({ client: () => client, act, openJob: (id) => browser.openJob(id) });
 
 // ---- rendering -----------------------------------------------------------
@@ -360,7 +357,6 @@ async function refreshOnce(): Promise<void> {
 
 function start(token: string): void {
   client = new Delayline({ baseUrl: location.origin, token });
-  requester = new Requester({ baseUrl: location.origin, token });
   topicPages = 1;
   byId("login").hidden = true;
   byId("app").hidden = false;
@@ -380,7 +376,6 @@ function signOut(message?: string): void {
   sessionStorage.removeItem(TOKEN_KEY);
   clearTimeout(timer);
   client = null;
-  requester = null;
   byId("app").hidden = true;
   byId("sign-out").hidden = true;
   byId("heartbeat").hidden = true;
