@@ -90,23 +90,26 @@ function relativeWeights(due: DueTopic[]): number[] {
 }
 
 /**
- * The round's order, as indexes into `due`: from the `turn`-th topic (the
- * start rotates), then on in due order. When weights differ, the topics the
- * loop served least for their weight (the jobs their chunks took, over
- * their weight) come first, so what the round has too little of — the
- * budget, TICK_CONCURRENCY's free slots, the fan-outs — goes to each topic
- * in its weight's share over the rounds, whichever rounds have any to give.
+ * The round's order, as indexes into `due`: the topics the loop served least
+ * for their weight (the jobs their chunks took, over their weight) first, so
+ * what the round has too little of — the budget, TICK_CONCURRENCY's free
+ * slots, the fan-outs — goes to each topic in its weight's share over the
+ * rounds, whichever rounds have any to give; ties from the `turn`-th topic
+ * (the start rotates), then on in due order. Rotation alone is not enough
+ * even among topics of one weight: when slots free up one at a time, the
+ * rounds that have one to give can fall on the same turn's parity, and one
+ * topic would take every slot (seen with TICK_CHUNK 1).
  */
-function roundOrder(due: DueTopic[], weights: number[], turn: number): number[] {
+function roundOrder(due: DueTopic[], turn: number): number[] {
   const n = due.length;
   const rotated = due.map((_, j) => (turn + j) % n);
-  if (weights.every((w) => w === weights[0])) return rotated;
   return rotated.sort((a, b) => (due[a]!.served ?? 0) - (due[b]!.served ?? 0));
 }
 
 /**
- * Plans a round over `due`, taken in order from the rotation's `turn`-th
- * start (so a tight budget reaches every topic in turn; see roundOrder).
+ * Plans a round over `due`, the least served first, ties from the
+ * rotation's `turn`-th start (so a tight budget reaches every topic in turn;
+ * see roundOrder).
  *
  * A chunk runs here while the loop can afford chunks like it every poll
  * interval until its window ends; beyond that pace, and for topics with a
@@ -121,8 +124,8 @@ function roundOrder(due: DueTopic[], weights: number[], turn: number): number[] 
  * Weights share a round between due topics of different weights: a topic's
  * share of the budget is its weight's, its chunk follows its share of
  * TICK_CONCURRENCY (chunkSizes), and the topics it is behind come first.
- * Topics of one weight (a deployment that sets none) share as they always
- * have: the budget evenly, in the rotation's order.
+ * Topics of one weight (a deployment that sets none) share the budget
+ * evenly, the least served first.
  */
 export function planRound(due: DueTopic[], turn: number, l: RoundLimits): RoundPlan {
   const weights = relativeWeights(due);
@@ -132,7 +135,7 @@ export function planRound(due: DueTopic[], turn: number, l: RoundLimits): RoundP
   const remote: RoundPlan["remote"] = [];
   const candidates: Candidate[] = [];
   const waiting: string[] = [];
-  for (const i of roundOrder(due, weights, turn)) {
+  for (const i of roundOrder(due, turn)) {
     const t = due[i]!;
     const size = sizes[i]!;
     const price = localPrice(t, size);

@@ -39,8 +39,8 @@ export class TopicMemory {
 
   /**
    * The topics a round found due. How much each was served (the jobs its
-   * chunks took, over its weight) orders the round when weights differ
-   * (src/tick/round-plan.ts); one that comes back after rounds without it
+   * chunks took, over its weight) orders the round (src/tick/round-plan.ts);
+   * one that comes back after rounds without it
    * starts level with the least served of the last round's, so it is not
    * owed what it never asked for, and takes no more than its share on its
    * return.

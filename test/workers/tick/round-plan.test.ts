@@ -108,7 +108,8 @@ describe("planRound with weights", () => {
     expect(sized(planRound([topic("a", { weight: 3, slots: 10 }), topic("b", { slots: 10 })], 0, roomy))).toEqual({ a: 8, b: 8 });
     for (const turn of [0, 1, 2]) {
       const weighted = [topic("a", { weight: 2, served: 9 }), topic("b", { weight: 2 }), topic("c", { weight: 2, served: 1 })];
-      const plain = [topic("a"), topic("b"), topic("c")];
+      // Served as much for their weight as the weighted ones: one weight, whatever it is, is no weight.
+      const plain = [topic("a", { served: 9 }), topic("b"), topic("c", { served: 1 })];
       for (const l of [here, limits({ freeSlots: 10 }), limits({ fanning: false, budgetLeft: 2 + 2 * (CHUNK_OVERHEAD + 1) })])
         expect(planRound(weighted, turn, l)).toEqual(planRound(plain, turn, l));
     }
@@ -118,6 +119,11 @@ describe("planRound with weights", () => {
     // 20 slots by weight 3:1:1 would be 12, 4, 4: a can run 10, so b and c get 5 each, and a's chunk is twice theirs.
     const due = [topic("a", { weight: 3, slots: 10 }), topic("b", { slots: 10 }), topic("c", { slots: 10 })];
     expect(sized(planRound(due, 0, limits({ ...here, tickChunk: 10, tickConcurrency: 20 })))).toEqual({ a: 20, b: 10, c: 10 });
+  });
+
+  it("lets the topic served least take the free slots first among topics of one weight too, whatever the rotation", () => {
+    const due = [topic("a", { served: 12 }), topic("b", { served: 11 })];
+    for (const turn of [0, 1]) expect(planRound(due, turn, limits({ ...here, freeSlots: 1 })).local).toEqual([{ topic: "b", max: 1 }]);
   });
 
   it("lets the topic served least for its weight take the free slots first, whatever the rotation", () => {

@@ -60,6 +60,15 @@ describe("topic weights", () => {
     expect(one / other).toBeLessThanOrEqual(1.05);
   });
 
+  it("topics of one weight share TICK_CONCURRENCY 1:1 (± 5 %) also when each chunk takes one job (TICK_CHUNK 1)", async () => {
+    for (const slots of ["2", "4"]) {
+      const [one, other] = await startsUnder(1, 1, { TICK_CONCURRENCY: slots, TICK_CHUNK: "1" }, 12_000);
+      expect(one + other).toBe(slotsOver(12_000, Number(slots)));
+      expect(one / other).toBeGreaterThanOrEqual(0.95);
+      expect(one / other).toBeLessThanOrEqual(1.05);
+    }
+  });
+
   it("without contention — TICK_CONCURRENCY lets each topic run all its handlers — weights change nothing", async () => {
     const [heavy, light] = await startsUnder(3, 1, { TICK_CONCURRENCY: String(2 * TOPIC_SLOTS) }, 4_000);
     expect([heavy, light]).toEqual([slotsOver(4_000, TOPIC_SLOTS), slotsOver(4_000, TOPIC_SLOTS)]);
