@@ -5,13 +5,16 @@ import type { AttemptRecord } from "../queue/types.js";
 import {
   ATTEMPT_ERROR_BYTES,
   ATTEMPT_HISTORY_LIMIT,
+  DEFAULT_LEASE_MS,
   DEFAULT_LIST_LIMIT,
   MAX_BATCH,
+  MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   MAX_MAX_ATTEMPTS,
   MAX_PRIORITY,
   MAX_RETRY_AFTER_MS,
   MAX_TIMEOUT_MS,
+  MIN_LEASE_MS,
   MIN_MAX_ATTEMPTS,
   MIN_TIMEOUT_MS,
 } from "../limits.js";
@@ -207,8 +210,11 @@ export const RescheduleBody = z
   .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
   .openapi("Reschedule");
 
+/** A pull consumer's lease, from now: a claim's, or an extension's. */
+const LeaseMs = z.number().int().min(MIN_LEASE_MS).max(MAX_LEASE_MS);
+
 export const ClaimBody = z
-  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })
+  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: LeaseMs.default(DEFAULT_LEASE_MS) })
   .strict()
   .openapi("Claim");
 
