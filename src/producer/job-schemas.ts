@@ -1,5 +1,5 @@
 // The schemas of jobs: a job's request and views, its attempts, a topic's job
-// listing and bulk cancel, a reschedule, and a pull consumer's claim, ack and nack.
+// listing and bulk cancel, a reschedule, and a pull consumer's claim, ack, nack and lease extension.
 import { z } from "@hono/zod-openapi";
 import type { AttemptRecord } from "../queue/types.js";
 import {
@@ -226,6 +226,20 @@ export const AckBody = z
   .object({ attempt: z.number().int().min(1) })
   .strict()
   .openapi("Ack");
+
+export const ExtendBody = z
+  .object({
+    attempt: z.number().int().min(1),
+    leaseMs: LeaseMs.openapi({
+      description: `The lease's new length from now, ${MIN_LEASE_MS}–${MAX_LEASE_MS} ms as a claim's: the new deadline may be later or sooner`,
+    }),
+  })
+  .strict()
+  .openapi("Extend");
+
+export const ExtendedView = z
+  .object({ id: JobId, attempt: z.number().int(), leaseExpiresAt: z.string().openapi({ description: "The lease's new deadline (ISO 8601)" }) })
+  .openapi("Extended");
 
 export const NackBody = z
   .object({
