@@ -232,6 +232,15 @@ export const MAX_TIMEOUT_MS = 600_000;
 /** Default DEFAULT_TIMEOUT_MS: handler timeout for topics that set none, as most webhook senders allow. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** Shortest lease a pull consumer's claim or lease extension may ask for: shorter, a lease would lapse within a round trip or two. */
+export const MIN_LEASE_MS = 1_000;
+
+/** Longest lease a pull consumer's claim or lease extension may ask for (1 h): longer work extends its lease as it goes. */
+export const MAX_LEASE_MS = 3_600_000;
+
+/** A pull consumer's lease when its claim asks for none (1 min). */
+export const DEFAULT_LEASE_MS = 60_000;
+
 /** How topics that set no signatureScheme (and a deployment without SIGNING_SCHEME) sign deliveries: delayline's own, Stripe-like format. */
 export const DEFAULT_SIGNATURE_SCHEME = "delayline";
 

@@ -27,6 +27,8 @@ export type JobPage = z.output<typeof schemas.JobPage>;
 export type BulkCancelled = z.output<typeof schemas.BulkCancelResult>;
 /** A job a pull consumer leased. */
 export type ClaimedJob = z.output<typeof schemas.ClaimedView>;
+/** A pull consumer's lease after its extension: `leaseExpiresAt` is its new deadline. */
+export type ExtendedLease = z.output<typeof schemas.ExtendedView>;
 
 /** What a listing of a topic's jobs shows. */
 export interface ListJobsOptions {
@@ -143,6 +145,18 @@ export class JobsResource {
   /** Pull consumers: the attempt succeeded. A stale attempt throws a {@link DelaylineConflictError}. */
   async ack(id: string, attempt: number): Promise<void> {
     await this.r.json("POST", path`/v1/jobs/${id}/ack`, { attempt }, ONCE);
+  }
+
+  /**
+   * Pull consumers: moves the lease of the claimed attempt to now + `leaseMs`
+   * (1,000–3,600,000 ms, as a claim's; later or sooner than it was). Retried
+   * like a reschedule: fenced by the attempt, a repeat counts from its own
+   * arrival. An attempt no longer leased (expired and reaped, settled, claimed
+   * again) or a push topic's job throws a {@link DelaylineConflictError}; an
+   * unknown job a {@link DelaylineNotFoundError}.
+   */
+  extend(id: string, attempt: number, leaseMs: number): Promise<ExtendedLease> {
+    return this.r.json("POST", path`/v1/jobs/${id}/extend`, { attempt, leaseMs }, SAFE);
   }
 
   /** Pull consumers: the attempt failed; retried by policy (or after retryAfterMs), or dead when permanent or out of attempts. */

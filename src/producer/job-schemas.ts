@@ -1,17 +1,20 @@
 // The schemas of jobs: a job's request and views, its attempts, a topic's job
-// listing and bulk cancel, a reschedule, and a pull consumer's claim, ack and nack.
+// listing and bulk cancel, a reschedule, and a pull consumer's claim, ack, nack and lease extension.
 import { z } from "@hono/zod-openapi";
 import type { AttemptRecord } from "../queue/types.js";
 import {
   ATTEMPT_ERROR_BYTES,
   ATTEMPT_HISTORY_LIMIT,
+  DEFAULT_LEASE_MS,
   DEFAULT_LIST_LIMIT,
   MAX_BATCH,
+  MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   MAX_MAX_ATTEMPTS,
   MAX_PRIORITY,
   MAX_RETRY_AFTER_MS,
   MAX_TIMEOUT_MS,
+  MIN_LEASE_MS,
   MIN_MAX_ATTEMPTS,
   MIN_TIMEOUT_MS,
 } from "../limits.js";
@@ -207,8 +210,11 @@ export const RescheduleBody = z
   .refine((b) => (b.delay === undefined) !== (b.runAt === undefined), { message: "give exactly one of delay or runAt", path: ["delay"] })
   .openapi("Reschedule");
 
+/** A pull consumer's lease, from now: a claim's, or an extension's. */
+const LeaseMs = z.number().int().min(MIN_LEASE_MS).max(MAX_LEASE_MS);
+
 export const ClaimBody = z
-  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: z.number().int().min(1_000).max(3_600_000).default(60_000) })
+  .object({ max: z.number().int().min(1).max(100).default(10), leaseMs: LeaseMs.default(DEFAULT_LEASE_MS) })
   .strict()
   .openapi("Claim");
 
@@ -220,6 +226,20 @@ export const AckBody = z
   .object({ attempt: z.number().int().min(1) })
   .strict()
   .openapi("Ack");
+
+export const ExtendBody = z
+  .object({
+    attempt: z.number().int().min(1),
+    leaseMs: LeaseMs.openapi({
+      description: `The lease's new length from now, ${MIN_LEASE_MS}–${MAX_LEASE_MS} ms as a claim's: the new deadline may be later or sooner`,
+    }),
+  })
+  .strict()
+  .openapi("Extend");
+
+export const ExtendedView = z
+  .object({ id: JobId, attempt: z.number().int(), leaseExpiresAt: z.string().openapi({ description: "The lease's new deadline (ISO 8601)" }) })
+  .openapi("Extended");
 
 export const NackBody = z
   .object({

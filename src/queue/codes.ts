@@ -22,6 +22,12 @@ export const Code = {
   Overflow: { None: 0, Reject: 1, DropOldest: 2 },
   /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
   Fenced: { Applied: 1, Stale: 0 },
+  /**
+   * extend-lease.lua: the lease was extended (its new deadline follows); the
+   * job is not leased at that attempt; there is no such job; or its topic is
+   * push, whose leases are the tick's.
+   */
+  Lease: { Extended: 1, Stale: 0, Unknown: -1, Push: -2 },
   /** schedule-delete.lua, flow-key.lua: it was there and is gone (flow-key.lua: or it was set), or there was none. */
   Removed: { Removed: 1, Missing: 0 },
   /** enqueue.lua: a job whose idempotency key was seen within the window (its first job's id is returned), or a new one. */

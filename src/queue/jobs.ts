@@ -14,10 +14,10 @@ import { prioritizedTopics, shapedTopics } from "./shaped-topics.js";
 import { fitRequest } from "./request-size.js";
 import { topicSettings } from "./topic-admin.js";
 import { parseRecord, type JobRecord } from "./types.js";
-import type { EnqueueInput, EnqueueResult, NackFailure, Outcome, SettleOptions } from "./views.js";
+import type { EnqueueInput, EnqueueResult, LeaseExtension, NackFailure, Outcome, SettleOptions } from "./views.js";
 
-// A job's way through the queue: enqueued, claimed under a lease, settled
-// (acked, retried or dead-lettered). Each step is one Lua script, or, for the
+// A job's way through the queue: enqueued, claimed under a lease (a pull
+// consumer's may be extended), settled (acked, retried or dead-lettered). Each step is one Lua script, or, for the
 // single enqueue without an idempotency key of a topic this isolate registered
 // and found uncapped within the last minute, one pipeline whose order keeps it safe.
 // A topic with a maxLength is checked by the enqueue script; one that drops
@@ -321,4 +321,13 @@ export async function nack(ctx: QueueContext, id: string, attempt: number, failu
     decision.kind === "retry" ? { id, attempt, kind: "retry", at: decision.at, error: failure.error } : { id, attempt, kind: "dead", error: failure.error };
   const [r] = await settle(ctx, topic, [outcome], { now, index: "none" });
   return r!.applied ? decision.kind : "stale";
+}
+
+export async function extend(ctx: QueueContext, id: string, attempt: number, leaseMs: number): Promise<LeaseExtension> {
+  const topic = topicOfJobId(id);
+  if (!topic) return { result: "not-found" };
+  const t = ctx.keys.topic(topic);
+  const k = ctx.keys.job(id);
+  const raw = await ctx.run(lua.extendLease, [t.lease, k.meta, t.conf, k.record], [id, attempt, ctx.now(), Math.round(leaseMs)]);
+  return replies.extendLease.parse(raw);
 }

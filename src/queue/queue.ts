@@ -24,6 +24,7 @@ import type {
   EnqueueInput,
   EnqueueResult,
   JobSnapshot,
+  LeaseExtension,
   ListedJob,
   ListJobsOptions,
   ListPosition,
@@ -111,6 +112,14 @@ export class Queue {
    */
   nack(id: string, attempt: number, failure: NackFailure): Promise<"retry" | "dead" | "stale"> {
     return jobs.nack(this.ctx, id, attempt, failure);
+  }
+
+  /**
+   * Moves the lease of a claimed job (pull consumers) to now + `leaseMs`,
+   * while it is still leased at `attempt`.
+   */
+  extend(id: string, attempt: number, leaseMs: number): Promise<LeaseExtension> {
+    return jobs.extend(this.ctx, id, attempt, leaseMs);
   }
 
   /** Cancels a scheduled job. */

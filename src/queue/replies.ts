@@ -3,6 +3,7 @@ import { Code, type CodeMap } from "./codes.js";
 import { flowReplies } from "./flow-replies.js";
 import { SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { malformed } from "./malformed.js";
+import type { LeaseExtension } from "./views.js";
 import {
   flatHash,
   intReply,
@@ -66,6 +67,8 @@ const heldBy = coded(Code.HeldBy, {
   Bytes: "bytes",
   Shaped: "shaped",
 } as const);
+
+const leaseChange = coded(Code.Lease, { Extended: "extended", Stale: "stale", Unknown: "not-found", Push: "push" } as const);
 
 /** A bounded step of a walk: how many it handled, and where the next step starts (null: the window holds no more). */
 const step = z.tuple([intReply, more, score, z.string()]).transform(([count, hasMore, at, id]) => ({
@@ -177,6 +180,16 @@ export const replies = {
 
   /** settle.lua: see {@link settleReply}. */
   settle: { parse: settleReply },
+
+  /** extend-lease.lua: extended, with the new deadline; or why not. */
+  extendLease: z.tuple([leaseChange], numericReply).transform(([result, deadline], ctx): LeaseExtension => {
+    if (result !== "extended") return { result };
+    if (deadline === undefined) {
+      ctx.addIssue({ code: "custom", message: "an extension without its deadline" });
+      return z.NEVER;
+    }
+    return { result, leaseExpiresAt: deadline };
+  }),
 
   /** sweep.lua: finished jobs and dead letters dropped. */
   sweep: z.tuple([intReply, intReply]),

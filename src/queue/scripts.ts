@@ -36,6 +36,8 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   lockRelease: "safe",
   // Fenced by each schedule's revision and next occurrence.
   scheduleFire: "safe",
+  // Fenced by the attempt: a repeat sets the same deadline again.
+  extendLease: "safe",
   // Sets the same fields again.
   configureTopic: "safe",
   // Sets the same due time again.

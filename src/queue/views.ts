@@ -127,6 +127,13 @@ export interface NackFailure {
   permanent?: boolean;
 }
 
+/**
+ * What became of a pull consumer's lease extension ({@link Queue.extend}):
+ * the lease's new deadline; or "stale" (not leased at that attempt),
+ * "not-found" (no such job) or "push" (its topic is push: the tick's lease).
+ */
+export type LeaseExtension = { result: "extended"; leaseExpiresAt: number } | { result: "stale" | "not-found" | "push" };
+
 export interface JobSnapshot {
   id: string;
   topic: string;

@@ -43,6 +43,11 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $New new)" },
   { script: "enqueue", map: "Time", says: "for a repeat, the existing job's while it is scheduled, else $None (in flight or finished)" },
   { script: "settle", map: "Fenced", says: "per outcome: $Applied applied, $Stale stale" },
+  {
+    script: "extend-lease",
+    map: "Lease",
+    says: "{ $Extended, the new deadline ms } extended; { $Stale } stale: not leased at that attempt (scheduled, finished, or another attempt); { $Unknown } unknown: no such job (never enqueued, or swept); { $Push } its topic is push: the tick's lease",
+  },
   { script: "schedule-fire", map: "Fenced", says: "fired_i $Applied stored, $Stale fenced off" },
   { script: "schedule-fire", map: "Time", says: "earliest due occurrence left ($None: none)" },
   { script: "schedule-delete", map: "Removed", says: "$Removed deleted, $Missing there was none" },

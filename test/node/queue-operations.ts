@@ -1,7 +1,7 @@
 /**
  * Every operation of the Queue, once each, on a deployment prefix of its own:
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
- * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
+ * life (enqueue, batch, claim, settle, nack, cancel, reschedule, a pull lease's extension), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
  * capped topics (an enqueue refused at the cap, one that drops the oldest),
  * pull topics, the peek, schedules and the tick's lock; and data of an
@@ -59,7 +59,10 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.enqueueBatch([{ topic: "o", payload: 2 }]);
   await queue.configureTopic("p", { mode: "pull" });
   await queue.enqueue({ topic: "p", payload: "pulled" });
-  await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });
+  const pulled = await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });
+  // A pull consumer's lease extension, and one of a job never claimed (no meta: its record is looked for).
+  for (const j of pulled.jobs) await queue.extend(j.id, j.attempt, 60_000);
+  await queue.extend(jobs[5]!.id, 1, 60_000);
   // A shaped topic: flow keys with limits, a priority, the default lane, a retry and a lease reaped.
   await queue.configureTopic("f", { flow: { parallelism: 2, ratePerSec: 100 } });
   await queue.setFlowKey("f", "tenant-1", { weight: 2 });

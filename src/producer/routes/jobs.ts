@@ -9,7 +9,7 @@ import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { serializedBytes } from "../body.js";
 import { enqueuedView, PartialBatchError } from "../batch-split.js";
 import { ApiProblem, invalid, validationProblem } from "../problem.js";
-import { AckBody, BatchBody, EnqueueResponse, historyView, JobBody, JobView, NackBody, RescheduleBody } from "../job-schemas.js";
+import { AckBody, BatchBody, EnqueueResponse, ExtendBody, ExtendedView, historyView, JobBody, JobView, NackBody, RescheduleBody } from "../job-schemas.js";
 import { iso, JobId } from "../schema-parts.js";
 
 const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
@@ -141,7 +141,7 @@ jobs
     async (c) => {
       const { id } = c.req.valid("param");
       const job = await jobQueue(c, id).get(id);
-      if (!job) throw new ApiProblem(404, `no job ${id} (unknown, or finished longer ago than the retention window)`);
+      if (!job) throw unknownJob(id);
       return c.json(
         {
           id: job.id,
@@ -224,11 +224,7 @@ jobs
       const { id } = c.req.valid("param");
       const { attempt } = c.req.valid("json");
       const r = await jobQueue(c, id).ack(id, attempt);
-      if (r === "stale")
-        throw new ApiProblem(
-          409,
-          `attempt ${attempt} of ${id} is not the one leased (the lease expired and the job was re-delivered, or it was settled already)`,
-        );
+      if (r === "stale") throw staleAttempt(id, attempt);
       return c.json({ id, state: "succeeded" as const }, 200);
     },
   )
@@ -251,7 +247,42 @@ jobs
       if (r === "stale") throw new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased`);
       return c.json({ id, state: r === "retry" ? ("scheduled" as const) : ("dead" as const) }, 200);
     },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{id}/extend",
+      operationId: "extendJobLease",
+      summary: "Pull consumers: move a claimed attempt's lease deadline to now + leaseMs",
+      request: { params: IdParam, body: { ...json(ExtendBody), required: true } },
+      responses: {
+        200: { description: "Extended: the lease's new deadline", ...json(ExtendedView) },
+        ...problemResponses([400, 401, 404, 409, 415, 422, 503]),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { attempt, leaseMs } = c.req.valid("json");
+      const r = await jobQueue(c, id).extend(id, attempt, leaseMs);
+      if (r.result !== "extended") throw extensionRefused(r.result, id, attempt);
+      return c.json({ id, attempt, leaseExpiresAt: iso(r.leaseExpiresAt) }, 200);
+    },
   );
+
+/** 404: a job the shard does not hold. */
+const unknownJob = (id: string) => new ApiProblem(404, `no job ${id} (unknown, or finished longer ago than the retention window)`);
+
+/** 409: an ack or lease extension of an attempt that is no longer leased. */
+const staleAttempt = (id: string, attempt: number) =>
+  new ApiProblem(409, `attempt ${attempt} of ${id} is not the one leased (the lease expired and the job was re-delivered, or it was settled already)`);
+
+/** Why a lease was not extended: an unknown job, an attempt not leased (as a stale ack), or a push topic's job. */
+function extensionRefused(result: "stale" | "not-found" | "push", id: string, attempt: number): ApiProblem {
+  if (result === "not-found") return unknownJob(id);
+  if (result === "push")
+    return new ApiProblem(409, `${id} is a job of a push topic: the tick holds its lease, and only a pull consumer's lease can be extended`);
+  return staleAttempt(id, attempt);
+}
 
 /** 404 for an unknown job, 409 for one that exists but is no longer scheduled. */
 async function notScheduled(queue: Queue, id: string): Promise<never> {

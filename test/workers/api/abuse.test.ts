@@ -206,6 +206,7 @@ describe("bodies", () => {
       ["PATCH", `/v1/jobs/${JOB_ID}`],
       ["POST", `/v1/jobs/${JOB_ID}/ack`],
       ["POST", `/v1/jobs/${JOB_ID}/nack`],
+      ["POST", `/v1/jobs/${JOB_ID}/extend`],
       ["PUT", "/v1/topics/t"],
       ["POST", "/v1/topics/t/dead/replay"],
       ["POST", "/v1/topics/t/claim"],
@@ -477,6 +478,20 @@ describe("Lua-looking strings", () => {
         { label: `claim max ${lua}`, path: "/v1/topics/t/claim", options: { body: { max: lua } }, status: 422, errorPath: "max" },
         { label: `ack attempt ${lua}`, path: `/v1/jobs/${JOB_ID}/ack`, options: { body: { attempt: lua } }, status: 422, errorPath: "attempt" },
         { label: `nack attempt ${lua}`, path: `/v1/jobs/${JOB_ID}/nack`, options: { body: { attempt: lua, error: "x" } }, status: 422, errorPath: "attempt" },
+        {
+          label: `extend attempt ${lua}`,
+          path: `/v1/jobs/${JOB_ID}/extend`,
+          options: { body: { attempt: lua, leaseMs: 30_000 } },
+          status: 422,
+          errorPath: "attempt",
+        },
+        {
+          label: `extend leaseMs ${lua}`,
+          path: `/v1/jobs/${JOB_ID}/extend`,
+          options: { body: { attempt: 1, leaseMs: lua } },
+          status: 422,
+          errorPath: "leaseMs",
+        },
       );
     }
     await refuses(prod(), attacks);

@@ -1,6 +1,14 @@
 import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { Delayline, DelaylineError, Receiver, signPayload, verifySignature } from "../../../src/client/index.js";
+import {
+  Delayline,
+  DelaylineConflictError,
+  DelaylineError,
+  DelaylineNotFoundError,
+  Receiver,
+  signPayload,
+  verifySignature,
+} from "../../../src/client/index.js";
 import worker from "../../../app/worker.js";
 import { isolatedEnv, TOKEN } from "./helpers.js";
 
@@ -85,6 +93,11 @@ describe("Delayline client", () => {
     ]);
     const claimed = await dl.jobs.claim("work", { max: 5, leaseMs: 30_000 });
     expect(claimed.map((c) => c.id)).toEqual([w1!.id, w2!.id]);
+    const extended = await dl.jobs.extend(w1!.id, 1, 600_000);
+    expect(extended).toEqual({ id: w1!.id, attempt: 1, leaseExpiresAt: expect.any(String) });
+    expect(Date.parse(extended.leaseExpiresAt)).toBeGreaterThan(Date.parse(claimed[0]!.leaseExpiresAt));
+    await expect(dl.jobs.extend(w1!.id, 2, 600_000)).rejects.toBeInstanceOf(DelaylineConflictError);
+    await expect(dl.jobs.extend("work.01ARZ3NDEKTSV4RRFFQ69G5FAV", 1, 600_000)).rejects.toBeInstanceOf(DelaylineNotFoundError);
     await dl.jobs.ack(w1!.id, 1);
     expect(await dl.jobs.nack(w2!.id, 1, { error: "boom" })).toBe("dead");
     const dead = await dl.deadLetters.list("work", { limit: 10 });

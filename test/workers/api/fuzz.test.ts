@@ -19,6 +19,7 @@ const valid: Record<string, object> = {
   "PATCH /v1/jobs/{id}": { delay: "10s" },
   "POST /v1/jobs/{id}/ack": { attempt: 1 },
   "POST /v1/jobs/{id}/nack": { attempt: 1, error: "x" },
+  "POST /v1/jobs/{id}/extend": { attempt: 1, leaseMs: 30_000 },
   "PUT /v1/topics/{topic}": { ratePerSec: 5, mode: "push" },
   "POST /v1/topics/{topic}/dead/replay": { all: true },
   "POST /v1/topics/{topic}/claim": { max: 5 },

@@ -161,6 +161,23 @@ it("each dead-letter operation on a topic of 100 letters: Redis commands and req
   expect((await queue.deadLetters("letters")).entries).toEqual([]);
 });
 
+it("a pull consumer's lease extension: one request, one script call of 4 commands", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  await queue.configureTopic("pulled", { mode: "pull" });
+  await queue.enqueueBatch(Array.from({ length: 101 }, (_, i) => ({ topic: "pulled", payload: i })));
+  const { jobs } = await queue.claim("pulled", { max: 101, leaseMs: 60_000, mode: "pull" });
+  // One extension before the metering, so what is metered runs the loaded script (a first EVALSHA answers NOSCRIPT).
+  await queue.extend(jobs[0]!.id, jobs[0]!.attempt, 60_000);
+  const m = await meter(async () => {
+    for (const j of jobs.slice(1)) expect((await queue.extend(j.id, j.attempt, 120_000)).result).toBe("extended");
+  });
+  report.leaseExtensionCommands = m.commands / 100;
+  report.leaseExtensionRequests = m.requests / 100;
+  // EVALSHA, then ZSCORE, GET, HGET and ZADD inside it.
+  expect(report.leaseExtensionCommands).toBe(5);
+  expect(report.leaseExtensionRequests).toBe(1);
+});
+
 it("an idle minute of the tick, polling and asleep, with 1, 100 and 10,000 empty topics: requests and Redis commands", { timeout: 300_000 }, async () => {
   const { tickDeployment, VirtualClock } = await import("../tick/helpers.js");
   for (const mode of ["polling", "asleep"] as const) {
