@@ -66,19 +66,21 @@ export const EnqueueResponse = z
 
 export const AttemptView = z
   .object({
-    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay or drop marker" }),
+    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay, replacement or drop marker" }),
     run: z.number().int().openapi({
-      description: "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay. Attempts count per run",
+      description:
+        "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay (or upsert that replaced it while it waited for a retry). Attempts count per run",
     }),
     startedAt: z.string().nullable().openapi({
       description:
-        "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a drop marker, when it was dropped; null when unknown",
+        "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a replacement marker, when it was replaced; for a drop marker, when it was dropped; null when unknown",
     }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "dropped"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]).openapi({
       description:
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
+        "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
         "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
