@@ -16,7 +16,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, JobKey, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
 
 export const JobBody = z
   .object({
@@ -42,15 +42,43 @@ export const JobBody = z
       .openapi({
         description: `0 (default) to ${MAX_PRIORITY}: among the due jobs of its flow key (or of the topic's jobs without one), a head start of priority × the topic's flow.priorityStepMs — never before its own due time`,
       }),
+    jobKey: JobKey.optional(),
+    onConflict: z
+      .enum(["replace", "keepDue", "ignore"])
+      .optional()
+      .openapi({
+        description:
+          "With jobKey, what becomes of the key's pending job (scheduled, or waiting for a retry): replace (default) gives it this request's job and due time, " +
+          "no later than maxWait after it was first enqueued; keepDue gives it this request's job and keeps its due time; ignore leaves it. " +
+          "Its attempts start again. A job in flight is never changed: a new job waits behind it",
+      }),
+    maxWait: Delay.optional().openapi({
+      description:
+        'With jobKey: how long after the key\'s pending job was first enqueued a replace may still put it off (ms, or a duration such as "5s"); default no bound',
+    }),
   })
   .strict()
   .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
+  .refine((b) => b.jobKey !== undefined || (b.onConflict === undefined && b.maxWait === undefined), {
+    message: "onConflict and maxWait go with a jobKey",
+    path: ["jobKey"],
+  })
+  .refine((b) => b.jobKey === undefined || b.idempotencyKey === undefined, {
+    message: "give idempotencyKey or jobKey, not both: an upsert's repeat lands on its key's job anyway",
+    path: ["idempotencyKey"],
+  })
+  .refine((b) => b.maxWait === undefined || b.delay === undefined || b.delay <= b.maxWait, { message: "must not be longer than maxWait", path: ["delay"] })
   .openapi("JobRequest");
 export type JobBody = z.output<typeof JobBody>;
 
 export const BatchBody = z
   .object({ jobs: z.array(JobBody).min(1).max(MAX_BATCH) })
   .strict()
+  .superRefine((b, ctx) => {
+    for (const [i, job] of b.jobs.entries()) {
+      if (job.jobKey !== undefined) ctx.addIssue({ code: "custom", path: ["jobs", i, "jobKey"], message: "an upsert goes alone: POST /v1/jobs" });
+    }
+  })
   .openapi("BatchRequest");
 
 export const EnqueueResponse = z
@@ -60,7 +88,13 @@ export const EnqueueResponse = z
     dueAt: z.string().nullable().openapi({
       description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished.",
     }),
-    deduplicated: z.boolean(),
+    deduplicated: z.boolean().openapi({
+      description: "Whether this names a job stored before the request: a repeat of an idempotency key, or an upsert's replaced or ignored job",
+    }),
+    result: z.enum(["created", "replaced", "ignored"]).optional().openapi({
+      description:
+        "With jobKey (an upsert): created, a new job (the key was free, or its job in flight); replaced or ignored, the key's pending job, changed or left as it was",
+    }),
   })
   .openapi("Enqueued");
 
@@ -121,6 +155,8 @@ export const JobView = z
       .openapi({ description: "An ingested webhook's provider headers (lower-case names, e.g. x-github-event), kept for its handler" }),
     flowKey: z.string().optional().openapi({ description: "The flow key whose turns and limits the job goes by" }),
     priority: z.number().int().optional().openapi({ description: "Its priority (absent: 0)" }),
+    jobKey: z.string().optional().openapi({ description: "The job key an upsert stored it under" }),
+    replacements: z.number().int().optional().openapi({ description: "With jobKey: how many upserts replaced it while it was pending" }),
     history: History,
   })
   .openapi("Job");
