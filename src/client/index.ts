@@ -21,7 +21,21 @@ import { TopicsResource } from "./topics.js";
 
 export * from "./errors.js";
 export type { DelaylineOptions, RetryEvent, RetryOptions } from "./options.js";
-export type { Attempt, BulkCancelled, BulkCancelTarget, ClaimedJob, Duration, Enqueued, Job, JobPage, JobRequest, ListJobsOptions, ListedJob } from "./jobs.js";
+export type {
+  Attempt,
+  BulkCancelled,
+  BulkCancelTarget,
+  ClaimedJob,
+  Duration,
+  Enqueued,
+  Job,
+  JobPage,
+  JobRequest,
+  ListJobsOptions,
+  ListedJob,
+  Upserted,
+  UpsertRequest,
+} from "./jobs.js";
 export type { DeadLetter, DeadLetterFilter, DeadLetterPage, Replayed, ReplayTarget } from "./dead-letters.js";
 export type { FlowSettings, Topic, TopicPage, TopicSettingsPatch } from "./topics.js";
 export type { FlowKey, FlowKeyPage, FlowKeySettings } from "./flow-keys.js";
