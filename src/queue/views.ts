@@ -38,9 +38,6 @@ export interface EnqueueResult {
   deduplicated: boolean;
 }
 
-/** What an upsert does to its job key's pending job ({@link UpsertInput.onConflict}). */
-export type UpsertConflict = "replace" | "keepDue" | "ignore";
-
 /** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */
 export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey"> {
   /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
@@ -52,7 +49,7 @@ export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey"> {
    * record and keeps its due time; "ignore" leaves it as it is. A job in
    * flight is never changed: a new one waits behind it. Default "replace".
    */
-  onConflict?: UpsertConflict;
+  onConflict?: "replace" | "keepDue" | "ignore";
   /** How long after the pending job's first enqueue a "replace" may still put it off, ms. Default: no bound. */
   maxWaitMs?: number;
 }
