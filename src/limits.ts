@@ -52,6 +52,12 @@ export const CLAIM_CANDIDATES = 5;
  */
 export const FLOW_KEY_MAX_BYTES = 200;
 
+/**
+ * A job key (an upsert's `jobKey`: a topic holds at most one pending job
+ * under it, src/queue/upserts.ts) is at most this many UTF-8 bytes.
+ */
+export const JOB_KEY_MAX_BYTES = 200;
+
 /** A job's `priority` is an integer from 0 (the default) to this. */
 export const MAX_PRIORITY = 9;
 

@@ -34,6 +34,8 @@ export type {
   JobRequest,
   ListJobsOptions,
   ListedJob,
+  Upserted,
+  UpsertRequest,
 } from "./jobs.js";
 export type { DeadLetter, DeadLetterFilter, DeadLetterPage, Replayed, ReplayTarget } from "./dead-letters.js";
 export type { FlowSettings, Topic, TopicPage, TopicSettingsPatch } from "./topics.js";

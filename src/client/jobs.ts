@@ -15,6 +15,10 @@ export type Duration = string | number;
 export type JobRequest = z.input<typeof schemas.JobBody>;
 /** What an enqueue answers: the job's id, topic and due time, and whether an earlier job with its idempotency key was returned. */
 export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
+/** An upsert, as POST /v1/jobs takes it: a job with its `jobKey`, and no idempotency key (a repeat lands on the key's job anyway). */
+export type UpsertRequest = Omit<JobRequest, "idempotencyKey" | "jobKey"> & { jobKey: string };
+/** What an upsert answers: the key's job (its id, topic and due time) and what became of it: `created`, `replaced` or `ignored`. */
+export type Upserted = Enqueued & { result: NonNullable<Enqueued["result"]> };
 /** A job's state, payload and attempt history (and its `flowKey` and `priority` when it has them), as GET /v1/jobs/:id answers. */
 export type Job = z.output<typeof schemas.JobView>;
 /** One attempt of a job's history (Job.history, DeadLetter.history). */
@@ -59,11 +63,23 @@ export class JobsResource {
    * false, since no earlier call of the caller's made it.
    */
   async enqueue(job: JobRequest): Promise<Enqueued> {
+    if (job.jobKey !== undefined) return this.upsert({ ...job, jobKey: job.jobKey });
     const given = job.idempotencyKey;
     const key = given ?? (this.r.generateKeys ? crypto.randomUUID() : undefined);
     if (key === undefined) return this.r.json("POST", "/v1/jobs", job, ONCE);
     const r = await this.r.json<Enqueued>("POST", "/v1/jobs", job, { headers: { "idempotency-key": key }, retry: true });
     return given === undefined ? { ...r, deduplicated: false } : r;
+  }
+
+  /**
+   * Upserts a job by its `jobKey`: a new job when no job of the topic holds
+   * the key or its job is in flight (`created`), else the key's pending job
+   * replaced or left as it was, as `onConflict` says (`replace` by default:
+   * the new payload and due time, no later than `maxWait` after that job was
+   * first enqueued). Retried like a read: a repeat lands on the key's job.
+   */
+  upsert(job: UpsertRequest): Promise<Upserted> {
+    return this.r.json("POST", "/v1/jobs", job, SAFE);
   }
 
   /**

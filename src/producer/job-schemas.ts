@@ -19,7 +19,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, JobKey, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
 
 export const JobBody = z
   .object({
@@ -45,15 +45,43 @@ export const JobBody = z
       .openapi({
         description: `0 (default) to ${MAX_PRIORITY}: among the due jobs of its flow key (or of the topic's jobs without one), a head start of priority × the topic's flow.priorityStepMs — never before its own due time`,
       }),
+    jobKey: JobKey.optional(),
+    onConflict: z
+      .enum(["replace", "keepDue", "ignore"])
+      .optional()
+      .openapi({
+        description:
+          "With jobKey, what becomes of the key's pending job (scheduled, or waiting for a retry): replace (default) gives it this request's job and due time, " +
+          "no later than maxWait after it was first enqueued; keepDue gives it this request's job and keeps its due time; ignore leaves it. " +
+          "Its attempts start again. A job in flight is never changed: a new job waits behind it",
+      }),
+    maxWait: Delay.optional().openapi({
+      description:
+        'With jobKey: how long after the key\'s pending job was first enqueued a replace may still put it off (ms, or a duration such as "5s"); default no bound',
+    }),
   })
   .strict()
   .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
+  .refine((b) => b.jobKey !== undefined || (b.onConflict === undefined && b.maxWait === undefined), {
+    message: "onConflict and maxWait go with a jobKey",
+    path: ["jobKey"],
+  })
+  .refine((b) => b.jobKey === undefined || b.idempotencyKey === undefined, {
+    message: "give idempotencyKey or jobKey, not both: an upsert's repeat lands on its key's job anyway",
+    path: ["idempotencyKey"],
+  })
+  .refine((b) => b.maxWait === undefined || b.delay === undefined || b.delay <= b.maxWait, { message: "must not be longer than maxWait", path: ["delay"] })
   .openapi("JobRequest");
 export type JobBody = z.output<typeof JobBody>;
 
 export const BatchBody = z
   .object({ jobs: z.array(JobBody).min(1).max(MAX_BATCH) })
   .strict()
+  .superRefine((b, ctx) => {
+    for (const [i, job] of b.jobs.entries()) {
+      if (job.jobKey !== undefined) ctx.addIssue({ code: "custom", path: ["jobs", i, "jobKey"], message: "an upsert goes alone: POST /v1/jobs" });
+    }
+  })
   .openapi("BatchRequest");
 
 export const EnqueueResponse = z
@@ -63,25 +91,33 @@ export const EnqueueResponse = z
     dueAt: z.string().nullable().openapi({
       description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished.",
     }),
-    deduplicated: z.boolean(),
+    deduplicated: z.boolean().openapi({
+      description: "Whether this names a job stored before the request: a repeat of an idempotency key, or an upsert's replaced or ignored job",
+    }),
+    result: z.enum(["created", "replaced", "ignored"]).optional().openapi({
+      description:
+        "With jobKey (an upsert): created, a new job (the key was free, or its job in flight); replaced or ignored, the key's pending job, changed or left as it was",
+    }),
   })
   .openapi("Enqueued");
 
 export const AttemptView = z
   .object({
-    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay or drop marker" }),
+    attempt: z.number().int().openapi({ description: "The attempt's number within its run, from 1; 0 on a replay, replacement or drop marker" }),
     run: z.number().int().openapi({
-      description: "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay. Attempts count per run",
+      description:
+        "The job's run (life) the entry belongs to: 1, then one more after each dead-letter replay (or upsert that replaced it while it waited for a retry). Attempts count per run",
     }),
     startedAt: z.string().nullable().openapi({
       description:
-        "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a drop marker, when it was dropped; null when unknown",
+        "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a replacement marker, when it was replaced; for a drop marker, when it was dropped; null when unknown",
     }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "dropped"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]).openapi({
       description:
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
+        "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
         "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
@@ -122,6 +158,8 @@ export const JobView = z
       .openapi({ description: "An ingested webhook's provider headers (lower-case names, e.g. x-github-event), kept for its handler" }),
     flowKey: z.string().optional().openapi({ description: "The flow key whose turns and limits the job goes by" }),
     priority: z.number().int().optional().openapi({ description: "Its priority (absent: 0)" }),
+    jobKey: z.string().optional().openapi({ description: "The job key an upsert stored it under" }),
+    replacements: z.number().int().optional().openapi({ description: "With jobKey: how many upserts replaced it while it was pending" }),
     history: History,
   })
   .openapi("Job");

@@ -7,7 +7,15 @@ import { isConnectionHeader } from "../handlers/headers.js";
 import { TOPIC_NAME_PATTERN } from "../queue/ids.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import { PROBLEM_TYPES } from "./problem.js";
-import { FLOW_KEY_MAX_BYTES, MAX_BACKOFF_FACTOR, MAX_BACKOFF_SCHEDULE_DELAYS, MAX_DELAY_DAYS, MAX_DELAY_MS, TOPIC_NAME_MAX_LENGTH } from "../limits.js";
+import {
+  FLOW_KEY_MAX_BYTES,
+  JOB_KEY_MAX_BYTES,
+  MAX_BACKOFF_FACTOR,
+  MAX_BACKOFF_SCHEDULE_DELAYS,
+  MAX_DELAY_DAYS,
+  MAX_DELAY_MS,
+  TOPIC_NAME_MAX_LENGTH,
+} from "../limits.js";
 
 export const TopicName = z
   .string()
@@ -86,6 +94,14 @@ export const FlowKey = KeyText.min(1)
   .refine((k) => !hasControlCharacter(k), "no control characters")
   .refine((k) => new TextEncoder().encode(k).length <= FLOW_KEY_MAX_BYTES, `at most ${FLOW_KEY_MAX_BYTES} UTF-8 bytes`)
   .openapi({ example: "tenant-42", description: "The flow key (a tenant, customer or destination host) whose turns and limits the job goes by" });
+
+/** A job key (an upsert's `jobKey`): well-formed text of 1 to JOB_KEY_MAX_BYTES UTF-8 bytes. */
+export const JobKey = KeyText.min(1)
+  .refine((k) => new TextEncoder().encode(k).length <= JOB_KEY_MAX_BYTES, `at most ${JOB_KEY_MAX_BYTES} UTF-8 bytes`)
+  .openapi({
+    example: "user-42:digest",
+    description: "Upsert by this key: a topic holds at most one pending job under it, which a later upsert changes (onConflict) rather than adding one",
+  });
 
 export const TargetBody = z
   .object({

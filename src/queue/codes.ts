@@ -10,7 +10,7 @@ export const Code = {
   /** delete-topic.lua: the topic is gone, purging goes on (call again), or it holds jobs in flight or, without purging, anything. */
   TopicDeletion: { Deleted: 1, Purging: 0, InFlight: -1, NotEmpty: -2 },
   /**
-   * configure-topic.lua, schedule-write.lua, enqueue.lua: written; not
+   * configure-topic.lua, schedule-write.lua, enqueue.lua, upsert.lua: written; not
    * written because what the caller read changed meanwhile (schedule-write's
    * revision); or not written because registering a topic would pass
    * MAX_TOPICS (the topics registered and the cap follow); enqueue.lua: or
@@ -18,7 +18,7 @@ export const Code = {
    * dropOldest topic must drop were not all among the ids the caller read.
    */
   Write: { Written: 1, Changed: 0, TopicLimit: -1, TopicFull: -2, FewCandidates: -3 },
-  /** enqueue.lua: a topic's cap (its maxLength's overflow), as the call found it. */
+  /** enqueue.lua, upsert.lua: a topic's cap (its maxLength's overflow), as the call found it. */
   Overflow: { None: 0, Reject: 1, DropOldest: 2 },
   /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
   Fenced: { Applied: 1, Stale: 0 },
@@ -30,6 +30,12 @@ export const Code = {
   Lease: { Extended: 1, Stale: 0, Unknown: -1, Push: -2 },
   /** schedule-delete.lua, flow-key.lua: it was there and is gone (flow-key.lua: or it was set), or there was none. */
   Removed: { Removed: 1, Missing: 0 },
+  /**
+   * upsert.lua: what became of a job key's job: a new one was stored, the
+   * pending one was replaced or left as it was; or Moved: the key's pointer
+   * named another job than the caller read (nothing written: read it again).
+   */
+  Upsert: { Moved: 0, Created: 1, Replaced: 2, Ignored: 3 },
   /** enqueue.lua: a job whose idempotency key was seen within the window (its first job's id is returned), or a new one. */
   Repeat: { Repeat: 1, New: 0 },
   /** lock-acquire.lua, lock-release.lua, peek.lua: the tick lock is (still) the caller's, or another loop's. */

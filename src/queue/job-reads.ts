@@ -13,12 +13,18 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
-/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority. */
-const originOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority"> => {
-  const o: Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority"> = scheduleOf(r);
+type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements">;
+
+/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements. */
+const originOf = (r: JobRecord): Origin => {
+  const o: Origin = scheduleOf(r);
   if (r.webhookHeaders !== undefined) o.webhookHeaders = r.webhookHeaders;
   if (r.flowKey !== undefined) o.flowKey = r.flowKey;
   if (r.priority !== undefined) o.priority = r.priority;
+  if (r.jobKey !== undefined) {
+    o.jobKey = r.jobKey;
+    o.replacements = r.replacements ?? 0;
+  }
   return o;
 };
 

@@ -87,11 +87,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
       wanted = new Map(reply.short.map((s) => [s.topic, s.count]));
       continue;
     }
-    // enqueue.lua marked the keyed jobs' topics: their next keyed jobs may take the pipeline.
-    for (const input of inputs) {
-      if (isKeyed(input)) shapedTopics(ctx.keys.prefix).add(input.topic);
-      if (input.priority) prioritizedTopics(ctx.keys.prefix).add(input.topic);
-    }
+    for (const input of inputs) noteMarks(ctx, input);
     for (const { topic, cap } of reply.caps) {
       if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap);
       else seen.noteCap(topic, cap);
@@ -109,17 +105,8 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
   const jobs: PlannedJob[] = [];
   for (const input of inputs) {
     const id = newJobId(input.topic, now, ctx.shard);
-    const dueAt = input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
-    // No createdAt: it is the time in the id's ULID, minted from `now` (parseRecord fills it in).
-    const record: Omit<JobRecord, "createdAt"> = { payload: input.payload };
-    if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
-    if (input.backoff !== undefined) record.backoff = input.backoff;
-    if (input.target !== undefined) record.target = input.target;
-    if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
-    if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
-    if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
-    if (input.flowKey !== undefined) record.flowKey = input.flowKey;
-    if (input.priority) record.priority = input.priority;
+    const dueAt = dueOf(input, now);
+    const record = recordOf(input);
     const t = ctx.keys.topic(input.topic);
     keys.push(
       t.due,
@@ -144,6 +131,26 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
     args.push(id, dueAt, job.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
   }
   return { keys, args, jobs, newTopics };
+}
+
+/** When a new job is due: at `runAt` (a time past means now), else `delayMs` from now. */
+export function dueOf(input: Pick<EnqueueInput, "runAt" | "delayMs">, now: number): number {
+  return input.runAt !== undefined ? Math.max(now, Math.round(input.runAt)) : now + Math.max(0, Math.round(input.delayMs ?? 0));
+}
+
+/** A job's record as stored (see JobRecord), its fields in the order given. */
+export function recordOf(input: EnqueueInput): Omit<JobRecord, "createdAt"> {
+  // No createdAt: it is the time in the id's ULID, minted from `now` (parseRecord fills it in).
+  const record: Omit<JobRecord, "createdAt"> = { payload: input.payload };
+  if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
+  if (input.backoff !== undefined) record.backoff = input.backoff;
+  if (input.target !== undefined) record.target = input.target;
+  if (input.timeoutMs !== undefined) record.timeoutMs = input.timeoutMs;
+  if (input.idempotencyKey !== undefined) record.idempotencyKey = input.idempotencyKey;
+  if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
+  if (input.flowKey !== undefined) record.flowKey = input.flowKey;
+  if (input.priority) record.priority = input.priority;
+  return record;
 }
 
 /**
@@ -243,8 +250,14 @@ function markedFor(ctx: QueueContext, input: EnqueueInput): boolean {
   return !input.priority || prioritizedTopics(ctx.keys.prefix).has(input.topic);
 }
 
+/** A script stored the job, marking its topic as the job needs (enqueue.lua, upsert.lua): the topic's next keyed jobs may take the pipeline. */
+export function noteMarks(ctx: QueueContext, input: EnqueueInput): void {
+  if (isKeyed(input)) shapedTopics(ctx.keys.prefix).add(input.topic);
+  if (input.priority) prioritizedTopics(ctx.keys.prefix).add(input.topic);
+}
+
 /** A job a shaped topic serves by its key's turns: it has a flow key or a priority (lua/lib/flow.lua). */
-function isKeyed(input: EnqueueInput): boolean {
+export function isKeyed(input: EnqueueInput): boolean {
   return input.flowKey !== undefined || (input.priority ?? 0) > 0;
 }
 

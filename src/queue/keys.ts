@@ -14,7 +14,7 @@
  *   <p>:index                ZSET   topic index: topic -> when the tick should next look at it; holds
  *                                   every push topic with work that is not paused (src/queue/lua/lib/index.lua)
  *   <p>:parked               SET    topics that are pull or paused (sampled for the per-minute series)
- *   <p>:t:<topic>:j:<ulid>   STRING job record JSON, from enqueue until the job is swept (never changed)
+ *   <p>:t:<topic>:j:<ulid>   STRING job record JSON, from enqueue until the job is swept (changed only by an upsert while pending)
  *   <p>:t:<topic>:m:<ulid>   STRING job meta JSON (lua/lib/records.lua): while the job lives
  *                                   {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history},
  *                                   absent before the first claim; once finished {"st":state,"a","e","f":finished ms,"h"}
@@ -44,6 +44,8 @@
  *   <p>:t:<topic>:ftat       ZSET   flow key -> its rate's theoretical arrival time (GCRA), ms; forgotten once passed
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
+ *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k (src/queue/lua/upsert.lua): checked against
+ *                                   that job's state at each upsert, so a pointer its job left behind frees the key
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
  *                                   (enqueue.lua); expires after the idempotency window, as every such key has
  *   <p>:sched:defs           HASH   schedule id -> definition JSON (as PUT gave it, normalized)
@@ -159,6 +161,11 @@ export class Keys {
 
   idempotency(topic: string, key: string): string {
     return `${this.prefix}:t:${topic}:idem:${key}`;
+  }
+
+  /** The pointer of job key `key`: the id of the job an upsert stored under it (lua/upsert.lua). */
+  jobKeyPointer(topic: string, key: string): string {
+    return `${this.prefix}:t:${topic}:jobkey:${key}`;
   }
 
   /**

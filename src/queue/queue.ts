@@ -12,6 +12,7 @@ import type { Keys } from "./keys.js";
 import { Schedules } from "./schedules.js";
 import * as tickState from "./tick-state.js";
 import * as topicAdmin from "./topic-admin.js";
+import * as upserts from "./upserts.js";
 import type { TopicPatch, TopicSecrets, TopicSettings } from "./topics.js";
 import type { DeadEntry } from "./types.js";
 import type {
@@ -40,6 +41,8 @@ import type {
   TopicPage,
   TopicPageOptions,
   TopicStats,
+  UpsertInput,
+  UpsertResult,
 } from "./views.js";
 
 // The queue's entry: the Queue class, and under the names they have always
@@ -82,6 +85,15 @@ export class Queue {
   /** Enqueues up to {@link MAX_BATCH} jobs in one atomic call, in order. */
   enqueueBatch(inputs: EnqueueInput[]): Promise<EnqueueResult[]> {
     return jobs.enqueueBatch(this.ctx, inputs);
+  }
+
+  /**
+   * Stores a job under a job key, in one script call after a read of the
+   * key's pointer: a new job when the key is free or its job in flight, else
+   * a change to the key's pending job as `onConflict` says (see {@link UpsertInput}).
+   */
+  upsert(input: UpsertInput): Promise<UpsertResult> {
+    return upserts.upsert(this.ctx, input);
   }
 
   /**

@@ -79,6 +79,12 @@ const step = z.tuple([intReply, more, score, z.string()]).transform(([count, has
 /** The rest of `{ Code.Write.TopicLimit, topics registered, the cap }`. */
 const topicLimitOf = (reply: ReadonlyArray<unknown>) => ({ result: "topic-limit", count: intReply.parse(reply[1]), limit: intReply.parse(reply[2]) }) as const;
 
+/** The rest of `{ Code.Write.TopicFull, topic, its pending jobs, its maxLength, jobs the call adds to it }`. */
+function topicFullOf(reply: ReadonlyArray<unknown>) {
+  const [pending, maxLength, adding] = reply.slice(2, 5).map((v) => intReply.parse(v));
+  return { result: "topic-full", topic: String(reply[1]), pending: pending!, maxLength: maxLength!, adding: adding! } as const;
+}
+
 /** Job ids, as a script returns a list (an empty Lua table arrives as an empty array). */
 const idList = z.array(z.string());
 
@@ -141,10 +147,7 @@ function enqueueReply(raw: unknown, n: number) {
   const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
   const [head] = reply;
   if (head === Code.Write.TopicLimit) return topicLimitOf(reply);
-  if (head === Code.Write.TopicFull) {
-    const [pending, maxLength, adding] = reply.slice(2, 5).map((v) => intReply.parse(v));
-    return { result: "topic-full", topic: String(reply[1]), pending: pending!, maxLength: maxLength!, adding: adding! } as const;
-  }
+  if (head === Code.Write.TopicFull) return topicFullOf(reply);
   if (head === Code.Write.FewCandidates) {
     const short: Array<{ topic: string; count: number }> = [];
     for (let i = 1; i + 1 < reply.length; i += 2) short.push({ topic: String(reply[i]), count: intReply.parse(reply[i + 1]) });
@@ -156,6 +159,25 @@ function enqueueReply(raw: unknown, n: number) {
   const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest" }> = [];
   for (let i = 3 * n; i + 1 < reply.length; i += 2) caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]) });
   return { result: "written", jobs, caps } as const;
+}
+
+const upsertCode = coded(Code.Upsert, { Moved: "moved", Created: "created", Replaced: "replaced", Ignored: "ignored" } as const);
+
+/**
+ * upsert.lua: what became of the job key's job — its id and due time, and
+ * for a new one the topic's cap when the call checked it — or that the key's
+ * pointer moved (read it again), the topic limit, or the topic's cap refusing the job.
+ */
+function upsertReply(raw: unknown) {
+  const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
+  const [head] = reply;
+  if (head === Code.Write.TopicLimit) return topicLimitOf(reply);
+  if (head === Code.Write.TopicFull) return topicFullOf(reply);
+  const result = upsertCode.parse(head);
+  if (result === "moved") return { result } as const;
+  if (reply.length < 3) return malformed("upsert", "the reply", raw);
+  const cap = reply[3] === undefined ? undefined : overflow.parse(reply[3]);
+  return { result, id: String(reply[1]), dueAt: numericReply.parse(reply[2]), cap } as const;
 }
 
 /** settle.lua: per outcome, whether it applied (Code.Fenced); `n` outcomes were sent. */
@@ -173,6 +195,9 @@ function settleReply(raw: unknown, n: number): boolean[] {
 export const replies = {
   /** enqueue.lua: see {@link enqueueReply}. */
   enqueue: { parse: enqueueReply },
+
+  /** upsert.lua: see {@link upsertReply}. */
+  upsert: { parse: upsertReply },
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },

@@ -48,6 +48,9 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   migrateModel: "safe",
   // A repeat of a lost run finds the job already stored; without keys, it re-creates a job claimed meanwhile.
   enqueue: "keyed",
+  // A repeat finds the job the lost run stored or replaced under the key and writes the same record again
+  // (counted once more); only a claim between the two makes it a job behind, as a caller's own retry would.
+  upsert: "safe",
   // Takes leases and burns attempts.
   claim: "unsafe",
   // A repeat finds the lock held with its own value and answers taken.

@@ -1,6 +1,6 @@
 import { MAIN_SHARD, shardOfJobId } from "./ids.js";
 import { placeTopic } from "./placement.js";
-import type { EnqueueInput, EnqueueResult, Queue } from "./queue.js";
+import type { EnqueueInput, EnqueueResult, Queue, UpsertInput, UpsertResult } from "./queue.js";
 import { RedisTimeoutError, RedisUnavailableError } from "./errors.js";
 
 /**
@@ -71,6 +71,12 @@ export class Shards {
   enqueue(input: EnqueueInput): Promise<EnqueueResult> {
     const name = this.shardOf(input.topic);
     return this.on(name, () => this.byName.get(name)!.enqueue(input));
+  }
+
+  /** Upserts one job on its topic's shard. */
+  upsert(input: UpsertInput): Promise<UpsertResult> {
+    const name = this.shardOf(input.topic);
+    return this.on(name, () => this.byName.get(name)!.upsert(input));
   }
 
   /**

@@ -10,7 +10,8 @@ export interface Target {
 }
 
 /**
- * What is stored for a job, in its record key; immutable after enqueue. Its
+ * What is stored for a job, in its record key; unchanged after enqueue but
+ * by an upsert while the job is pending (lua/upsert.lua). Its
  * id and topic are not in it: the key is made of them. Leaving them out saves
  * some 60 bytes a job, a fifth of a scheduled job's memory. So is its
  * createdAt since the records moved to a key per job (another ~27 bytes): it
@@ -35,6 +36,10 @@ export interface JobRecord {
   flowKey?: string;
   /** 1–9: a head start over the jobs of its key; absent is 0. */
   priority?: number;
+  /** The job key an upsert stored it under (lua/upsert.lua): its record's last field as enqueued. */
+  jobKey?: string;
+  /** How many upserts replaced the record while the job was pending: written after jobKey by lua/upsert.lua. */
+  replacements?: number;
 }
 
 export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped";
@@ -53,6 +58,8 @@ export const jobRecordSchema = z.object({
   webhookHeaders: z.record(z.string(), z.string()).optional(),
   flowKey: z.string().optional(),
   priority: z.number().int().optional(),
+  jobKey: z.string().optional(),
+  replacements: z.number().int().optional(),
 }) satisfies z.ZodType<JobRecord>;
 
 /** A record as stored: since records have a key of their own, without createdAt (the id's ULID time). */
@@ -97,9 +104,11 @@ function isStoredRecord(v: unknown): v is JobRecord {
       case "idempotencyKey":
       case "scheduleId":
       case "flowKey":
+      case "jobKey":
         if (typeof field !== "string") return false;
         break;
       case "priority":
+      case "replacements":
         if (!Number.isSafeInteger(field)) return false;
         break;
       case "target":
@@ -137,11 +146,11 @@ function isStoredTarget(v: unknown): boolean {
 }
 
 /** How an attempt ended, as its job's attempt history records it. */
-type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed" | "dropped";
+type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed" | "replaced" | "dropped";
 
 /** One entry of a job's attempt history: an attempt, or the marker of a dead-letter replay. */
 export interface AttemptRecord {
-  /** The attempt's number within its run (1 first); 0 on a replay or drop marker. */
+  /** The attempt's number within its run (1 first); 0 on a replay, replacement or drop marker. */
   attempt: number;
   /** The job's run the entry belongs to: 1 until a dead-letter replay, one more after each (a replay marker opens its run). */
   run: number;
@@ -153,6 +162,7 @@ export interface AttemptRecord {
    * ok, retry, dead; "expired": the lease expired before the attempt settled;
    * "stale": the attempt settled after its lease had expired and the job had moved on;
    * "replayed": not an attempt but the replay of the dead job (startedAt: when), which opens the next run;
+   * "replaced": not an attempt but an upsert that replaced the job while it waited for a retry (startedAt: when), which opens the next run;
    * "dropped": not an attempt but the end of a pending job its topic's maxLength dropped (startedAt: when).
    */
   outcome: AttemptOutcome;
@@ -168,7 +178,7 @@ const storedAttempt = z
     n: z.number().int(),
     t: z.number().optional(),
     ms: z.number().optional(),
-    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "dropped"]),
+    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]),
     r: z.number().int().optional(),
     st: z.number().int().optional(),
     e: z.string().optional(),

@@ -38,6 +38,31 @@ export interface EnqueueResult {
   deduplicated: boolean;
 }
 
+/** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */
+export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey"> {
+  /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
+  jobKey: string;
+  /**
+   * What becomes of the key's pending job (scheduled, or waiting for a
+   * retry): "replace" gives it this job's record and due time, no later than
+   * `maxWaitMs` after it was first enqueued; "keepDue" gives it this job's
+   * record and keeps its due time; "ignore" leaves it as it is. A job in
+   * flight is never changed: a new one waits behind it. Default "replace".
+   */
+  onConflict?: "replace" | "keepDue" | "ignore";
+  /** How long after the pending job's first enqueue a "replace" may still put it off, ms. Default: no bound. */
+  maxWaitMs?: number;
+}
+
+export interface UpsertResult {
+  id: string;
+  topic: string;
+  /** When the job is due. */
+  dueAt: number;
+  /** "created": a new job (the key was free, or its job in flight); "replaced" or "ignored": the key's pending job, changed or not. */
+  result: "created" | "replaced" | "ignored";
+}
+
 export interface ClaimedJob {
   id: string;
   topic: string;
@@ -156,6 +181,10 @@ export interface JobSnapshot {
   flowKey?: string;
   /** Its priority, 1–9 (absent: 0). */
   priority?: number;
+  /** The job key it was stored under by an upsert. */
+  jobKey?: string;
+  /** How many upserts replaced it while it was pending. */
+  replacements?: number;
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }

@@ -211,6 +211,27 @@ it("a request the API refuses exits 1 with its detail and each field's rule", { 
   expect(noUrl.stderr).toMatch(/no Worker URL: set DELAYLINE_URL or pass --url/);
 });
 
+it("upsert: a new job, then the key's pending job replaced, kept due or left alone; get shows its key", { timeout: 60_000 }, async () => {
+  const made = await json(["upsert", "cli-upsert", "user-1", '{"n":1}', "--delay", "1h", "--max-wait", "2h"]);
+  expect(made).toMatchObject({ topic: "cli-upsert", result: "created" });
+  const replaced = await json(["upsert", "cli-upsert", "user-1", '{"n":2}', "--delay", "90m", "--max-wait", "2h"]);
+  expect(replaced).toMatchObject({ id: made.id, result: "replaced" });
+  expect(Date.parse(replaced.dueAt) - Date.parse(made.dueAt)).toBeGreaterThanOrEqual(30 * 60_000);
+  expect(await json(["upsert", "cli-upsert", "user-1", '{"n":3}', "--on-conflict", "keepDue", "--delay", "3h"])).toMatchObject({
+    id: made.id,
+    dueAt: replaced.dueAt,
+    result: "replaced",
+  });
+  const ignored = await cli(["upsert", "cli-upsert", "user-1", '{"n":4}', "--on-conflict", "ignore"]);
+  expect(ignored.stdout).toMatch(/^result\s+ignored$/m);
+  expect(await dl.jobs.get(made.id)).toMatchObject({ payload: { n: 3 }, jobKey: "user-1", replacements: 2 });
+  expect((await cli(["get", made.id])).stdout).toMatch(/^job key\s+user-1 \(replaced 2×\)$/m);
+  const refused = await cli(["upsert", "cli-upsert", "user-1", "--delay", "3h", "--max-wait", "2h"]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("must not be longer than maxWait");
+  await dl.topics.delete("cli-upsert", { purge: true });
+});
+
 it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-keys set, show, list, pause, resume and delete", {
   timeout: 60_000,
 }, async () => {
@@ -390,6 +411,7 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
     // (a due job would be delivered to the receiver: a delivery, not the CLI talking to it).
     const extra: Record<string, string[]> = {
       enqueue: ["--delay", "1h"],
+      upsert: ["--delay", "1h"],
       // A setting besides the URL: with the URL alone, the old CLI said "nothing to set" and sent nothing.
       "topics set": ["--max-attempts", "5"],
       "flow-keys set": ["--weight", "2"],

@@ -42,6 +42,18 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "enqueue", map: "Overflow", says: "its cap ($None none, $Reject reject, $DropOldest dropOldest)" },
   { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $New new)" },
   { script: "enqueue", map: "Time", says: "for a repeat, the existing job's while it is scheduled, else $None (in flight or finished)" },
+  { script: "upsert", map: "Upsert", says: "{ $Created created, id, due ms }" },
+  {
+    script: "upsert",
+    map: "Upsert",
+    says: "{ $Replaced replaced, id, due ms }; { $Ignored ignored, id, due ms }; { $Moved } the pointer names another job than the caller found (nothing written)",
+  },
+  { script: "upsert", map: "Overflow", says: "its cap ($None none, $Reject reject, $DropOldest dropOldest)" },
+  {
+    script: "upsert",
+    map: "Write",
+    says: "{ $TopicLimit, topics registered, the cap } when registering the topic would pass the cap; { $TopicFull, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job",
+  },
   { script: "settle", map: "Fenced", says: "per outcome: $Applied applied, $Stale stale" },
   {
     script: "extend-lease",

@@ -1,7 +1,7 @@
 /**
  * Every operation of the Queue, once each, on a deployment prefix of its own:
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
- * life (enqueue, batch, claim, settle, nack, cancel, reschedule, a pull lease's extension), dead
+ * life (enqueue, batch, upsert, claim, settle, nack, cancel, reschedule, a pull lease's extension), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
  * capped topics (an enqueue refused at the cap, one that drops the oldest),
  * pull topics, the peek, schedules and the tick's lock; and data of an
@@ -79,6 +79,21 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 120_000 });
   await queue.busiestFlowKeys("f", 10);
   await queue.setFlowKey("f", "tenant-1", null);
+  // Upserts under a job key: a new job; replaced into a flow key, another key and back to plain; ignored; one behind a job
+  // in flight; one waiting for a retry (its meta restarted); one a capped topic refuses.
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 1, delayMs: 1_000, maxWaitMs: 5_000 });
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 2, flowKey: "t1", delayMs: 1_000, maxWaitMs: 5_000 });
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 3, flowKey: "t2", priority: 2, onConflict: "keepDue" });
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 4 });
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 5, onConflict: "ignore" });
+  const [inFlight] = (await queue.claim("u", { max: 1, leaseMs: 60_000, now: now + 10_000 })).jobs;
+  await queue.upsert({ topic: "u", jobKey: "k", payload: 6 });
+  if (inFlight) await queue.settle("u", [{ id: inFlight.id, attempt: inFlight.attempt, kind: "retry", at: now + 60_000, error: "again" }]);
+  await queue.upsert({ topic: "u", jobKey: "w", payload: 1 });
+  const [waiting] = (await queue.claim("u", { max: 10, leaseMs: 60_000, now: now + 20_000 })).jobs.filter((j) => j.record.jobKey === "w");
+  if (waiting) await queue.settle("u", [{ id: waiting.id, attempt: waiting.attempt, kind: "retry", at: now + 60_000, error: "again" }]);
+  await queue.upsert({ topic: "u", jobKey: "w", payload: 2 });
+  await queue.upsert({ topic: "r", jobKey: "k", payload: 3 }).catch(() => {});
   await queue.topicStats("a");
   await queue.topicSeries("a", { minutes: 5, now });
   await queue.topicCount();

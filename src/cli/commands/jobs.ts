@@ -1,6 +1,6 @@
-/** Jobs: `enqueue`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
+/** Jobs: `enqueue`, `upsert`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
 import { Option, type Command } from "commander";
-import type { Attempt, Job, JobRequest, ListedJob } from "../../client/index.js";
+import type { Attempt, Job, JobRequest, ListedJob, UpsertRequest } from "../../client/index.js";
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
 import { action, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
@@ -9,16 +9,15 @@ import { details, duration, table, when } from "../table.js";
 
 export function jobCommands(program: Command, io: Io): void {
   enqueueCommand(program, io);
+  upsertCommand(program, io);
   getCommand(program, io);
   cancelCommand(program, io);
   listCommand(program, io);
 }
 
-function enqueueCommand(program: Command, io: Io): void {
-  program
-    .command("enqueue")
-    .description("enqueue one job")
-    .argument("<topic>", "the job's topic")
+/** The options `enqueue` and `upsert` share: the payload, when, the delivery and the flow key. */
+function jobOptions(command: Command): Command {
+  return command
     .argument("[payload]", "the payload, as JSON", jsonValue)
     .option("--payload-file <path>", 'read the payload (JSON) from this file; "-" reads it from standard input')
     .option("--delay <duration>", 'run after this long: "90s", "1h", or ms', durationArg)
@@ -26,13 +25,17 @@ function enqueueCommand(program: Command, io: Io): void {
     .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option("--target <url>", "deliver to this URL instead of the topic's")
-    .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
     .option("--flow-key <key>", "the flow key (a tenant, customer or host) whose turns and limits the job goes by")
     .option(
       "--priority <n>",
       `0 (default) to ${MAX_PRIORITY}: a head start over its key's other due jobs (priority × the topic's flow.priorityStepMs)`,
       wholeNumber(0, MAX_PRIORITY),
-    )
+    );
+}
+
+function enqueueCommand(program: Command, io: Io): void {
+  jobOptions(program.command("enqueue").description("enqueue one job").argument("<topic>", "the job's topic"))
+    .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
     .action(
       action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
         const r = await ctx.client().jobs.enqueue(await jobOf(ctx.io, topic, payload, o));
@@ -48,7 +51,41 @@ function enqueueCommand(program: Command, io: Io): void {
     );
 }
 
-/** The job `enqueue`'s arguments and options describe. */
+function upsertCommand(program: Command, io: Io): void {
+  jobOptions(
+    program
+      .command("upsert")
+      .description("upsert one job by its job key: a new job, or the key's pending job replaced (or, with --on-conflict ignore, left as it is)")
+      .argument("<topic>", "the job's topic")
+      .argument("<job-key>", "the job key: a topic holds at most one pending job under it"),
+  )
+    .addOption(
+      new Option(
+        "--on-conflict <what>",
+        "what becomes of the key's pending job: its payload and due time replaced, its payload with its due time kept, or nothing",
+      )
+        .choices(["replace", "keepDue", "ignore"])
+        .default("replace"),
+    )
+    .option("--max-wait <duration>", "with replace: how long after the pending job's first enqueue it may still be put off", durationArg)
+    .action(
+      action(io, async (ctx, topic: string, jobKey: string, payload: unknown, o: Record<string, unknown>) => {
+        const job: UpsertRequest = { ...(await jobOf(ctx.io, topic, payload, o)), jobKey, onConflict: o.onConflict as UpsertRequest["onConflict"] };
+        if (o.maxWait !== undefined) job.maxWait = o.maxWait as string | number;
+        const r = await ctx.client().jobs.upsert(job);
+        ctx.print(r, (r) =>
+          details([
+            ["id", r.id],
+            ["topic", r.topic],
+            ["due", when(r.dueAt)],
+            ["result", r.result],
+          ]),
+        );
+      }),
+    );
+}
+
+/** The job `enqueue`'s (and `upsert`'s) arguments and options describe. */
 async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, unknown>): Promise<JobRequest> {
   const job: JobRequest = { topic };
   if (payload !== undefined && o.payloadFile !== undefined) throw new UsageError("give the payload as an argument or --payload-file, not both");
@@ -166,6 +203,7 @@ function renderJob(job: Job): string {
     ...(job.scheduleId ? ([["schedule", `${job.scheduleId} (occurrence ${job.scheduledFor})`]] as Array<[string, unknown]>) : []),
     ...(job.flowKey !== undefined ? ([["flow key", job.flowKey]] as Array<[string, unknown]>) : []),
     ...(job.priority !== undefined ? ([["priority", job.priority]] as Array<[string, unknown]>) : []),
+    ...(job.jobKey !== undefined ? ([["job key", `${job.jobKey} (replaced ${job.replacements ?? 0}×)`]] as Array<[string, unknown]>) : []),
     ["payload", job.payload],
   ]);
   if (job.history.length === 0) return head;

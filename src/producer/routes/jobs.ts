@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
-import type { EnqueueInput, EnqueueResult, Queue } from "../../queue/queue.js";
+import type { EnqueueInput, EnqueueResult, Queue, UpsertInput } from "../../queue/queue.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { normalizeBackoff } from "../../queue/policy/backoff.js";
+import type { Context, MiddlewareHandler } from "hono";
 import { jobQueue, json, problemResponses, router, wakeSoonJobs, type AppEnv } from "../context.js";
 import type { Settings } from "../../env.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
@@ -57,15 +57,36 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   return input;
 }
 
+/**
+ * An upsert (a body with `jobKey`): what the schema cannot check — no
+ * Idempotency-Key header beside it, a `runAt` no further off than `maxWait`
+ * — then the job under its key. 201 for a new job, 200 for the key's pending one.
+ */
+async function upsertJob(c: Context<AppEnv>, body: JobBody & { jobKey: string }, header: string | undefined) {
+  if (header !== undefined)
+    throw invalid("header", [{ path: "idempotency-key", message: "an upsert (jobKey) takes no idempotency key: a repeat lands on the key's job anyway" }]);
+  const now = Date.now();
+  if (body.maxWait !== undefined && body.runAt !== undefined && body.runAt - now > body.maxWait) {
+    throw invalid("body", [{ path: "runAt", message: "must not be further off than maxWait" }]);
+  }
+  // The schema refused an idempotencyKey beside the jobKey: the input carries none.
+  const input: UpsertInput = { ...toInput(body, c.get("settings")), jobKey: body.jobKey };
+  if (body.onConflict !== undefined) input.onConflict = body.onConflict;
+  if (body.maxWait !== undefined) input.maxWaitMs = body.maxWait;
+  const r = await c.get("shards").upsert(input);
+  if (r.result !== "ignored") await wakeSoonJobs(c, [r]);
+  return c.json({ id: r.id, topic: r.topic, dueAt: iso(r.dueAt), deduplicated: r.result !== "created", result: r.result }, r.result === "created" ? 201 : 200);
+}
+
 const enqueueRoute = createRoute({
   method: "post",
   path: "/",
   operationId: "enqueueJob",
-  summary: "Enqueue a job",
+  summary: "Enqueue a job, or upsert one by its jobKey",
   request: { body: { ...json(JobBody), required: true }, headers: IdempotencyHeader },
   responses: {
-    201: { description: "Enqueued", ...json(EnqueueResponse) },
-    200: { description: "A repeat of an idempotency key: the existing job", ...json(EnqueueResponse) },
+    201: { description: "Enqueued (an upsert: result created)", ...json(EnqueueResponse) },
+    200: { description: "A repeat of an idempotency key: the existing job; an upsert: the key's pending job, replaced or ignored", ...json(EnqueueResponse) },
     ...problemResponses([400, 401, 413, 415, 422, 429, 503]),
   },
 });
@@ -93,6 +114,7 @@ jobs
   .openapi({ ...enqueueRoute, request: { body: enqueueRoute.request.body }, middleware: [idempotencyHeader], hide: true }, async (c) => {
     const body = c.req.valid("json");
     const header = c.req.header("idempotency-key");
+    if (body.jobKey !== undefined) return upsertJob(c, { ...body, jobKey: body.jobKey }, header);
     const input = toInput(body, c.get("settings"));
 
     if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
@@ -159,6 +181,7 @@ jobs
           ...(job.webhookHeaders !== undefined ? { webhookHeaders: job.webhookHeaders } : {}),
           ...(job.flowKey !== undefined ? { flowKey: job.flowKey } : {}),
           ...(job.priority !== undefined ? { priority: job.priority } : {}),
+          ...(job.jobKey !== undefined ? { jobKey: job.jobKey, replacements: job.replacements ?? 0 } : {}),
           history: historyView(job.history),
         },
         200,

@@ -185,6 +185,17 @@ describe("Delayline client", () => {
     expect((await dl.topics.configure("shaped", { flow: null })).settings).not.toHaveProperty("flow");
   });
 
+  it("upserts by job key: created, replaced, ignored; an enqueue with a jobKey is an upsert (the client adds no idempotency key)", async () => {
+    const dl = client();
+    const made = await dl.jobs.upsert({ topic: "digest", jobKey: "user-1", payload: 1, delay: "1m", maxWait: "5m" });
+    expect(made).toMatchObject({ topic: "digest", result: "created", deduplicated: false });
+    expect(await dl.jobs.upsert({ topic: "digest", jobKey: "user-1", payload: 2, delay: "1m" })).toMatchObject({ id: made.id, result: "replaced" });
+    expect(await dl.jobs.upsert({ topic: "digest", jobKey: "user-1", payload: 3, onConflict: "ignore" })).toMatchObject({ id: made.id, result: "ignored" });
+    expect(await dl.jobs.enqueue({ topic: "digest", jobKey: "user-1", payload: 4, onConflict: "keepDue" })).toMatchObject({ id: made.id, result: "replaced" });
+    expect(await dl.jobs.get(made.id)).toMatchObject({ payload: 4, jobKey: "user-1", replacements: 2 });
+    await expect(dl.jobs.upsert({ topic: "digest", jobKey: "user-1", delay: "10m", maxWait: "5m" })).rejects.toMatchObject({ status: 422 });
+  });
+
   it("throws typed errors carrying the problem document", async () => {
     const err = await client()
       .jobs.enqueue({ topic: "bad topic" })

@@ -38,4 +38,12 @@ describe("the OpenAPI document", () => {
       expect(r.headers.get("content-type")).toBe("application/problem+json");
     }
   });
+
+  it("shows an upsert's fields and its result on POST /v1/jobs, and a job's key on GET /v1/jobs/{id}", async () => {
+    const doc = (await call(isolatedEnv(), "/openapi.json", { token: null })).body;
+    expect(Object.keys(doc.components.schemas.JobRequest.properties)).toEqual(expect.arrayContaining(["jobKey", "onConflict", "maxWait"]));
+    expect(doc.components.schemas.JobRequest.properties.onConflict.enum).toEqual(["replace", "keepDue", "ignore"]);
+    expect(doc.components.schemas.Enqueued.properties.result.enum).toEqual(["created", "replaced", "ignored"]);
+    expect(Object.keys(doc.components.schemas.Job.properties)).toEqual(expect.arrayContaining(["jobKey", "replacements"]));
+  });
 });

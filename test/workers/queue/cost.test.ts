@@ -130,6 +130,49 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   ]);
 });
 
+it("an upsert by job key, per path: a plain read of the pointer and one script call", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 200;
+  const keys = Array.from({ length: M }, (_, i) => `user-${i}`);
+  const upsertAll = (topic: string, extra: { onConflict?: "ignore"; flowKey?: string } = {}) =>
+    meter(async () => {
+      for (const [i, jobKey] of keys.entries()) await queue.upsert({ topic, jobKey, payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, ...extra });
+    });
+  // The topic registered (and its cap read) before, as a producer's steady upserts find it.
+  await queue.upsert({ topic: "deb", jobKey: "first", payload: 0 });
+  const paths = {
+    created: await upsertAll("deb"),
+    replaced: await upsertAll("deb"),
+    ignored: await upsertAll("deb", { onConflict: "ignore" }),
+    replacedKeyed: await upsertAll("deb", { flowKey: "tenant" }),
+  };
+  // Their jobs finished (claimed and acked past their due time): each pointer is left behind, and the next upsert creates.
+  for (;;) {
+    const { jobs } = await queue.claim("deb", { max: 100, leaseMs: 60_000, now: Date.now() + 120_000 });
+    if (jobs.length === 0) break;
+    await queue.settle(
+      "deb",
+      jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+    );
+  }
+  const createdOverStale = await upsertAll("deb");
+  const all = { ...paths, createdOverStale };
+  for (const [name, m] of Object.entries(all)) {
+    report[`upsert_${name}_commands`] = m.commands / M;
+    report[`upsert_${name}_requests`] = m.requests / M;
+    expect(m.requests / M, name).toBe(2);
+  }
+  // GET, EVALSHA, the script's GET of the pointer, then: ZSCORE (ignored); SET record, ZADD due, ZADD index, SET pointer
+  // (created), with 2 ZSCOREs (due set, fdue) of the job left behind; ZSCORE, GET record, SET record, GET meta, ZADD due,
+  // ZADD index (replaced); into a flow key, HSET shaped, ZADD fdue, ZADD fsched and ZREM due for the ZADD due.
+  expect(all.ignored.commands / M).toBe(4);
+  expect(all.created.commands / M).toBe(7);
+  expect(all.createdOverStale.commands / M).toBe(9);
+  expect(all.replaced.commands / M).toBe(9);
+  expect(all.replacedKeyed.commands / M).toBe(12);
+  expect(await queue.topicStats("deb")).toMatchObject({ scheduled: M });
+});
+
 it("each dead-letter operation on a topic of 100 letters: Redis commands and requests", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   await queue.enqueueBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "letters", payload: i })));

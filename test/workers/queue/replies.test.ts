@@ -61,6 +61,9 @@ const record = fc
           { requiredKeys: ["url"] },
         ),
       ),
+      // An upserted job's (lua/upsert.lua).
+      jobKey: maybe(fc.string()),
+      replacements: maybe(fc.oneof(fc.integer({ min: 0, max: 1_000 }), fc.constant(0.5))),
       // Records written before ids and topics were left out carry them; the schema drops them.
       id: maybe(fc.string()),
       topic: maybe(fc.string()),

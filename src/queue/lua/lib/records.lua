@@ -1,8 +1,9 @@
 --[[
   records: what claim (reaping), settle and cancel write when an attempt
   fails or a job finishes, in one place. A job is two keys of its own
-  (src/queue/keys.ts): its record, written once at enqueue and never again,
-  and its meta, written at each claim and settle. Finishing writes only the
+  (src/queue/keys.ts): its record, written at enqueue and never again but
+  by an upsert that replaces it while it is pending (upsert.lua; never while
+  it is leased), and its meta, written at each claim and settle. Finishing writes only the
   meta (finishedMeta, built by string concatenation) and the id into the
   topic's done or dead-letter set, so no payload is ever read or re-encoded
   to finish a job. src/queue/types.ts parses the metas (metaSchema).
@@ -13,7 +14,9 @@
   expired before the attempt settled; written by the claim that reaped it) or
   "stale" (an attempt settled after its lease had expired and the job had
   moved on). A job dropped for its topic's maxLength (enqueue.lua) ends with a
-  marker {"n":0,"t":dropped ms,"o":"dropped"}. A dead-letter replay adds a
+  marker {"n":0,"t":dropped ms,"o":"dropped"}. A job waiting for a retry that
+  an upsert replaced (upsert.lua) gets a marker {"n":0,"t":replaced ms,
+  "o":"replaced","r":run} that opens a run, as a replay's does. A dead-letter replay adds a
   marker {"n":0,"t":replayed ms,
   "o":"replayed","r":run}: attempts count per run (a replay starts them at 1
   again), and each entry carries its run in "r" (absent: run 1), taken from
@@ -48,9 +51,23 @@ local function inRun(entry, history)
   return entry
 end
 
+-- A history with a marker that opens the next run at `now`: a replay's ("replayed") or an upsert's ("replaced").
+local function openRun(history, now, outcome)
+  return appendAttempt(history, { n = 0, t = now, o = outcome, r = (runOf(history) or 1) + 1 })
+end
+
 -- A history with a replay's marker added: the next run, starting at `now`.
 local function replayMarker(history, now)
-  return appendAttempt(history, { n = 0, t = now, o = "replayed", r = (runOf(history) or 1) + 1 })
+  return openRun(history, now, "replayed")
+end
+
+-- The live meta (JSON) of a job waiting for a retry that an upsert replaced
+-- (upsert.lua): its attempts start again in a new run, which a "replaced"
+-- marker opens; its history and last error are kept. Its flow key and
+-- priority are left to its next claim, which writes them from its new place.
+local function replacedMeta(raw, now)
+  local m = cjson.decode(raw)
+  return cjson.encode({ a = 0, e = m.e, h = openRun(m.h, now, "replaced") })
 end
 
 -- A history as JSON text; "[]" for none (cjson would encode an empty table as {}).

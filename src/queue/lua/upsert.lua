@@ -1,0 +1,129 @@
+#!lua flags=allow-key-locking
+--[[
+  upsert: stores a job under a job key (docs/ARCHITECTURE.md, "Job keys"):
+  the key's pointer names the job id that holds it, and is checked against
+  that job's state every time, so a pointer left behind by a job that
+  finished, was cancelled, dropped, dead-lettered or swept never stands in
+  for a job:
+
+    - the job is pending (scheduled or waiting for a retry: in the due set,
+      or a keyed job in fdue): "ignore" answers it unchanged; "replace" and
+      "keepDue" rewrite its record (the caller's, with the replacements
+      counted) and put it at the given due time ("keepDue": its own), by its
+      new flow key and priority (lib/flow.lua); a job that had attempts
+      starts a new run of them, its history marked "replaced" (lib/records.lua);
+    - the job is in flight (leased), or the key is free: a new job is
+      stored, as enqueue.lua stores one (registering its topic, held to its
+      maxLength as "reject" whatever its overflow), and the pointer names it.
+      A leased job is never rewritten: the new one waits behind it.
+
+  A script is given every key it touches, so the caller reads the pointer
+  first and passes that job's keys; when the pointer names another job by
+  now, nothing is written and the caller reads it again.
+
+  KEYS[1]  the job key's pointer: string, the id of the job holding the key
+  KEYS[2]  topics set: topic registry
+  KEYS[3]  topic index: zset topic -> when the tick should next look at it (lib/index.lua)
+  KEYS[4]  due zset       id -> due ms
+  KEYS[5]  lease zset     id -> lease deadline ms
+  KEYS[6]  conf hash      topic settings: maxLength, the shaped and prioritized marks, the priority step
+  KEYS[7..9] fdue, fsched, fready of the topic (lib/flow.lua): a keyed job is scheduled by its key
+  KEYS[10] the record of the job the caller found named (the new job's when none was)
+  KEYS[11] that job's meta (lib/records.lua; absent before its first claim)
+  KEYS[12] the new job's record
+
+  ARGV[1]  the id the caller found in the pointer ("" none)
+  ARGV[2]  the new job's id
+  ARGV[3]  the new job's due time, epoch ms
+  ARGV[4]  the due time of the job found, replaced: the new one's, no later than its first enqueue plus maxWait
+  ARGV[5]  record JSON: an object (its last field a string), which a replacement extends by "replacements"
+  ARGV[6]  topic name
+  ARGV[7]  on conflict with a pending job: "replace", "keepDue" or "ignore"
+  ARGV[8]  flags: "r" register the topic, "c" check its maxLength, "k" the job is keyed
+  ARGV[9]  its flow key ("" none)
+  ARGV[10] its priority (0-9)
+  ARGV[11] most topics the registry may hold
+  ARGV[12] now, epoch ms
+
+  Returns  { 1 created, id, due ms } — then, when the call checked the topic's cap, its cap (0 none, 1 reject, 2 dropOldest);
+           { 2 replaced, id, due ms }; { 3 ignored, id, due ms };
+           { 0 } the pointer names another job than the caller found (nothing written);
+           { -1, topics registered, the cap } when registering the topic would pass the cap;
+           { -2, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job
+]]
+-- @include index
+-- @include records
+-- @include pending
+-- @include flow
+local rcall = redis.call
+local pointerKey, topicsKey, indexKey, dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local fdueKey, fschedKey, freadyKey = KEYS[7], KEYS[8], KEYS[9]
+local found, newId, topic, flags = ARGV[1], ARGV[2], ARGV[6], ARGV[8]
+local keyed = string.find(flags, "k", 1, true) ~= nil
+local flowKey, priority = ARGV[9], tonumber(ARGV[10])
+
+if (rcall("GET", pointerKey) or "") ~= found then return { 0 } end
+
+-- Where the job found stands: pending (its due time, by its key or plain), in flight, or gone.
+local plainDue = found ~= "" and rcall("ZSCORE", dueKey, found)
+local keyedDue = found ~= "" and not plainDue and rcall("ZSCORE", fdueKey, found)
+
+-- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set.
+local function schedule(id, due, oldRecord)
+  if keyedDue then
+    unscheduleKeyed(oldRecord, tonumber(keyedDue), confKey, fschedKey, freadyKey, id)
+    if not keyed then rcall("ZREM", fdueKey, id) end
+  end
+  if keyed then
+    if priority > 0 then
+      rcall("HSET", confKey, "shaped", "1", "prioritized", "1")
+    else
+      rcall("HSET", confKey, "shaped", "1")
+    end
+    scheduleKeyed(fdueKey, fschedKey, { due, id }, { due, scheduledMember(flowKey, priority, id) })
+    if plainDue then rcall("ZREM", dueKey, id) end
+  else
+    rcall("ZADD", dueKey, due, id)
+  end
+  lowerIndex(indexKey, topic, tonumber(due))
+end
+
+if plainDue or keyedDue then
+  local due = plainDue or keyedDue
+  if ARGV[7] == "ignore" then return { 3, found, tonumber(due) } end
+  if ARGV[7] == "replace" then due = ARGV[4] end
+  local recordKey, metaKey = KEYS[10], KEYS[11]
+  local oldRecord = rcall("GET", recordKey)
+  -- The count is the record's last field, written here: read without decoding the payload.
+  local replaced = tonumber(string.match(oldRecord or "", ',"replacements":(%d+)}$')) or 0
+  rcall("SET", recordKey, string.sub(ARGV[5], 1, -2) .. ',"replacements":' .. (replaced + 1) .. "}")
+  local meta = rcall("GET", metaKey)
+  if meta then rcall("SET", metaKey, replacedMeta(meta, tonumber(ARGV[12]))) end
+  schedule(found, due, oldRecord)
+  return { 2, found, tonumber(due) }
+end
+
+-- A new job: the key is free, or its job is in flight. The registry's and the topic's caps are checked before anything is written.
+local reply = { 1, newId, tonumber(ARGV[3]) }
+local register = string.find(flags, "r", 1, true) and rcall("SISMEMBER", topicsKey, topic) == 0
+if register then
+  local count = rcall("SCARD", topicsKey)
+  if count + 1 > tonumber(ARGV[11]) then return { -1, count, tonumber(ARGV[11]) } end
+end
+if string.find(flags, "c", 1, true) then
+  local conf = rcall("HMGET", confKey, "maxLength", "overflow")
+  local cap = tonumber(conf[1])
+  reply[4] = 0
+  if cap then
+    local pending = pendingCount(dueKey, fdueKey)
+    if pending + 1 > cap then return { -2, topic, pending, cap, 1 } end
+    reply[4] = conf[2] == "dropOldest" and 2 or 1
+  end
+end
+-- The record before its id is due, as enqueue.lua writes it; the pointer once the job is stored.
+rcall("SET", KEYS[12], ARGV[5])
+plainDue, keyedDue = false, false
+schedule(newId, ARGV[3])
+if register then rcall("SADD", topicsKey, topic) end
+rcall("SET", pointerKey, newId)
+return reply
