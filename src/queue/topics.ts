@@ -142,6 +142,8 @@ const stored = z.object({
   shaped: z.literal("1").optional(),
   /** Set by the first job with a priority (enqueue.lua), never cleared; read by flow-read.lua. */
   prioritized: z.enum(["0", "1"]).optional(),
+  /** Set by the first job stored by an upsert (upsert.lua), never cleared: the tick claims none of its jobs ahead. */
+  jobKeys: z.literal("1").optional(),
 });
 
 /** Reads a topic's conf hash, filling in defaults. */

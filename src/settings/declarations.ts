@@ -180,7 +180,7 @@ export const SETTING_DECLARATIONS = {
     note: "0: only due jobs",
     shownDefault: `\`TICK_POLL_MS\`, at most ${code(MAX_DEFAULT_TICK_LEAD_MS)}`,
     derive: (parsed: { TICK_POLL_MS: number }) => Math.min(parsed.TICK_POLL_MS, MAX_DEFAULT_TICK_LEAD_MS),
-    doc: "the tick claims jobs of topics without a rate or concurrency limit up to this long before they are due (plus what its last round took from poll to claim, at most this again) and starts each at its due time; such a job is in flight from its claim and can no longer be cancelled, rescheduled or replaced by an upsert (one waits behind it)",
+    doc: "the tick claims jobs of topics without a rate or concurrency limit up to this long before they are due (plus what its last round took from poll to claim, at most this again) and starts each at its due time; such a job is in flight from its claim and can no longer be cancelled or rescheduled; a topic with job keys (upserts) is never claimed ahead",
   }),
   TICK_CONCURRENCY: whole("tickConcurrency", {
     min: 1,

@@ -19,8 +19,9 @@
   and bumps their attempt, noting when it was claimed (the start of a pull
   consumer's attempt, whose settle does not say). Paused topics reap but take
   nothing. A push claim of a topic with neither a rate limit nor a
-  concurrency limit also takes jobs due within the lead (ARGV[14]) — the
-  tick starts each at its due time — each leased from its due time. A push claim
+  concurrency limit (nor flow keys, nor job keys: conf "jobKeys", upsert.lua)
+  also takes jobs due within the lead (ARGV[14]) — the tick starts each at
+  its due time — each leased from its due time. A push claim
   finally writes the topic's exact score in the topic index (lib/index.lua):
   when the tick can next make progress on it, or removes it when never.
 
@@ -191,7 +192,8 @@ local orphans = out[12]
 -- 3. Take due jobs, and without limits those due within the lead: a limit
 -- counts jobs as they are taken, so it could not hold for jobs started later.
 local horizon = now
-if lead > 0 and not paused and not concurrency and not rate and not shaped then horizon = now + lead end
+-- A topic with job keys takes none ahead: a job leased early could no longer take the upserts until its due time.
+if lead > 0 and not paused and not concurrency and not rate and not shaped and conf.jobKeys ~= "1" then horizon = now + lead end
 local cut = false
 local flowNext
 if shaped then

@@ -26,7 +26,8 @@
   KEYS[3]  topic index: zset topic -> when the tick should next look at it (lib/index.lua)
   KEYS[4]  due zset       id -> due ms
   KEYS[5]  lease zset     id -> lease deadline ms
-  KEYS[6]  conf hash      topic settings: maxLength, the shaped and prioritized marks, the priority step
+  KEYS[6]  conf hash      topic settings: maxLength, the shaped and prioritized marks, the priority step;
+                          a new job marks it "jobKeys" (its claims take none ahead: claim.lua)
   KEYS[7..9] fdue, fsched, fready of the topic (lib/flow.lua): a keyed job is scheduled by its key
   KEYS[10] the record of the job the caller found named (the new job's when none was)
   KEYS[11] that job's meta (lib/records.lua; absent before its first claim)
@@ -120,7 +121,10 @@ if string.find(flags, "c", 1, true) then
     reply[4] = conf[2] == "dropOldest" and 2 or 1
   end
 end
--- The record before its id is due, as enqueue.lua writes it; the pointer once the job is stored.
+-- The record before its id is due, as enqueue.lua writes it; the pointer once the job is stored. The topic is
+-- marked as one with job keys, which its claims take none of ahead (claim.lua): a job leased before its due
+-- time would turn the upserts meanwhile into a job behind it, and a debounce into one delivery a poll.
+rcall("HSET", confKey, "jobKeys", "1")
 rcall("SET", KEYS[12], ARGV[5])
 plainDue, keyedDue = false, false
 schedule(newId, ARGV[3])

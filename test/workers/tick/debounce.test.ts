@@ -3,12 +3,13 @@ import { createdAtOfJobId } from "../../../src/queue/ids.js";
 import { recorder, tickDeployment, uniqueTopic, VirtualClock } from "./helpers.js";
 
 const T0 = 1_900_000_020_000; // 20 s past a minute boundary
-const POLL = 100;
+/** TICK_POLL_MS's default (docs/configuration.md), and so TICK_LEAD_MS's. */
+const POLL = 1_000;
 
 it("debounce: an upsert every 100 ms for 10 s, delay 1 s and maxWait 5 s, gives two deliveries, each of the latest payload and within maxWait", async () => {
   const clock = new VirtualClock(T0);
-  // No lead: a job the tick leases ahead of its due time is in flight, and the upserts after that would go to a job behind it.
-  const d = tickDeployment({ TICK_POLL_MS: String(POLL), TICK_LEAD_MS: "0" }, clock);
+  // The default poll and lead: a topic with job keys is claimed at its jobs' due times, never ahead of them.
+  const d = tickDeployment({}, clock);
   const topic = uniqueTopic("debounce");
   const seen = recorder(d.handlers, topic, clock);
   const upserts: Array<{ at: number; payload: number; id: string; result: string }> = [];
