@@ -3,7 +3,7 @@
 // Lua; the topic's flow settings fill in what a key does not set.
 import type { QueueContext } from "./context.js";
 import * as lua from "./lua.generated.js";
-import { redisCall } from "./redis.js";
+import { pipelineRead, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import type { FlowSettings } from "./topics.js";
 
@@ -45,6 +45,24 @@ export async function listFlowKeys(ctx: QueueContext, topic: string, options: { 
   const keys: FlowKeyPage["keys"] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) keys.push({ key: String(flat[i]), settings: JSON.parse(String(flat[i + 1])) as FlowKeySettings });
   return { keys, cursor: String(next) === "0" ? null : String(next) };
+}
+
+/**
+ * Each key's length: its jobs scheduled and waiting (not in flight), counted
+ * exactly in the topic's flow keys' index (lua/lib/flow.lua's fkidx), one
+ * ZLEXCOUNT a key in one request.
+ */
+export async function flowKeyLengths(ctx: QueueContext, topic: string, keys: readonly string[]): Promise<number[]> {
+  if (keys.length === 0) return [];
+  const fkidx = ctx.keys.topic(topic).flow.fkidx;
+  await ctx.ensureModel();
+  const counts = await redisCall({ name: "ZLEXCOUNT", repeatSafe: true }, () =>
+    pipelineRead(
+      ctx.redis,
+      keys.map((key) => ["zlexcount", fkidx, `[${key}\n`, `(${key}\v`]),
+    ),
+  );
+  return counts.map((n) => Number(n));
 }
 
 /** One of a topic's busiest flow keys: its jobs in flight and waiting (due, for its turn), and where it stands. */

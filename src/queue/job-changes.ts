@@ -21,7 +21,7 @@ export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled"
   const t = ctx.keys.topic(topic);
   const k = ctx.keys.job(id);
   return replies.cancel.parse(
-    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, ctx.now()]),
+    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx], [id, ctx.now()]),
   );
 }
 
@@ -71,6 +71,10 @@ export async function reschedule(ctx: QueueContext, id: string, dueAt: number): 
   const due = Math.max(ctx.now(), Math.round(dueAt));
   const k = ctx.keys.job(id);
   return replies.reschedule.parse(
-    await ctx.run(lua.reschedule, [t.due, t.lease, ctx.keys.topicIndex, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, due, topic]),
+    await ctx.run(
+      lua.reschedule,
+      [t.due, t.lease, ctx.keys.topicIndex, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx],
+      [id, due, topic],
+    ),
   );
 }

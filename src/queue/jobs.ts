@@ -3,7 +3,7 @@ import { MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
-import { flowKeyList, scheduledMember } from "./keys.js";
+import { flowKeyList, keyIndexMember, scheduledMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
@@ -126,6 +126,7 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
       t.flow.fdue,
       t.flow.fsched,
       t.conf,
+      t.flow.fkidx,
     );
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
     if (isKeyed(input)) flags += "k";
@@ -151,7 +152,7 @@ function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[]
   for (const topic of checked) {
     const t = ctx.keys.topic(topic);
     const ids = candidates.get(topic) ?? [];
-    keys.push(t.conf, t.metrics, ...ids.map((id) => ctx.keys.job(id).meta));
+    keys.push(t.conf, t.metrics, t.flow.fkidx, ...ids.flatMap((id) => [ctx.keys.job(id).meta, ctx.keys.job(id).record]));
     args.push(topic, ids.length, ...ids);
   }
   fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args);
@@ -195,9 +196,9 @@ function oldestOfBoth(a: string[], b: string[], n: number): string[] {
 /**
  * The steady-traffic path: one job, no idempotency key, of a topic this
  * isolate registered and found uncapped, in one request and no script: three
- * commands, five for a keyed job. The order makes it safe without one: the
+ * commands, five for a keyed job, six with a flow key. The order makes it safe without one: the
  * record exists before its id is due, the id is due (a keyed job's: known by
- * id, its topic marked shaped, then in its key's scheduled set) before the
+ * id, its topic marked shaped, then in its key's scheduled set and index) before the
  * topic index hears of it, so a claim between two of the commands either
  * misses the job (and the index then still leads to it) or takes it (and the
  * index entry that follows is merely early, which costs one empty claim). A
@@ -210,18 +211,21 @@ async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: Enque
   const index = ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic];
   const record = ["set", ctx.keys.job(job.id).record, job.record];
   const keyed = isKeyed(input);
+  // A job of the default lane (a priority, no key) is not in the keys' index.
+  const indexed = input.flowKey !== undefined ? [["zadd", t.flow.fkidx, 0, keyIndexMember(input.flowKey, job.dueAt, job.id)]] : [];
   const commands = keyed
     ? [
         record,
         ["zadd", t.flow.fdue, job.dueAt, job.id],
         ["hset", t.conf, "shaped", "1"],
         ["zadd", t.flow.fsched, job.dueAt, scheduledMember(input.flowKey ?? "", input.priority ?? 0, job.id)],
+        ...indexed,
         index,
       ]
     : [record, ["zadd", t.due, job.dueAt, job.id], index];
   await ctx.ensureModel();
   // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, HSET, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+  await redisCall({ name: `enqueue pipeline (${commands.map((c) => String(c[0]).toUpperCase()).join(", ")})`, repeatSafe: false }, () =>
     pipeline(ctx.redis, commands),
   );
   if (keyed) shapedTopics(ctx.keys.prefix).add(job.topic);

@@ -43,6 +43,8 @@
  *   <p>:t:<topic>:fin        HASH   flow key -> its jobs in flight
  *   <p>:t:<topic>:ftat       ZSET   flow key -> its rate's theoretical arrival time (GCRA), ms; forgotten once passed
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
+ *   <p>:t:<topic>:fkidx      ZSET   the flow keys' index: "<key>\n<due, 15 digits>\n<id>" -> 0, by lex: every job of a
+ *                                   flow key scheduled or waiting (a key's count and its jobs in due order)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
  *                                   (enqueue.lua); expires after the idempotency window, as every such key has
@@ -78,7 +80,7 @@ export interface TopicKeys {
   metrics: string;
   /** When the topic was last purged (delete-topic.lua), so idempotency keys of the jobs it dropped are free. */
   purged: string;
-  /** The flow keys' sets (lua/lib/flow.lua), in the order scripts take them: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys. */
+  /** The flow keys' sets (lua/lib/flow.lua), in the order scripts take them: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx. */
   flow: FlowKeys;
 }
 
@@ -92,6 +94,8 @@ export interface FlowKeys {
   fin: string;
   ftat: string;
   fkeys: string;
+  /** The flow keys' index: each key's scheduled and waiting jobs in due order (lex members, see {@link keyIndexMember}). */
+  fkidx: string;
 }
 
 export class Keys {
@@ -153,6 +157,7 @@ export class Keys {
         fin: `${t}:fin`,
         ftat: `${t}:ftat`,
         fkeys: `${t}:fkeys`,
+        fkidx: `${t}:fkidx`,
       },
     };
   }
@@ -192,12 +197,22 @@ export class Keys {
 
 /** A shaped topic's flow keys in the order scripts take them in KEYS (lua/lib/flow.lua). */
 export function flowKeyList(f: FlowKeys): string[] {
-  return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys];
+  return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys, f.fkidx];
 }
 
 /** A keyed job's member of its topic's fsched: its key and priority ride along (lua/lib/flow.lua's scheduledMember). */
 export function scheduledMember(flowKey: string, priority: number, id: string): string {
   return `${flowKey}\n${priority}\n${id}`;
+}
+
+/** A job's member of its topic's flow keys' index (lua/lib/flow.lua's indexMember): its key, its due time in 15 digits, its id. */
+export function keyIndexMember(flowKey: string, due: number, id: string): string {
+  return `${flowKey}\n${String(Math.round(due)).padStart(15, "0")}\n${id}`;
+}
+
+/** The job id of a member of the flow keys' index: its last part. */
+export function idOfIndexMember(member: string): string {
+  return member.slice(member.lastIndexOf("\n") + 1);
 }
 
 /** The keys of the deployment with this prefix. */

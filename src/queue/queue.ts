@@ -233,6 +233,11 @@ export class Queue {
     return flowKeys.flowKeySettings(this.ctx, topic, key);
   }
 
+  /** Each key's length: its jobs scheduled and waiting, in the order of `keys` (exact: the flow keys' index). */
+  flowKeyLengths(topic: string, keys: readonly string[]): Promise<number[]> {
+    return flowKeys.flowKeyLengths(this.ctx, topic, keys);
+  }
+
   /** The topic's `n` busiest flow keys, by jobs in flight and waiting. */
   busiestFlowKeys(topic: string, n: number): Promise<flowKeys.BusyFlowKey[]> {
     return flowKeys.busiestFlowKeys(this.ctx, topic, n);

@@ -263,7 +263,7 @@ export const replies = {
         intReply,
         intReply,
         intReply,
-        z.enum(["due", "fdue", "dead", "done", ""]),
+        z.enum(["due", "fkidx", "fdue", "dead", "done", ""]),
       ],
       z.string(),
     )

@@ -76,6 +76,21 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 120_000 });
   await queue.busiestFlowKeys("f", 10);
   await queue.setFlowKey("f", "tenant-1", null);
+  // Keyed jobs moved and ended one by one (their keys' index with them), a keyed letter replayed.
+  const [moved, cancelled, doomed] = await queue.enqueueBatch([1, 2, 3].map((i) => ({ topic: "f", payload: i, flowKey: "tenant-3", delayMs: 600_000 })));
+  await queue.reschedule(moved!.id, now + 900_000);
+  await queue.cancel(cancelled!.id);
+  await queue.reschedule(doomed!.id, now);
+  for (const j of (await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 200_000 })).jobs) {
+    await queue.settle("f", [{ id: j.id, attempt: j.attempt, kind: "dead", error: "x" }]);
+  }
+  await queue.replayDeadLettersMatching("f", {});
+  // A shaped dropOldest topic: its keyed jobs dropped (one never claimed: its key read from its record).
+  await queue.configureTopic("fo", { maxLength: 1, overflow: "dropOldest" });
+  await queue.enqueue({ topic: "fo", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fo", payload: 2, flowKey: "tenant-2" });
+  // A shaped topic purged: its keys' index first, then its other keyed jobs.
+  await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");
   await queue.topicSeries("a", { minutes: 5, now });
   await queue.topicCount();

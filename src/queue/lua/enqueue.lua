@@ -35,7 +35,7 @@
 
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
-  then for job i (i = 1..n), ten keys from KEYS[3 + 10(i-1)]:
+  then for job i (i = 1..n), eleven keys from KEYS[3 + 11(i-1)]:
                  due zset of its topic,
                  its idempotency key, or the due key again when the job has none,
                  purge mark of its topic: string, ms of its last purge (read only on a repeat),
@@ -44,10 +44,12 @@
                  purge: a job is gone when it is in none of its topic's five sets; the done set also
                  takes the jobs a dropOldest topic drops),
                  fdue and fsched of its topic (keyed jobs, lib/flow.lua; fdue is one of the five sets),
-                 its topic's conf hash
-  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 10n] on:
-                 its conf hash (maxLength, overflow), its metrics hash ("dropped" counter),
-                 then the meta key of each of its kc candidates
+                 its topic's conf hash,
+                 its topic's fkidx (the flow keys' index, lib/flow.lua: a job with a flow key joins it)
+  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 11n] on:
+                 its conf hash (maxLength, overflow), its metrics hash ("dropped" counter), its fkidx,
+                 then the meta key and the record key of each of its kc candidates (a record is read
+                 only for a keyed job dropped before its first claim: its flow key, to leave the index)
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -59,8 +61,8 @@
   ARGV[4 + 7n]   now, epoch ms (a dropped job's finished time)
   ARGV[5 + 7n]   m, the number of topics whose cap is checked
   then for topic c: its name, kc, then kc candidates: ids of its oldest pending jobs, oldest first
-                 (a keyed one dropped leaves its topic's fdue only: the claim that meets its key's
-                 members finds it gone and drops them, lib/flow.lua)
+                 (a keyed one dropped leaves its topic's fdue and its key's index: the claim that
+                 meets its key's schedule members finds it gone and drops them, lib/flow.lua)
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
@@ -78,7 +80,7 @@
 -- @include flow
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
-local PER, ARGS = 10, 7
+local PER, ARGS = 11, 7
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nowText, m = ARGV[4 + ARGS * n], tonumber(ARGV[5 + ARGS * n])
 
@@ -128,13 +130,14 @@ do
   local a, k = 6 + ARGS * n, 3 + PER * n
   for c = 1, m do
     local kc = tonumber(ARGV[a + 1])
-    local t = { topic = ARGV[a], confKey = KEYS[k], metricsKey = KEYS[k + 1], ids = {}, metaOf = {}, adding = 0 }
+    local t = { topic = ARGV[a], confKey = KEYS[k], metricsKey = KEYS[k + 1], fkidxKey = KEYS[k + 2], ids = {}, metaOf = {}, recordOf = {}, adding = 0 }
     for j = 1, kc do
       t.ids[j] = ARGV[a + 1 + j]
-      t.metaOf[t.ids[j]] = KEYS[k + 1 + j]
+      t.metaOf[t.ids[j]] = KEYS[k + 1 + 2 * j]
+      t.recordOf[t.ids[j]] = KEYS[k + 2 + 2 * j]
     end
     capped[t.topic], checked[c] = t, t
-    a, k = a + 2 + kc, k + 2 + kc
+    a, k = a + 2 + kc, k + 3 + 2 * kc
   end
 end
 
@@ -174,7 +177,7 @@ for _, t in ipairs(checked) do
     if over > 0 then
       if not drops or t.adding > cap then return { -2, t.topic, pending, cap, t.adding } end
       local want = math.min(over, t.adding)
-      t.drop, t.dropKeyed = oldestStillPending(t.dueKey, t.fdueKey, t.ids, want)
+      t.drop, t.dropKeyed, t.dueOf = oldestStillPending(t.dueKey, t.fdueKey, t.ids, want)
       if #t.drop < want then
         short[#short + 1] = t.topic
         short[#short + 1] = want
@@ -187,7 +190,7 @@ if #short > 0 then return { -3, unpack(short) } end
 local out = {}
 local records = {}
 local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
--- Keyed jobs: per fdue key its due/id pairs, its fsched key and due/member pairs, and its topic's conf key.
+-- Keyed jobs: per fdue key a keyedBatch (lib/flow.lua) with its fsched and fkidx keys and its topic's conf key.
 local keyedBy, keyedKeys = {}, {}
 
 for i = 1, n do
@@ -226,14 +229,12 @@ for i = 1, n do
     if string.find(flags, "k", 1, true) then
       local keyed = keyedBy[fdueKey]
       if not keyed then
-        keyed = { due = {}, sched = {}, schedKey = KEYS[k + 8], confKey = KEYS[k + 9] }
+        keyed = keyedBatch()
+        keyed.schedKey, keyed.confKey, keyed.idxKey = KEYS[k + 8], KEYS[k + 9], KEYS[k + 10]
         keyedBy[fdueKey] = keyed
         keyedKeys[#keyedKeys + 1] = fdueKey
       end
-      keyed.due[#keyed.due + 1] = due
-      keyed.due[#keyed.due + 1] = id
-      keyed.sched[#keyed.sched + 1] = due
-      keyed.sched[#keyed.sched + 1] = scheduledMember(ARGV[a + 5], ARGV[a + 6], id)
+      addKeyed(keyed, ARGV[a + 5], ARGV[a + 6], due, id)
     else
       scores[#scores + 1] = due
       scores[#scores + 1] = id
@@ -249,11 +250,11 @@ end
 if #records > 0 then
   -- The records before their ids are due: a claim never finds a due id without its record.
   for j = 1, #records, 4000 do rcall("MSET", unpack(records, j, math.min(j + 3999, #records))) end
-  -- A keyed job's id is known by id (fdue) before its key's set names it (fsched), and both before the index.
+  -- A keyed job's id is known by id (fdue) before its key's sets name it (fsched, fkidx), and all before the index.
   for _, fdueKey in ipairs(keyedKeys) do
     local keyed = keyedBy[fdueKey]
     rcall("HSET", keyed.confKey, "shaped", "1")
-    scheduleKeyed(fdueKey, keyed.schedKey, keyed.due, keyed.sched)
+    scheduleKeyed(fdueKey, keyed.schedKey, keyed.idxKey, keyed)
   end
   for _, dueKey in ipairs(dueKeys) do
     if #dueByKey[dueKey] > 0 then rcall("ZADD", dueKey, unpack(dueByKey[dueKey])) end
@@ -263,6 +264,28 @@ end
 local topics = {}
 for topic in pairs(register) do topics[#topics + 1] = topic end
 if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
+
+-- The keyed jobs a topic's cap dropped leave their keys' index: each one's
+-- key is its meta's (claimed before) or its record's (read only for those).
+local function unindexDropped(t, metas)
+  local metaOf, keyOf, unread = {}, {}, {}
+  for j, id in ipairs(t.drop) do metaOf[id] = metas[j] end
+  for _, id in ipairs(t.dropKeyed) do
+    local meta = metaOf[id] and cjson.decode(metaOf[id])
+    if meta and meta.k then keyOf[id] = meta.k else unread[#unread + 1] = id end
+  end
+  if #unread > 0 then
+    local recordKeys = {}
+    for j, id in ipairs(unread) do recordKeys[j] = t.recordOf[id] end
+    local records = rcall("MGET", unpack(recordKeys))
+    for j, id in ipairs(unread) do keyOf[id] = records[j] and cjson.decode(records[j]).flowKey or "" end
+  end
+  local members = {}
+  for _, id in ipairs(t.dropKeyed) do
+    if keyOf[id] ~= "" then members[#members + 1] = indexMember(keyOf[id], t.dueOf[id], id) end
+  end
+  if #members > 0 then rcall("ZREM", t.fkidxKey, unpack(members)) end
+end
 
 -- The drops, once the new jobs are stored: each meta finished as "dropped", then out of the due set.
 local now = tonumber(nowText)
@@ -278,7 +301,10 @@ for _, t in ipairs(checked) do
     end
     writeFinished(t.doneKey, nowText, t.drop, metaPairs)
     rcall("ZREM", t.dueKey, unpack(t.drop))
-    if t.dropKeyed and #t.dropKeyed > 0 then rcall("ZREM", t.fdueKey, unpack(t.dropKeyed)) end
+    if t.dropKeyed and #t.dropKeyed > 0 then
+      rcall("ZREM", t.fdueKey, unpack(t.dropKeyed))
+      unindexDropped(t, metas)
+    end
     rcall("HINCRBY", t.metricsKey, "dropped", #t.drop)
   end
   out[#out + 1] = t.topic
