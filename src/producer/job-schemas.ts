@@ -79,7 +79,7 @@ export const AttemptView = z
       description:
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
-        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it",
+        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength or its flow key's maxKeyLength (overflow dropOldest), which ends it",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
@@ -101,7 +101,7 @@ export const JobView = z
     topic: TopicName,
     state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped"]).openapi({
       description:
-        "dropped: the job was pending when an enqueue into its topic, at its maxLength with overflow dropOldest, dropped it (it was the topic's oldest)",
+        "dropped: the job was pending when an enqueue into its topic, at its maxLength or its flow key's maxKeyLength with overflow dropOldest, dropped it (it was the topic's oldest, or the key's)",
     }),
     dueAt: z.string().nullable(),
     attempts: z.number().int(),

@@ -57,6 +57,12 @@ export const sleepMark = z
   .union([z.string(), z.number(), z.null()])
   .transform((v): "1" | "c" | null => (v === "c" ? "c" : v === null || v === "" ? null : "1"));
 const overflow = coded(Code.Overflow, { None: "none", Reject: "reject", DropOldest: "dropOldest" } as const);
+const capKinds = coded(Code.Caps, {
+  None: { topic: false, keys: false },
+  Topic: { topic: true, keys: false },
+  Keys: { topic: false, keys: true },
+  Both: { topic: true, keys: true },
+} as const);
 const heldBy = coded(Code.HeldBy, {
   Nothing: null,
   Concurrency: "concurrency",
@@ -130,9 +136,10 @@ function claimReply(raw: unknown) {
 
 /**
  * enqueue.lua: per job its id, whether it repeats an idempotency key and its
- * due time, then each checked topic's cap; or the topic limit, a topic's cap
- * refusing the call, or the topics whose oldest jobs to drop were not all
- * among the candidates (how many to read). `n` jobs were sent.
+ * due time, then each checked topic's cap and which caps it has; or the topic
+ * limit, a topic's or a flow key's cap refusing the call, or the topics and
+ * keys whose oldest jobs to drop were not all among the candidates (how many
+ * to read; key "" the topic's own). `n` jobs were sent.
  */
 function enqueueReply(raw: unknown, n: number) {
   const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
@@ -142,16 +149,28 @@ function enqueueReply(raw: unknown, n: number) {
     const [pending, maxLength, adding] = reply.slice(2, 5).map((v) => intReply.parse(v));
     return { result: "topic-full", topic: String(reply[1]), pending: pending!, maxLength: maxLength!, adding: adding! } as const;
   }
+  if (head === Code.Write.FlowKeyFull) {
+    const [pending, maxKeyLength, adding] = reply.slice(3, 6).map((v) => intReply.parse(v));
+    return {
+      result: "flow-key-full",
+      topic: String(reply[1]),
+      flowKey: String(reply[2]),
+      pending: pending!,
+      maxKeyLength: maxKeyLength!,
+      adding: adding!,
+    } as const;
+  }
   if (head === Code.Write.FewCandidates) {
-    const short: Array<{ topic: string; count: number }> = [];
-    for (let i = 1; i + 1 < reply.length; i += 2) short.push({ topic: String(reply[i]), count: intReply.parse(reply[i + 1]) });
+    const short: Array<{ topic: string; flowKey: string; count: number }> = [];
+    for (let i = 1; i + 2 < reply.length; i += 3) short.push({ topic: String(reply[i]), flowKey: String(reply[i + 1]), count: intReply.parse(reply[i + 2]) });
     return { result: "few-candidates", short } as const;
   }
-  if (reply.length < 3 * n || (reply.length - 3 * n) % 2 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
+  if (reply.length < 3 * n || (reply.length - 3 * n) % 3 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
   const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
   for (let i = 0; i < 3 * n; i += 3) jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
-  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest" }> = [];
-  for (let i = 3 * n; i + 1 < reply.length; i += 2) caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]) });
+  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest"; kinds: { topic: boolean; keys: boolean } }> = [];
+  for (let i = 3 * n; i + 2 < reply.length; i += 3)
+    caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]), kinds: capKinds.parse(reply[i + 2]) });
   return { result: "written", jobs, caps } as const;
 }
 

@@ -31,7 +31,7 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
   );
   if (result === "topic-limit") throw new TopicLimitError(await topicCount(ctx), ctx.maxTopics);
   // This isolate's enqueues take the script again, which reads the cap, rather than the pipeline that skips it.
-  if (patch.maxLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
+  if (patch.maxLength !== undefined || patch.maxKeyLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
 }
 
 export async function topicCount(ctx: QueueContext): Promise<number> {

@@ -237,7 +237,7 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
-  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength (overflow dropOldest). */
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest). */
   counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;

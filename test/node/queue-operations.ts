@@ -3,7 +3,8 @@
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
  * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
- * capped topics (an enqueue refused at the cap, one that drops the oldest),
+ * capped topics (an enqueue refused at the cap, one that drops the oldest;
+ * the same for flow keys' caps),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
@@ -89,6 +90,15 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.configureTopic("fo", { maxLength: 1, overflow: "dropOldest" });
   await queue.enqueue({ topic: "fo", payload: 1, flowKey: "tenant-1" });
   await queue.enqueue({ topic: "fo", payload: 2, flowKey: "tenant-2" });
+  // Flow keys' caps: a dropOldest key drops its oldest (its index members read first), a reject one refuses.
+  await queue.configureTopic("fk", { maxKeyLength: 2, overflow: "dropOldest" });
+  await queue.setFlowKey("fk", "tenant-1", { maxKeyLength: 1 });
+  await queue.enqueue({ topic: "fk", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fk", payload: 2, flowKey: "tenant-1" });
+  await queue.configureTopic("fr", { maxKeyLength: 1 });
+  await queue.enqueue({ topic: "fr", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fr", payload: 2, flowKey: "tenant-1" }).catch(() => {});
+  await queue.flowKeyLengths("fk", ["tenant-1"]);
   // A shaped topic purged: its keys' index first, then its other keyed jobs.
   await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");

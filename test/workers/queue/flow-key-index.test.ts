@@ -1,13 +1,15 @@
 /**
  * The flow keys' index (lua/lib/flow.lua's fkidx): every job of a flow key
- * scheduled or waiting, by key and due time. Random runs of enqueues,
- * claims, settles (ack, retry, dead), reaped leases, cancels, reschedules,
- * replays and a dropOldest topic's drops, each seeded (a failure names its
- * seed); after each, every job is read by id and the index must hold exactly
- * the scheduled jobs of each key at their due times, and each topic's
- * `dropped` counter the jobs its cap dropped.
+ * scheduled or waiting, by key and due time, and the caps it counts
+ * (maxKeyLength). Random runs of enqueues (some refused at a cap), claims,
+ * settles (ack, retry, dead), reaped leases, cancels, reschedules, replays
+ * and a dropOldest topic's drops for its own cap and its keys', each seeded
+ * (a failure names its seed); after each, every job is read by id and the
+ * index must hold exactly the scheduled jobs of each key at their due times,
+ * and each topic's `dropped` counter the jobs its caps dropped.
  */
 import { describe, expect, it } from "vitest";
+import { FlowKeyFullError, TopicFullError } from "../../../src/queue/errors.js";
 import type { EnqueueInput } from "../../../src/queue/views.js";
 import { testQueue } from "./helpers.js";
 
@@ -48,8 +50,13 @@ async function step(run: Run, r: ReturnType<typeof random>, inflight: Map<string
   const op = r.int(10);
   if (op <= 2) {
     const n = 1 + (op === 2 ? r.int(5) : 0);
-    const made = await queue.enqueueBatch(Array.from({ length: n }, () => jobInput(r, topic)));
-    for (const m of made) jobs.set(m.id, m.topic);
+    try {
+      const made = await queue.enqueueBatch(Array.from({ length: n }, () => jobInput(r, topic)));
+      for (const m of made) jobs.set(m.id, m.topic);
+    } catch (err) {
+      // A cap refused the call: nothing of it was stored.
+      if (!(err instanceof FlowKeyFullError || err instanceof TopicFullError)) throw err;
+    }
   } else if (op === 3) {
     for (const j of (await queue.claim(topic, { max: 1 + r.int(6), leaseMs: 1_000 })).jobs) inflight.set(j.id, { id: j.id, attempt: j.attempt, topic });
   } else if (op === 4 && inflight.size > 0) {
@@ -94,14 +101,15 @@ async function expectIndexExact(run: Run, seed: number) {
 }
 
 describe("the flow keys' index", () => {
-  it("after random runs of enqueues, claims, settles, reaping, cancels, reschedules, replays and drops, holds exactly each key's scheduled jobs", {
+  it("after random runs of enqueues, claims, settles, reaping, cancels, reschedules, replays and drops (a topic's, its keys'), holds exactly each key's scheduled jobs", {
     timeout: 240_000,
   }, async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const clock = { now: T0 };
       const { queue, redis } = testQueue({ clock });
-      await queue.configureTopic("mix", { maxAttempts: 3, flow: { parallelism: 2 } });
-      await queue.configureTopic("ring", { maxAttempts: 2, maxLength: RING_CAP, overflow: "dropOldest" });
+      await queue.configureTopic("mix", { maxAttempts: 3, maxKeyLength: 6, flow: { parallelism: 2 } });
+      await queue.configureTopic("ring", { maxAttempts: 2, maxLength: RING_CAP, maxKeyLength: 3, overflow: "dropOldest" });
+      await queue.setFlowKey("ring", "k1", { maxKeyLength: 2 });
       const run: Run = { queue, redis, clock, jobs: new Map() };
       const r = random(seed);
       const inflight = new Map<string, { id: string; attempt: number; topic: string }>();
@@ -138,5 +146,37 @@ describe("the flow keys' index", () => {
     expect(await queue.flowKeyLengths("purged", ["k0", "k1", "k2"])).toEqual([10, 10, 10]);
     expect(await queue.deleteTopic("purged", { purge: true })).toMatchObject({ result: "deleted", purged: { scheduled: 30 } });
     expect(await redis.exists(queue.keys.topic("purged").flow.fkidx)).toBe(0);
+  });
+});
+
+describe("maxKeyLength", () => {
+  it("dropOldest keeps each key's newest jobs by due time: its oldest end dropped, counted, other keys untouched", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("keep", { maxKeyLength: 3, overflow: "dropOldest" });
+    // Due times out of enqueue order: the key's oldest are the earliest due.
+    const dues = [50, 10, 40, 20, 30, 60];
+    const made = [];
+    for (const [i, d] of dues.entries()) made.push(await queue.enqueue({ topic: "keep", payload: i, flowKey: "a", runAt: T0 + 1_000 + d }));
+    await queue.enqueue({ topic: "keep", payload: "b", flowKey: "b", runAt: T0 + 1 });
+    const state = async (id: string) => (await queue.get(id))!.state;
+    expect(await Promise.all(made.map((m) => state(m.id)))).toEqual(["scheduled", "dropped", "scheduled", "dropped", "dropped", "scheduled"]);
+    expect(await queue.flowKeyLengths("keep", ["a", "b"])).toEqual([3, 1]);
+    expect((await queue.topicStats("keep")).counters.dropped).toBe(3);
+    const dropped = await queue.get(made[1]!.id);
+    expect(dropped?.history.at(-1)).toMatchObject({ outcome: "dropped" });
+    // More than the cap in one call is refused whole.
+    await expect(queue.enqueueBatch(Array.from({ length: 4 }, () => ({ topic: "keep", payload: 0, flowKey: "a" })))).rejects.toBeInstanceOf(FlowKeyFullError);
+    expect(await queue.flowKeyLengths("keep", ["a"])).toEqual([3]);
+  });
+
+  it("a key's own maxKeyLength holds on a topic without one, from the next enqueue of the isolate that set it", async () => {
+    const { queue } = testQueue();
+    await queue.enqueue({ topic: "own", payload: 0, flowKey: "x" });
+    await queue.enqueue({ topic: "own", payload: 1, flowKey: "x" });
+    await queue.setFlowKey("own", "x", { maxKeyLength: 2 });
+    await expect(queue.enqueue({ topic: "own", payload: 2, flowKey: "x" })).rejects.toMatchObject({ name: "FlowKeyFullError", pending: 2, maxKeyLength: 2 });
+    await queue.enqueue({ topic: "own", payload: 3, flowKey: "y" });
+    expect(await queue.flowKeyLengths("own", ["x", "y"])).toEqual([2, 1]);
   });
 });

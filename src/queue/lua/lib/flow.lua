@@ -42,6 +42,11 @@ local function indexMember(key, due, id)
   return key .. "\n" .. string.format("%015d", tonumber(due)) .. "\n" .. id
 end
 
+-- The job id of a member of fkidx: its last part.
+local function idOfMember(member)
+  return string.match(member, "[^\n]*$")
+end
+
 -- The start order of a due job: its due time less its priority's head start.
 local function effectiveTime(due, priority, stepMs)
   return math.max(0, due - priority * stepMs)

@@ -19,7 +19,7 @@ end
 -- time); fewer when fewer are left. Also returns those of them that are
 -- keyed (in fdue), and each one's due time (id -> ms).
 local function oldestStillPending(dueKey, fdueKey, ids, n)
-  if #ids == 0 then return {} end
+  if #ids == 0 then return {}, {}, {} end
   local scores = redis.call("ZMSCORE", dueKey, unpack(ids))
   local keyed = redis.call("ZMSCORE", fdueKey, unpack(ids))
   local live = {}
