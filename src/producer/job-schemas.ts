@@ -137,6 +137,10 @@ export const ListQuery = z.object({
     .default("false")
     .transform((v) => v === "true")
     .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  flowKey: FlowKey.optional().openapi({
+    description:
+      "Only this flow key's jobs. scheduled: the key's jobs in due order, exact (its range of the flow keys' index). inflight and dead: the page of the topic's set filtered by each job's key, so a page may hold fewer jobs than limit, even none, and still have a nextCursor",
+  }),
 });
 
 export const ListedJobView = z
@@ -171,13 +175,14 @@ export const BulkCancelBody = z
     dueFrom: Instant.optional(),
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
-    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
+    flowKey: FlowKey.optional().openapi({ description: "Only this flow key's scheduled jobs (in due order), within dueFrom/dueTo when given" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
   })
   .strict()
-  .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
-    message: "give ids, or dueFrom/dueTo, or all: true",
-    path: ["ids"],
-  })
+  .refine(
+    (b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined || b.flowKey !== undefined, b.all === true].filter(Boolean).length === 1,
+    { message: "give ids, or dueFrom/dueTo and/or flowKey, or all: true", path: ["ids"] },
+  )
   .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
   .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
   .openapi("BulkCancel");

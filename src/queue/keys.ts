@@ -210,6 +210,21 @@ export function keyIndexMember(flowKey: string, due: number, id: string): string
   return `${flowKey}\n${String(Math.round(due)).padStart(15, "0")}\n${id}`;
 }
 
+/**
+ * A flow key's range of the keys' index as ZRANGE … BYLEX bounds: its jobs
+ * after the position `after` (due time, id), due within [from, to] (epoch ms,
+ * either open). The index orders a key's jobs by due time, then id, as the
+ * due set orders its own, so a position means the same in both.
+ */
+export function keyIndexRange(flowKey: string, after: { score: number; id: string } | undefined, from?: number, to?: number): [string, string] {
+  const pad = (ms: number) => String(Math.max(0, Math.round(ms))).padStart(15, "0");
+  let low = `[${flowKey}\n`;
+  if (from !== undefined) low = `[${flowKey}\n${pad(from)}\n`;
+  if (after && (from === undefined || after.score >= from)) low = `(${keyIndexMember(flowKey, after.score, after.id)}`;
+  const high = to === undefined ? `(${flowKey}\v` : `(${flowKey}\n${pad(Math.round(to) + 1)}`;
+  return [low, high];
+}
+
 /** The job id of a member of the flow keys' index: its last part. */
 export function idOfIndexMember(member: string): string {
   return member.slice(member.lastIndexOf("\n") + 1);

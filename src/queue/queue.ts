@@ -120,7 +120,8 @@ export class Queue {
 
   /**
    * Cancels the scheduled jobs of a due window (every scheduled job without
-   * one), at most {@link BULK_CANCEL_BATCH} (fewer with long attempt histories) per
+   * one; with `flowKey`, that key's jobs only), keyed jobs and plain ones
+   * alike, at most {@link BULK_CANCEL_BATCH} (fewer with long attempt histories) per
    * call, in due order: pass `next` back as `after` until it is null. Jobs in
    * flight are left alone; `inflight` says how many the topic has. Each
    * cancelled job stays readable as "cancelled" for the retention window.
@@ -154,7 +155,8 @@ export class Queue {
    * `next` is where the page ended; passed back as `after`, it starts the
    * next page right after that job, so jobs enqueued, claimed or cancelled
    * meanwhile never make a page repeat or skip one that stays listed. One
-   * command per call plus a few per page, however large the set.
+   * command per call plus a few per page, however large the set. `flowKey`
+   * lists one key's jobs (see {@link ListJobsOptions.flowKey}).
    */
   listJobs(topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
     return jobReads.listJobs(this.ctx, topic, options);

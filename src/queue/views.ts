@@ -194,6 +194,13 @@ export interface ListJobsOptions {
   after?: ListPosition;
   /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
   payload?: boolean;
+  /**
+   * Only the jobs of this flow key. Scheduled: the key's range of the keys'
+   * index, exact, in due order. In flight: the lease set's page filtered by
+   * each job's meta (its key from its claim), so a page may hold fewer jobs
+   * than `limit`, even none, and still have a `next`. Default: every job.
+   */
+  flowKey?: string;
 }
 
 /** Which scheduled jobs {@link Queue.cancelWindow} cancels, and where its previous call stopped. */
@@ -204,6 +211,8 @@ export interface CancelWindowOptions {
   dueTo?: number;
   /** Where the previous call stopped. Default: the window's start. */
   after?: ListPosition;
+  /** Only this flow key's jobs (its range of the keys' index), within the window when one is given. Default: every job. */
+  flowKey?: string;
 }
 
 /** Which dead letters a bulk replay or purge takes. */

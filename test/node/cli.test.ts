@@ -230,6 +230,8 @@ it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-ke
   const set = await json(["flow-keys", "set", "cli-flow", "tenant A", "--rate-per-sec", "2.5", "--burst", "4", "--weight", "3"]);
   expect(set).toEqual({ topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 }, length: 1 });
   expect(await dl.flowKeys.get("cli-flow", "tenant A")).toEqual(set);
+  expect((await json(["jobs", "cli-flow", "--flow-key", "tenant A"])).jobs.map((j: { id: string }) => j.id)).toEqual([later.id]);
+  expect((await cli(["jobs", "cli-flow", "--flow-key", "nobody"])).stdout).toContain('(no scheduled jobs of flow key "nobody" in cli-flow)');
   const text = await cli(["flow-keys", "show", "cli-flow", "tenant A"]);
   expect(text.stdout).toMatch(/^rate\s+2\.5\/s, burst 4$/m);
   expect(text.stdout).toMatch(/^parallelism\s+\(the topic's\)$/m);

@@ -1,7 +1,7 @@
 /**
  * Every operation of the Queue, once each, on a deployment prefix of its own:
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
- * life (enqueue, batch, claim, settle, nack, cancel, reschedule), dead
+ * life (enqueue, batch, claim, settle, nack, cancel, reschedule; by flow key too), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
  * capped topics (an enqueue refused at the cap, one that drops the oldest;
  * the same for flow keys' caps),
@@ -99,6 +99,19 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.enqueue({ topic: "fr", payload: 1, flowKey: "tenant-1" });
   await queue.enqueue({ topic: "fr", payload: 2, flowKey: "tenant-1" }).catch(() => {});
   await queue.flowKeyLengths("fk", ["tenant-1"]);
+  // Keyed jobs listed and cancelled in bulk: by flow key, by ids (one never claimed: its key read from its record), by due window.
+  const fc = await queue.enqueueBatch([
+    { topic: "fc", payload: 1, flowKey: "tenant-2" },
+    { topic: "fc", payload: 2, flowKey: "tenant-3" },
+    { topic: "fc", payload: 3, priority: 2 },
+    { topic: "fc", payload: 4, flowKey: "tenant-2", delayMs: 60_000 },
+    { topic: "fc", payload: 5, flowKey: "tenant-4" },
+  ]);
+  await queue.listJobs("fc", { state: "scheduled", flowKey: "tenant-2", limit: 10 });
+  await queue.listJobs("fc", { state: "inflight", flowKey: "tenant-2", limit: 10 });
+  await queue.cancelWindow("fc", { flowKey: "tenant-2", dueTo: now + 120_000 });
+  await queue.cancelIds("fc", [fc[1]!.id]);
+  await queue.cancelWindow("fc", {});
   // A shaped topic purged: its keys' index first, then its other keyed jobs.
   await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");

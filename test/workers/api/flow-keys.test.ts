@@ -116,4 +116,36 @@ describe("flow keys over HTTP", () => {
     isProblem(await call(env, "/v1/topics/k/flow-keys/full", { method: "PUT", body: { maxKeyLength: 0 } }), 422);
     isProblem(await call(env, "/v1/topics/k", { method: "PUT", body: { maxKeyLength: 0 } }), 422);
   });
+
+  it("a topic's jobs listed and cancelled by flow key: GET ?flowKey pages the key's jobs; POST …/jobs/cancel with flowKey cancels them only", async () => {
+    const env = isolatedEnv();
+    const jobs = Array.from({ length: 12 }, (_, i) => ({
+      topic: "lc",
+      payload: i,
+      delay: 60_000 + i * 1_000,
+      ...(i % 3 === 0 ? {} : { flowKey: `k${i % 3}` }),
+    }));
+    const made = (await call(env, "/v1/jobs/batch", { body: { jobs } })).body.jobs.map((j: { id: string }) => j.id);
+    const k1 = made.filter((_: string, i: number) => i % 3 === 1);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { jobs: Array<{ id: string }>; nextCursor: string | null } } = await call(
+        env,
+        `/v1/topics/lc/jobs?flowKey=k1&limit=3${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      seen.push(...page.body.jobs.map((j) => j.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(k1);
+    isProblem(await call(env, "/v1/topics/lc/jobs?flowKey=a%0Ab"), 422);
+    const cancelled = await call(env, "/v1/topics/lc/jobs/cancel", { body: { flowKey: "k1" } });
+    expect(cancelled.body).toMatchObject({ cancelled: 4, nextCursor: null });
+    expect((await call(env, "/v1/topics/lc/jobs?flowKey=k1")).body.jobs).toEqual([]);
+    expect((await call(env, "/v1/topics/lc/flow-keys/k2")).body.length).toBe(4);
+    // A due window reaches keyed jobs too.
+    expect((await call(env, "/v1/topics/lc/jobs/cancel", { body: { all: true } })).body).toMatchObject({ cancelled: 8 });
+    expect((await call(env, "/v1/topics/lc")).body.scheduled).toBe(0);
+    isProblem(await call(env, "/v1/topics/lc/jobs/cancel", { body: { flowKey: "k1", all: true } }), 422);
+  });
 });

@@ -1,8 +1,9 @@
 /**
  * The flow keys' index (lua/lib/flow.lua's fkidx): every job of a flow key
- * scheduled or waiting, by key and due time, and the caps it counts
- * (maxKeyLength). Random runs of enqueues (some refused at a cap), claims,
- * settles (ack, retry, dead), reaped leases, cancels, reschedules, replays
+ * scheduled or waiting, by key and due time, the caps it counts
+ * (maxKeyLength), and listing and bulk cancel by flow key. Random runs of
+ * enqueues (some refused at a cap), claims, settles (ack, retry, dead),
+ * reaped leases, cancels (by id, by ids, by due window and by key), reschedules, replays
  * and a dropOldest topic's drops for its own cap and its keys', each seeded
  * (a failure names its seed); after each, every job is read by id and the
  * index must hold exactly the scheduled jobs of each key at their due times,
@@ -10,7 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { FlowKeyFullError, TopicFullError } from "../../../src/queue/errors.js";
-import type { EnqueueInput } from "../../../src/queue/views.js";
+import type { EnqueueInput, ListJobsOptions, ListPosition } from "../../../src/queue/views.js";
 import { testQueue } from "./helpers.js";
 
 const T0 = 1_900_000_000_000;
@@ -66,7 +67,17 @@ async function step(run: Run, r: ReturnType<typeof random>, inflight: Map<string
     const outcome = kind === "retry" ? { kind, at: clock.now + r.int(1_500), error: "again" } : kind === "dead" ? { kind, error: "gone" } : { kind };
     await queue.settle(j.topic, [{ id: j.id, attempt: j.attempt, ...outcome }]);
   } else if (op === 5 && known.length > 0) {
-    await queue.cancel(r.pick(known));
+    // One by id, some by ids, or a step of a bulk cancel: a due window, a key's jobs, or both.
+    const how = r.int(3);
+    if (how === 0) await queue.cancel(r.pick(known));
+    else if (how === 1) await queue.cancelIds(topic, [r.pick(known), r.pick(known), r.pick(known)]);
+    else {
+      const from = clock.now + r.int(1_500);
+      await queue.cancelWindow(topic, {
+        ...(r.int(2) === 0 ? { flowKey: r.pick(KEYS) } : {}),
+        ...(r.int(2) === 0 ? { dueFrom: from, dueTo: from + r.int(500) } : {}),
+      });
+    }
   } else if (op === 6 && known.length > 0) {
     await queue.reschedule(r.pick(known), clock.now + r.int(2_000));
   } else if (op === 7) {
@@ -178,5 +189,94 @@ describe("maxKeyLength", () => {
     await expect(queue.enqueue({ topic: "own", payload: 2, flowKey: "x" })).rejects.toMatchObject({ name: "FlowKeyFullError", pending: 2, maxKeyLength: 2 });
     await queue.enqueue({ topic: "own", payload: 3, flowKey: "y" });
     expect(await queue.flowKeyLengths("own", ["x", "y"])).toEqual([2, 1]);
+  });
+});
+
+describe("listing and cancelling by flow key", () => {
+  /** Every page of a listing, `limit` a page. */
+  async function pages(queue: ReturnType<typeof testQueue>["queue"], topic: string, options: Omit<ListJobsOptions, "after">) {
+    const seen: string[] = [];
+    let after: ListPosition | undefined;
+    for (let page = 0; page < 100; page++) {
+      const { jobs, next } = await queue.listJobs(topic, { ...options, ...(after ? { after } : {}) });
+      seen.push(...jobs.map((j) => j.id));
+      if (!next) return seen;
+      after = next;
+    }
+    throw new Error("the listing did not end");
+  }
+
+  it("a key's scheduled jobs page in due order, exactly, within a due window; in flight, the pages are filtered by the key", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    const made: Array<{ id: string; dueAt: number; key: string | undefined }> = [];
+    for (let i = 0; i < 60; i++) {
+      const key = i % 5 === 0 ? undefined : `k${i % 3}`;
+      const job = await queue.enqueue({ topic: "lk", payload: i, runAt: T0 + 1_000 + ((i * 37) % 11) * 100, ...(key ? { flowKey: key } : {}) });
+      made.push({ id: job.id, dueAt: job.dueAt!, key });
+    }
+    const order = (xs: typeof made) => [...xs].sort((a, b) => a.dueAt - b.dueAt || (a.id < b.id ? -1 : 1)).map((j) => j.id);
+    expect(await pages(queue, "lk", { state: "scheduled", limit: 4, flowKey: "k1" })).toEqual(order(made.filter((j) => j.key === "k1")));
+    const window = { from: T0 + 1_300, to: T0 + 1_700 };
+    expect(await pages(queue, "lk", { state: "scheduled", limit: 3, flowKey: "k2", ...window })).toEqual(
+      order(made.filter((j) => j.key === "k2" && j.dueAt >= window.from && j.dueAt <= window.to)),
+    );
+    // A page's position holds when its job leaves and others arrive before it: nothing repeats or is skipped.
+    const first = await queue.listJobs("lk", { state: "scheduled", limit: 5, flowKey: "k0" });
+    await queue.cancel(first.jobs.at(-1)!.id);
+    await queue.enqueue({ topic: "lk", payload: "early", flowKey: "k0", runAt: T0 + 1_000 });
+    const rest = await pages(queue, "lk", { state: "scheduled", limit: 5, flowKey: "k0" });
+    const after = first.next!;
+    const following = (await queue.listJobs("lk", { state: "scheduled", limit: 100, flowKey: "k0", after })).jobs.map((j) => j.id);
+    expect(following).toEqual(order(made.filter((j) => j.key === "k0")).filter((id) => rest.includes(id) && !first.jobs.some((f) => f.id === id)));
+    // In flight: only the key's jobs, the pages filtered.
+    clock.now = T0 + 5_000;
+    const taken = (await queue.claim("lk", { max: 100, leaseMs: 60_000 })).jobs;
+    const flying = await pages(queue, "lk", { state: "inflight", limit: 7, flowKey: "k1" });
+    expect(flying.sort()).toEqual(
+      taken
+        .filter((j) => j.record.flowKey === "k1")
+        .map((j) => j.id)
+        .sort(),
+    );
+  });
+
+  it("a bulk cancel by due window reaches keyed jobs as well as plain ones; by flow key it cancels that key's only", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    const jobs = await queue.enqueueBatch(
+      Array.from({ length: 40 }, (_, i) => ({ topic: "bc", payload: i, runAt: T0 + 1_000 + i * 10, ...(i % 4 === 0 ? {} : { flowKey: `k${i % 2}` }) })),
+    );
+    const state = async (id: string) => (await queue.get(id))!.state;
+    // The window [T0+1100, T0+1190]: jobs 10..19, plain and keyed.
+    let step = await queue.cancelWindow("bc", { dueFrom: T0 + 1_100, dueTo: T0 + 1_190 });
+    while (step.next) step = await queue.cancelWindow("bc", { dueFrom: T0 + 1_100, dueTo: T0 + 1_190, after: step.next });
+    const states = await Promise.all(jobs.map((j) => state(j.id)));
+    expect(states.map((st, i) => (st === "cancelled") === (i >= 10 && i < 20))).toEqual(jobs.map(() => true));
+    // Key k1's jobs from T0+1300 on, by flow key and window; then every job of k0.
+    await queue.cancelWindow("bc", { flowKey: "k1", dueFrom: T0 + 1_300 });
+    await queue.cancelWindow("bc", { flowKey: "k0" });
+    const after = await Promise.all(jobs.map((j) => state(j.id)));
+    const expected = jobs.map((_, i) => {
+      if (i >= 10 && i < 20) return "cancelled";
+      if (i % 4 === 0) return "scheduled";
+      if (i % 2 === 0) return "cancelled";
+      return i * 10 + 1_000 >= 1_300 ? "cancelled" : "scheduled";
+    });
+    expect(after).toEqual(expected);
+    expect(await queue.flowKeyLengths("bc", ["k0", "k1"])).toEqual([0, expected.filter((st, i) => st === "scheduled" && i % 2 === 1).length]);
+    // By ids: a keyed job too.
+    const left = jobs.filter((_, i) => expected[i] === "scheduled" && i % 2 === 1).map((j) => j.id);
+    expect(await queue.cancelIds("bc", left)).toMatchObject({ cancelled: left.length, notScheduled: 0 });
+    expect(await queue.flowKeyLengths("bc", ["k1"])).toEqual([0]);
+    // None of them is ever claimed.
+    clock.now = T0 + 10_000;
+    const taken = (await queue.claim("bc", { max: 100, leaseMs: 60_000 })).jobs.map((j) => j.id);
+    expect(taken.sort()).toEqual(
+      jobs
+        .filter((_, i) => i % 4 === 0 && !(i >= 10 && i < 20))
+        .map((j) => j.id)
+        .sort(),
+    );
   });
 });
