@@ -71,7 +71,10 @@ export class DelaylineValidationError extends DelaylineError {}
  * the request is safe to retry, after its `retryAfterMs`; or a topic's
  * maxLength refused the jobs (type `urn:delayline:topic-full`, with
  * `problem.topic`, `problem.pending` and `problem.maxLength`; nothing stored),
- * which is not retried: the topic frees room only as its jobs are claimed.
+ * or a flow key's maxKeyLength did (type `urn:delayline:flow-key-full`, with
+ * `problem.topic`, `problem.flowKey`, `problem.pending` and
+ * `problem.maxKeyLength`), neither retried: the topic or key frees room only
+ * as its jobs are claimed.
  */
 export class DelaylineRateLimitError extends DelaylineError {}
 

@@ -1,4 +1,4 @@
-/** `dl.flowKeys`: a topic's flow keys' own settings — their limits, weight and pause — over the topic's flow settings. */
+/** `dl.flowKeys`: a topic's flow keys' own settings — their limits, weight, pause and cap — over the topic's flow settings, and each key's length. */
 import type { z } from "@hono/zod-openapi";
 import type * as schemas from "../producer/schemas.js";
 import { everyPage } from "./pages.js";
@@ -7,7 +7,7 @@ import { SAFE, unlessNotFound, type Requester } from "./requester.js";
 
 /** One flow key's own settings, as PUT /v1/topics/:topic/flow-keys/:key takes them (the whole set: a PUT replaces them). */
 export type FlowKeySettings = z.input<typeof schemas.FlowKeyBody>;
-/** A flow key with settings of its own. */
+/** A flow key: its own settings ({} when it has none) and its length (its jobs scheduled and waiting, exact). */
 export type FlowKey = z.output<typeof schemas.FlowKeyView>;
 /** A page of a topic's flow keys with settings of their own, in no particular order; `nextCursor` goes on from it. */
 export type FlowKeyPage = z.output<typeof schemas.FlowKeyList>;
@@ -32,7 +32,7 @@ export class FlowKeysResource {
     for await (const page of everyPage((at) => this.list(topic, { ...options, ...at }))) yield* page.keys;
   }
 
-  /** A key's own settings, or null when it has none (it takes the topic's flow settings). */
+  /** A key's own settings ({} when it has none: it takes the topic's flow settings) and its length, or null when it has neither settings of its own nor pending jobs. */
   get(topic: string, key: string): Promise<FlowKey | null> {
     return unlessNotFound(this.r.json<FlowKey>("GET", path`/v1/topics/${topic}/flow-keys/${key}`, undefined, SAFE), null);
   }
@@ -73,6 +73,6 @@ export class FlowKeysResource {
     const { paused: _, ...rest } = (await this.get(topic, key))?.settings ?? {};
     if (Object.keys(rest).length > 0) return this.set(topic, key, rest);
     await this.delete(topic, key);
-    return { topic, key, settings: {} };
+    return (await this.get(topic, key)) ?? { topic, key, settings: {}, length: 0 };
   }
 }

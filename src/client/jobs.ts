@@ -46,10 +46,16 @@ export interface ListJobsOptions {
   limit?: number;
   /** Include payloads. Default false. */
   payload?: boolean;
+  /**
+   * Only this flow key's jobs: scheduled ones exactly, in due order; in
+   * flight and dead ones by filtering each page, which may then hold fewer
+   * than `limit`, even none, with a `nextCursor`. Default: every job.
+   */
+  flowKey?: string;
 }
 
-/** Which of a topic's scheduled jobs {@link JobsResource.bulkCancel} cancels: given ids (up to 1,000), a due window, or all. */
-export type BulkCancelTarget = { ids: string[] } | { dueFrom?: string | number; dueTo?: string | number } | { all: true };
+/** Which of a topic's scheduled jobs {@link JobsResource.bulkCancel} cancels: given ids (up to 1,000), a due window, one flow key's (within a due window or not), or all. */
+export type BulkCancelTarget = { ids: string[] } | { dueFrom?: string | number; dueTo?: string | number; flowKey?: string } | { all: true };
 
 /** Jobs: `/v1/jobs`, a topic's `/v1/topics/:topic/jobs` and its pull consumers' `/v1/topics/:topic/claim`. */
 export class JobsResource {
@@ -125,8 +131,8 @@ export class JobsResource {
    * so jobs enqueued, claimed or cancelled meanwhile never make a page repeat or skip one.
    */
   list(topic: string, options: ListJobsOptions & { cursor?: string } = {}): Promise<JobPage> {
-    const { state, from, to, limit, cursor, payload } = options;
-    return this.r.json("GET", path`/v1/topics/${topic}/jobs` + query({ state, from, to, limit, cursor, payload }), undefined, SAFE);
+    const { state, from, to, limit, cursor, payload, flowKey } = options;
+    return this.r.json("GET", path`/v1/topics/${topic}/jobs` + query({ state, from, to, limit, cursor, payload, flowKey }), undefined, SAFE);
   }
 
   /**
@@ -140,7 +146,7 @@ export class JobsResource {
 
   /**
    * Cancels scheduled jobs of a topic — given ids (up to 1,000), a due
-   * window, or all — call after call through the cursor, each call a bounded
+   * window, one flow key's, or all — call after call through the cursor, each call a bounded
    * batch on the server. Jobs in flight are left alone: `inflight` counts the
    * given ones in flight (ids), or the topic's jobs in flight (a window or all).
    */

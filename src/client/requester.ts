@@ -32,8 +32,8 @@ export const ONCE: SendOptions = { retry: false };
 /** 200 ms doubling to 5 s, each a random half to all of it. */
 const defaultBackoff = (retryCount: number): number => Math.min(5_000, 200 * 2 ** retryCount) * (0.5 + Math.random() / 2);
 
-/** The problem type of a topic's maxLength refusing jobs: not retried (see DelaylineRateLimitError). */
-const TOPIC_FULL: ProblemType = "urn:delayline:topic-full";
+/** The problem types of a topic's maxLength or a flow key's maxKeyLength refusing jobs: not retried (see DelaylineRateLimitError). */
+const FULL: ReadonlySet<ProblemType> = new Set<ProblemType>(["urn:delayline:topic-full", "urn:delayline:flow-key-full"]);
 
 /** A Retry-After past this is not waited for: the error goes to the caller, who can decide to wait that long. */
 const MAX_RETRY_AFTER_MS = 60_000;
@@ -102,8 +102,8 @@ export class Requester {
   /** How long to wait before trying again after `error`, or null when it goes to the caller. */
   private retryDelay(error: DelaylineError, mayRetry: boolean, attempt: number): number | null {
     if (!mayRetry || !(error instanceof DelaylineUnavailableError || error instanceof DelaylineRateLimitError)) return null;
-    // A full topic is the caller's to act on (wait, drop the jobs, or set overflow dropOldest): it frees room as the tick claims.
-    if (error.type === TOPIC_FULL) return null;
+    // A full topic or key is the caller's to act on (wait, drop the jobs, or set overflow dropOldest): it frees room as the tick claims.
+    if (FULL.has(error.type as ProblemType)) return null;
     const asked = error.retryAfterMs;
     if (asked !== null && asked > MAX_RETRY_AFTER_MS) return null;
     return Math.max(0, Math.round(Math.max(this.backoff(attempt - 1), asked ?? 0)));

@@ -84,7 +84,7 @@ const TOPIC_FAMILIES: readonly TopicFamily[] = [
   {
     name: "delayline_jobs_dropped_total",
     type: "counter",
-    help: "Pending jobs dropped for the topic's maxLength (overflow dropOldest).",
+    help: "Pending jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest).",
     value: (t) => t.counters.dropped,
   },
 ];

@@ -4,7 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { settings, SettingsError } from "../env.js";
 import { shardsFromSettings } from "../queue/from-settings.js";
-import { RedisLimitError, RedisOutcomeUnknownError, TopicContendedError, TopicFullError } from "../queue/errors.js";
+import { FlowKeyFullError, RedisLimitError, RedisOutcomeUnknownError, TopicContendedError, TopicFullError } from "../queue/errors.js";
 import { RedisUnavailableError } from "../queue/redis.js";
 import { RequestTooLargeError, TopicLimitError } from "../queue/queue.js";
 import type { Shards } from "../queue/shards.js";
@@ -238,6 +238,10 @@ const onError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof TopicLimitError) return problem(422, err.message, { type: PROBLEM_TYPES.topicLimit });
   if (err instanceof TopicFullError) {
     return problem(429, err.message, { type: PROBLEM_TYPES.topicFull, full: { topic: err.topic, pending: err.pending, maxLength: err.maxLength } });
+  }
+  if (err instanceof FlowKeyFullError) {
+    const full = { topic: err.topic, flowKey: err.flowKey, pending: err.pending, maxKeyLength: err.maxKeyLength };
+    return problem(429, err.message, { type: PROBLEM_TYPES.flowKeyFull, full });
   }
   if (err instanceof TopicContendedError) return problem(503, err.message, { headers: { "retry-after": "1" } });
   if (err instanceof RequestTooLargeError) return problem(413, err.message, { type: PROBLEM_TYPES.requestTooLarge });

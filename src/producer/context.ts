@@ -56,7 +56,7 @@ const DESCRIPTIONS: Record<number, string> = {
   413: "Body too large",
   415: "Not JSON",
   422: "Schema violation",
-  429: "A topic's maxLength refused the jobs (nothing stored)",
+  429: "A topic's maxLength or a flow key's maxKeyLength refused the jobs (nothing stored)",
   431: "A header kept with the job is too large",
   503: "Redis unreachable; retry with the same Idempotency-Key (the write may have happened before the answer was lost)",
 };

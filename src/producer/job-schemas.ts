@@ -118,7 +118,7 @@ export const AttemptView = z
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
         "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
-        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it",
+        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength or its flow key's maxKeyLength (overflow dropOldest), which ends it",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
@@ -140,7 +140,7 @@ export const JobView = z
     topic: TopicName,
     state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped"]).openapi({
       description:
-        "dropped: the job was pending when an enqueue into its topic, at its maxLength with overflow dropOldest, dropped it (it was the topic's oldest)",
+        "dropped: the job was pending when an enqueue into its topic, at its maxLength or its flow key's maxKeyLength with overflow dropOldest, dropped it (it was the topic's oldest, or the key's)",
     }),
     dueAt: z.string().nullable(),
     attempts: z.number().int(),
@@ -178,6 +178,10 @@ export const ListQuery = z.object({
     .default("false")
     .transform((v) => v === "true")
     .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  flowKey: FlowKey.optional().openapi({
+    description:
+      "Only this flow key's jobs. scheduled: the key's jobs in due order, exact (its range of the flow keys' index). inflight and dead: the page of the topic's set filtered by each job's key, so a page may hold fewer jobs than limit, even none, and still have a nextCursor",
+  }),
 });
 
 export const ListedJobView = z
@@ -212,13 +216,14 @@ export const BulkCancelBody = z
     dueFrom: Instant.optional(),
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
-    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
+    flowKey: FlowKey.optional().openapi({ description: "Only this flow key's scheduled jobs (in due order), within dueFrom/dueTo when given" }),
+    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
   })
   .strict()
-  .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
-    message: "give ids, or dueFrom/dueTo, or all: true",
-    path: ["ids"],
-  })
+  .refine(
+    (b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined || b.flowKey !== undefined, b.all === true].filter(Boolean).length === 1,
+    { message: "give ids, or dueFrom/dueTo and/or flowKey, or all: true", path: ["ids"] },
+  )
   .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
   .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
   .openapi("BulkCancel");

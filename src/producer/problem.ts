@@ -15,6 +15,9 @@ export interface ProblemDocument {
   topic?: string;
   pending?: number;
   maxLength?: number;
+  /** With `urn:delayline:flow-key-full`: the flow key whose maxKeyLength refused the request (its topic in `topic`, its pending jobs then in `pending`), and the cap. */
+  flowKey?: string;
+  maxKeyLength?: number;
 }
 
 const TITLES: Record<number, string> = {
@@ -74,6 +77,16 @@ export const PROBLEM_TYPES = {
    * shards: see `stored`). Room frees as the topic's jobs are claimed.
    */
   topicFull: "urn:delayline:topic-full",
+  /**
+   * 429: a flow key's maxKeyLength (its own, else its topic's: the key's
+   * pending jobs, scheduled and waiting) refused the jobs — the topic's
+   * overflow reject, or a request adding more jobs to a key of a dropOldest
+   * topic than its cap; `topic`, `flowKey`, `pending` and `maxKeyLength` say
+   * which and where it stood. Nothing of the request was stored (a batch
+   * across shards: see `stored`). Room frees as the key's jobs are claimed;
+   * other keys still take jobs.
+   */
+  flowKeyFull: "urn:delayline:flow-key-full",
   /** 431: the request headers are larger than 32 KiB. */
   headersTooLarge: "urn:delayline:headers-too-large",
   /** 500: the deployment's settings are wrong (`detail` names the setting). */
@@ -127,7 +140,7 @@ export function problem(
     errors?: ProblemDocument["errors"];
     headers?: Record<string, string>;
     limit?: string;
-    full?: Pick<Required<ProblemDocument>, "topic" | "pending" | "maxLength">;
+    full?: Pick<ProblemDocument, "topic" | "pending" | "maxLength" | "flowKey" | "maxKeyLength">;
   } = {},
 ): Response {
   const body: ProblemDocument = {

@@ -163,9 +163,19 @@ export const Problem = z
       .enum(["record-size", "request-size", "requests", "capacity", "memory"])
       .optional()
       .openapi({ description: "With urn:delayline:redis-limit: the Redis (Upstash) limit that refused the request." }),
-    topic: z.string().optional().openapi({ description: "With urn:delayline:topic-full: the topic whose maxLength refused the request." }),
-    pending: z.number().int().optional().openapi({ description: "With urn:delayline:topic-full: the topic's pending jobs (scheduled and waiting) then." }),
+    topic: z.string().optional().openapi({
+      description: "With urn:delayline:topic-full: the topic whose maxLength refused the request; with urn:delayline:flow-key-full: the flow key's topic.",
+    }),
+    pending: z.number().int().optional().openapi({
+      description: "With urn:delayline:topic-full: the topic's pending jobs (scheduled and waiting) then; with urn:delayline:flow-key-full: the flow key's.",
+    }),
     maxLength: z.number().int().optional().openapi({ description: "With urn:delayline:topic-full: the topic's maxLength." }),
+    flowKey: z.string().optional().openapi({ description: "With urn:delayline:flow-key-full: the flow key whose maxKeyLength refused the request." }),
+    maxKeyLength: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "With urn:delayline:flow-key-full: the flow key's maxKeyLength (its own, else its topic's)." }),
   })
   .openapi("Problem");
 

@@ -71,11 +71,25 @@ export const FlowSettingsBody = z
   .openapi("FlowSettings", { description: "What each flow key of the topic gets unless it has settings of its own" });
 
 export const FlowKeyBody = z
-  .object({ ...flowLimits, paused: z.boolean().optional().openapi({ description: "A paused key starts no job; its jobs wait" }) })
+  .object({
+    ...flowLimits,
+    paused: z.boolean().optional().openapi({ description: "A paused key starts no job; its jobs wait" }),
+    maxKeyLength: z.number().int().min(1).max(MAX_MAX_LENGTH).optional().openapi({
+      description:
+        "Most pending jobs (scheduled and waiting) this key holds, over the topic's maxKeyLength; an enqueue past it does what the topic's overflow says. Unset: the topic's",
+    }),
+  })
   .strict()
   .openapi("FlowKeySettings", { description: "One flow key's own settings, over its topic's flow settings (a PUT replaces them all)" });
 
-export const FlowKeyView = z.object({ topic: TopicName, key: FlowKey, settings: FlowKeyBody }).openapi("FlowKey");
+export const FlowKeyView = z
+  .object({
+    topic: TopicName,
+    key: FlowKey,
+    settings: FlowKeyBody.openapi({ description: "the key's own settings ({} when it has none: it takes the topic's)" }),
+    length: z.number().int().openapi({ description: "the key's pending jobs, scheduled and waiting (not those in flight): what maxKeyLength caps; exact" }),
+  })
+  .openapi("FlowKey");
 
 export const FlowKeyList = z
   .object({
@@ -93,9 +107,13 @@ export const TopicSettingsBody = z
       description:
         "Most pending jobs (scheduled and waiting; jobs in flight do not count) the topic holds; an enqueue past it does what overflow says. null: no cap",
     }),
+    maxKeyLength: z.number().int().min(1).max(MAX_MAX_LENGTH).nullable().optional().openapi({
+      description:
+        "Most pending jobs (scheduled and waiting) each flow key of the topic holds, unless the key sets its own (PUT /v1/topics/{topic}/flow-keys/{key}); an enqueue past it does what overflow says. Jobs without a flow key are not counted. null: no cap",
+    }),
     overflow: z.enum(OVERFLOW_POLICIES).nullable().optional().openapi({
       description:
-        "At maxLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the topic's oldest pending jobs, earliest due first, end in state dropped). null: reject",
+        "At maxLength or a flow key's maxKeyLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the oldest pending jobs, earliest due first — the topic's, or the key's — end in state dropped). null: reject",
     }),
     weight: z
       .number()
@@ -162,7 +180,8 @@ const BackoffOut = z.union(backoffSchema.options).openapi("BackoffSettings", { d
 export const Counters = z
   .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number(), dropped: z.number() })
   .openapi("Counters", {
-    description: "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength (all time)",
+    description:
+      "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength or a flow key's maxKeyLength (all time)",
   });
 
 const flowKeyCounts = {
@@ -202,6 +221,7 @@ export const TopicView = z
       burst: z.number().optional(),
       concurrency: z.number().optional(),
       maxLength: z.number().optional(),
+      maxKeyLength: z.number().optional(),
       overflow: z.enum(OVERFLOW_POLICIES),
       weight: z.number(),
       maxAttempts: z.number(),

@@ -14,12 +14,15 @@ export const Code = {
    * written because what the caller read changed meanwhile (schedule-write's
    * revision); or not written because registering a topic would pass
    * MAX_TOPICS (the topics registered and the cap follow); enqueue.lua: or
-   * because a topic's maxLength refuses the jobs, or because the jobs a
-   * dropOldest topic must drop were not all among the ids the caller read.
+   * because a topic's maxLength refuses the jobs, or a flow key's
+   * maxKeyLength, or because the jobs a dropOldest topic must drop were not
+   * all among the ids the caller read.
    */
-  Write: { Written: 1, Changed: 0, TopicLimit: -1, TopicFull: -2, FewCandidates: -3 },
-  /** enqueue.lua, upsert.lua: a topic's cap (its maxLength's overflow), as the call found it. */
+  Write: { Written: 1, Changed: 0, TopicLimit: -1, TopicFull: -2, FewCandidates: -3, FlowKeyFull: -4 },
+  /** enqueue.lua, upsert.lua: a topic's cap (the overflow of its maxLength and its keys' caps), as the call found it. */
   Overflow: { None: 0, Reject: 1, DropOldest: 2 },
+  /** enqueue.lua: which caps a topic has: its maxLength, caps on its flow keys (maxKeyLength, its own or its keys'), both. */
+  Caps: { None: 0, Topic: 1, Keys: 2, Both: 3 },
   /** settle.lua, schedule-fire.lua: a write fenced on what its caller read applied, or was stale and changed nothing. */
   Fenced: { Applied: 1, Stale: 0 },
   /**

@@ -182,7 +182,7 @@ async function everyStep(step: (after: ListPosition | undefined) => Promise<{ co
 /** replay-dead.lua's fixed keys; the metas of the ids follow. */
 function replayKeys(ctx: QueueContext, topic: string): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.deadAt, t.due, ctx.keys.topicIndex, t.flow.fdue, t.flow.fsched];
+  return [t.deadAt, t.due, ctx.keys.topicIndex, t.flow.fdue, t.flow.fsched, t.flow.fkidx];
 }
 
 function replayArgs(ctx: QueueContext, topic: string, options: ReplayOptions, mode: "ids" | "walk"): Array<string | number> {

@@ -39,6 +39,32 @@ export class TopicFullError extends Error {
 }
 
 /**
+ * Refused: a flow key's maxKeyLength (its own, else its topic's; its pending
+ * jobs: scheduled and waiting) would be passed — with the topic's overflow
+ * `reject`, by the jobs the call adds to the key; with `dropOldest`, because
+ * the call adds more jobs to the key than its cap. Nothing of the call was
+ * stored; the edge answers 429.
+ */
+export class FlowKeyFullError extends Error {
+  override name = "FlowKeyFullError";
+  constructor(
+    readonly topic: string,
+    readonly flowKey: string,
+    /** The key's pending jobs when the call was refused. */
+    readonly pending: number,
+    readonly maxKeyLength: number,
+    /** The jobs the call would have added to the key (repeats of an idempotency key add none). */
+    readonly adding: number,
+  ) {
+    super(
+      adding > maxKeyLength
+        ? `the request adds ${adding} jobs to flow key ${JSON.stringify(flowKey)} of topic ${topic}, more than its maxKeyLength of ${maxKeyLength}; nothing was stored`
+        : `flow key ${JSON.stringify(flowKey)} of topic ${topic} holds ${pending} pending jobs (scheduled and waiting) and its maxKeyLength is ${maxKeyLength}: the ${adding} job(s) the request adds would pass it; nothing was stored (jobs in flight do not count: room frees as the key's jobs are claimed)`,
+    );
+  }
+}
+
+/**
  * A dropOldest topic's oldest pending jobs changed under concurrent calls
  * each time this enqueue read them (it names the jobs it drops, which others
  * dropped or claimed first): nothing was stored, and a retry can succeed.

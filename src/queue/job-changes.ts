@@ -1,7 +1,7 @@
 import { BULK_CALL_BYTES, BULK_CANCEL_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
-import { windowArgs } from "./job-reads.js";
+import { keyPage, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
 import type { CancelWindowOptions, ListPosition } from "./views.js";
@@ -9,10 +9,10 @@ import type { CancelWindowOptions, ListPosition } from "./views.js";
 // Changes to scheduled jobs: cancelling them (one, a due window, or given
 // ids) and moving one to another due time. Jobs in flight are never touched.
 
-/** The keys cancel-jobs.lua takes for these jobs of `topic`: the topic's sets, then each job's meta key. */
+/** The keys cancel-jobs.lua takes for these jobs of `topic`: the topic's sets, then each job's meta and record keys. */
 function cancelKeys(ctx: QueueContext, topic: string, ids: readonly string[]): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.due, t.lease, t.done, ...ids.map((id) => ctx.keys.job(id).meta)];
+  return [t.due, t.lease, t.done, t.flow.fdue, t.flow.fkidx, ...ids.flatMap((id) => [ctx.keys.job(id).meta, ctx.keys.job(id).record])];
 }
 
 export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled" | "not-found" | "inflight"> {
@@ -21,31 +21,43 @@ export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled"
   const t = ctx.keys.topic(topic);
   const k = ctx.keys.job(id);
   return replies.cancel.parse(
-    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, ctx.now()]),
+    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx], [id, ctx.now()]),
   );
 }
 
 /**
  * One bounded step of cancelling a due window, in two phases: the next page
- * of the window's ids from the position (list-jobs.lua), then cancel-jobs.lua
- * on those ids with their meta keys, which skips any that moved meanwhile.
+ * of the window's ids from the position — the due set's and the keyed jobs'
+ * (fdue) as one (list-jobs.lua), or with `flowKey` that key's range of the
+ * keys' index — then cancel-jobs.lua on those ids with their keys, which
+ * skips any that moved meanwhile.
  */
 export async function cancelWindow(
   ctx: QueueContext,
   topic: string,
   options: CancelWindowOptions = {},
 ): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
-  const page = replies.listJobs.parse(
-    await ctx.run(lua.listJobs, [ctx.keys.topic(topic).due], [...windowArgs(options.after, options.dueFrom, options.dueTo), BULK_CANCEL_BATCH]),
+  const t = ctx.keys.topic(topic);
+  const window = { after: options.after, from: options.dueFrom, to: options.dueTo };
+  let page: { more: boolean; jobs: Array<{ id: string; score: number }> };
+  let listed: Array<string | number>;
+  if (options.flowKey !== undefined) {
+    const keyed = await keyPage(ctx, topic, options.flowKey, window, BULK_CANCEL_BATCH);
+    page = keyed;
+    listed = keyed.members;
+  } else {
+    page = replies.listJobs.parse(await ctx.run(lua.listJobs, [t.due, t.flow.fdue], [...windowArgs(window.after, window.from, window.to), BULK_CANCEL_BATCH]));
+    listed = page.jobs.flatMap((j) => [j.id, j.score]);
+  }
+  const raw = await ctx.run(
+    lua.cancelJobs,
+    cancelKeys(
+      ctx,
+      topic,
+      page.jobs.map((j) => j.id),
+    ),
+    [ctx.now(), options.flowKey !== undefined ? "key" : "window", BULK_CALL_BYTES, page.more ? "1" : "0", ...listed],
   );
-  const ids = page.jobs.map((j) => j.id);
-  const raw = await ctx.run(lua.cancelJobs, cancelKeys(ctx, topic, ids), [
-    ctx.now(),
-    "window",
-    BULK_CALL_BYTES,
-    page.more ? "1" : "0",
-    ...page.jobs.flatMap((j) => [j.id, j.score]),
-  ]);
   return replies.cancelJobs.window.parse(raw);
 }
 
@@ -71,6 +83,10 @@ export async function reschedule(ctx: QueueContext, id: string, dueAt: number): 
   const due = Math.max(ctx.now(), Math.round(dueAt));
   const k = ctx.keys.job(id);
   return replies.reschedule.parse(
-    await ctx.run(lua.reschedule, [t.due, t.lease, ctx.keys.topicIndex, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready], [id, due, topic]),
+    await ctx.run(
+      lua.reschedule,
+      [t.due, t.lease, ctx.keys.topicIndex, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx],
+      [id, due, topic],
+    ),
   );
 }

@@ -2,7 +2,9 @@ import { DEFAULT_LIST_LIMIT } from "../limits.js";
 import { LIST_PAGE_BYTES, MAX_LIST_LIMIT } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { createdAtOfJobId, topicOfJobId } from "./ids.js";
+import { idOfIndexMember, keyIndexRange } from "./keys.js";
 import * as lua from "./lua.generated.js";
+import { pipelineRead, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
 import { parseRecord, type JobMeta, type JobRecord } from "./types.js";
 import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./views.js";
@@ -102,13 +104,41 @@ export async function readJobs(
   return read.map((r, i) => ({ record: r.record === null ? null : parseRecord(r.record, ids[i]!), meta: r.meta }));
 }
 
+/**
+ * One page of a flow key's scheduled and waiting jobs in due order, from its
+ * range of the keys' index (lua/lib/flow.lua's fkidx: one ZRANGE … BYLEX):
+ * after the position, within the due window; exact, as the due set's pages
+ * are. With the members, which cancel-jobs.lua's "key" walk takes.
+ */
+export async function keyPage(
+  ctx: QueueContext,
+  topic: string,
+  flowKey: string,
+  window: { after?: ListPosition | undefined; from?: number | undefined; to?: number | undefined },
+  limit: number,
+): Promise<{ more: boolean; jobs: Array<{ id: string; score: number }>; members: string[] }> {
+  const [low, high] = keyIndexRange(flowKey, window.after, window.from, window.to);
+  await ctx.ensureModel();
+  const [got] = (await redisCall({ name: "ZRANGE BYLEX", repeatSafe: true }, () =>
+    pipelineRead(ctx.redis, [["zrange", ctx.keys.topic(topic).flow.fkidx, low, high, "BYLEX", "LIMIT", 0, limit + 1]]),
+  )) as [string[]];
+  const members = got.slice(0, limit);
+  // A member is "<key>\n<due, 15 digits>\n<id>": the key holds no control character.
+  const jobs = members.map((m) => ({ id: idOfIndexMember(m), score: Number(m.slice(flowKey.length + 1, flowKey.length + 16)) }));
+  return { more: got.length > limit, jobs, members };
+}
+
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
   // A topic's scheduled jobs are its due set's and, once it is shaped, its keyed jobs' (fdue): one page of both.
   const sets = options.state === "scheduled" ? [t.due, t.flow.fdue] : [t.lease];
-  // Two phases: the page's ids from the set, then their metas (and records) by their keys.
-  const page = replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
+  const byKey = options.flowKey;
+  // Two phases: the page's ids from the set (a flow key's scheduled jobs: its range of the index), then their metas (and records) by their keys.
+  const page =
+    byKey !== undefined && options.state === "scheduled"
+      ? await keyPage(ctx, topic, byKey, options, limit)
+      : replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
   const read = await readJobs(
     ctx,
     page.jobs.map((j) => j.id),
@@ -124,6 +154,8 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     const { record, meta } = read[i]!;
     // Finished between the two reads: no longer in the set.
     if (meta?.st !== undefined) continue;
+    // In flight, a flow key's jobs are those whose meta names it (from their claim): the page is filtered.
+    if (byKey !== undefined && inflight && meta?.k !== byKey) continue;
     const job: ListedJob = {
       id,
       topic,

@@ -1,14 +1,15 @@
 import { cutErrorText } from "../error-text.js";
 import { MAX_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
-import { TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
+import { type Candidates, cappedTopicPart, type DropWants, readCandidates } from "./enqueue-caps.js";
+import { FlowKeyFullError, TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
 import { newJobId, topicOfJobId } from "./ids.js";
-import { flowKeyList, scheduledMember } from "./keys.js";
+import { flowKeyList, keyIndexMember, scheduledMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { observationVector } from "./metrics.js";
 import { decideAfterFailure } from "./policy/backoff.js";
-import { pipeline, pipelineRead, redisCall } from "./redis.js";
-import { registrations } from "./registrations.js";
+import { pipeline, redisCall } from "./redis.js";
+import { type CapKinds, registrations } from "./registrations.js";
 import { replies } from "./replies.js";
 import { prioritizedTopics, shapedTopics } from "./shaped-topics.js";
 import { fitRequest } from "./request-size.js";
@@ -20,26 +21,19 @@ import type { EnqueueInput, EnqueueResult, LeaseExtension, NackFailure, Outcome,
 // consumer's may be extended), settled (acked, retried or dead-lettered). Each step is one Lua script, or, for the
 // single enqueue without an idempotency key of a topic this isolate registered
 // and found uncapped within the last minute, one pipeline whose order keeps it safe.
-// A topic with a maxLength is checked by the enqueue script; one that drops
-// its oldest jobs has their ids read first, as the script must be given the
-// keys it writes.
+// A topic with a maxLength or caps on its flow keys (maxKeyLength) is checked
+// by the enqueue script; one that drops its oldest jobs has their ids read
+// first (enqueue-caps.ts), as the script must be given the keys it writes.
 
 /** Times an enqueue reads a dropOldest topic's oldest jobs and calls the script; past it, other calls kept changing them first (nothing stored). */
 const DROP_ROUNDS = 10;
-
-/**
- * Ids read beyond twice what a call drops, at its first read: room for what
- * concurrent calls drop or claim between the read and the script. Each read
- * after one that fell short reads four times as many, up to MAX_CANDIDATES.
- */
-const CANDIDATE_SLACK = 16;
-const MAX_CANDIDATES = 4 * MAX_BATCH;
 
 interface PlannedJob {
   id: string;
   dueAt: number;
   record: string;
   topic: string;
+  flowKey?: string;
 }
 
 /** A batch as enqueue.lua takes it, before the capped topics' part: its jobs' keys and arguments. */
@@ -65,35 +59,57 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     scriptRequest(ctx, batch, [], new Map(), now);
     return [await enqueuePipelined(ctx, batch.jobs[0]!, single)];
   }
-  const perTopic = new Map<string, number>();
-  for (const j of batch.jobs) perTopic.set(j.topic, (perTopic.get(j.topic) ?? 0) + 1);
   // A topic known to drop its oldest jobs has them read before the first call, which then needs no second.
-  let wanted = new Map(checked.filter((t) => seen.capOf(t, now) === "dropOldest").map((t) => [t, perTopic.get(t)!]));
-  const candidates = new Map<string, string[]>();
+  let wanted = initialDropWants(
+    batch,
+    checked.filter((t) => seen.capOf(t, now) === "dropOldest"),
+    (t) => seen.kindsOf(t, now),
+  );
+  const candidates = new Map<string, Candidates>();
   const keyed = inputs.every((i) => i.idempotencyKey !== undefined);
   let reads = 0;
   for (let round = 1; ; round++) {
-    if (wanted.size > 0) for (const [topic, ids] of await oldestPendingIds(ctx, wanted, reads++)) candidates.set(topic, ids);
+    if (wanted.size > 0) await readCandidates(ctx, wanted, reads++, candidates);
     const { keys, args } = scriptRequest(ctx, batch, checked, candidates, now);
     const reply = replies.enqueue.parse(await ctx.run(lua.enqueue, keys, args, { keyed }), inputs.length);
     if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
     if (reply.result === "topic-full") throw new TopicFullError(reply.topic, reply.pending, reply.maxLength, reply.adding);
+    if (reply.result === "flow-key-full") throw new FlowKeyFullError(reply.topic, reply.flowKey, reply.pending, reply.maxKeyLength, reply.adding);
     if (reply.result === "few-candidates") {
       if (round === DROP_ROUNDS) {
         throw new TopicContendedError(
           `topic ${reply.short[0]!.topic} drops its oldest jobs, and concurrent calls changed them ${DROP_ROUNDS} times while this request read them; nothing was stored: retry`,
         );
       }
-      wanted = new Map(reply.short.map((s) => [s.topic, s.count]));
+      wanted = new Map();
+      for (const { topic, flowKey, count } of reply.short) {
+        const w = wanted.get(topic) ?? { topic: 0, keys: new Map<string, number>() };
+        if (flowKey === "") w.topic = count;
+        else w.keys.set(flowKey, count);
+        wanted.set(topic, w);
+      }
       continue;
     }
     for (const input of inputs) noteMarks(ctx, input);
-    for (const { topic, cap } of reply.caps) {
-      if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap);
-      else seen.noteCap(topic, cap);
+    for (const { topic, cap, kinds } of reply.caps) {
+      if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap, kinds);
+      else seen.noteCap(topic, cap, kinds);
     }
     return batch.jobs.map((j, i) => ({ ...reply.jobs[i]!, topic: j.topic }));
   }
+}
+
+/** What a call may drop from each of `dropping` (topics known to drop their oldest): as many as it adds to the topic, and to each flow key. */
+function initialDropWants(batch: PlannedBatch, dropping: string[], kindsOf: (topic: string) => CapKinds): Map<string, DropWants> {
+  const wanted = new Map<string, DropWants>();
+  for (const topic of dropping) {
+    const kinds = kindsOf(topic);
+    const jobs = batch.jobs.filter((j) => j.topic === topic);
+    const keys = new Map<string, number>();
+    if (kinds.keys) for (const j of jobs) if (j.flowKey !== undefined) keys.set(j.flowKey, (keys.get(j.flowKey) ?? 0) + 1);
+    wanted.set(topic, { topic: kinds.topic ? jobs.length : 0, keys });
+  }
+  return wanted;
 }
 
 /** The jobs' ids, records, keys and arguments (see enqueue.lua's header). */
@@ -119,6 +135,7 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
       t.flow.fdue,
       t.flow.fsched,
       t.conf,
+      t.flow.fkidx,
     );
     let flags = input.idempotencyKey !== undefined ? "i" : "-";
     if (isKeyed(input)) flags += "k";
@@ -126,7 +143,8 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
       flags += "r";
       newTopics.add(input.topic);
     }
-    const job = { id, dueAt, record: JSON.stringify(record), topic: input.topic };
+    const job: PlannedJob = { id, dueAt, record: JSON.stringify(record), topic: input.topic };
+    if (input.flowKey !== undefined) job.flowKey = input.flowKey;
     jobs.push(job);
     args.push(id, dueAt, job.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
   }
@@ -155,85 +173,54 @@ export function recordOf(input: EnqueueInput): Omit<JobRecord, "createdAt"> {
 
 /**
  * The script call's keys and arguments: the batch's, then each checked
- * topic's conf and metrics keys with its candidates (ids, meta keys).
+ * topic's part with its candidates (enqueue-caps.ts).
  * Throws RequestTooLargeError past the request budget, before anything is sent.
  */
-function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[], candidates: Map<string, string[]>, now: number) {
+function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[], candidates: Map<string, Candidates>, now: number) {
   const keys = [...batch.keys];
   const args = [...batch.args, now, checked.length];
   for (const topic of checked) {
-    const t = ctx.keys.topic(topic);
-    const ids = candidates.get(topic) ?? [];
-    keys.push(t.conf, t.metrics, ...ids.map((id) => ctx.keys.job(id).meta));
-    args.push(topic, ids.length, ...ids);
+    const part = cappedTopicPart(ctx, topic, candidates.get(topic));
+    keys.push(...part.keys);
+    args.push(...part.args);
   }
   fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args);
   return { keys, args };
 }
 
 /**
- * The ids of each topic's oldest pending jobs (lib/pending.lua's
- * oldestPending: earliest due first, ties in id order, its due set's and
- * its keyed jobs' merged), in one request: twice as many as the call may
- * drop and some more, four times that again after each of the call's
- * `reads` before.
- */
-async function oldestPendingIds(ctx: QueueContext, wanted: Map<string, number>, reads: number): Promise<Map<string, string[]>> {
-  const topics = [...wanted.keys()];
-  const count = (topic: string) => Math.min((2 * wanted.get(topic)! + CANDIDATE_SLACK) * 4 ** reads, MAX_CANDIDATES);
-  await ctx.ensureModel();
-  const read = (await redisCall({ name: "dropOldest candidates (ZRANGE)", repeatSafe: true }, () =>
-    pipelineRead(
-      ctx.redis,
-      topics.flatMap((topic) => {
-        const t = ctx.keys.topic(topic);
-        return [
-          ["zrange", t.due, 0, count(topic) - 1, "WITHSCORES"],
-          ["zrange", t.flow.fdue, 0, count(topic) - 1, "WITHSCORES"],
-        ];
-      }),
-    ),
-  )) as string[][];
-  return new Map(topics.map((topic, i) => [topic, oldestOfBoth(read[2 * i]!, read[2 * i + 1]!, count(topic))]));
-}
-
-/** The first `n` ids of two (id, score) lists each in (score, id) order, merged in that order. */
-function oldestOfBoth(a: string[], b: string[], n: number): string[] {
-  const rows: Array<{ id: string; score: number }> = [];
-  for (const list of [a, b]) for (let i = 0; i + 1 < list.length; i += 2) rows.push({ id: list[i]!, score: Number(list[i + 1]) });
-  rows.sort((x, y) => x.score - y.score || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-  return rows.slice(0, n).map((r) => r.id);
-}
-
-/**
  * The steady-traffic path: one job, no idempotency key, of a topic this
  * isolate registered and found uncapped (and, for a keyed job, knows to carry
- * the marks it needs: markedFor), in one request and no script: three commands, four for a keyed
- * job. The order makes it safe without one: the record exists before its id
- * is due, the id is due (a keyed job's: known by id, then in its key's
- * scheduled set) before the topic index hears of it, so a claim between two
- * of the commands either misses the job (and the index then still leads to
- * it) or takes it (and the index entry that follows is merely early, which
- * costs one empty claim). A keyed job needs its topic shaped, or plain
- * claims would not see it: the topic is, since this isolate learned so, as
- * the marks are never taken away (a deleted topic keeps them).
+ * the marks it needs: markedFor), in one request and no script: three
+ * commands, four for a keyed job, five with a flow key (its key's index). The
+ * order makes it safe without one: the record exists before its id is due,
+ * the id is due (a keyed job's: known by id, then in its key's scheduled set
+ * and index) before the topic index hears of it, so a claim between two of
+ * the commands either misses the job (and the index then still leads to it)
+ * or takes it (and the index entry that follows is merely early, which costs
+ * one empty claim). A keyed job needs its topic shaped, or plain claims would
+ * not see it: the topic is, since this isolate learned so, as the marks are
+ * never taken away (a deleted topic keeps them).
  */
 async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: EnqueueInput): Promise<EnqueueResult> {
   const t = ctx.keys.topic(job.topic);
   const index = ["zadd", ctx.keys.topicIndex, "lt", job.dueAt, job.topic];
   const record = ["set", ctx.keys.job(job.id).record, job.record];
   const keyed = isKeyed(input);
+  // A job of the default lane (a priority, no key) is not in the keys' index.
+  const indexed = input.flowKey !== undefined ? [["zadd", t.flow.fkidx, 0, keyIndexMember(input.flowKey, job.dueAt, job.id)]] : [];
   const commands = keyed
     ? [
         record,
         ["zadd", t.flow.fdue, job.dueAt, job.id],
         ["zadd", t.flow.fsched, job.dueAt, scheduledMember(input.flowKey ?? "", input.priority ?? 0, job.id)],
+        ...indexed,
         index,
       ]
     : [record, ["zadd", t.due, job.dueAt, job.id], index];
   await ctx.ensureModel();
   // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
-  await redisCall({ name: keyed ? "enqueue pipeline (SET, ZADD, ZADD, ZADD)" : "enqueue pipeline (SET, ZADD, ZADD)", repeatSafe: false }, () =>
+  await redisCall({ name: `enqueue pipeline (${commands.map((c) => String(c[0]).toUpperCase()).join(", ")})`, repeatSafe: false }, () =>
     pipeline(ctx.redis, commands),
   );
   return { id: job.id, topic: job.topic, dueAt: job.dueAt, deduplicated: false };

@@ -43,6 +43,8 @@
  *   <p>:t:<topic>:fin        HASH   flow key -> its jobs in flight
  *   <p>:t:<topic>:ftat       ZSET   flow key -> its rate's theoretical arrival time (GCRA), ms; forgotten once passed
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
+ *   <p>:t:<topic>:fkidx      ZSET   the flow keys' index: "<key>\n<due, 15 digits>\n<id>" -> 0, by lex: every job of a
+ *                                   flow key scheduled or waiting (a key's count and its jobs in due order)
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k (src/queue/lua/upsert.lua): checked against
  *                                   that job's state at each upsert, so a pointer its job left behind frees the key
@@ -80,7 +82,7 @@ export interface TopicKeys {
   metrics: string;
   /** When the topic was last purged (delete-topic.lua), so idempotency keys of the jobs it dropped are free. */
   purged: string;
-  /** The flow keys' sets (lua/lib/flow.lua), in the order scripts take them: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys. */
+  /** The flow keys' sets (lua/lib/flow.lua), in the order scripts take them: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx. */
   flow: FlowKeys;
 }
 
@@ -94,6 +96,8 @@ export interface FlowKeys {
   fin: string;
   ftat: string;
   fkeys: string;
+  /** The flow keys' index: each key's scheduled and waiting jobs in due order (lex members, see {@link keyIndexMember}). */
+  fkidx: string;
 }
 
 export class Keys {
@@ -155,6 +159,7 @@ export class Keys {
         fin: `${t}:fin`,
         ftat: `${t}:ftat`,
         fkeys: `${t}:fkeys`,
+        fkidx: `${t}:fkidx`,
       },
     };
   }
@@ -199,12 +204,37 @@ export class Keys {
 
 /** A shaped topic's flow keys in the order scripts take them in KEYS (lua/lib/flow.lua). */
 export function flowKeyList(f: FlowKeys): string[] {
-  return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys];
+  return [f.fdue, f.fsched, f.fready, f.fcal, f.fpark, f.fin, f.ftat, f.fkeys, f.fkidx];
 }
 
 /** A keyed job's member of its topic's fsched: its key and priority ride along (lua/lib/flow.lua's scheduledMember). */
 export function scheduledMember(flowKey: string, priority: number, id: string): string {
   return `${flowKey}\n${priority}\n${id}`;
+}
+
+/** A job's member of its topic's flow keys' index (lua/lib/flow.lua's indexMember): its key, its due time in 15 digits, its id. */
+export function keyIndexMember(flowKey: string, due: number, id: string): string {
+  return `${flowKey}\n${String(Math.round(due)).padStart(15, "0")}\n${id}`;
+}
+
+/**
+ * A flow key's range of the keys' index as ZRANGE … BYLEX bounds: its jobs
+ * after the position `after` (due time, id), due within [from, to] (epoch ms,
+ * either open). The index orders a key's jobs by due time, then id, as the
+ * due set orders its own, so a position means the same in both.
+ */
+export function keyIndexRange(flowKey: string, after: { score: number; id: string } | undefined, from?: number, to?: number): [string, string] {
+  const pad = (ms: number) => String(Math.max(0, Math.round(ms))).padStart(15, "0");
+  let low = `[${flowKey}\n`;
+  if (from !== undefined) low = `[${flowKey}\n${pad(from)}\n`;
+  if (after && (from === undefined || after.score >= from)) low = `(${keyIndexMember(flowKey, after.score, after.id)}`;
+  const high = to === undefined ? `(${flowKey}\v` : `(${flowKey}\n${pad(Math.round(to) + 1)}`;
+  return [low, high];
+}
+
+/** The job id of a member of the flow keys' index: its last part. */
+export function idOfIndexMember(member: string): string {
+  return member.slice(member.lastIndexOf("\n") + 1);
 }
 
 /** The keys of the deployment with this prefix. */

@@ -141,7 +141,8 @@ export class Queue {
 
   /**
    * Cancels the scheduled jobs of a due window (every scheduled job without
-   * one), at most {@link BULK_CANCEL_BATCH} (fewer with long attempt histories) per
+   * one; with `flowKey`, that key's jobs only), keyed jobs and plain ones
+   * alike, at most {@link BULK_CANCEL_BATCH} (fewer with long attempt histories) per
    * call, in due order: pass `next` back as `after` until it is null. Jobs in
    * flight are left alone; `inflight` says how many the topic has. Each
    * cancelled job stays readable as "cancelled" for the retention window.
@@ -175,7 +176,8 @@ export class Queue {
    * `next` is where the page ended; passed back as `after`, it starts the
    * next page right after that job, so jobs enqueued, claimed or cancelled
    * meanwhile never make a page repeat or skip one that stays listed. One
-   * command per call plus a few per page, however large the set.
+   * command per call plus a few per page, however large the set. `flowKey`
+   * lists one key's jobs (see {@link ListJobsOptions.flowKey}).
    */
   listJobs(topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
     return jobReads.listJobs(this.ctx, topic, options);
@@ -252,6 +254,11 @@ export class Queue {
   /** A flow key's own settings, or null. */
   flowKeySettings(topic: string, key: string): Promise<flowKeys.FlowKeySettings | null> {
     return flowKeys.flowKeySettings(this.ctx, topic, key);
+  }
+
+  /** Each key's length: its jobs scheduled and waiting, in the order of `keys` (exact: the flow keys' index). */
+  flowKeyLengths(topic: string, keys: readonly string[]): Promise<number[]> {
+    return flowKeys.flowKeyLengths(this.ctx, topic, keys);
   }
 
   /** The topic's `n` busiest flow keys, by jobs in flight and waiting. */

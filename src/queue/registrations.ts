@@ -3,23 +3,33 @@ import type { OverflowPolicy } from "./topics.js";
 /** How long an isolate trusts that a topic it registered is still registered, and what it learned of its cap then (a topic deleted meanwhile is registered again by its next enqueue after this). */
 const REGISTERED_TTL_MS = 60_000;
 
-/** A topic's cap as an enqueue last found it: none, or the overflow policy of its maxLength. */
+/** A topic's cap as an enqueue last found it: none, or the overflow policy of its maxLength and its flow keys' caps. */
 export type CapSeen = "none" | OverflowPolicy;
+
+/** Which caps a topic has, as an enqueue last found them: its maxLength, and caps on its flow keys (maxKeyLength). */
+export interface CapKinds {
+  topic: boolean;
+  keys: boolean;
+}
+
+const NO_CAPS: CapKinds = { topic: false, keys: false };
 
 // Topics this isolate has registered already, when, and whether they had a
 // cap, per key prefix: only the first enqueue per topic (per
 // REGISTERED_TTL_MS) pays the registration and its cap check, which keeps a
 // single enqueue of an uncapped topic at three commands.
-const registered = new Map<string, Map<string, { at: number; cap: CapSeen }>>();
+const registered = new Map<string, Map<string, { at: number; cap: CapSeen; kinds: CapKinds }>>();
 
 /** The topics this isolate registered under `prefix`: which it may trust still are, with their caps, and noting more. */
 export function registrations(prefix: string): {
   isRegistered(topic: string, now: number): boolean;
   /** The topic's cap as last found, while its registration is trusted; undefined after. */
   capOf(topic: string, now: number): CapSeen | undefined;
-  noteRegistered(topic: string, now: number, cap: CapSeen): void;
+  /** Which caps the topic has, as last found, while its registration is trusted; none after. */
+  kindsOf(topic: string, now: number): CapKinds;
+  noteRegistered(topic: string, now: number, cap: CapSeen, kinds?: CapKinds): void;
   /** The cap a later enqueue found, the registration's time kept. */
-  noteCap(topic: string, cap: CapSeen): void;
+  noteCap(topic: string, cap: CapSeen, kinds?: CapKinds): void;
 } {
   let seen = registered.get(prefix);
   if (!seen) {
@@ -34,10 +44,14 @@ export function registrations(prefix: string): {
   return {
     isRegistered: (topic, now) => trusted(topic, now) !== undefined,
     capOf: (topic, now) => trusted(topic, now)?.cap,
-    noteRegistered: (topic, now, cap) => void topics.set(topic, { at: now, cap }),
-    noteCap: (topic, cap) => {
+    kindsOf: (topic, now) => trusted(topic, now)?.kinds ?? NO_CAPS,
+    noteRegistered: (topic, now, cap, kinds = NO_CAPS) => void topics.set(topic, { at: now, cap, kinds }),
+    noteCap: (topic, cap, kinds = NO_CAPS) => {
       const r = topics.get(topic);
-      if (r) r.cap = cap;
+      if (r) {
+        r.cap = cap;
+        r.kinds = kinds;
+      }
     },
   };
 }

@@ -1,8 +1,10 @@
 import { z } from "zod";
-import { Code, type CodeMap } from "./codes.js";
+import { Code } from "./codes.js";
+import { coded, time } from "./reply-parts.js";
 import { flowReplies } from "./flow-replies.js";
 import { SCHEDULES_INDEX_MEMBER } from "./keys.js";
 import { malformed } from "./malformed.js";
+import { topicLimitOf, writeReplies } from "./write-replies.js";
 import type { LeaseExtension } from "./views.js";
 import {
   flatHash,
@@ -25,30 +27,11 @@ import {
 // read through src/queue/codes.ts, and the stored documents it carries parsed
 // by their schemas. A reply of another shape is a bug, so decoding throws.
 
-/**
- * A code read through its map: member K's value becomes `as[K]`. A number
- * the map lacks, or that this script never answers (a member left out of
- * `as`), is an error: the script and its map disagree.
- */
-function coded<M extends CodeMap, A extends { [K in keyof M]?: unknown }>(map: M, as: A) {
-  type R = Exclude<A[keyof A], undefined>;
-  const byValue = new Map<number, R>();
-  for (const [member, value] of Object.entries(map)) if (member in as) byValue.set(value, as[member as keyof A] as R);
-  return intReply.transform((n, ctx) => {
-    if (byValue.has(n)) return byValue.get(n) as R;
-    ctx.addIssue({ code: "custom", message: `${n} is not one of the codes ${[...byValue.keys()].join(", ")}` });
-    return z.NEVER;
-  });
-}
-
 const more = coded(Code.More, { More: true, Done: false });
-/** A time in epoch ms, or null for Code.Time.None. */
-const time = numericReply.transform((n) => (n === Code.Time.None ? null : n));
 const score = z.union([z.string(), z.number()]);
 const listedValue = z.union([z.string(), z.number(), z.null()]);
 const cell = z.union([z.string(), z.number()]);
 
-const repeat = coded(Code.Repeat, { Repeat: true, New: false });
 const fenced = coded(Code.Fenced, { Applied: true, Stale: false });
 const ours = coded(Code.Lock, { Ours: true, NotOurs: false });
 const paused = coded(Code.Paused, { Paused: true, Active: false });
@@ -57,7 +40,6 @@ const asleep = coded(Code.Asleep, { Asleep: true, Awake: false });
 export const sleepMark = z
   .union([z.string(), z.number(), z.null()])
   .transform((v): "1" | "c" | null => (v === "c" ? "c" : v === null || v === "" ? null : "1"));
-const overflow = coded(Code.Overflow, { None: "none", Reject: "reject", DropOldest: "dropOldest" } as const);
 const heldBy = coded(Code.HeldBy, {
   Nothing: null,
   Concurrency: "concurrency",
@@ -75,15 +57,6 @@ const step = z.tuple([intReply, more, score, z.string()]).transform(([count, has
   count,
   next: hasMore ? { score: numericReply.parse(at), id } : null,
 }));
-
-/** The rest of `{ Code.Write.TopicLimit, topics registered, the cap }`. */
-const topicLimitOf = (reply: ReadonlyArray<unknown>) => ({ result: "topic-limit", count: intReply.parse(reply[1]), limit: intReply.parse(reply[2]) }) as const;
-
-/** The rest of `{ Code.Write.TopicFull, topic, its pending jobs, its maxLength, jobs the call adds to it }`. */
-function topicFullOf(reply: ReadonlyArray<unknown>) {
-  const [pending, maxLength, adding] = reply.slice(2, 5).map((v) => intReply.parse(v));
-  return { result: "topic-full", topic: String(reply[1]), pending: pending!, maxLength: maxLength!, adding: adding! } as const;
-}
 
 /** Job ids, as a script returns a list (an empty Lua table arrives as an empty array). */
 const idList = z.array(z.string());
@@ -137,49 +110,6 @@ function claimReply(raw: unknown) {
   return { ...head, jobs };
 }
 
-/**
- * enqueue.lua: per job its id, whether it repeats an idempotency key and its
- * due time, then each checked topic's cap; or the topic limit, a topic's cap
- * refusing the call, or the topics whose oldest jobs to drop were not all
- * among the candidates (how many to read). `n` jobs were sent.
- */
-function enqueueReply(raw: unknown, n: number) {
-  const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
-  const [head] = reply;
-  if (head === Code.Write.TopicLimit) return topicLimitOf(reply);
-  if (head === Code.Write.TopicFull) return topicFullOf(reply);
-  if (head === Code.Write.FewCandidates) {
-    const short: Array<{ topic: string; count: number }> = [];
-    for (let i = 1; i + 1 < reply.length; i += 2) short.push({ topic: String(reply[i]), count: intReply.parse(reply[i + 1]) });
-    return { result: "few-candidates", short } as const;
-  }
-  if (reply.length < 3 * n || (reply.length - 3 * n) % 2 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
-  const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
-  for (let i = 0; i < 3 * n; i += 3) jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
-  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest" }> = [];
-  for (let i = 3 * n; i + 1 < reply.length; i += 2) caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]) });
-  return { result: "written", jobs, caps } as const;
-}
-
-const upsertCode = coded(Code.Upsert, { Moved: "moved", Created: "created", Replaced: "replaced", Ignored: "ignored" } as const);
-
-/**
- * upsert.lua: what became of the job key's job — its id and due time, and
- * for a new one the topic's cap when the call checked it — or that the key's
- * pointer moved (read it again), the topic limit, or the topic's cap refusing the job.
- */
-function upsertReply(raw: unknown) {
-  const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
-  const [head] = reply;
-  if (head === Code.Write.TopicLimit) return topicLimitOf(reply);
-  if (head === Code.Write.TopicFull) return topicFullOf(reply);
-  const result = upsertCode.parse(head);
-  if (result === "moved") return { result } as const;
-  if (reply.length < 3) return malformed("upsert", "the reply", raw);
-  const cap = reply[3] === undefined ? undefined : overflow.parse(reply[3]);
-  return { result, id: String(reply[1]), dueAt: numericReply.parse(reply[2]), cap } as const;
-}
-
 /** settle.lua: per outcome, whether it applied (Code.Fenced); `n` outcomes were sent. */
 function settleReply(raw: unknown, n: number): boolean[] {
   if (!Array.isArray(raw) || raw.length !== n) return malformed("settle", `the reply to ${n} outcomes`, raw);
@@ -193,11 +123,7 @@ function settleReply(raw: unknown, n: number): boolean[] {
 }
 
 export const replies = {
-  /** enqueue.lua: see {@link enqueueReply}. */
-  enqueue: { parse: enqueueReply },
-
-  /** upsert.lua: see {@link upsertReply}. */
-  upsert: { parse: upsertReply },
+  ...writeReplies,
 
   /** claim.lua: see {@link claimReply}. */
   claim: { parse: claimReply },
@@ -301,7 +227,7 @@ export const replies = {
         intReply,
         intReply,
         intReply,
-        z.enum(["due", "fdue", "dead", "done", ""]),
+        z.enum(["due", "fkidx", "fdue", "dead", "done", ""]),
       ],
       z.string(),
     )

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { QueueContext } from "./context.js";
 import { TopicLimitError } from "./errors.js";
-import { flowKeyList } from "./keys.js";
+import { flowKeyList, idOfIndexMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { SERIES_MINUTES, snapshotOf } from "./metrics.js";
 import { redisCall } from "./redis.js";
@@ -31,7 +31,7 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
   );
   if (result === "topic-limit") throw new TopicLimitError(await topicCount(ctx), ctx.maxTopics);
   // This isolate's enqueues take the script again, which reads the cap, rather than the pipeline that skips it.
-  if (patch.maxLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
+  if (patch.maxLength !== undefined || patch.maxKeyLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
 }
 
 export async function topicCount(ctx: QueueContext): Promise<number> {
@@ -61,7 +61,8 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
     const r = replies.deleteTopic.parse(
       await ctx.run(
         lua.deleteTopic,
-        [...keys, ...ctx.keys.jobPairs(batch.ids)],
+        // The index's batch names its jobs by their members (key, due time, id).
+        [...keys, ...ctx.keys.jobPairs(batch.set === "fkidx" ? batch.ids.map(idOfIndexMember) : batch.ids)],
         [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), ctx.idempotencyWindowMs, batch.set, ...batch.ids],
       ),
     );

@@ -20,7 +20,7 @@ export interface FlowSettings {
   priorityStepMs?: number;
 }
 
-/** What an enqueue does at a topic's maxLength: refuse the jobs (`reject`), or store them and drop the oldest pending jobs (`dropOldest`). */
+/** What an enqueue does at a topic's maxLength or a flow key's maxKeyLength: refuse the jobs (`reject`), or store them and drop the oldest pending jobs (`dropOldest`: the topic's, or the key's). */
 export const OVERFLOW_POLICIES = ["reject", "dropOldest"] as const;
 export type OverflowPolicy = (typeof OVERFLOW_POLICIES)[number];
 
@@ -34,7 +34,9 @@ export interface TopicSettings {
   concurrency?: number;
   /** Most pending jobs (scheduled and waiting; not those in flight) the topic holds; unset means no cap. */
   maxLength?: number;
-  /** What an enqueue past maxLength does. Default `reject`. */
+  /** Most pending jobs (scheduled and waiting) each flow key of the topic holds, unless the key sets its own; unset means no cap. */
+  maxKeyLength?: number;
+  /** What an enqueue past maxLength or a key's maxKeyLength does. Default `reject`. */
   overflow: OverflowPolicy;
   /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
   weight: number;
@@ -96,6 +98,7 @@ export interface TopicPatch {
   burst?: number | null;
   concurrency?: number | null;
   maxLength?: number | null;
+  maxKeyLength?: number | null;
   overflow?: OverflowPolicy | null;
   weight?: number | null;
   maxAttempts?: number | null;
@@ -117,6 +120,7 @@ const stored = z.object({
   burst: num.optional(),
   concurrency: num.optional(),
   maxLength: num.optional(),
+  maxKeyLength: num.optional(),
   overflow: z.enum(OVERFLOW_POLICIES).optional(),
   weight: num.optional(),
   maxAttempts: num.optional(),
@@ -167,6 +171,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.burst !== undefined) settings.burst = c.burst;
   if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
   if (c.maxLength !== undefined) settings.maxLength = c.maxLength;
+  if (c.maxKeyLength !== undefined) settings.maxKeyLength = c.maxKeyLength;
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;

@@ -203,6 +203,9 @@ export const metaSchema = z.object({
   st: z.enum(["succeeded", "dead", "cancelled", "dropped"]).optional(),
   /** When a finished job finished, epoch ms. */
   f: z.number().optional(),
+  /** A keyed job's flow key ("" the default lane) and priority, from its first claim (lua/lib/flow.lua). */
+  k: z.string().optional(),
+  p: z.number().optional(),
 });
 /** A job's meta as stored (lua/lib/records.lua): live, or finished ("st"). */
 export type JobMeta = z.infer<typeof metaSchema>;

@@ -1,5 +1,5 @@
 import type { QueueContext } from "./context.js";
-import { TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
+import { FlowKeyFullError, TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
 import { createdAtOfJobId, newJobId } from "./ids.js";
 import { dueOf, isKeyed, noteMarks, recordOf } from "./jobs.js";
 import * as lua from "./lua.generated.js";
@@ -36,7 +36,7 @@ export async function upsert(ctx: QueueContext, input: UpsertInput): Promise<Ups
     const found = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(pointer));
     const held = ctx.keys.job(found ?? id);
     const keys = [pointer, ctx.keys.topics, ctx.keys.topicIndex, t.due, t.lease, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready];
-    keys.push(held.record, held.meta, ctx.keys.job(id).record);
+    keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys);
     const args = [found ?? "", id, dueAt, replacedDue(found, dueAt, now, input.maxWaitMs), record, input.topic, onConflict, flags];
     args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now);
     fitRequest(ctx.requestBudgetBytes, "job", lua.upsert, keys, args);
@@ -44,10 +44,11 @@ export async function upsert(ctx: QueueContext, input: UpsertInput): Promise<Ups
     if (reply.result === "moved") continue;
     if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
     if (reply.result === "topic-full") throw new TopicFullError(reply.topic, reply.pending, reply.maxLength, reply.adding);
+    if (reply.result === "flow-key-full") throw new FlowKeyFullError(reply.topic, reply.flowKey, reply.pending, reply.maxKeyLength, reply.adding);
     if (reply.result !== "ignored") noteMarks(ctx, input);
     if (reply.cap !== undefined) {
-      if (registering) seen.noteRegistered(input.topic, now, reply.cap);
-      else seen.noteCap(input.topic, reply.cap);
+      if (registering) seen.noteRegistered(input.topic, now, reply.cap, reply.kinds);
+      else seen.noteCap(input.topic, reply.cap, reply.kinds);
     }
     return { id: reply.id, topic: input.topic, dueAt: reply.dueAt, result: reply.result };
   }

@@ -230,6 +230,13 @@ export interface ListJobsOptions {
   after?: ListPosition;
   /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
   payload?: boolean;
+  /**
+   * Only the jobs of this flow key. Scheduled: the key's range of the keys'
+   * index, exact, in due order. In flight: the lease set's page filtered by
+   * each job's meta (its key from its claim), so a page may hold fewer jobs
+   * than `limit`, even none, and still have a `next`. Default: every job.
+   */
+  flowKey?: string;
 }
 
 /** Which scheduled jobs {@link Queue.cancelWindow} cancels, and where its previous call stopped. */
@@ -240,6 +247,8 @@ export interface CancelWindowOptions {
   dueTo?: number;
   /** Where the previous call stopped. Default: the window's start. */
   after?: ListPosition;
+  /** Only this flow key's jobs (its range of the keys' index), within the window when one is given. Default: every job. */
+  flowKey?: string;
 }
 
 /** Which dead letters a bulk replay or purge takes. */
@@ -273,7 +282,7 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
-  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength (overflow dropOldest). */
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest). */
   counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;

@@ -249,34 +249,46 @@ it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-ke
   expect(refused.stderr).toContain("a whole number from 0 to 9");
 
   const set = await json(["flow-keys", "set", "cli-flow", "tenant A", "--rate-per-sec", "2.5", "--burst", "4", "--weight", "3"]);
-  expect(set).toEqual({ topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 } });
+  expect(set).toEqual({ topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 }, length: 1 });
   expect(await dl.flowKeys.get("cli-flow", "tenant A")).toEqual(set);
+  expect((await json(["jobs", "cli-flow", "--flow-key", "tenant A"])).jobs.map((j: { id: string }) => j.id)).toEqual([later.id]);
+  expect((await cli(["jobs", "cli-flow", "--flow-key", "nobody"])).stdout).toContain('(no scheduled jobs of flow key "nobody" in cli-flow)');
   const text = await cli(["flow-keys", "show", "cli-flow", "tenant A"]);
   expect(text.stdout).toMatch(/^rate\s+2\.5\/s, burst 4$/m);
   expect(text.stdout).toMatch(/^parallelism\s+\(the topic's\)$/m);
   expect(text.stdout).toMatch(/^paused\s+no$/m);
+  expect(text.stdout).toMatch(/^length\s+1 pending$/m);
 
   // Pausing keeps the key's other settings and holds its due job back; resuming lets it go.
   const due = await json(["enqueue", "cli-flow", '"now"', "--flow-key", "tenant A"]);
   expect((await json(["flow-keys", "pause", "cli-flow", "tenant A"])).settings).toEqual({ ratePerSec: 2.5, burst: 4, weight: 3, paused: true });
   expect(await dl.jobs.claim("cli-flow")).toEqual([]);
   const table = await cli(["flow-keys", "list", "cli-flow"]);
-  expect(table.stdout).toMatch(/^KEY\s+PAUSED\s+RATE\s+PARALLELISM\s+WEIGHT\n/);
-  expect(table.stdout).toMatch(/^tenant A\s+yes\s+2\.5\/s, burst 4\s+-\s+3$/m);
+  expect(table.stdout).toMatch(/^KEY\s+PAUSED\s+RATE\s+PARALLELISM\s+WEIGHT\s+MAX LENGTH\s+LENGTH\n/);
+  expect(table.stdout).toMatch(/^tenant A\s+yes\s+2\.5\/s, burst 4\s+-\s+3\s+-\s+2$/m);
   expect((await json(["flow-keys", "resume", "cli-flow", "tenant A"])).settings).toEqual({ ratePerSec: 2.5, burst: 4, weight: 3 });
   expect((await dl.jobs.claim("cli-flow")).map((j) => j.id)).toEqual([due.id]);
   expect((await json(["flow-keys", "list", "cli-flow"])).keys).toEqual([
-    { topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 } },
+    { topic: "cli-flow", key: "tenant A", settings: { ratePerSec: 2.5, burst: 4, weight: 3 }, length: 1 },
   ]);
+  // Caps on flow keys: the topic's for every key, a key's own over it.
+  expect((await json(["topics", "set", "cli-flow", "--max-key-length", "50"])).settings.maxKeyLength).toBe(50);
+  expect((await cli(["topics", "show", "cli-flow"])).stdout).toMatch(/^max key length\s+50 pending a flow key, overflow reject$/m);
+  expect((await json(["flow-keys", "set", "cli-flow", "capped", "--max-key-length", "5"])).settings).toEqual({ maxKeyLength: 5 });
+  expect((await cli(["flow-keys", "show", "cli-flow", "capped"])).stdout).toMatch(/^max length\s+5$/m);
 
   expect(await cli(["flow-keys", "set", "cli-flow", "tenant A"])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: nothing to set/) });
   expect(await cli(["flow-keys", "delete", "cli-flow", "tenant A"])).toMatchObject({
     code: 0,
     stdout: 'removed the settings of flow key "tenant A" of cli-flow\n',
   });
-  expect(await dl.flowKeys.get("cli-flow", "tenant A")).toBeNull();
-  const gone = await cli(["flow-keys", "show", "cli-flow", "tenant A"]);
-  expect(gone).toMatchObject({ code: 1, stderr: expect.stringContaining("has no settings of its own") });
+  // The key keeps its length (its job due in an hour) and takes the topic's settings.
+  expect(await dl.flowKeys.get("cli-flow", "tenant A")).toEqual({ topic: "cli-flow", key: "tenant A", settings: {}, length: 1 });
+  const gone = await cli(["flow-keys", "show", "cli-flow", "nobody"]);
+  expect(gone).toMatchObject({
+    code: 1,
+    stderr: expect.stringContaining("has no settings of its own (it takes the topic's flow settings) and no pending jobs"),
+  });
   expect((await cli(["flow-keys", "delete", "cli-flow", "tenant A"])).code).toBe(1);
 });
 
@@ -319,6 +331,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       burst: { args: ["7"], shows: { burst: 7 } },
       concurrency: { args: ["3"], shows: { concurrency: 3 } },
       maxLength: { args: ["500"], shows: { maxLength: 500 } },
+      maxKeyLength: { args: ["50"], shows: { maxKeyLength: 50 } },
       overflow: { args: ["dropOldest"], shows: { overflow: "dropOldest" } },
       weight: { args: ["4"], shows: { weight: 4 } },
       maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },

@@ -132,7 +132,7 @@ describe("the docs", () => {
     expect(docs).toContain(`up to ${fmt(limits.SERIES_MINUTES)}) of per-minute series`);
     expect(docs).toContain(`a ${fmt(limits.SERIES_MINUTES)}-slot ring`);
     expect(docs).toContain(`at most ${limits.BULK_CANCEL_BATCH} jobs per call (it reads no payload`);
-    expect(docs).toContain(`bounded per call (${limits.BULK_CANCEL_BATCH} jobs, and it stops once it has read 1 MB of records)`);
+    expect(docs).toContain(`bounded per call (${limits.BULK_CANCEL_BATCH} jobs, and it stops once it has read 1 MB of metas)`);
     expect(docs).toContain(`one bounded step (${limits.DEAD_BATCH} letters, 1 MB of entries)`);
     // "1 MB" in the prose above and in the jobs route.
     expect([limits.BULK_CALL_BYTES, limits.LIST_PAGE_BYTES]).toEqual([2 ** 20, 2 ** 20]);

@@ -1,9 +1,10 @@
 /**
  * Every operation of the Queue, once each, on a deployment prefix of its own:
  * what the key tests (lua-keys, cluster-slots) watch Redis get. The job's
- * life (enqueue, batch, upsert, claim, settle, nack, cancel, reschedule, a pull lease's extension), dead
+ * life (enqueue, batch, upsert, claim, settle, nack, cancel, reschedule, a pull lease's extension; by flow key too), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
- * capped topics (an enqueue refused at the cap, one that drops the oldest),
+ * capped topics (an enqueue refused at the cap, one that drops the oldest;
+ * the same for flow keys' caps),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
@@ -94,6 +95,43 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   if (waiting) await queue.settle("u", [{ id: waiting.id, attempt: waiting.attempt, kind: "retry", at: now + 60_000, error: "again" }]);
   await queue.upsert({ topic: "u", jobKey: "w", payload: 2 });
   await queue.upsert({ topic: "r", jobKey: "k", payload: 3 }).catch(() => {});
+  // Keyed jobs moved and ended one by one (their keys' index with them), a keyed letter replayed.
+  const [moved, cancelled, doomed] = await queue.enqueueBatch([1, 2, 3].map((i) => ({ topic: "f", payload: i, flowKey: "tenant-3", delayMs: 600_000 })));
+  await queue.reschedule(moved!.id, now + 900_000);
+  await queue.cancel(cancelled!.id);
+  await queue.reschedule(doomed!.id, now);
+  for (const j of (await queue.claim("f", { max: 10, leaseMs: 1_000, now: now + 200_000 })).jobs) {
+    await queue.settle("f", [{ id: j.id, attempt: j.attempt, kind: "dead", error: "x" }]);
+  }
+  await queue.replayDeadLettersMatching("f", {});
+  // A shaped dropOldest topic: its keyed jobs dropped (one never claimed: its key read from its record).
+  await queue.configureTopic("fo", { maxLength: 1, overflow: "dropOldest" });
+  await queue.enqueue({ topic: "fo", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fo", payload: 2, flowKey: "tenant-2" });
+  // Flow keys' caps: a dropOldest key drops its oldest (its index members read first), a reject one refuses.
+  await queue.configureTopic("fk", { maxKeyLength: 2, overflow: "dropOldest" });
+  await queue.setFlowKey("fk", "tenant-1", { maxKeyLength: 1 });
+  await queue.enqueue({ topic: "fk", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fk", payload: 2, flowKey: "tenant-1" });
+  await queue.configureTopic("fr", { maxKeyLength: 1 });
+  await queue.enqueue({ topic: "fr", payload: 1, flowKey: "tenant-1" });
+  await queue.enqueue({ topic: "fr", payload: 2, flowKey: "tenant-1" }).catch(() => {});
+  await queue.flowKeyLengths("fk", ["tenant-1"]);
+  // Keyed jobs listed and cancelled in bulk: by flow key, by ids (one never claimed: its key read from its record), by due window.
+  const fc = await queue.enqueueBatch([
+    { topic: "fc", payload: 1, flowKey: "tenant-2" },
+    { topic: "fc", payload: 2, flowKey: "tenant-3" },
+    { topic: "fc", payload: 3, priority: 2 },
+    { topic: "fc", payload: 4, flowKey: "tenant-2", delayMs: 60_000 },
+    { topic: "fc", payload: 5, flowKey: "tenant-4" },
+  ]);
+  await queue.listJobs("fc", { state: "scheduled", flowKey: "tenant-2", limit: 10 });
+  await queue.listJobs("fc", { state: "inflight", flowKey: "tenant-2", limit: 10 });
+  await queue.cancelWindow("fc", { flowKey: "tenant-2", dueTo: now + 120_000 });
+  await queue.cancelIds("fc", [fc[1]!.id]);
+  await queue.cancelWindow("fc", {});
+  // A shaped topic purged: its keys' index first, then its other keyed jobs.
+  await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");
   await queue.topicSeries("a", { minutes: 5, now });
   await queue.topicCount();

@@ -1,7 +1,7 @@
-/** `delayline flow-keys list | show | set | delete | pause | resume`: a topic's flow keys' own settings. */
+/** `delayline flow-keys list | show | set | delete | pause | resume`: a topic's flow keys' own settings, and each key's length. */
 import type { Command } from "commander";
 import type { FlowKey, FlowKeySettings, FlowSettings } from "../../client/index.js";
-import { DEFAULT_PRIORITY_STEP_MS, MAX_BURST, MAX_CONCURRENCY, MAX_FLOW_WEIGHT, MAX_LIST_LIMIT } from "../../limits.js";
+import { DEFAULT_PRIORITY_STEP_MS, MAX_BURST, MAX_CONCURRENCY, MAX_FLOW_WEIGHT, MAX_LIST_LIMIT, MAX_MAX_LENGTH } from "../../limits.js";
 import { first } from "../collect.js";
 import { action, askCommand, positiveNumber, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
@@ -9,11 +9,16 @@ import { details, duration, table } from "../table.js";
 export function flowKeyCommands(program: Command, io: Io): void {
   const keys = program
     .command("flow-keys")
-    .description("a topic's flow keys' own settings (limits, weight, paused) over the topic's flow settings (topics set --flow)");
+    .description("a topic's flow keys' own settings (limits, weight, paused, cap) over the topic's flow settings (topics set --flow), and their lengths");
   listCommand(keys, io);
-  askCommand(keys, io, "show <topic> <key>", "a key's own settings", async (dl, t, k) => (await dl.flowKeys.get(t, k)) ?? noSettings(t, k), renderKey).alias(
-    "get",
-  );
+  askCommand(
+    keys,
+    io,
+    "show <topic> <key>",
+    "a key's own settings and its length",
+    async (dl, t, k) => (await dl.flowKeys.get(t, k)) ?? unknownKey(t, k),
+    renderKey,
+  ).alias("get");
   setCommand(keys, io);
   askCommand(
     keys,
@@ -53,6 +58,8 @@ function listCommand(keys: Command, io: Io): void {
               { header: "RATE", value: (k) => rateText(k.settings) },
               { header: "PARALLELISM", value: (k) => k.settings.parallelism, align: "right" },
               { header: "WEIGHT", value: (k) => k.settings.weight, align: "right" },
+              { header: "MAX LENGTH", value: (k) => k.settings.maxKeyLength, align: "right" },
+              { header: "LENGTH", value: (k) => k.length, align: "right" },
             ],
             `(no flow keys with settings of their own in ${topic})`,
           ),
@@ -72,16 +79,25 @@ function setCommand(keys: Command, io: Io): void {
     .option("--parallelism <n>", "most jobs of the key in flight at once", wholeNumber(1, MAX_CONCURRENCY))
     .option("--weight <n>", "jobs the key starts per turn while keys compete", wholeNumber(1, MAX_FLOW_WEIGHT))
     .option("--paused", "start none of the key's jobs")
+    .option("--max-key-length <n>", "most pending jobs the key holds, over the topic's --max-key-length", wholeNumber(1, MAX_MAX_LENGTH))
     .action(
       action(io, async (ctx, topic: string, key: string, o: FlowKeySettings) => {
-        const { ratePerSec, burst, parallelism, weight, paused } = o;
-        const settings = Object.fromEntries(Object.entries({ ratePerSec, burst, parallelism, weight, paused }).filter(([, v]) => v !== undefined));
+        const { ratePerSec, burst, parallelism, weight, paused, maxKeyLength } = o;
+        const given = { ratePerSec, burst, parallelism, weight, paused, maxKeyLength };
+        const settings = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
         if (Object.keys(settings).length === 0) {
-          throw new UsageError("nothing to set: give --rate-per-sec, --burst, --parallelism, --weight or --paused (flow-keys delete removes a key's settings)");
+          throw new UsageError(
+            "nothing to set: give --rate-per-sec, --burst, --parallelism, --weight, --paused or --max-key-length (flow-keys delete removes a key's settings)",
+          );
         }
         ctx.print(await ctx.client().flowKeys.set(topic, key, settings), renderKey);
       }),
     );
+}
+
+/** The error for a key that has neither settings of its own nor pending jobs. */
+function unknownKey(topic: string, key: string): never {
+  throw new Error(`flow key ${JSON.stringify(key)} of ${topic} has no settings of its own (it takes the topic's flow settings) and no pending jobs`);
 }
 
 /** The error for a key that has no settings of its own. */
@@ -106,6 +122,8 @@ function renderKey(k: FlowKey): string {
     ["rate", rateText(s) ?? THE_TOPICS],
     ["parallelism", s.parallelism ?? THE_TOPICS],
     ["weight", s.weight ?? THE_TOPICS],
+    ["max length", s.maxKeyLength ?? THE_TOPICS],
+    ["length", `${k.length} pending`],
   ]);
 }
 

@@ -137,6 +137,7 @@ interface ListOptions {
   to?: string | number;
   limit: number;
   payload?: boolean;
+  flowKey?: string;
 }
 
 function listCommand(program: Command, io: Io): void {
@@ -149,10 +150,18 @@ function listCommand(program: Command, io: Io): void {
     .option("--to <instant>", "latest due time / lease deadline / failed time", instantArg)
     .addOption(rowLimit("jobs"))
     .option("--payload", "include payloads")
+    .option("--flow-key <key>", "only this flow key's jobs (scheduled: exactly, in due order; in flight and dead: each page filtered)")
     .action(
       action(io, async (ctx, topic: string, o: ListOptions) => {
-        const { state, from, to, limit } = o;
-        const listed = ctx.client().jobs.all(topic, { state, from, to, limit: Math.min(limit, MAX_LIST_LIMIT), payload: o.payload === true });
+        const { state, from, to, limit, flowKey } = o;
+        const listed = ctx.client().jobs.all(topic, {
+          state,
+          from,
+          to,
+          limit: Math.min(limit, MAX_LIST_LIMIT),
+          payload: o.payload === true,
+          ...(flowKey === undefined ? {} : { flowKey }),
+        });
         const jobs = await first(listed, limit);
         ctx.print({ jobs }, (r) => jobsTable(r.jobs, topic, o));
       }),
@@ -173,7 +182,7 @@ function jobsTable(jobs: ListedJob[], topic: string, o: ListOptions): string {
       { header: "LAST ERROR", value: (j) => j.lastError },
       ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
     ],
-    `(no ${o.state} jobs in ${topic})`,
+    `(no ${o.state} jobs${o.flowKey === undefined ? "" : ` of flow key ${JSON.stringify(o.flowKey)}`} in ${topic})`,
   );
 }
 

@@ -12,6 +12,7 @@ const SETTINGS = [
   "burst",
   "concurrency",
   "maxLength",
+  "maxKeyLength",
   "overflow",
   "weight",
   "maxAttempts",
@@ -85,8 +86,13 @@ function setCommand(topics: Command, io: Io): void {
     .option("--burst <n>", "deliveries the rate allows at once", wholeNumber(1, MAX_BURST))
     .option("--concurrency <n>", "most deliveries in flight", wholeNumber(1, MAX_CONCURRENCY))
     .option("--max-length <n>", "most pending jobs (scheduled and waiting; not those in flight) the topic holds", wholeNumber(1, MAX_MAX_LENGTH))
+    .option(
+      "--max-key-length <n>",
+      "most pending jobs each flow key of the topic holds, unless the key sets its own (flow-keys set --max-key-length)",
+      wholeNumber(1, MAX_MAX_LENGTH),
+    )
     .addOption(
-      new Option("--overflow <policy>", "at --max-length: reject the new jobs (429), or store them and drop the oldest pending ones").choices([
+      new Option("--overflow <policy>", "at --max-length or a key's cap: reject the new jobs (429), or store them and drop the oldest pending ones").choices([
         "reject",
         "dropOldest",
       ]),
@@ -151,6 +157,7 @@ function renderTopic(t: Topic): string {
     ["rate", s.ratePerSec === undefined ? "unlimited" : `${s.ratePerSec}/s${s.burst !== undefined ? `, burst ${s.burst}` : ""}`],
     ["concurrency", s.concurrency ?? "unlimited"],
     ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
+    ["max key length", s.maxKeyLength === undefined ? "unlimited" : `${s.maxKeyLength} pending a flow key, overflow ${s.overflow}`],
     ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],

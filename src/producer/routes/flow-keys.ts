@@ -38,8 +38,13 @@ export const flowKeys = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const { cursor, limit } = c.req.valid("query");
-      const page = await topicQueue(c, topic).listFlowKeys(topic, { limit, ...(cursor ? { cursor } : {}) });
-      return c.json({ keys: page.keys.map((k) => ({ topic, key: k.key, settings: k.settings })), nextCursor: page.cursor }, 200);
+      const queue = topicQueue(c, topic);
+      const page = await queue.listFlowKeys(topic, { limit, ...(cursor ? { cursor } : {}) });
+      const lengths = await queue.flowKeyLengths(
+        topic,
+        page.keys.map((k) => k.key),
+      );
+      return c.json({ keys: page.keys.map((k, i) => ({ topic, key: k.key, settings: k.settings, length: lengths[i]! })), nextCursor: page.cursor }, 200);
     },
   )
   .openapi(
@@ -47,15 +52,19 @@ export const flowKeys = router()
       method: "get",
       path: "/{topic}/flow-keys/{key}",
       operationId: "getFlowKey",
-      summary: "A flow key's own settings (404 when it has none: it takes the topic's flow settings)",
+      summary: "A flow key's own settings and its length (404 when it has neither settings of its own nor pending jobs)",
+      description:
+        "A key without settings of its own takes the topic's flow settings: its `settings` are {}. Its `length` counts its jobs scheduled and waiting, exactly.",
       request: { params: KeyParam },
       responses: { 200: { description: "The key", ...json(FlowKeyView) }, ...problemResponses([401, 404, 422, 503]) },
     }),
     async (c) => {
       const { topic, key } = c.req.valid("param");
-      const settings = await topicQueue(c, topic).flowKeySettings(topic, key);
-      if (settings === null) throw new ApiProblem(404, `flow key ${JSON.stringify(key)} of topic ${topic} has no settings of its own`);
-      return c.json({ topic, key, settings }, 200);
+      const queue = topicQueue(c, topic);
+      const [settings, [length]] = await Promise.all([queue.flowKeySettings(topic, key), queue.flowKeyLengths(topic, [key])]);
+      if (settings === null && length === 0)
+        throw new ApiProblem(404, `flow key ${JSON.stringify(key)} of topic ${topic} has no settings of its own and no pending jobs`);
+      return c.json({ topic, key, settings: settings ?? {}, length: length! }, 200);
     },
   )
   .openapi(
@@ -63,17 +72,20 @@ export const flowKeys = router()
       method: "put",
       path: "/{topic}/flow-keys/{key}",
       operationId: "setFlowKey",
-      summary: "Set a flow key's own settings (replacing what it had): limits, weight, paused",
-      description: "Makes the topic shaped. A key paused, or parked at its parallelism, that this leaves unpaused takes its turn again at once.",
+      summary: "Set a flow key's own settings (replacing what it had): limits, weight, paused, maxKeyLength",
+      description:
+        "Makes the topic shaped. A key paused, or parked at its parallelism, that this leaves unpaused takes its turn again at once. A maxKeyLength holds from the next enqueue on this isolate, and within a minute on every other (as a topic's maxLength does).",
       request: { params: KeyParam, body: { ...json(FlowKeyBody), required: true } },
       responses: { 200: { description: "The key", ...json(FlowKeyView) }, ...problemResponses([400, 401, 415, 422, 503]) },
     }),
     async (c) => {
       const { topic, key } = c.req.valid("param");
       const settings = c.req.valid("json");
-      await topicQueue(c, topic).setFlowKey(topic, key, settings);
+      const queue = topicQueue(c, topic);
+      await queue.setFlowKey(topic, key, settings);
       if (!settings.paused) await wakeSoonJobs(c, [{ topic, dueAt: Date.now() }]);
-      return c.json({ topic, key, settings }, 200);
+      const [length] = await queue.flowKeyLengths(topic, [key]);
+      return c.json({ topic, key, settings, length: length! }, 200);
     },
   )
   .openapi(

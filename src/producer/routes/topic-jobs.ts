@@ -21,7 +21,7 @@ export const topicJobs = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const { state, from, to, limit, cursor, payload } = c.req.valid("query");
+      const { state, from, to, limit, cursor, payload, flowKey } = c.req.valid("query");
       if (from !== undefined && to !== undefined && from > to) throw invalid("query", [{ path: "to", message: "must not be before from" }]);
       const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
@@ -32,9 +32,11 @@ export const topicJobs = router()
           ...(to === undefined ? {} : { failedTo: to }),
           ...(after ? { after } : {}),
         });
+        // A dead letter's flow key is its record's: the page is filtered (it may hold fewer than limit).
+        const entries = flowKey === undefined ? letters.entries : letters.entries.filter((e) => e.job.flowKey === flowKey);
         return c.json(
           {
-            jobs: letters.entries.map((e) => ({
+            jobs: entries.map((e) => ({
               id: e.id,
               state: "dead" as const,
               dueAt: null,
@@ -56,6 +58,7 @@ export const topicJobs = router()
         ...(from === undefined ? {} : { from }),
         ...(to === undefined ? {} : { to }),
         ...(after ? { after } : {}),
+        ...(flowKey === undefined ? {} : { flowKey }),
       });
       return c.json(
         {
@@ -81,7 +84,7 @@ export const topicJobs = router()
       method: "post",
       path: "/{topic}/jobs/cancel",
       operationId: "cancelTopicJobs",
-      summary: "Cancel scheduled jobs: given ids, a due window, or all, a bounded batch per call",
+      summary: "Cancel scheduled jobs: given ids, a due window, one flow key's (within a due window or not), or all, a bounded batch per call",
       request: { params: TopicParam, body: { ...json(BulkCancelBody), required: true } },
       responses: { 200: { description: "Cancelled, and where to go on", ...json(BulkCancelResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
     }),
@@ -101,6 +104,7 @@ export const topicJobs = router()
         ...(body.dueFrom === undefined ? {} : { dueFrom: body.dueFrom }),
         ...(body.dueTo === undefined ? {} : { dueTo: body.dueTo }),
         ...(after ? { after } : {}),
+        ...(body.flowKey === undefined ? {} : { flowKey: body.flowKey }),
       });
       return c.json({ cancelled: r.cancelled, inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
     },

@@ -12,7 +12,7 @@
   KEYS[4]  meta            string: the job's meta JSON (lib/records.lua; absent before its first claim)
   KEYS[5]  record          string: the job's record JSON, read only for a keyed job (its flow key and priority)
   KEYS[6]  conf hash       topic settings (a keyed job: the topic's priority step)
-  KEYS[7..9] fdue, fsched, fready of the topic (lib/flow.lua): a keyed job leaves them
+  KEYS[7..10] fdue, fsched, fready, fkidx of the topic (lib/flow.lua): a keyed job leaves them
 
   ARGV[1]  job id
   ARGV[2]  now, epoch ms
@@ -33,7 +33,7 @@ end
 writeFinished(doneKey, nowText, { id }, { metaKey, finishPending("cancelled", rcall("GET", metaKey), nowText) })
 if keyedDue then
   rcall("ZREM", KEYS[7], id)
-  unscheduleKeyed(rcall("GET", KEYS[5]), tonumber(keyedDue), KEYS[6], KEYS[8], KEYS[9], id)
+  unscheduleKeyed(rcall("GET", KEYS[5]), tonumber(keyedDue), KEYS[6], KEYS[8], KEYS[9], KEYS[10], id)
 else
   rcall("ZREM", dueKey, id)
 end

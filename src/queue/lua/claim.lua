@@ -76,8 +76,8 @@
 
   Shaped topics (lib/flow.lua): nd is 0 and the default lane's plain jobs are
   jobs of the key "" with source "D". After the nd + nl candidates' keys,
-  KEYS holds the topic's eight flow keys (fdue, fsched, fready, fcal, fpark,
-  fin, ftat, fkeys), then the record and meta of each of the ne jobs. Each
+  KEYS holds the topic's nine flow keys (fdue, fsched, fready, fcal, fpark,
+  fin, ftat, fkeys, fkidx), then the record and meta of each of the ne jobs. Each
   served key, in turn, takes up to its weight of its jobs, bounded by what
   the topic may still take, its parallelism and its rate (GCRA), and goes
   back behind every key still waiting (or parked at its parallelism, or to
@@ -151,8 +151,8 @@ end
 
 -- A shaped topic's flow keys, after the candidates' (lib/flow.lua).
 local FK = FIRST_KEY + 2 * (nd + nl)
-local fdueKey, fschedKey, freadyKey, fcalKey, fparkKey, finKey, ftatKey, fkeysKey =
-  KEYS[FK], KEYS[FK + 1], KEYS[FK + 2], KEYS[FK + 3], KEYS[FK + 4], KEYS[FK + 5], KEYS[FK + 6], KEYS[FK + 7]
+local fdueKey, fschedKey, freadyKey, fcalKey, fparkKey, finKey, ftatKey, fkeysKey, fkidxKey =
+  KEYS[FK], KEYS[FK + 1], KEYS[FK + 2], KEYS[FK + 3], KEYS[FK + 4], KEYS[FK + 5], KEYS[FK + 6], KEYS[FK + 7], KEYS[FK + 8]
 local fs = shaped and flowSettings(conf.flow) or nil
 -- Keys whose jobs' attempts ended while reaping (key -> count): their slots free up.
 local ended = {}

@@ -29,47 +29,52 @@
   KEYS[9]  topic index     zset topic -> when the tick should next look at it
   KEYS[10] parked set      topics that are pull or paused
   KEYS[11] purge mark      string: ms of the topic's last purge
-  KEYS[12..19] the topic's flow keys (lib/flow.lua): fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys;
-           keyed jobs (fdue) are scheduled jobs like the due set's, the rest goes with the topic
-  KEYS[18+2i] record of job i, KEYS[19+2i] meta of job i: the keys of the i-th id in ARGV[7…]
+  KEYS[12..20] the topic's flow keys (lib/flow.lua): fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx;
+           keyed jobs (fdue) are scheduled jobs like the due set's, dropped through their keys' index
+           (fkidx) first, so it names each key's jobs exactly as long as they are there; the rest goes with the topic
+  KEYS[19+2i] record of job i, KEYS[20+2i] meta of job i: the keys of the i-th id in ARGV[7…]
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
   ARGV[3]  most jobs named for the next batch
   ARGV[4]  now, ms (the purge mark)
   ARGV[5]  idempotency window, ms (how long the purge mark is kept)
-  ARGV[6]  the set of the ids that follow: "due", "fdue", "dead" or "done" ("" with none)
-  ARGV[7…] the batch this call drops: the ids the previous call named
+  ARGV[6]  the set of the ids that follow: "due", "fkidx", "fdue", "dead" or "done" ("" with none)
+  ARGV[7…] the batch this call drops: the ids the previous call named (fkidx: its members, each
+           "<key>\n<due>\n<id>")
 
   Returns  { code, scheduled jobs dropped by this call, dead letters dropped by this call,
              scheduled jobs, in flight, dead letters (as found),
-             the set of the next batch ("due", "fdue", "dead", "done"; "" with none), then its ids }
+             the set of the next batch ("due", "fkidx", "fdue", "dead", "done"; "" with none), then its ids
+             (fkidx: its members) }
            code: 1 deleted, 0 purging goes on (call again), -1 jobs in flight, -2 not empty
 ]]
 local rcall = redis.call
 local dueKey, leaseKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
-local fdueKey = KEYS[12]
+local fdueKey, fkidxKey = KEYS[12], KEYS[20]
 local scheduled, inflight = rcall("ZCARD", dueKey) + rcall("ZCARD", fdueKey), rcall("ZCARD", leaseKey)
 local dead = rcall("ZCARD", deadKey)
 if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead, "" } end
 if not purge and (scheduled > 0 or dead > 0) then return { -2, 0, 0, scheduled, inflight, dead, "" } end
 if purge then rcall("SET", KEYS[11], ARGV[4], "PX", ARGV[5]) end
 
-local setOf = { due = dueKey, fdue = fdueKey, dead = deadKey, done = doneKey }
+local setOf = { due = dueKey, fkidx = fkidxKey, fdue = fdueKey, dead = deadKey, done = doneKey }
 
--- Drops the ids from ARGV[7] on that are still in `setKey`: their keys, then their ids. Returns how many.
+-- Drops the members from ARGV[7] on that are still in `setKey`: their jobs' keys, then the members
+-- (an index member's job leaves fdue with it). Returns how many.
 local function dropBatch(setKey)
-  local ids = {}
-  for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
-  if #ids == 0 then return 0 end
-  local scores = rcall("ZMSCORE", setKey, unpack(ids))
-  local jobKeys, present = {}, {}
-  for i, id in ipairs(ids) do
+  local members = {}
+  for i = 7, #ARGV do members[#members + 1] = ARGV[i] end
+  if #members == 0 then return 0 end
+  local scores = rcall("ZMSCORE", setKey, unpack(members))
+  local jobKeys, present, ids = {}, {}, {}
+  for i, member in ipairs(members) do
     if scores[i] then
-      jobKeys[#jobKeys + 1] = KEYS[18 + 2 * i]
       jobKeys[#jobKeys + 1] = KEYS[19 + 2 * i]
-      present[#present + 1] = id
+      jobKeys[#jobKeys + 1] = KEYS[20 + 2 * i]
+      present[#present + 1] = member
+      ids[#ids + 1] = string.match(member, "[^\n]*$")
     end
   end
   if #present == 0 then return 0 end
@@ -77,6 +82,7 @@ local function dropBatch(setKey)
     rcall("DEL", unpack(jobKeys, i, math.min(i + 3999, #jobKeys)))
   end
   rcall("ZREM", setKey, unpack(present))
+  if setKey == fkidxKey then rcall("ZREM", fdueKey, unpack(ids)) end
   return #present
 end
 
@@ -84,11 +90,11 @@ local dropped, droppedDead = 0, 0
 local kind = ARGV[6]
 if setOf[kind] then
   local n = dropBatch(setOf[kind])
-  if kind == "due" or kind == "fdue" then dropped = n elseif kind == "dead" then droppedDead = n end
+  if kind == "due" or kind == "fkidx" or kind == "fdue" then dropped = n elseif kind == "dead" then droppedDead = n end
 end
 
 -- The next batch: scheduled jobs, then dead letters (both only when purging), then finished jobs.
-for _, set in ipairs(purge and { "due", "fdue", "dead", "done" } or { "done" }) do
+for _, set in ipairs(purge and { "due", "fkidx", "fdue", "dead", "done" } or { "done" }) do
   local ids = rcall("ZRANGE", setOf[set], 0, batch - 1)
   if #ids > 0 then
     local out = { 0, dropped, droppedDead, scheduled, inflight, dead, set }
@@ -102,7 +108,7 @@ end
 local marks = rcall("HMGET", KEYS[5], "shaped", "prioritized")
 rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7])
 if marks[1] == "1" then rcall("HSET", KEYS[5], "shaped", "1", "prioritized", marks[2] or "0") end
-rcall("DEL", KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19])
+rcall("DEL", KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20])
 rcall("SREM", KEYS[8], ARGV[1])
 rcall("ZREM", KEYS[9], ARGV[1])
 rcall("SREM", KEYS[10], ARGV[1])

@@ -16,21 +16,25 @@
   Neither mark is ever taken away (delete-topic.lua keeps them): a producer
   that saw a topic marked sends its keyed jobs by a pipeline, unmarked.
 
-  Capped topics: for each topic the caller names after the jobs, its
-  maxLength and overflow are read (its conf) and checked against what the
-  call adds (its new jobs: repeats of an idempotency key add none) and the
-  topic's pending jobs (lib/pending.lua: its due set and keyed jobs),
-  before anything is written. A
-  "reject" topic the jobs would take past its maxLength refuses the whole
-  call; so does a "dropOldest" topic to which the call adds more jobs than
-  its maxLength. Otherwise a "dropOldest" topic drops its oldest pending jobs
-  (earliest due, ties in id order; never the call's own) until it holds
-  maxLength, and at most as many as the call adds: each ends finished,
+  Capped topics (lib/caps.lua): for each topic the caller names after the
+  jobs, its maxLength, maxKeyLength and overflow are read (its conf) and
+  checked against what the call adds (its new jobs: repeats of an
+  idempotency key add none) and the topic's pending jobs (lib/pending.lua:
+  its due set and keyed jobs), and each flow key's cap (its own
+  maxKeyLength, else the topic's; a topic whose keys set their own is
+  marked "keyCaps") against the key's pending jobs (its range of the keys'
+  index, fkidx), keys first, before anything is written. A "reject" topic
+  the jobs would take past a cap refuses the whole call; so does a
+  "dropOldest" topic to which the call adds more jobs than a cap. Otherwise
+  a "dropOldest" topic drops the key's oldest pending jobs (earliest due,
+  ties in id order) and its own oldest (never the call's own) until each
+  holds its cap, and at most as many as the call adds: each ends finished,
   state "dropped", with a "dropped" marker in its history (lib/records.lua),
   in the done set, and counts in the topic's "dropped" counter. A script
   cannot touch keys it was not given, so the caller reads the ids of the
-  oldest pending jobs first (its candidates) and passes them with their
-  meta keys; the script drops the oldest of those still pending (ZMSCORE:
+  oldest pending jobs first (its candidates: the topic's, and each key's
+  index members) and passes them with their meta keys; the script drops the
+  oldest of those still pending (ZMSCORE:
   a job enqueued since the read is newer than all of them, and kept like
   the call's own), and when too few are left (other calls dropped or
   claimed them meanwhile), nothing is written and the reply names how many
@@ -38,7 +42,7 @@
 
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
-  then for job i (i = 1..n), ten keys from KEYS[3 + 10(i-1)]:
+  then for job i (i = 1..n), eleven keys from KEYS[3 + 11(i-1)]:
                  due zset of its topic,
                  its idempotency key, or the due key again when the job has none,
                  purge mark of its topic: string, ms of its last purge (read only on a repeat),
@@ -47,10 +51,14 @@
                  purge: a job is gone when it is in none of its topic's five sets; the done set also
                  takes the jobs a dropOldest topic drops),
                  fdue and fsched of its topic (keyed jobs, lib/flow.lua; fdue is one of the five sets),
-                 its topic's conf hash
-  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 10n] on:
-                 its conf hash (maxLength, overflow), its metrics hash ("dropped" counter),
-                 then the meta key of each of its kc candidates
+                 its topic's conf hash,
+                 its topic's fkidx (the flow keys' index, lib/flow.lua: a job with a flow key joins it)
+  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 11n] on:
+                 its conf hash (maxLength, overflow, maxKeyLength, keyCaps), its metrics hash ("dropped"
+                 counter), its fkidx, its fkeys (each key's own maxKeyLength),
+                 then the meta key and the record key of each of its kc candidates (a record is read
+                 only for a keyed job dropped before its first claim: its flow key, to leave the index),
+                 then the meta key of each candidate of each of its g key groups
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -62,26 +70,33 @@
   ARGV[4 + 7n]   now, epoch ms (a dropped job's finished time)
   ARGV[5 + 7n]   m, the number of topics whose cap is checked
   then for topic c: its name, kc, then kc candidates: ids of its oldest pending jobs, oldest first
-                 (a keyed one dropped leaves its topic's fdue only: the claim that meets its key's
-                 members finds it gone and drops them, lib/flow.lua)
+                 (a keyed one dropped leaves its topic's fdue and its key's index: the claim that
+                 meets its key's schedule members finds it gone and drops them, lib/flow.lua);
+                 then g, the number of key groups, and per group: its flow key, kg, then kg
+                 candidates: the key's oldest index members ("<key>\n<due>\n<id>"), oldest first
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
                  it is scheduled, else -1 (in flight or finished);
-                 then per checked topic: its name and its cap (0 none, 1 reject, 2 dropOldest);
+                 then per checked topic: its name, its cap (0 none, 1 reject, 2 dropOldest: the
+                 overflow of its caps) and which caps it has (0 none, 1 maxLength, 2 key caps, 3 both);
                  or { -1, topics registered, the cap } when new topics would pass the cap;
                  or { -2, topic, its pending jobs, its maxLength, jobs the call adds to it }
                  when a topic's cap refuses the call;
-                 or { -3, then per topic short of candidates: topic, how many oldest to drop }
+                 or { -4, topic, flow key, the key's pending jobs, its cap, jobs the call adds to it }
+                 when a flow key's cap refuses the call;
+                 or { -3, then per topic or key short of candidates: topic, flow key ("" the
+                 topic's own), how many oldest to drop }
                  when too few of the candidates are still pending (nothing written)
 ]]
 -- @include index
 -- @include records
 -- @include pending
 -- @include flow
+-- @include caps
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
-local PER, ARGS = 10, 7
+local PER, ARGS = 11, 7
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nowText, m = ARGV[4 + ARGS * n], tonumber(ARGV[5 + ARGS * n])
 
@@ -125,21 +140,8 @@ if newTopics > 0 then
   if count + newTopics > maxTopics then return { -1, count, maxTopics } end
 end
 
--- The capped topics the caller names: their keys and candidates.
-local capped, checked = {}, {}
-do
-  local a, k = 6 + ARGS * n, 3 + PER * n
-  for c = 1, m do
-    local kc = tonumber(ARGV[a + 1])
-    local t = { topic = ARGV[a], confKey = KEYS[k], metricsKey = KEYS[k + 1], ids = {}, metaOf = {}, adding = 0 }
-    for j = 1, kc do
-      t.ids[j] = ARGV[a + 1 + j]
-      t.metaOf[t.ids[j]] = KEYS[k + 1 + j]
-    end
-    capped[t.topic], checked[c] = t, t
-    a, k = a + 2 + kc, k + 2 + kc
-  end
-end
+-- The capped topics the caller names: their keys and candidates (lib/caps.lua).
+local capped, checked = readCapped(m, 6 + ARGS * n, 3 + PER * n)
 
 -- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them).
 local seenKeys = {}
@@ -159,30 +161,27 @@ for i = 1, n do
         if existing and not purgedSince(existing, KEYS[k + 2], k) then new = false end
       end
     end
-    if new then t.adding = t.adding + 1 end
+    if new then noteAdding(t, ARGV[a + 5]) end
   end
 end
 
--- Each topic's maxLength is checked before anything is written: a call is all or nothing.
+-- Each topic's caps are checked before anything is written: a call is all or nothing.
 local short = {}
 for _, t in ipairs(checked) do
-  local conf = rcall("HMGET", t.confKey, "maxLength", "overflow")
-  local cap = tonumber(conf[1])
+  local conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps")
+  local cap, keyCap = tonumber(conf[1]), tonumber(conf[3])
+  local keyCapped = keyCap ~= nil or conf[4] == "1"
   -- No overflow set reads as "reject", as src/queue/topics.ts reads it.
   local drops = conf[2] == "dropOldest"
-  t.capCode = cap and (drops and 2 or 1) or 0
+  t.capCode = (cap or keyCapped) and (drops and 2 or 1) or 0
+  t.kinds = (cap and 1 or 0) + (keyCapped and 2 or 0)
+  if keyCapped then
+    local refused = checkKeyCaps(t, keyCap, drops, short)
+    if refused then return refused end
+  end
   if cap and t.adding > 0 then
-    local pending = pendingCount(t.dueKey, t.fdueKey)
-    local over = pending + t.adding - cap
-    if over > 0 then
-      if not drops or t.adding > cap then return { -2, t.topic, pending, cap, t.adding } end
-      local want = math.min(over, t.adding)
-      t.drop, t.dropKeyed = oldestStillPending(t.dueKey, t.fdueKey, t.ids, want)
-      if #t.drop < want then
-        short[#short + 1] = t.topic
-        short[#short + 1] = want
-      end
-    end
+    local refused = checkTopicCap(t, cap, drops, short)
+    if refused then return refused end
   end
 end
 if #short > 0 then return { -3, unpack(short) } end
@@ -190,7 +189,7 @@ if #short > 0 then return { -3, unpack(short) } end
 local out = {}
 local records = {}
 local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
--- Keyed jobs: per fdue key its due/id pairs, its fsched key and due/member pairs, and its topic's conf key.
+-- Keyed jobs: per fdue key a keyedBatch (lib/flow.lua) with its fsched and fkidx keys and its topic's conf key.
 local keyedBy, keyedKeys = {}, {}
 
 for i = 1, n do
@@ -229,15 +228,13 @@ for i = 1, n do
     if string.find(flags, "k", 1, true) then
       local keyed = keyedBy[fdueKey]
       if not keyed then
-        keyed = { due = {}, sched = {}, schedKey = KEYS[k + 8], confKey = KEYS[k + 9] }
+        keyed = keyedBatch()
+        keyed.schedKey, keyed.confKey, keyed.idxKey = KEYS[k + 8], KEYS[k + 9], KEYS[k + 10]
         keyedBy[fdueKey] = keyed
         keyedKeys[#keyedKeys + 1] = fdueKey
       end
-      keyed.due[#keyed.due + 1] = due
-      keyed.due[#keyed.due + 1] = id
+      addKeyed(keyed, ARGV[a + 5], ARGV[a + 6], due, id)
       if (tonumber(ARGV[a + 6]) or 0) > 0 then keyed.prioritized = true end
-      keyed.sched[#keyed.sched + 1] = due
-      keyed.sched[#keyed.sched + 1] = scheduledMember(ARGV[a + 5], ARGV[a + 6], id)
     else
       scores[#scores + 1] = due
       scores[#scores + 1] = id
@@ -253,7 +250,7 @@ end
 if #records > 0 then
   -- The records before their ids are due: a claim never finds a due id without its record.
   for j = 1, #records, 4000 do rcall("MSET", unpack(records, j, math.min(j + 3999, #records))) end
-  -- A keyed job's id is known by id (fdue) before its key's set names it (fsched), and both before the index.
+  -- A keyed job's id is known by id (fdue) before its key's sets name it (fsched, fkidx), and all before the index.
   for _, fdueKey in ipairs(keyedKeys) do
     local keyed = keyedBy[fdueKey]
     if keyed.prioritized then
@@ -261,7 +258,7 @@ if #records > 0 then
     else
       rcall("HSET", keyed.confKey, "shaped", "1")
     end
-    scheduleKeyed(fdueKey, keyed.schedKey, keyed.due, keyed.sched)
+    scheduleKeyed(fdueKey, keyed.schedKey, keyed.idxKey, keyed)
   end
   for _, dueKey in ipairs(dueKeys) do
     if #dueByKey[dueKey] > 0 then rcall("ZADD", dueKey, unpack(dueByKey[dueKey])) end
@@ -272,24 +269,12 @@ local topics = {}
 for topic in pairs(register) do topics[#topics + 1] = topic end
 if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
 
--- The drops, once the new jobs are stored: each meta finished as "dropped", then out of the due set.
+-- The drops, once the new jobs are stored (lib/caps.lua).
 local now = tonumber(nowText)
 for _, t in ipairs(checked) do
-  if t.drop and #t.drop > 0 then
-    local metaKeys = {}
-    for j, id in ipairs(t.drop) do metaKeys[j] = t.metaOf[id] end
-    local metas = rcall("MGET", unpack(metaKeys))
-    local metaPairs = {}
-    for j = 1, #t.drop do
-      metaPairs[#metaPairs + 1] = metaKeys[j]
-      metaPairs[#metaPairs + 1] = finishPending("dropped", metas[j], nowText, { n = 0, t = now, o = "dropped" })
-    end
-    writeFinished(t.doneKey, nowText, t.drop, metaPairs)
-    rcall("ZREM", t.dueKey, unpack(t.drop))
-    if t.dropKeyed and #t.dropKeyed > 0 then rcall("ZREM", t.fdueKey, unpack(t.dropKeyed)) end
-    rcall("HINCRBY", t.metricsKey, "dropped", #t.drop)
-  end
+  writeDrops(t, nowText, now)
   out[#out + 1] = t.topic
   out[#out + 1] = t.capCode
+  out[#out + 1] = t.kinds
 end
 return out

@@ -27,7 +27,7 @@
   KEYS[1]  due zset        plain jobs (the default lane): id -> due ms
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  conf hash       topic settings ("flow": the topic's flow settings JSON; "prioritized": enqueue.lua)
-  KEYS[4..11] fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys (lib/flow.lua; fin and ftat not read)
+  KEYS[4..12] fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx (lib/flow.lua; fin, ftat and fkidx not read)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  most jobs the claim may take (and keys served)

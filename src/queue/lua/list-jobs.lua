@@ -20,7 +20,8 @@
   KEYS[2]  optional: a second set of the same order, merged into the page — a shaped
            topic's keyed jobs (fdue, lib/flow.lua) beside its due set: each set is
            paged from the same position, and the page keeps the first ARGV[5] of both
-           in (score, id) order, so the cursor walks the two as one set
+           in (score, id) order, so the cursor walks the two as one set (an empty one,
+           a plain topic's fdue, costs one EXISTS)
 
   ARGV[1]  cursor score, or "" to start at ARGV[3]
   ARGV[2]  cursor id ("" with no cursor)
@@ -37,7 +38,7 @@ local limit = tonumber(ARGV[5])
 
 local start = startRank(setKey, from, afterScore, afterId)
 local ids, scores, more = takeFrom(setKey, start, limit, to)
-if KEYS[2] then
+if KEYS[2] and redis.call("EXISTS", KEYS[2]) == 1 then
   local otherIds, otherScores, otherMore = takeFrom(KEYS[2], startRank(KEYS[2], from, afterScore, afterId), limit, to)
   local mergedIds, mergedScores = {}, {}
   local i, j = 1, 1

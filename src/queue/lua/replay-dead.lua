@@ -21,7 +21,8 @@
   KEYS[3]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
   KEYS[4]  fdue zset       keyed jobs by id (lib/flow.lua): a letter whose meta names a flow key ("k")
   KEYS[5]  fsched zset     goes back by its key, as its retries did
-  KEYS[5+i] meta of job i  string: job meta JSON (lib/records.lua), for the i-th id in ARGV
+  KEYS[6]  fkidx zset      (and into its key's index)
+  KEYS[6+i] meta of job i  string: job meta JSON (lib/records.lua), for the i-th id in ARGV
 
   ARGV[1]  due time of the replayed jobs, epoch ms (the start of the spread)
   ARGV[2]  spread, ms: each job is due up to this much after ARGV[1] (0: all at ARGV[1])
@@ -46,17 +47,17 @@
 -- @include dead
 -- @include flow
 local rcall = redis.call
-local atKey, dueKey, indexKey, fdueKey, fschedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local atKey, dueKey, indexKey, fdueKey, fschedKey, fkidxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local base, spread, topic = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
 local budget, mode, now = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 math.randomseed(tonumber(ARGV[3]))
 
-local function metaKeyOf(i) return KEYS[5 + i] end
+local function metaKeyOf(i) return KEYS[6 + i] end
 
 -- Schedules the picked letters ({ i, id, meta }): their metas live again, then due, then out of the dead letters.
 local function replay(picked)
   if #picked == 0 then return 0 end
-  local dues, metas, ids, keyed = {}, {}, {}, { due = {}, sched = {} }
+  local dues, metas, ids, keyed = {}, {}, {}, keyedBatch()
   local earliest
   for _, p in ipairs(picked) do
     local due = base
@@ -72,9 +73,7 @@ local function replay(picked)
     metas[#metas + 1] = '{"a":0,"h":' .. historyJson(replayMarker(history, now)) .. flowJsonOf(p.meta) .. '}'
   end
   msetPairs(metas)
-  for i = 1, #keyed.due, 4000 do
-    scheduleKeyed(fdueKey, fschedKey, { unpack(keyed.due, i, math.min(i + 3999, #keyed.due)) }, { unpack(keyed.sched, i, math.min(i + 3999, #keyed.sched)) })
-  end
+  scheduleKeyed(fdueKey, fschedKey, fkidxKey, keyed)
   for i = 1, #dues, 4000 do
     rcall("ZADD", dueKey, unpack(dues, i, math.min(i + 3999, #dues)))
   end

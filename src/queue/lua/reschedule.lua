@@ -12,7 +12,7 @@
   KEYS[3]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
   KEYS[4]  record          string: the job's record JSON, read only for a keyed job (its flow key and priority)
   KEYS[5]  conf hash       topic settings (a keyed job: the topic's priority step)
-  KEYS[6..8] fdue, fsched, fready of the topic (lib/flow.lua): a keyed job is scheduled again by its key
+  KEYS[6..9] fdue, fsched, fready, fkidx of the topic (lib/flow.lua): a keyed job is scheduled again by its key
 
   ARGV[1]  job id
   ARGV[2]  new due time, epoch ms
@@ -29,9 +29,10 @@ local id, due, topic = ARGV[1], ARGV[2], ARGV[3]
 -- A keyed job goes back to its key's scheduled set at the new time; a claim moves it to waiting when due.
 local keyedDue = rcall("ZSCORE", KEYS[6], id)
 if keyedDue then
-  local key, priority = unscheduleKeyed(rcall("GET", KEYS[4]), tonumber(keyedDue), KEYS[5], KEYS[7], KEYS[8], id)
-  rcall("ZADD", KEYS[6], due, id)
-  rcall("ZADD", KEYS[7], due, scheduledMember(key, priority, id))
+  local key, priority = unscheduleKeyed(rcall("GET", KEYS[4]), tonumber(keyedDue), KEYS[5], KEYS[7], KEYS[8], KEYS[9], id)
+  local keyed = keyedBatch()
+  addKeyed(keyed, key, priority, due, id)
+  scheduleKeyed(KEYS[6], KEYS[7], KEYS[9], keyed)
   lowerIndex(indexKey, topic, tonumber(due))
   return 1
 end

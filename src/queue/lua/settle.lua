@@ -21,11 +21,11 @@
   KEYS[4]  dead-letter set zset id -> failed ms
   KEYS[5]  done set        zset id -> finished ms
   KEYS[6]  topic index     zset topic -> when the tick should next look at it (lib/index.lua)
-  KEYS[7..14] the topic's flow keys: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys (lib/flow.lua):
-           a keyed job (its meta names its key, "k") is retried by its key, and its key's slot
+  KEYS[7..15] the topic's flow keys: fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx (lib/flow.lua):
+           a keyed job (its meta names its key, "k") is retried by its key (and in its key's index), and its key's slot
            freed, which puts a key parked at its parallelism back into the calendar; a shaped topic
            left with nothing but keys' rate times (ftat) is scored by the first to pass
-  then per outcome i, from KEYS[15 + 2(i-1)]: its job's record key (not read) and meta key
+  then per outcome i, from KEYS[16 + 2(i-1)]: its job's record key (not read) and meta key
 
   ARGV[1]  now, epoch ms
   ARGV[2]  the chunk's observations as a metrics vector (JSON array), or "" for none
@@ -53,8 +53,8 @@
 -- @include flow
 local rcall = redis.call
 local dueKey, leaseKey, metricsKey, deadAtKey, doneKey, indexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local fdueKey, fschedKey, fcalKey, fparkKey, finKey, ftatKey = KEYS[7], KEYS[8], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
-local FIRST_KEY = 15
+local fdueKey, fschedKey, fcalKey, fparkKey, finKey, ftatKey, fkidxKey = KEYS[7], KEYS[8], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[15]
+local FIRST_KEY = 16
 local nowText = ARGV[1]
 local now = tonumber(nowText)
 local observed = ARGV[2]
@@ -151,8 +151,8 @@ end
 
 local OUTCOME = { ack = "ok", retry = "retry", dead = "dead" }
 local leaseIds, dueArgs, metaArgs, donePairs, deadPairs, deadIds, finished = {}, {}, {}, {}, {}, {}, {}
--- Keyed jobs: retried by their key (fdue, fsched), and their keys' slots freed (key -> count).
-local keyedRetries, ended = { due = {}, sched = {} }, {}
+-- Keyed jobs: retried by their key (fdue, fsched, fkidx), and their keys' slots freed (key -> count).
+local keyedRetries, ended = keyedBatch(), {}
 local acked, retried, died = 0, 0, 0
 local firstRetry
 for _, i in ipairs(live) do
@@ -189,7 +189,7 @@ end
 -- Writes first: a job is retried, done or a letter before its lease is gone.
 if retried > 0 then msetPairs(metaArgs) end
 if #dueArgs > 0 then rcall("ZADD", dueKey, unpack(dueArgs)) end
-if #keyedRetries.due > 0 then scheduleKeyed(fdueKey, fschedKey, keyedRetries.due, keyedRetries.sched) end
+scheduleKeyed(fdueKey, fschedKey, fkidxKey, keyedRetries)
 if #finished > 0 then writeFinished(doneKey, nowText, finished, donePairs) end
 if died > 0 then writeFinished(deadAtKey, nowText, deadIds, deadPairs) end
 rcall("ZREM", leaseKey, unpack(leaseIds))

@@ -14,7 +14,8 @@
       starts a new run of them, its history marked "replaced" (lib/records.lua);
     - the job is in flight (leased), or the key is free: a new job is
       stored, as enqueue.lua stores one (registering its topic, held to its
-      maxLength as "reject" whatever its overflow), and the pointer names it.
+      maxLength, and its flow key to its maxKeyLength, as "reject" whatever
+      the overflow), and the pointer names it.
       A leased job is never rewritten: the new one waits behind it.
 
   A script is given every key it touches, so the caller reads the pointer
@@ -32,6 +33,8 @@
   KEYS[10] the record of the job the caller found named (the new job's when none was)
   KEYS[11] that job's meta (lib/records.lua; absent before its first claim)
   KEYS[12] the new job's record
+  KEYS[13] fkidx of the topic (lib/flow.lua): the keys' index, a keyed job with a flow key in it
+  KEYS[14] fkeys of the topic: the flow key's own maxKeyLength (read only when the call checks caps)
 
   ARGV[1]  the id the caller found in the pointer ("" none)
   ARGV[2]  the new job's id
@@ -40,17 +43,20 @@
   ARGV[5]  record JSON: an object (its last field a string), which a replacement extends by "replacements"
   ARGV[6]  topic name
   ARGV[7]  on conflict with a pending job: "replace", "keepDue" or "ignore"
-  ARGV[8]  flags: "r" register the topic, "c" check its maxLength, "k" the job is keyed
+  ARGV[8]  flags: "r" register the topic, "c" check its caps (maxLength, the flow key's maxKeyLength), "k" the job is keyed
   ARGV[9]  its flow key ("" none)
   ARGV[10] its priority (0-9)
   ARGV[11] most topics the registry may hold
   ARGV[12] now, epoch ms
 
-  Returns  { 1 created, id, due ms } — then, when the call checked the topic's cap, its cap (0 none, 1 reject, 2 dropOldest);
+  Returns  { 1 created, id, due ms } — then, when the call checked the topic's caps,
+             its cap (0 none, 1 reject, 2 dropOldest: the overflow of its caps)
+             and which caps it has (0 none, 1 maxLength, 2 key caps, 3 both);
            { 2 replaced, id, due ms }; { 3 ignored, id, due ms };
            { 0 } the pointer names another job than the caller found (nothing written);
            { -1, topics registered, the cap } when registering the topic would pass the cap;
-           { -2, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job
+           { -2, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job;
+           { -4, topic, flow key, its pending jobs, its maxKeyLength, 1 } when its flow key's cap refuses it
 ]]
 -- @include index
 -- @include records
@@ -58,7 +64,7 @@
 -- @include flow
 local rcall = redis.call
 local pointerKey, topicsKey, indexKey, dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local fdueKey, fschedKey, freadyKey = KEYS[7], KEYS[8], KEYS[9]
+local fdueKey, fschedKey, freadyKey, fkidxKey, fkeysKey = KEYS[7], KEYS[8], KEYS[9], KEYS[13], KEYS[14]
 local found, newId, topic, flags = ARGV[1], ARGV[2], ARGV[6], ARGV[8]
 local keyed = string.find(flags, "k", 1, true) ~= nil
 local flowKey, priority = ARGV[9], tonumber(ARGV[10])
@@ -72,7 +78,7 @@ local keyedDue = found ~= "" and not plainDue and rcall("ZSCORE", fdueKey, found
 -- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set.
 local function schedule(id, due, oldRecord)
   if keyedDue then
-    unscheduleKeyed(oldRecord, tonumber(keyedDue), confKey, fschedKey, freadyKey, id)
+    unscheduleKeyed(oldRecord, tonumber(keyedDue), confKey, fschedKey, freadyKey, fkidxKey, id)
     if not keyed then rcall("ZREM", fdueKey, id) end
   end
   if keyed then
@@ -81,7 +87,9 @@ local function schedule(id, due, oldRecord)
     else
       rcall("HSET", confKey, "shaped", "1")
     end
-    scheduleKeyed(fdueKey, fschedKey, { due, id }, { due, scheduledMember(flowKey, priority, id) })
+    local batch = keyedBatch()
+    addKeyed(batch, flowKey, priority, due, id)
+    scheduleKeyed(fdueKey, fschedKey, fkidxKey, batch)
     if plainDue then rcall("ZREM", dueKey, id) end
   else
     rcall("ZADD", dueKey, due, id)
@@ -112,13 +120,22 @@ if register then
   if count + 1 > tonumber(ARGV[11]) then return { -1, count, tonumber(ARGV[11]) } end
 end
 if string.find(flags, "c", 1, true) then
-  local conf = rcall("HMGET", confKey, "maxLength", "overflow")
-  local cap = tonumber(conf[1])
-  reply[4] = 0
+  local conf = rcall("HMGET", confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps")
+  local cap, keyCap = tonumber(conf[1]), tonumber(conf[3])
+  local keyCapped = keyCap ~= nil or conf[4] == "1"
+  reply[4] = (cap or keyCapped) and (conf[2] == "dropOldest" and 2 or 1) or 0
+  reply[5] = (cap and 1 or 0) + (keyCapped and 2 or 0)
+  if keyCapped and keyed and flowKey ~= "" then
+    local own = rcall("HGET", fkeysKey, flowKey)
+    local limit = tonumber(own and cjson.decode(own).maxKeyLength) or keyCap
+    if limit then
+      local count = rcall("ZLEXCOUNT", fkidxKey, "[" .. flowKey .. "\n", "(" .. flowKey .. "\v")
+      if count + 1 > limit then return { -4, topic, flowKey, count, limit, 1 } end
+    end
+  end
   if cap then
     local pending = pendingCount(dueKey, fdueKey)
     if pending + 1 > cap then return { -2, topic, pending, cap, 1 } end
-    reply[4] = conf[2] == "dropOldest" and 2 or 1
   end
 end
 -- The record before its id is due, as enqueue.lua writes it; the pointer once the job is stored. The topic is

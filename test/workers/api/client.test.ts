@@ -141,11 +141,14 @@ describe("Delayline client", () => {
     await expect(dl.jobs.enqueue({ topic: "shaped", flowKey: "a\tb" })).rejects.toMatchObject({ status: 422 });
     await expect(dl.jobs.enqueue({ topic: "shaped", priority: 10 })).rejects.toMatchObject({ status: 422 });
 
-    expect(await dl.flowKeys.get("shaped", "tenant A")).toBeNull();
+    // A key without settings of its own is known by its jobs: its length, its settings {}.
+    expect(await dl.flowKeys.get("shaped", "tenant A")).toEqual({ topic: "shaped", key: "tenant A", settings: {}, length: 2 });
+    expect(await dl.flowKeys.get("shaped", "nobody")).toBeNull();
     expect(await dl.flowKeys.set("shaped", "tenant A", { weight: 3, parallelism: 1 })).toEqual({
       topic: "shaped",
       key: "tenant A",
       settings: { weight: 3, parallelism: 1 },
+      length: 2,
     });
     // Pausing keeps the key's other settings; its due job waits while tenant B's is claimed.
     expect((await dl.flowKeys.pause("shaped", "tenant A")).settings).toEqual({ weight: 3, parallelism: 1, paused: true });
@@ -157,12 +160,16 @@ describe("Delayline client", () => {
     // A key whose only setting was the pause has none of its own once resumed.
     await dl.flowKeys.pause("shaped", "tenant C");
     expect((await dl.flowKeys.get("shaped", "tenant C"))!.settings).toEqual({ paused: true });
-    expect(await dl.flowKeys.resume("shaped", "tenant C")).toEqual({ topic: "shaped", key: "tenant C", settings: {} });
+    expect(await dl.flowKeys.resume("shaped", "tenant C")).toEqual({ topic: "shaped", key: "tenant C", settings: {}, length: 0 });
     expect(await dl.flowKeys.get("shaped", "tenant C")).toBeNull();
 
-    expect((await dl.flowKeys.list("shaped")).keys).toEqual([{ topic: "shaped", key: "tenant A", settings: { weight: 3, parallelism: 1 } }]);
+    expect((await dl.flowKeys.list("shaped")).keys).toEqual([{ topic: "shaped", key: "tenant A", settings: { weight: 3, parallelism: 1 }, length: 1 }]);
     expect(await dl.flowKeys.delete("shaped", "tenant A")).toBe(true);
     expect(await dl.flowKeys.delete("shaped", "tenant A")).toBe(false);
+    expect(await dl.flowKeys.get("shaped", "tenant A")).toEqual({ topic: "shaped", key: "tenant A", settings: {}, length: 1 });
+    // Its scheduled job, listed and cancelled by its key.
+    expect((await dl.jobs.list("shaped", { flowKey: "tenant A" })).jobs.map((j) => j.id)).toEqual([one.id]);
+    expect(await dl.jobs.bulkCancel("shaped", { flowKey: "tenant A" })).toMatchObject({ cancelled: 1 });
     expect(await dl.flowKeys.get("shaped", "tenant A")).toBeNull();
     await expect(dl.flowKeys.set("shaped", "k", { weight: 0 })).rejects.toMatchObject({ status: 422 });
 
@@ -176,7 +183,7 @@ describe("Delayline client", () => {
     expect(first.nextCursor).toEqual(expect.any(String));
     const walked = new Set<string>();
     for await (const k of dl.flowKeys.all("paged", { limit: 100 })) {
-      expect(k).toEqual({ topic: "paged", key: k.key, settings: { weight: 2 } });
+      expect(k).toEqual({ topic: "paged", key: k.key, settings: { weight: 2 }, length: 0 });
       walked.add(k.key);
     }
     expect([...walked].sort()).toEqual([...keys].sort());

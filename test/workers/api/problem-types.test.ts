@@ -95,6 +95,17 @@ const ROWS: Row[] = [
     options: { method: "POST", body: { topic: "capped", delay: "1h" } },
   },
   {
+    what: "a flow key at its maxKeyLength",
+    status: 429,
+    type: PROBLEM_TYPES.flowKeyFull,
+    before: [
+      ["/v1/topics/keyed", { method: "PUT", body: { maxKeyLength: 1 } }],
+      ["/v1/jobs", { method: "POST", body: { topic: "keyed", delay: "1h", flowKey: "k" } }],
+    ],
+    path: "/v1/jobs",
+    options: { method: "POST", body: { topic: "keyed", delay: "1h", flowKey: "k" } },
+  },
+  {
     what: "headers over 32 KiB",
     status: 431,
     type: PROBLEM_TYPES.headersTooLarge,

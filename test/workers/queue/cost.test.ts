@@ -94,6 +94,28 @@ it("an enqueue into a capped topic: below a reject topic's maxLength, and at a d
   report.cappedDropOldestEnqueueRequests = ring.requests / M;
 });
 
+it("an enqueue of a flow key's job into a topic capping its keys: below a reject key's maxKeyLength, and at a dropOldest key's, where each drops one", {
+  timeout: 120_000,
+}, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 1_000;
+  await queue.configureTopic("kgate", { maxKeyLength: 10 * M });
+  await queue.configureTopic("kring", { maxKeyLength: M, overflow: "dropOldest" });
+  await queue.enqueueBatch(Array.from({ length: M }, (_, i) => ({ topic: "kring", payload: i, flowKey: "k", delayMs: 3_600_000 })));
+  const gate = await meter(async () => {
+    for (let i = 0; i < M; i++) await queue.enqueue({ topic: "kgate", payload: { n: i, pad: "x".repeat(80) }, flowKey: "k" });
+  });
+  const ring = await meter(async () => {
+    for (let i = 0; i < M; i++) await queue.enqueue({ topic: "kring", payload: { n: i, pad: "x".repeat(80) }, flowKey: "k", delayMs: 3_600_000 });
+  });
+  expect(await queue.flowKeyLengths("kring", ["k"])).toEqual([M]);
+  expect((await queue.topicStats("kring")).counters.dropped).toBe(M);
+  report.keyCappedRejectEnqueueCommands = gate.commands / M;
+  report.keyCappedRejectEnqueueRequests = gate.requests / M;
+  report.keyCappedDropOldestEnqueueCommands = ring.commands / M;
+  report.keyCappedDropOldestEnqueueRequests = ring.requests / M;
+});
+
 it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   const backoff = normalizeBackoff({ type: "fixed", delay: 0 });
@@ -164,12 +186,12 @@ it("an upsert by job key, per path: a plain read of the pointer and one script c
   }
   // GET, EVALSHA, the script's GET of the pointer, then: ZSCORE (ignored); HSET jobKeys, SET record, ZADD due, ZADD index, SET pointer
   // (created), with 2 ZSCOREs (due set, fdue) of the job left behind; ZSCORE, GET record, SET record, GET meta, ZADD due,
-  // ZADD index (replaced); into a flow key, HSET shaped, ZADD fdue, ZADD fsched and ZREM due for the ZADD due.
+  // ZADD index (replaced); into a flow key, HSET shaped, ZADD fdue, ZADD fsched, ZADD fkidx and ZREM due for the ZADD due.
   expect(all.ignored.commands / M).toBe(4);
   expect(all.created.commands / M).toBe(8);
   expect(all.createdOverStale.commands / M).toBe(10);
   expect(all.replaced.commands / M).toBe(9);
-  expect(all.replacedKeyed.commands / M).toBe(12);
+  expect(all.replacedKeyed.commands / M).toBe(13);
   expect(await queue.topicStats("deb")).toMatchObject({ scheduled: M });
 });
 

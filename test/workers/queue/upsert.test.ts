@@ -163,6 +163,22 @@ describe("upsert: a job key's pending job", () => {
     expect(await queue.upsert({ topic: "cap", jobKey: "a", payload: 2 })).toMatchObject({ id: job.id, result: "replaced" });
     expect(await scheduled(queue, "cap")).toHaveLength(1);
   });
+
+  it("a flow key's maxKeyLength refuses a new job under a key in that flow key, and the enqueues after it still meet the cap", async () => {
+    const clock = { now: T0 };
+    const { queue } = testQueue({ clock });
+    await queue.configureTopic("kcap", { maxKeyLength: 1 });
+    await queue.upsert({ topic: "kcap", jobKey: "a", payload: 1, flowKey: "tenant" });
+    await expect(queue.upsert({ topic: "kcap", jobKey: "b", payload: 1, flowKey: "tenant" })).rejects.toMatchObject({
+      name: "FlowKeyFullError",
+      flowKey: "tenant",
+      maxKeyLength: 1,
+    });
+    // Another flow key has room; and what the upserts learned of the topic's caps sends a plain enqueue to the check too.
+    expect((await queue.upsert({ topic: "kcap", jobKey: "b", payload: 1, flowKey: "other" })).result).toBe("created");
+    await expect(queue.enqueue({ topic: "kcap", payload: 2, flowKey: "tenant" })).rejects.toMatchObject({ name: "FlowKeyFullError" });
+    expect(await scheduled(queue, "kcap")).toHaveLength(2);
+  });
 });
 
 describe("upsert: a shaped topic's keyed job", () => {

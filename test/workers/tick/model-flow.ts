@@ -506,12 +506,14 @@ export function fairnessViolations(t: TopicSpec, topic: string, attempts: FlowAt
 /**
  * After the run (every job final, and a claim of the topic since, which
  * drops a turn left for a key with nothing more), the topic's flow keys
- * hold nothing: no keyed job scheduled or waiting, no key in the calendar,
+ * hold nothing: no keyed job scheduled or waiting (nor in the keys' index), no key in the calendar,
  * none parked (at its parallelism or paused), none with jobs in flight.
  */
 export function leftoverViolations(topic: string, s: FlowState): Violation[] {
   const left: string[] = [];
-  if (s.scheduled + s.notDue + s.waiting > 0) left.push(`${s.scheduled} keyed jobs in fdue, ${s.notDue} in fsched, ${s.waiting} in fready`);
+  if (s.scheduled + s.notDue + s.waiting + s.indexed > 0) {
+    left.push(`${s.scheduled} keyed jobs in fdue, ${s.notDue} in fsched, ${s.waiting} in fready, ${s.indexed} in fkidx`);
+  }
   if (s.calendar.length > 0) left.push(`keys in the calendar ${JSON.stringify(s.calendar.slice(0, 10))}`);
   if (s.parked.length > 0) left.push(`keys parked ${JSON.stringify(s.parked.slice(0, 10))}`);
   if (Object.keys(s.inFlight).length > 0) left.push(`keys in flight ${JSON.stringify(s.inFlight)}`);

@@ -186,10 +186,11 @@ export interface ModelHarness {
 
 /** What a shaped topic's flow keys hold (src/queue/lua/lib/flow.lua): job counts, and each key's entry. */
 export interface FlowState {
-  /** Keyed jobs scheduled or waiting (fdue), not yet due (fsched), due and waiting for their key's turn (fready). */
+  /** Keyed jobs scheduled or waiting (fdue), not yet due (fsched), due and waiting for their key's turn (fready), in the keys' index (fkidx). */
   scheduled: number;
   notDue: number;
   waiting: number;
+  indexed: number;
   /** Keys in the calendar (fcal) and parked (fpark), with their scores. */
   calendar: Array<[string, number]>;
   parked: Array<[string, number]>;
@@ -534,10 +535,11 @@ function recordQueueCalls(
 /** What a shaped topic's flow keys hold (read straight from Redis). */
 async function readFlowState(s: Settings, f: FlowKeys): Promise<FlowState> {
   const redis = createRedis(s);
-  const [scheduled, notDue, waiting, calendar, parked, inFlight] = await Promise.all([
+  const [scheduled, notDue, waiting, indexed, calendar, parked, inFlight] = await Promise.all([
     redis.zcard(f.fdue),
     redis.zcard(f.fsched),
     redis.zcard(f.fready),
+    redis.zcard(f.fkidx),
     redis.zrange<string[]>(f.fcal, 0, -1, { withScores: true }),
     redis.zrange<string[]>(f.fpark, 0, -1, { withScores: true }),
     redis.hgetall<Record<string, string>>(f.fin),
@@ -547,7 +549,7 @@ async function readFlowState(s: Settings, f: FlowKeys): Promise<FlowState> {
     for (let i = 0; i + 1 < flat.length; i += 2) out.push([String(flat[i]), Number(flat[i + 1])]);
     return out;
   };
-  return { scheduled, notDue, waiting, calendar: pairs(calendar), parked: pairs(parked), inFlight: inFlight ?? {} };
+  return { scheduled, notDue, waiting, indexed, calendar: pairs(calendar), parked: pairs(parked), inFlight: inFlight ?? {} };
 }
 
 /** Deletes every key of the run's prefix. */

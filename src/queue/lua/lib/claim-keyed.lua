@@ -16,7 +16,7 @@ local function claimKeyed()
   local jobBase = FIRST_ID + nd + nl
   local newlyBase = jobBase + 5 * ne
   local keyBase = newlyBase + 4 * np
-  local FJ = FK + 8
+  local FJ = FK + 9
   local jobs = {}
   local dIds, kIds, aMembers = {}, {}, {}
   for e = 1, ne do
@@ -177,7 +177,7 @@ local function claimKeyed()
 
   -- One read of the picks' records and metas; the reply stays within its byte budget (one job always goes).
   local cutShort, taken = false, 0
-  local leaseArgs, metaPairs, gone, goneKeyed, goneReady, goneSched = {}, {}, {}, {}, {}, {}
+  local leaseArgs, metaPairs, gone, goneKeyed, goneReady, goneSched, goneIndexed = {}, {}, {}, {}, {}, {}, {}
   local takenSched = {}
   if #picks > 0 then
     local readKeys = {}
@@ -207,6 +207,7 @@ local function claimKeyed()
           gone[#gone + 1] = job.id
         else
           goneKeyed[#goneKeyed + 1] = job.id
+          if job.key ~= "" then goneIndexed[#goneIndexed + 1] = indexMember(job.key, job.due, job.id) end
           if job.source == "B" then
             goneSched[#goneSched + 1] = job.member
             takenSched[job.member] = true
@@ -234,6 +235,7 @@ local function claimKeyed()
     if #goneKeyed > 0 then rcall("ZREM", fdueKey, unpack(goneKeyed)) end
     if #goneReady > 0 then rcall("ZREM", freadyKey, unpack(goneReady)) end
     if #goneSched > 0 then rcall("ZREM", fschedKey, unpack(goneSched)) end
+    if #goneIndexed > 0 then rcall("ZREM", fkidxKey, unpack(goneIndexed)) end
     rcall("HINCRBY", metricsKey, "dispatched", taken)
     if tokens then
       tokens = tokens - taken

@@ -48,7 +48,7 @@ if nl > 0 then
   if #expired > 0 then
     local got = rcall("MGET", unpack(readKeys))
     local dueArgs, metaPairs, deadIds, deadPairs = {}, {}, {}, {}
-    local keyedRetries = { due = {}, sched = {} }
+    local keyedRetries = keyedBatch()
     for i, id in ipairs(expired) do
       local record = got[2 * i - 1]
       if record then
@@ -82,7 +82,7 @@ if nl > 0 then
     -- Writes first: the retry or the letter exists before the lease is gone.
     if #metaPairs > 0 then msetPairs(metaPairs) end
     if #dueArgs > 0 then rcall("ZADD", dueKey, unpack(dueArgs)) end
-    if #keyedRetries.due > 0 then scheduleKeyed(fdueKey, fschedKey, keyedRetries.due, keyedRetries.sched) end
+    scheduleKeyed(fdueKey, fschedKey, fkidxKey, keyedRetries)
     if #deadIds > 0 then writeFinished(deadAtKey, ARGV[1], deadIds, deadPairs) end
     rcall("ZREM", leaseKey, unpack(expired))
     if shaped then releaseKeys(finKey, fparkKey, fcalKey, ended, now) end

@@ -15,6 +15,9 @@
     ftat    zset  key -> the key's rate: its GCRA theoretical arrival time, ms (forgotten once passed:
                   forgetPastRates)
     fkeys   hash  key -> the key's own settings (JSON), overriding the topic's flow settings
+    fkidx   zset  "<key>\n<due>\n<id>" -> 0, by lex: the key index, every job of a flow key scheduled or
+                  waiting (due: 15 digits), so a key's range counts (ZLEXCOUNT) and pages its jobs in due
+                  order; it mirrors fdue for the jobs that have a key (the default lane's are not in it)
 
   Flow keys hold no control character (the API refuses them), so "\n"
   separates the parts of a member and "[<key>\n" .. "(<key>\v" is exactly
@@ -32,6 +35,16 @@ end
 -- A member of fready: ordered by key, then by when the job may start relative to its peers.
 local function readyMember(key, eff, priority, id)
   return key .. "\n" .. string.format("%015d", eff) .. "\n" .. priority .. "\n" .. id
+end
+
+-- A member of fkidx: a key's jobs in due order, then id order. `due` a number or its text.
+local function indexMember(key, due, id)
+  return key .. "\n" .. string.format("%015d", tonumber(due)) .. "\n" .. id
+end
+
+-- The job id of a member of fkidx: its last part.
+local function idOfMember(member)
+  return string.match(member, "[^\n]*$")
 end
 
 -- The start order of a due job: its due time less its priority's head start.
@@ -101,16 +114,30 @@ local function releaseKeys(finKey, fparkKey, fcalKey, ended, now)
   return false
 end
 
+-- What scheduleKeyed writes, gathered: due/id pairs (fdue), due/member pairs (fsched), 0/member pairs (fkidx).
+local function keyedBatch()
+  return { due = {}, sched = {}, idx = {} }
+end
+
+-- Adds a keyed job due at `at` to a keyedBatch: by id, by its key's schedule, and to its key's
+-- index when it has a key (key "" is the default lane's prioritized jobs: not indexed).
+local function addKeyed(keyed, key, priority, at, id)
+  keyed.due[#keyed.due + 1] = at
+  keyed.due[#keyed.due + 1] = id
+  keyed.sched[#keyed.sched + 1] = at
+  keyed.sched[#keyed.sched + 1] = scheduledMember(key, priority, id)
+  if key ~= "" then
+    keyed.idx[#keyed.idx + 1] = 0
+    keyed.idx[#keyed.idx + 1] = indexMember(key, at, id)
+  end
+end
+
 -- A retry at `at` of the job `id` whose meta is `meta`: a keyed job's (meta.k
--- names its key, "" the default lane) goes to keyed's due/id and due/member
--- pairs (for scheduleKeyed), a plain job's to plain's due/id pairs. Returns
--- whether it was keyed.
+-- names its key, "" the default lane) goes to `keyed` (a keyedBatch), a plain
+-- job's to plain's due/id pairs. Returns whether it was keyed.
 local function addRetry(meta, at, id, plain, keyed)
   if meta.k then
-    keyed.due[#keyed.due + 1] = at
-    keyed.due[#keyed.due + 1] = id
-    keyed.sched[#keyed.sched + 1] = at
-    keyed.sched[#keyed.sched + 1] = scheduledMember(meta.k, meta.p or 0, id)
+    addKeyed(keyed, meta.k, meta.p or 0, at, id)
     return true
   end
   plain[#plain + 1] = at
@@ -118,22 +145,41 @@ local function addRetry(meta, at, id, plain, keyed)
   return false
 end
 
--- Keyed jobs scheduled again (a retry): by id in fdue and by key in fsched. args: due/id pairs, members: due/member pairs.
-local function scheduleKeyed(fdueKey, fschedKey, dueArgs, schedArgs)
-  redis.call("ZADD", fdueKey, unpack(dueArgs))
-  redis.call("ZADD", fschedKey, unpack(schedArgs))
+-- ZADD of score/member pairs in slices: unpack() is limited to a few thousand values.
+local function zaddAll(key, pairs)
+  for i = 1, #pairs, 4000 do
+    redis.call("ZADD", key, unpack(pairs, i, math.min(i + 3999, #pairs)))
+  end
 end
 
--- Takes a keyed job out of its key's sets (fsched and fready) by its record
--- (flowKey, priority) and due time: both members are named, as it is in one
--- of them. A waiting member written under another priority step than the
--- topic's now is missed, and dropped by the claim that finds its job gone.
-local function unscheduleKeyed(recordJson, due, confKey, fschedKey, freadyKey, id)
+-- Keyed jobs scheduled (enqueued, retried, replayed): by id in fdue, by key in fsched, and in
+-- their keys' index (fkidx), in that order. `keyed` is a keyedBatch.
+local function scheduleKeyed(fdueKey, fschedKey, fkidxKey, keyed)
+  if #keyed.due == 0 then return end
+  zaddAll(fdueKey, keyed.due)
+  zaddAll(fschedKey, keyed.sched)
+  if #keyed.idx > 0 then zaddAll(fkidxKey, keyed.idx) end
+end
+
+-- ZREM of members in slices (see zaddAll).
+local function zremAll(key, members)
+  for i = 1, #members, 4000 do
+    redis.call("ZREM", key, unpack(members, i, math.min(i + 3999, #members)))
+  end
+end
+
+-- Takes a keyed job out of its key's sets (fsched and fready, and its key's
+-- index) by its record (flowKey, priority) and due time: both schedule members
+-- are named, as it is in one of them. A waiting member written under another
+-- priority step than the topic's now is missed, and dropped by the claim that
+-- finds its job gone; the index's member is exact (its key and due time).
+local function unscheduleKeyed(recordJson, due, confKey, fschedKey, freadyKey, fkidxKey, id)
   local record = cjson.decode(recordJson)
   local key, priority = record.flowKey or "", tonumber(record.priority) or 0
   local step = flowSettings(redis.call("HGET", confKey, "flow")).priorityStepMs
   redis.call("ZREM", fschedKey, scheduledMember(key, priority, id))
   redis.call("ZREM", freadyKey, readyMember(key, effectiveTime(due, priority, step), priority, id))
+  if key ~= "" then redis.call("ZREM", fkidxKey, indexMember(key, due, id)) end
   return key, priority
 end
 

@@ -16,9 +16,10 @@ end
 
 -- The first n of `ids` (read oldest first, see above) still pending, oldest
 -- first: by due time now, then in the order read (id order within a due
--- time); fewer when fewer are left.
+-- time); fewer when fewer are left. Also returns those of them that are
+-- keyed (in fdue), and each one's due time (id -> ms).
 local function oldestStillPending(dueKey, fdueKey, ids, n)
-  if #ids == 0 then return {} end
+  if #ids == 0 then return {}, {}, {} end
   local scores = redis.call("ZMSCORE", dueKey, unpack(ids))
   local keyed = redis.call("ZMSCORE", fdueKey, unpack(ids))
   local live = {}
@@ -30,10 +31,11 @@ local function oldestStillPending(dueKey, fdueKey, ids, n)
     if x.due ~= y.due then return x.due < y.due end
     return x.order < y.order
   end)
-  local out, keyedOut = {}, {}
+  local out, keyedOut, dueOf = {}, {}, {}
   for j = 1, math.min(n, #live) do
     out[j] = live[j].id
+    dueOf[live[j].id] = live[j].due
     if live[j].keyed then keyedOut[#keyedOut + 1] = live[j].id end
   end
-  return out, keyedOut
+  return out, keyedOut, dueOf
 end
