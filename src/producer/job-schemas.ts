@@ -19,7 +19,21 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, JobKey, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+import {
+  BackoffBody,
+  Delay,
+  DryRun,
+  DryRunAnswer,
+  FlowKey,
+  Instant,
+  iso,
+  JobId,
+  JobKey,
+  KeyText,
+  QueryInstant,
+  TargetBody,
+  TopicName,
+} from "./schema-parts.js";
 
 export const JobBody = z
   .object({
@@ -113,15 +127,19 @@ export const AttemptView = z
         "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a replacement marker, when it was replaced; for a drop marker, when it was dropped; null when unknown",
     }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped", "edited", "moved"]).openapi({
       description:
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
         "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
-        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it",
+        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength (overflow dropOldest), which ends it; " +
+        "edited: no attempt but the marker of a replay that changed the dead job (changes) before putting it back; " +
+        "moved: no attempt but the marker of a replay into another topic, which ends the dead job: movedTo is the job that took its place",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
+    changes: z.array(z.string()).optional().openapi({ description: "edited, moved: the fields the replay changed (payload, target, webhookHeaders, topic)" }),
+    movedTo: JobId.optional().openapi({ description: "moved: the id of the job that took its place in the other topic" }),
   })
   .openapi("Attempt");
 
@@ -138,9 +156,10 @@ export const JobView = z
   .object({
     id: JobId,
     topic: TopicName,
-    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped"]).openapi({
+    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved"]).openapi({
       description:
-        "dropped: the job was pending when an enqueue into its topic, at its maxLength with overflow dropOldest, dropped it (it was the topic's oldest)",
+        "dropped: the job was pending when an enqueue into its topic, at its maxLength with overflow dropOldest, dropped it (it was the topic's oldest); " +
+        "moved: the dead job was replayed into another topic, as the job its history's last entry names (movedTo)",
     }),
     dueAt: z.string().nullable(),
     attempts: z.number().int(),
@@ -213,6 +232,7 @@ export const BulkCancelBody = z
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
     cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window or all): goes on from there" }),
+    dryRun: DryRun,
   })
   .strict()
   .refine((b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined, b.all === true].filter(Boolean).length === 1, {
@@ -239,6 +259,7 @@ export const BulkCancelResult = z
       .string()
       .nullable()
       .openapi({ description: "A window or all: pass it back as `cursor` to go on; null when the window is done. Always null with ids" }),
+    ...DryRunAnswer,
   })
   .openapi("BulkCancelled");
 
