@@ -6,10 +6,13 @@
  * old topic's dead letters as "moved"; and bad edits refused as an enqueue
  * refuses them, before anything reaches Redis.
  */
+import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
+import worker from "../../../app/worker.js";
+import { Delayline } from "../../../src/client/index.js";
 import { settings, type Env } from "../../../src/env.js";
 import { tickOnce } from "../fixtures.js";
-import { call, deliveries, isolatedEnv } from "./helpers.js";
+import { call, deliveries, isolatedEnv, TOKEN } from "./helpers.js";
 
 const receiver = () => inject("receiverUrl");
 
@@ -104,6 +107,29 @@ describe("a replay with edits", () => {
       nextCursor: null,
       movedTo: {},
     });
+  });
+
+  it("the client: deadLetters.replay with edits and dryRun, deadLetters.purge and jobs.bulkCancel with dryRun, walking every cursor", async () => {
+    const env = isolatedEnv();
+    const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
+    const ids = await deadLetters(env, 3);
+    expect(await dl.deadLetters.replay("work", { all: true, topic: "fixed", dryRun: true })).toEqual({ replayed: 3, notFound: [], dryRun: true, ids });
+    expect(await dl.deadLetters.purge("work", { error: "boom", dryRun: true })).toEqual({ dryRun: true, purged: 3, ids });
+    const scheduled = await dl.jobs.enqueueBatch(Array.from({ length: 30 }, (_, i) => ({ topic: "later", payload: i, delay: "1h" })));
+    expect(await dl.jobs.bulkCancel("later", { all: true, dryRun: true })).toEqual({
+      cancelled: 30,
+      inflight: 0,
+      dryRun: true,
+      ids: scheduled.slice(0, 20).map((j) => j.id),
+    });
+    expect((await dl.jobs.list("later")).jobs).toHaveLength(30);
+
+    const r = await dl.deadLetters.replay("work", { ids: ids.slice(0, 2), topic: "fixed", payload: "new" });
+    expect(r).toMatchObject({ replayed: 2, notFound: [] });
+    expect(Object.keys(r.movedTo!)).toEqual(ids.slice(0, 2));
+    expect((await dl.jobs.get(r.movedTo![ids[0]!]!))?.payload).toBe("new");
+    expect(await dl.deadLetters.replay("work", { all: true, target: { url: `${receiver()}/never-delivered` } })).toEqual({ replayed: 1, notFound: [] });
+    expect((await dl.jobs.get(ids[2]!))?.history.map((h) => h.outcome)).toEqual(["dead", "edited", "replayed"]);
   });
 
   it("refuses bad edits as an enqueue refuses them, before reaching Redis (422, not 503)", async () => {
