@@ -4,7 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../limits.js";
 
 import { History, JobBody } from "./job-schemas.js";
-import { Delay, DryRun, DryRunAnswer, Instant, JobId, QueryInstant, TopicName } from "./schema-parts.js";
+import { Delay, DryRun, DryRunAnswer, Instant, JobId, QueryFlag, QueryInstant, TopicName } from "./schema-parts.js";
 import { WebhookHeadersBody } from "./webhook-headers.js";
 
 export const DeadEntryView = z
@@ -82,11 +82,9 @@ export const PurgeQuery = z.object({
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
-  dryRun: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true")
-    .openapi({ description: "true: change nothing, and answer what this very call would purge (its count, first ids and nextCursor), by reads alone" }),
+  dryRun: QueryFlag.openapi({
+    description: "true: change nothing, and answer what this very call would purge (its count, first ids and nextCursor), by reads alone",
+  }),
 });
 
 export const PurgeResult = z

@@ -30,6 +30,7 @@ import {
   JobId,
   JobKey,
   KeyText,
+  QueryFlag,
   QueryInstant,
   TargetBody,
   TopicName,
@@ -192,11 +193,7 @@ export const ListQuery = z.object({
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
-  payload: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true")
-    .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  payload: QueryFlag.openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
 });
 
 export const ListedJobView = z

@@ -47,18 +47,11 @@ function editedRecord(record: JobRecord, edits: ReplayEdits): Omit<JobRecord, "c
 
 const dueOf = (timing: Timing) => timing.dueAt + Math.floor(Math.random() * (timing.spreadMs ?? 0));
 
-/** The job a letter becomes in another topic: its record with the edits, keyed by the letter's id. */
+/** The job a letter becomes in another topic: its record with the edits, keyed by the letter's id (no job key, schedule or key of its own). */
 function movedInput(letter: { id: string; record: JobRecord }, edits: ReplayEdits & { topic: string }, timing: Timing): EnqueueInput {
-  const r = editedRecord(letter.record, edits);
-  const input: EnqueueInput = { topic: edits.topic, payload: r.payload, runAt: dueOf(timing), idempotencyKey: `replay:${letter.id}` };
-  if (r.maxAttempts !== undefined) input.maxAttempts = r.maxAttempts;
-  if (r.backoff !== undefined) input.backoff = r.backoff;
-  if (r.target !== undefined) input.target = r.target;
-  if (r.timeoutMs !== undefined) input.timeoutMs = r.timeoutMs;
-  if (r.webhookHeaders !== undefined) input.webhookHeaders = r.webhookHeaders;
-  if (r.flowKey !== undefined) input.flowKey = r.flowKey;
-  if (r.priority !== undefined) input.priority = r.priority;
-  return input;
+  const { payload, maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority } = editedRecord(letter.record, edits);
+  const kept = Object.entries({ maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority }).filter(([, v]) => v !== undefined);
+  return { topic: edits.topic, payload, runAt: dueOf(timing), idempotencyKey: `replay:${letter.id}`, ...Object.fromEntries(kept) };
 }
 
 /**

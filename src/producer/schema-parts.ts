@@ -28,6 +28,12 @@ export const JobId = z
   .max(124)
   .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>` on another" });
 
+/** A flag in a query string: "true" or "false" (the default); parsed to a boolean. */
+export const QueryFlag = z
+  .enum(["true", "false"])
+  .default("false")
+  .transform((v) => v === "true");
+
 /** A bulk cancel's, replay's or purge's `dryRun`: answer what the call would touch, and change nothing. */
 export const DryRun = z
   .boolean()

@@ -11,7 +11,8 @@ export interface Target {
 
 /**
  * What is stored for a job, in its record key; unchanged after enqueue but
- * by an upsert while the job is pending (lua/upsert.lua). Its
+ * by an upsert while the job is pending (lua/upsert.lua) or a replay with
+ * edits while it is a dead letter (lua/edit-dead.lua). Its
  * id and topic are not in it: the key is made of them. Leaving them out saves
  * some 60 bytes a job, a fifth of a scheduled job's memory. So is its
  * createdAt since the records moved to a key per job (another ~27 bytes): it

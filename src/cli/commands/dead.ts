@@ -1,7 +1,7 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
 import { MAX_LIST_LIMIT } from "../../limits.js";
-import { action, durationArg, instantArg, jsonValue, rowLimit, UsageError, type Io } from "../context.js";
+import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, type Io } from "../context.js";
 import { first } from "../collect.js";
 import { dryIds, table } from "../table.js";
 
@@ -76,19 +76,19 @@ interface ReplayOptions extends Filter {
 
 function replayCommand(dead: Command, io: Io): void {
   withFilter(
-    dead
-      .command("replay")
-      .description("put dead letters back on the schedule with fresh attempts: given ids, --all, or a filter; optionally changed")
-      .argument("<topic>")
-      .argument("[ids...]", "dead letters' job ids")
-      .option("--all", "every dead letter of the topic")
+    bulkTarget(
+      dead
+        .command("replay")
+        .description("put dead letters back on the schedule with fresh attempts: given ids, --all, or a filter; optionally changed")
+        .argument("<topic>"),
+      "dead letters",
+    )
       .option("--delay <duration>", "due this long from now", durationArg)
       .option("--spread <duration>", 'spread the replayed jobs at random over this long ("10m")', durationArg)
       .option("--payload <json>", "give each replayed job this payload", jsonValue)
       .option("--target <url>", "deliver each replayed job to this URL")
       .option("--webhook-headers <json>", "give each replayed job these provider headers (a JSON object)", jsonValue)
-      .option("--topic <topic>", "replay into this topic: each letter becomes a new job there")
-      .option("--dry-run", "change nothing: say how many letters the replay would take, and the first 20"),
+      .option("--topic <topic>", "replay into this topic: each letter becomes a new job there"),
   ).action(
     action(io, async (ctx, topic: string, ids: string[], o: ReplayOptions) => {
       const filter = filterOf(o);

@@ -3,7 +3,7 @@ import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob, UpsertRequest } from "../../client/index.js";
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
-import { action, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
 import { first } from "../collect.js";
 import { details, dryIds, duration, table, when } from "../table.js";
 
@@ -132,15 +132,15 @@ function cancelCommand(program: Command, io: Io): void {
 }
 
 function bulkCancelCommand(program: Command, io: Io): void {
-  program
-    .command("bulk-cancel")
-    .description("cancel a topic's scheduled jobs (not those in flight): given ids, a due window, or --all")
-    .argument("<topic>", "the topic")
-    .argument("[ids...]", "job ids of the topic")
+  bulkTarget(
+    program
+      .command("bulk-cancel")
+      .description("cancel a topic's scheduled jobs (not those in flight): given ids, a due window, or --all")
+      .argument("<topic>", "the topic"),
+    "scheduled jobs",
+  )
     .option("--due-from <instant>", "only jobs due at or after this: ISO 8601 or epoch ms", instantArg)
     .option("--due-to <instant>", "only jobs due at or before this", instantArg)
-    .option("--all", "every scheduled job of the topic")
-    .option("--dry-run", "change nothing: say how many jobs the cancel would take, and the first 20")
     .action(
       action(io, async (ctx, topic: string, ids: string[], o: { dueFrom?: string | number; dueTo?: string | number; all?: boolean; dryRun?: boolean }) => {
         const window = { ...(o.dueFrom !== undefined ? { dueFrom: o.dueFrom } : {}), ...(o.dueTo !== undefined ? { dueTo: o.dueTo } : {}) };

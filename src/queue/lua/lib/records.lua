@@ -3,7 +3,7 @@
   fails or a job finishes, in one place. A job is two keys of its own
   (src/queue/keys.ts): its record, written at enqueue and never again but
   by an upsert that replaces it while it is pending (upsert.lua; never while
-  it is leased), and its meta, written at each claim and settle. Finishing writes only the
+  it is leased) or a replay with edits while it is dead (edit-dead.lua), and its meta, written at each claim and settle. Finishing writes only the
   meta (finishedMeta, built by string concatenation) and the id into the
   topic's done or dead-letter set, so no payload is ever read or re-encoded
   to finish a job. src/queue/types.ts parses the metas (metaSchema).
