@@ -18,7 +18,7 @@ import type { CancelWindowOptions, DeadFilter, ListPosition } from "./views.js";
 // call right after, with nothing changed between, touches the same jobs.
 
 /** What a dry step found: the ids the real call would change, in its order, and where its walk goes on (null: done). */
-export interface DryStep {
+interface DryStep {
   ids: string[];
   next: ListPosition | null;
 }
