@@ -138,6 +138,9 @@ export const DEAD_BATCH = 250;
 /** A bulk cancel's, replay's or purge's call stops once the records it read pass this many bytes, so a call stays short whatever the payloads. */
 export const BULK_CALL_BYTES = 1_048_576;
 
+/** How many of the ids a dry run of a bulk cancel, replay or purge would touch its answer names: the first ones, in the order the call would take them. */
+export const DRY_RUN_IDS = 20;
+
 /**
  * Records (jobs or dead letters) a Lua script reads per HMGET while it walks
  * a bulk cancel, replay or purge: small enough that a call stops close to

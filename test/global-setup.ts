@@ -36,6 +36,8 @@ export default async function setup(project: TestProject) {
   // And one for the bulk-operation test, whose SLOWLOG holds only its own calls:
   // without the record cap, whose MEMORY USAGE of every key a call writes would fill it.
   const slow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
+  // And one for the dry runs' test, which checks that a dry run makes Redis run no write command.
+  const dry = await startRedisBridge();
   // And one for the flow keys' scale test, which counts commands and reads SLOWLOG beside the cost and bulk tests (likewise without the record cap).
   const flow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
   // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main
@@ -63,13 +65,15 @@ export default async function setup(project: TestProject) {
   project.provide("slowBridgeToken", slow.token);
   project.provide("flowBridgeUrl", flow.bridge.url);
   project.provide("flowBridgeToken", flow.token);
+  project.provide("dryBridgeUrl", dry.bridge.url);
+  project.provide("dryBridgeToken", dry.token);
   project.provide("receiverUrl", receiver.url);
   return async () => {
     // Every call of the run in one slot: a CROSSSLOT anywhere (even one a test expected and passed on) fails the run.
     const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
     if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
     const shards = cluster ? [] : [shardB, shardC];
-    await Promise.all([stack, meter, fuzz, abuse, slow, flow, ...shards].map((s) => s.stop()).concat(receiver.close(), silent.close()));
+    await Promise.all([stack, meter, fuzz, abuse, slow, flow, dry, ...shards].map((s) => s.stop()).concat(receiver.close(), silent.close()));
     if (crossSlot > 0) {
       // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
       process.exitCode = 1;

@@ -21,6 +21,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the flow keys' scale test's command counts and SLOWLOG. */
     flowBridgeUrl: string;
     flowBridgeToken: string;
+    /** A bridge to a Redis of its own, for the dry runs' test's command names and state digests. */
+    dryBridgeUrl: string;
+    dryBridgeToken: string;
     /** Bridges to two Redis databases of their own, for the shards tests' shards beside the main one (on a cluster, `bridgeUrl`'s). */
     shardBridges: Array<{ url: string; token: string }>;
     /** A loopback server that takes connections and answers only after 10 s: a shard there hangs. */

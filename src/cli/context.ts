@@ -200,6 +200,14 @@ export function rowLimit(rows: string): Option {
   return new Option("--limit <n>", `${rows} to show`).argParser(wholeNumber(1, 100_000)).default(100);
 }
 
+/** What a bulk command (bulk-cancel, dead replay) picks besides a filter: given ids, or --all; and --dry-run. */
+export function bulkTarget(command: Command, items: string): Command {
+  return command
+    .argument("[ids...]", `${items}' job ids`)
+    .option("--all", `every one of the topic's ${items}`)
+    .option("--dry-run", `change nothing: say how many ${items} it would take, and the first 20`);
+}
+
 /** commander parser: a whole number within bounds. */
 export function wholeNumber(min: number, max: number) {
   return (value: string): number => {

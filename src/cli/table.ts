@@ -58,3 +58,6 @@ export function when(iso: string | null | undefined, now = Date.now()): string |
   const d = at - now;
   return `${iso} (${d >= 0 ? `in ${duration(d)}` : `${duration(-d)} ago`})`;
 }
+
+/** A dry run's first ids, one a line after its count. */
+export const dryIds = (ids: string[] | undefined) => (ids && ids.length > 0 ? `, first:\n${ids.join("\n")}` : "");

@@ -24,6 +24,7 @@ export type { DelaylineOptions, RetryEvent, RetryOptions } from "./options.js";
 export type {
   Attempt,
   BulkCancelled,
+  BulkCancelOutcome,
   BulkCancelTarget,
   ClaimedJob,
   Duration,
@@ -37,7 +38,7 @@ export type {
   Upserted,
   UpsertRequest,
 } from "./jobs.js";
-export type { DeadLetter, DeadLetterFilter, DeadLetterPage, Replayed, ReplayTarget } from "./dead-letters.js";
+export type { DeadLetter, DeadLetterFilter, DeadLetterPage, PurgePreview, Replayed, ReplayOutcome, ReplayTarget } from "./dead-letters.js";
 export type { FlowSettings, Topic, TopicPage, TopicSettingsPatch } from "./topics.js";
 export type { FlowKey, FlowKeyPage, FlowKeySettings } from "./flow-keys.js";
 export type { Schedule, SchedulePage, ScheduleRequest } from "./schedules.js";

@@ -1,7 +1,7 @@
 /** `dl.jobs`: enqueue, read, change and cancel jobs; list a topic's; and pull consumers' claim, ack and nack. */
 import type { z } from "@hono/zod-openapi";
 import type * as schemas from "../producer/schemas.js";
-import { everyPage } from "./pages.js";
+import { addDryRunIds, everyPage } from "./pages.js";
 import { path, query } from "./paths.js";
 import { ONCE, SAFE, unlessNotFound, type Requester } from "./requester.js";
 import { DelaylineConflictError } from "./errors.js";
@@ -55,7 +55,19 @@ export interface ListJobsOptions {
 }
 
 /** Which of a topic's scheduled jobs {@link JobsResource.bulkCancel} cancels: given ids (up to 1,000), a due window, one flow key's (within a due window or not), or all. */
-export type BulkCancelTarget = { ids: string[] } | { dueFrom?: string | number; dueTo?: string | number; flowKey?: string } | { all: true };
+export type BulkCancelTarget = ({ ids: string[] } | { dueFrom?: string | number; dueTo?: string | number; flowKey?: string } | { all: true }) & {
+  /** Change nothing: answer how many jobs the cancel would take, and the first 20 ids (`ids`). Default false. */
+  dryRun?: boolean;
+};
+
+/** What a bulk cancel did, or with `dryRun` would do (`ids`: the first 20 it would take). */
+export interface BulkCancelOutcome {
+  cancelled: number;
+  inflight: number;
+  notScheduled?: number;
+  dryRun?: true;
+  ids?: string[];
+}
 
 /** Jobs: `/v1/jobs`, a topic's `/v1/topics/:topic/jobs` and its pull consumers' `/v1/topics/:topic/claim`. */
 export class JobsResource {
@@ -149,14 +161,23 @@ export class JobsResource {
    * window, one flow key's, or all — call after call through the cursor, each call a bounded
    * batch on the server. Jobs in flight are left alone: `inflight` counts the
    * given ones in flight (ids), or the topic's jobs in flight (a window or all).
+   * With `dryRun` nothing changes: the count is what the cancel would take,
+   * walked through the same cursor, and `ids` the first 20 of them.
    */
-  async bulkCancel(topic: string, what: BulkCancelTarget): Promise<{ cancelled: number; inflight: number; notScheduled?: number }> {
+  async bulkCancel(topic: string, what: BulkCancelTarget): Promise<BulkCancelOutcome> {
     let cancelled = 0;
+    const ids: string[] = [];
     let last!: BulkCancelled;
     for await (last of everyPage((at) => this.r.json<BulkCancelled>("POST", path`/v1/topics/${topic}/jobs/cancel`, { ...what, ...at }, SAFE))) {
       cancelled += last.cancelled;
+      addDryRunIds(ids, last.ids);
     }
-    return { cancelled, inflight: last.inflight, ...(last.notScheduled === undefined ? {} : { notScheduled: last.notScheduled }) };
+    return {
+      cancelled,
+      inflight: last.inflight,
+      ...(last.notScheduled === undefined ? {} : { notScheduled: last.notScheduled }),
+      ...(what.dryRun ? { dryRun: true as const, ids } : {}),
+    };
   }
 
   /** Pull consumers: lease up to `max` due jobs of a pull-mode topic. Sent once: a retry would lease a second set. */

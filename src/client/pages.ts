@@ -24,3 +24,11 @@ export async function* everyPage<P extends Cursored>(page: (cursor: { cursor?: s
     cursor = p.nextCursor;
   } while (cursor !== null);
 }
+
+/** How many ids a dry run answers: the first its calls name, as many as one call of the API names (src/limits.ts DRY_RUN_IDS). */
+const DRY_RUN_IDS = 20;
+
+/** Adds a dry-run call's ids to those of the calls before it, up to {@link DRY_RUN_IDS}. */
+export function addDryRunIds(ids: string[], more: string[] | undefined): void {
+  for (const id of more ?? []) if (ids.length < DRY_RUN_IDS) ids.push(id);
+}

@@ -3,8 +3,9 @@
 import { z } from "@hono/zod-openapi";
 import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../limits.js";
 
-import { History } from "./job-schemas.js";
-import { Delay, Instant, JobId, QueryInstant } from "./schema-parts.js";
+import { History, JobBody } from "./job-schemas.js";
+import { Delay, DryRun, DryRunAnswer, Instant, JobId, QueryFlag, QueryInstant, TopicName } from "./schema-parts.js";
+import { WebhookHeadersBody } from "./webhook-headers.js";
 
 export const DeadEntryView = z
   .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
@@ -25,6 +26,15 @@ export const ReplayBody = z
         'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
     }),
     cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
+    dryRun: DryRun,
+    // The edits: each replayed job gets the same. Checked as an enqueue checks its fields.
+    payload: JobBody.shape.payload.openapi({ description: "Replace each replayed job's payload (any JSON value, null included)" }),
+    target: JobBody.shape.target.openapi({ description: "Replace each replayed job's delivery target (url, method, headers), as an enqueue's" }),
+    webhookHeaders: WebhookHeadersBody.optional(),
+    topic: TopicName.optional().openapi({
+      description:
+        "Replay into this topic: each letter becomes a new job there (a new id: ids name their topic; `movedTo` maps them) and leaves this topic's dead letters as a moved job",
+    }),
   })
   .strict()
   .refine(
@@ -52,6 +62,11 @@ export const ReplayResult = z
       description:
         "All or a filter: a call replays a bounded batch; pass it back as `cursor` with the same body to go on; null when done. Always null with ids",
     }),
+    movedTo: z
+      .record(JobId, JobId)
+      .optional()
+      .openapi({ description: "With topic: each replayed letter's id, and the id of the job that took its place in the new topic" }),
+    ...DryRunAnswer,
   })
   .openapi("Replayed");
 
@@ -67,4 +82,15 @@ export const PurgeQuery = z.object({
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
+  dryRun: QueryFlag.openapi({
+    description: "true: change nothing, and answer what this very call would purge (its count, first ids and nextCursor), by reads alone",
+  }),
 });
+
+export const PurgeResult = z
+  .object({
+    purged: z.number().int(),
+    nextCursor: z.string().nullable().openapi({ description: "Where to go on (pass it back as `cursor`); null when done" }),
+    ...DryRunAnswer,
+  })
+  .openapi("Purged");

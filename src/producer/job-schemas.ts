@@ -19,7 +19,22 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, FlowKey, Instant, iso, JobId, JobKey, KeyText, QueryInstant, TargetBody, TopicName } from "./schema-parts.js";
+import {
+  BackoffBody,
+  Delay,
+  DryRun,
+  DryRunAnswer,
+  FlowKey,
+  Instant,
+  iso,
+  JobId,
+  JobKey,
+  KeyText,
+  QueryFlag,
+  QueryInstant,
+  TargetBody,
+  TopicName,
+} from "./schema-parts.js";
 
 export const JobBody = z
   .object({
@@ -113,15 +128,19 @@ export const AttemptView = z
         "When the handler started (pull consumers: when the job was claimed); for a replay marker, when it was replayed; for a replacement marker, when it was replaced; for a drop marker, when it was dropped; null when unknown",
     }),
     durationMs: z.number().nullable().openapi({ description: "How long the attempt ran until it settled, or until its expired lease was reaped" }),
-    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]).openapi({
+    outcome: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped", "edited", "moved"]).openapi({
       description:
         "ok, retry, dead; expired: the lease expired before the attempt settled (it counts as a failure); stale: the attempt settled after its lease had expired and the job had moved on; " +
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
         "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
-        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength or its flow key's maxKeyLength (overflow dropOldest), which ends it",
+        "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength or its flow key's maxKeyLength (overflow dropOldest), which ends it; " +
+        "edited: no attempt but the marker of a replay that changed the dead job (changes) before putting it back; " +
+        "moved: no attempt but the marker of a replay into another topic, which ends the dead job: movedTo is the job that took its place",
     }),
     httpStatus: z.number().int().optional().openapi({ description: "The status of the response, for http deliveries that got one" }),
     error: z.string().optional().openapi({ description: "The error text, at most 1 KB" }),
+    changes: z.array(z.string()).optional().openapi({ description: "edited, moved: the fields the replay changed (payload, target, webhookHeaders, topic)" }),
+    movedTo: JobId.optional().openapi({ description: "moved: the id of the job that took its place in the other topic" }),
   })
   .openapi("Attempt");
 
@@ -138,9 +157,10 @@ export const JobView = z
   .object({
     id: JobId,
     topic: TopicName,
-    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped"]).openapi({
+    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved"]).openapi({
       description:
-        "dropped: the job was pending when an enqueue into its topic, at its maxLength or its flow key's maxKeyLength with overflow dropOldest, dropped it (it was the topic's oldest, or the key's)",
+        "dropped: the job was pending when an enqueue into its topic, at its maxLength or its flow key's maxKeyLength with overflow dropOldest, dropped it (it was the topic's oldest, or the key's); " +
+        "moved: the dead job was replayed into another topic, as the job its history's last entry names (movedTo)",
     }),
     dueAt: z.string().nullable(),
     attempts: z.number().int(),
@@ -173,11 +193,7 @@ export const ListQuery = z.object({
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
-  payload: z
-    .enum(["true", "false"])
-    .default("false")
-    .transform((v) => v === "true")
-    .openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  payload: QueryFlag.openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
   flowKey: FlowKey.optional().openapi({
     description:
       "Only this flow key's jobs. scheduled: the key's jobs in due order, exact (its range of the flow keys' index). inflight and dead: the page of the topic's set filtered by each job's key, so a page may hold fewer jobs than limit, even none, and still have a nextCursor",
@@ -218,6 +234,7 @@ export const BulkCancelBody = z
     all: z.literal(true).optional(),
     flowKey: FlowKey.optional().openapi({ description: "Only this flow key's scheduled jobs (in due order), within dueFrom/dueTo when given" }),
     cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
+    dryRun: DryRun,
   })
   .strict()
   .refine(
@@ -244,6 +261,7 @@ export const BulkCancelResult = z
       .string()
       .nullable()
       .openapi({ description: "A window or all: pass it back as `cursor` to go on; null when the window is done. Always null with ids" }),
+    ...DryRunAnswer,
   })
   .openapi("BulkCancelled");
 

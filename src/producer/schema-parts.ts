@@ -15,6 +15,7 @@ import {
   MAX_DELAY_DAYS,
   MAX_DELAY_MS,
   TOPIC_NAME_MAX_LENGTH,
+  DRY_RUN_IDS,
 } from "../limits.js";
 
 export const TopicName = z
@@ -26,6 +27,32 @@ export const JobId = z
   .string()
   .max(124)
   .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>` on another" });
+
+/** A flag in a query string: "true" or "false" (the default); parsed to a boolean. */
+export const QueryFlag = z
+  .enum(["true", "false"])
+  .default("false")
+  .transform((v) => v === "true");
+
+/** A bulk cancel's, replay's or purge's `dryRun`: answer what the call would touch, and change nothing. */
+export const DryRun = z
+  .boolean()
+  .optional()
+  .openapi({
+    description:
+      "true: change nothing, and answer what this very call would do — its count, the first ids it would take (`ids`) and its nextCursor — by reads alone. " +
+      "A walk's dry run goes step by step as the real one does: pass nextCursor back to count on",
+  });
+
+/** A dry run's answer beside the count: the first ids the call would take. */
+export const DryRunAnswer = {
+  dryRun: z.literal(true).optional().openapi({ description: "Present when the call was a dry run: nothing was changed" }),
+  ids: z
+    .array(JobId)
+    .max(DRY_RUN_IDS)
+    .optional()
+    .openapi({ description: `With dryRun: the first ${DRY_RUN_IDS} ids the call would take, in the order it would take them` }),
+};
 
 /** A duration: `"90s"`, `"5m"`, `"1h30m"`, `"500ms"`, or milliseconds. Parsed to ms. */
 export const Duration = z

@@ -1,3 +1,4 @@
+import { z } from "@hono/zod-openapi";
 import { ApiProblem } from "./problem.js";
 
 /**
@@ -60,3 +61,15 @@ export function keptWebhookHeaders(header: (name: string) => string | undefined)
   }
   return kept;
 }
+
+/**
+ * New `webhookHeaders` for a job (a dead-letter replay's edit): what ingest
+ * would keep — names from {@link WEBHOOK_HEADERS}, values of at most
+ * {@link MAX_WEBHOOK_HEADER_BYTES} bytes.
+ */
+export const WebhookHeadersBody = z
+  .partialRecord(
+    z.enum(WEBHOOK_HEADERS),
+    z.string().refine((v) => encoder.encode(v).length <= MAX_WEBHOOK_HEADER_BYTES, `at most ${MAX_WEBHOOK_HEADER_BYTES} bytes`),
+  )
+  .openapi({ description: `An ingested webhook's provider headers, kept for its handler: lower-case names of ${WEBHOOK_HEADERS.join(", ")}` });

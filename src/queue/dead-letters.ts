@@ -18,7 +18,7 @@ import type { DeadFilter, DeadLettersOptions, ListPosition } from "./views.js";
 // their keys.
 
 /** One page of a topic's letter ids (list-dead.lua), newest or oldest first. */
-async function pageDead(
+export async function pageDead(
   ctx: QueueContext,
   topic: string,
   o: DeadFilter & { after?: ListPosition; limit: number; order: "newest" | "oldest" },

@@ -1,5 +1,7 @@
 import { QueueContext, type QueueOptions } from "./context.js";
+import * as deadEdits from "./dead-edits.js";
 import * as deadLetters from "./dead-letters.js";
+import { DryRuns } from "./dry-runs.js";
 import * as flowKeys from "./flow-keys.js";
 import { Health } from "./health.js";
 import * as limitErrors from "./limit-errors.js";
@@ -14,7 +16,7 @@ import * as tickState from "./tick-state.js";
 import * as topicAdmin from "./topic-admin.js";
 import * as upserts from "./upserts.js";
 import type { TopicPatch, TopicSecrets, TopicSettings } from "./topics.js";
-import type { DeadEntry } from "./types.js";
+import type { DeadEntry, JobRecord } from "./types.js";
 import type {
   CancelWindowOptions,
   ClaimOptions,
@@ -68,6 +70,8 @@ export class Queue {
   readonly schedules: Schedules;
   /** Whether Redis answers, and the tick's heartbeat. */
   readonly health: Health;
+  /** What a bulk cancel, replay or purge would touch, by reads alone. */
+  readonly dryRun: DryRuns;
   private readonly ctx: QueueContext;
 
   constructor(options: QueueOptions) {
@@ -76,6 +80,7 @@ export class Queue {
     this.shard = this.ctx.shard;
     this.schedules = new Schedules(this.ctx.redis, this.keys, this.ctx.maxTopics, this.ctx.requestBudgetBytes, this.ctx.shard);
     this.health = new Health(this.ctx.redis, this.keys);
+    this.dryRun = new DryRuns(this.ctx);
   }
 
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
@@ -238,6 +243,16 @@ export class Queue {
   /** Drops every dead letter a filter picks (all without one), step after bounded step; returns how many. */
   purgeDeadLetters(topic: string, filter: DeadFilter = {}): Promise<number> {
     return deadLetters.purgeDeadLetters(this.ctx, topic, filter);
+  }
+
+  /** For a replay with edits: the records of those of the topic's `ids` that are dead letters, as many as a bounded read takes (`looked`). */
+  deadRecords(ids: string[]): Promise<{ letters: Array<{ id: string; record: JobRecord }>; notFound: string[]; looked: number }> {
+    return deadEdits.deadRecords(this.ctx, ids);
+  }
+
+  /** For a replay with edits: new records for letters still dead ("record"), or letters finished as moved to their new jobs ("move"); answers the ids changed. */
+  editDeadLetters(topic: string, mode: "record" | "move", letters: Array<{ id: string; value: string }>, changes: string[]): Promise<string[]> {
+    return deadEdits.editDeadLetters(this.ctx, topic, mode, letters, changes);
   }
 
   /** Drops one dead letter; false when the topic holds none for that id. */

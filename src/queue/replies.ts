@@ -214,6 +214,7 @@ export const replies = {
     ids: z.tuple([intReply]).transform(([purged]) => purged),
     walk: step,
   },
+  editDead: z.tuple([intReply], z.string()).transform(([handled, ...changed]) => ({ handled, changed })),
 
   configureTopic: coded(Code.Write, { Written: "written", TopicLimit: "topic-limit" } as const),
 

@@ -60,6 +60,8 @@ const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   deleteTopic: "unsafe",
   purgeDead: "unsafe",
   replayDead: "unsafe",
+  // A repeat of "record" adds its marker again; a repeat of "move" finds the letters gone.
+  editDead: "unsafe",
   scheduleDelete: "unsafe",
   scheduleWrite: "unsafe",
 };

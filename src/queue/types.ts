@@ -11,7 +11,8 @@ export interface Target {
 
 /**
  * What is stored for a job, in its record key; unchanged after enqueue but
- * by an upsert while the job is pending (lua/upsert.lua). Its
+ * by an upsert while the job is pending (lua/upsert.lua) or a replay with
+ * edits while it is a dead letter (lua/edit-dead.lua). Its
  * id and topic are not in it: the key is made of them. Leaving them out saves
  * some 60 bytes a job, a fifth of a scheduled job's memory. So is its
  * createdAt since the records moved to a key per job (another ~27 bytes): it
@@ -42,7 +43,7 @@ export interface JobRecord {
   replacements?: number;
 }
 
-export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped";
+export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped" | "moved";
 
 // Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({
@@ -146,7 +147,7 @@ function isStoredTarget(v: unknown): boolean {
 }
 
 /** How an attempt ended, as its job's attempt history records it. */
-type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed" | "replaced" | "dropped";
+type AttemptOutcome = "ok" | "retry" | "dead" | "expired" | "stale" | "replayed" | "replaced" | "dropped" | "edited" | "moved";
 
 /** One entry of a job's attempt history: an attempt, or the marker of a dead-letter replay. */
 export interface AttemptRecord {
@@ -163,9 +164,15 @@ export interface AttemptRecord {
    * "stale": the attempt settled after its lease had expired and the job had moved on;
    * "replayed": not an attempt but the replay of the dead job (startedAt: when), which opens the next run;
    * "replaced": not an attempt but an upsert that replaced the job while it waited for a retry (startedAt: when), which opens the next run;
-   * "dropped": not an attempt but the end of a pending job its topic's maxLength dropped (startedAt: when).
+   * "dropped": not an attempt but the end of a pending job its topic's maxLength dropped (startedAt: when);
+   * "edited": not an attempt but a replay's change of the dead job's record (`changes`), before it was replayed;
+   * "moved": not an attempt but the end of a dead job replayed into another topic as the job `movedTo`.
    */
   outcome: AttemptOutcome;
+  /** "edited", "moved": the fields the replay changed (payload, target, webhookHeaders, topic). */
+  changes?: string[];
+  /** "moved": the id of the job that took its place in the other topic. */
+  movedTo?: string;
   /** The HTTP status of the delivery's response (http deliveries that got one). */
   httpStatus?: number;
   /** The error text, at most 1 KB. */
@@ -178,15 +185,19 @@ const storedAttempt = z
     n: z.number().int(),
     t: z.number().optional(),
     ms: z.number().optional(),
-    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped"]),
+    o: z.enum(["ok", "retry", "dead", "expired", "stale", "replayed", "replaced", "dropped", "edited", "moved"]),
     r: z.number().int().optional(),
     st: z.number().int().optional(),
     e: z.string().optional(),
+    c: z.array(z.string()).optional(),
+    to: z.string().optional(),
   })
   .transform((s): AttemptRecord => {
     const r: AttemptRecord = { attempt: s.n, run: s.r ?? 1, startedAt: s.t ?? null, durationMs: s.ms ?? null, outcome: s.o };
     if (s.st !== undefined) r.httpStatus = s.st;
     if (s.e !== undefined) r.error = s.e;
+    if (s.c !== undefined) r.changes = s.c;
+    if (s.to !== undefined) r.movedTo = s.to;
     return r;
   });
 // Scripts never store an empty history (cjson would encode it as {}): lua/lib/records.lua historyJson.
@@ -200,7 +211,7 @@ export const metaSchema = z.object({
   s: z.number().optional(),
   h: storedHistory.optional(),
   /** A finished job's state (lua/lib/records.lua finishedMeta); absent while the job lives. */
-  st: z.enum(["succeeded", "dead", "cancelled", "dropped"]).optional(),
+  st: z.enum(["succeeded", "dead", "cancelled", "dropped", "moved"]).optional(),
   /** When a finished job finished, epoch ms. */
   f: z.number().optional(),
   /** A keyed job's flow key ("" the default lane) and priority, from its first claim (lua/lib/flow.lua). */

@@ -116,6 +116,39 @@ it("lists a dead letter and replays it: the job is scheduled again with fresh at
   expect(refused.stderr).toMatch(/give --all, or a filter/);
 });
 
+it("bulk-cancel, dead replay and dead purge with --dry-run say what they would take and change nothing; replay --payload --topic moves letters", {
+  timeout: 60_000,
+}, async () => {
+  const later = Date.now() + 3_600_000;
+  const ids = (await dl.jobs.enqueueBatch(Array.from({ length: 25 }, (_, i) => ({ topic: "cli-bulk", payload: i, runAt: later + i })))).map((j) => j.id);
+  expect(await json(["bulk-cancel", "cli-bulk", "--all", "--dry-run"])).toEqual({ cancelled: 25, inflight: 0, dryRun: true, ids: ids.slice(0, 20) });
+  const preview = await cli(["bulk-cancel", "cli-bulk", "--due-from", String(later + 20), "--dry-run"]);
+  expect(preview).toMatchObject({ code: 0, stdout: `would cancel 5, first:\n${ids.slice(20).join("\n")}\nin flight (left alone): 0\n` });
+  expect((await dl.jobs.list("cli-bulk")).jobs).toHaveLength(25);
+  expect(await cli(["bulk-cancel", "cli-bulk", "--due-from", String(later + 20)])).toMatchObject({
+    code: 0,
+    stdout: "cancelled 5\nin flight (left alone): 0\n",
+  });
+  expect((await dl.jobs.list("cli-bulk")).jobs).toHaveLength(20);
+
+  await json(["topics", "set", "cli-dead", "--mode", "pull", "--max-attempts", "1"]);
+  await json(["topics", "set", "cli-fixed", "--mode", "pull"]);
+  const made = await dl.jobs.enqueueBatch([0, 1, 2].map((i) => ({ topic: "cli-dead", payload: i })));
+  for (const j of await dl.jobs.claim("cli-dead", { max: 3 })) await dl.jobs.nack(j.id, 1, { error: j.payload === 2 ? "gone" : "boom" });
+  const [a, b, c] = made.map((j) => j.id) as [string, string, string];
+  expect(await json(["dead", "replay", "cli-dead", "--error", "boom", "--dry-run"])).toEqual({ replayed: 2, notFound: [], dryRun: true, ids: [a, b] });
+  expect(await json(["dead", "purge", "cli-dead", "--error", "gone", "--dry-run"])).toEqual({ purged: 1, dryRun: true, ids: [c] });
+  expect((await dl.deadLetters.list("cli-dead")).entries).toHaveLength(3);
+
+  const moved = await json(["dead", "replay", "cli-dead", "--error", "boom", "--payload", '{"fixed":true}', "--topic", "cli-fixed"]);
+  expect(moved).toMatchObject({ replayed: 2, notFound: [] });
+  expect(Object.keys(moved.movedTo)).toEqual([a, b]);
+  const job = await dl.jobs.get(moved.movedTo[a]);
+  expect(job).toMatchObject({ topic: "cli-fixed", payload: { fixed: true }, state: "scheduled" });
+  expect((await dl.jobs.get(a))!.history.at(-1)).toMatchObject({ outcome: "moved", changes: ["payload", "topic"], movedTo: moved.movedTo[a] });
+  expect(await cli(["dead", "purge", "cli-dead", "--all"])).toMatchObject({ code: 0, stdout: "purged 1\n" });
+});
+
 it("status shows health, the tick's heartbeat and each topic's backlog", { timeout: 60_000 }, async () => {
   await json(["enqueue", "cli-status", "--delay", "1h"]);
   // The cron driver's first tick may not have run yet when the stack answers.
@@ -431,6 +464,8 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
       "schedules create": ["--every", "1h", "--start-at", String(Date.now() + 86_400_000)],
       "dead replay": ["--all"],
       "dead purge": ["--all"],
+      // An unknown id: the jobs enqueued above stay, so the topic's delete finds it not empty and its URL stays to be read.
+      "bulk-cancel": ["cli-leak.01ARZ3NDEKTSV4RRFFQ69G5FAV"],
     };
     const sample = (path: string, name: string) =>
       name === "topic"

@@ -101,7 +101,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
 ];
 
 /** Scripts that answer counts, records and positions but no code. */
-const NO_CODES = ["get", "migrate-model", "read-jobs", "sweep", "topic-stats", "flow-read", "flow-keys-top"];
+const NO_CODES = ["get", "migrate-model", "read-jobs", "sweep", "topic-stats", "flow-read", "flow-keys-top", "edit-dead"];
 
 const fold = (text: string) => text.replace(/\s+/g, " ").trim();
 

@@ -45,6 +45,19 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.enqueue({ topic: "a", payload: "doomed" });
   for (const j of (await queue.claim("a", { max: 10, leaseMs: 60_000, now: now + 2_000 })).jobs)
     await queue.nack(j.id, j.attempt, { error: "x", permanent: true });
+  // Dry runs (reads alone), then a replay with edits: new records, then a letter moved to a new job.
+  const letter = (await queue.deadLetters("a", { limit: 1 })).entries[0]!.id;
+  await queue.dryRun.replayIds("a", [letter]);
+  await queue.dryRun.deadStep("a", { errorContains: "x" }, "replay");
+  await queue.dryRun.deadStep("a", {}, "purge");
+  await queue.dryRun.cancelIds("b", ["nope"]);
+  await queue.dryRun.cancelWindow("b", {});
+  const read = await queue.deadRecords([letter]);
+  await queue.editDeadLetters("a", "record", [{ id: letter, value: JSON.stringify({ ...read.letters[0]!.record, payload: "fixed" }) }], ["payload"]);
+  await queue.editDeadLetters("a", "move", [{ id: letter, value: "c.01MCC6XZVQJSVFFC77WBAJDD35" }], ["topic"]);
+  await queue.enqueue({ topic: "a", payload: "doomed too" });
+  for (const j of (await queue.claim("a", { max: 10, leaseMs: 60_000, now: now + 3_000 })).jobs)
+    await queue.nack(j.id, j.attempt, { error: "x", permanent: true });
   await queue.purgeDeadLettersStep("a", {});
   await queue.purgeDeadLetters("a", {});
   // Past the retention window and the sweep's slack: the claim names the acked job and its caller sweeps it.

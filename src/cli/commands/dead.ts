@@ -1,9 +1,9 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
 import { MAX_LIST_LIMIT } from "../../limits.js";
-import { action, durationArg, instantArg, rowLimit, UsageError, type Io } from "../context.js";
+import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, type Io } from "../context.js";
 import { first } from "../collect.js";
-import { table } from "../table.js";
+import { dryIds, table } from "../table.js";
 
 interface Filter {
   failedFrom?: string | number;
@@ -62,27 +62,62 @@ function listCommand(dead: Command, io: Io): void {
     );
 }
 
+/** What `dead replay` takes besides its filter. */
+interface ReplayOptions extends Filter {
+  all?: boolean;
+  delay?: string | number;
+  spread?: string | number;
+  dryRun?: boolean;
+  payload?: unknown;
+  target?: string;
+  webhookHeaders?: Record<string, string>;
+  topic?: string;
+}
+
 function replayCommand(dead: Command, io: Io): void {
   withFilter(
-    dead
-      .command("replay")
-      .description("put dead letters back on the schedule with fresh attempts: given ids, --all, or a filter")
-      .argument("<topic>")
-      .argument("[ids...]", "dead letters' job ids")
-      .option("--all", "every dead letter of the topic")
+    bulkTarget(
+      dead
+        .command("replay")
+        .description("put dead letters back on the schedule with fresh attempts: given ids, --all, or a filter; optionally changed")
+        .argument("<topic>"),
+      "dead letters",
+    )
       .option("--delay <duration>", "due this long from now", durationArg)
-      .option("--spread <duration>", 'spread the replayed jobs at random over this long ("10m")', durationArg),
+      .option("--spread <duration>", 'spread the replayed jobs at random over this long ("10m")', durationArg)
+      .option("--payload <json>", "give each replayed job this payload", jsonValue)
+      .option("--target <url>", "deliver each replayed job to this URL")
+      .option("--webhook-headers <json>", "give each replayed job these provider headers (a JSON object)", jsonValue)
+      .option("--topic <topic>", "replay into this topic: each letter becomes a new job there"),
   ).action(
-    action(io, async (ctx, topic: string, ids: string[], o: Filter & { all?: boolean; delay?: string | number; spread?: string | number }) => {
+    action(io, async (ctx, topic: string, ids: string[], o: ReplayOptions) => {
       const filter = filterOf(o);
       const picked = [ids.length > 0, o.all === true, filter !== null].filter(Boolean).length;
       if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
       const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
-      const timing = { ...(o.delay !== undefined ? { delay: o.delay } : {}), ...(o.spread !== undefined ? { spread: o.spread } : {}) };
-      const r = await ctx.client().deadLetters.replay(topic, { ...what, ...timing });
-      ctx.print(r, (r) => [`replayed ${r.replayed}`, ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : [])].join("\n"));
+      const r = await ctx.client().deadLetters.replay(topic, { ...what, ...replayChanges(o) });
+      ctx.print(r, (r) =>
+        [
+          r.dryRun ? `would replay ${r.replayed}${dryIds(r.ids)}` : `replayed ${r.replayed}`,
+          ...Object.entries(r.movedTo ?? {}).map(([from, to]) => `${from} -> ${to}`),
+          ...(r.notFound.length > 0 ? [`not dead letters of ${topic}: ${r.notFound.join(", ")}`] : []),
+        ].join("\n"),
+      );
     }),
   );
+}
+
+/** A replay's timing, edits and dry run, as the client takes them. */
+function replayChanges(o: ReplayOptions) {
+  return {
+    ...(o.delay !== undefined ? { delay: o.delay } : {}),
+    ...(o.spread !== undefined ? { spread: o.spread } : {}),
+    ...(o.payload !== undefined ? { payload: o.payload } : {}),
+    ...(o.target !== undefined ? { target: { url: o.target } } : {}),
+    ...(o.webhookHeaders !== undefined ? { webhookHeaders: o.webhookHeaders } : {}),
+    ...(o.topic !== undefined ? { topic: o.topic } : {}),
+    ...(o.dryRun ? { dryRun: true } : {}),
+  };
 }
 
 function purgeCommand(dead: Command, io: Io): void {
@@ -91,12 +126,18 @@ function purgeCommand(dead: Command, io: Io): void {
       .command("purge")
       .description("drop dead letters for good: --all, or those a filter picks")
       .argument("<topic>")
-      .option("--all", "every dead letter of the topic"),
+      .option("--all", "every dead letter of the topic")
+      .option("--dry-run", "change nothing: say how many letters the purge would drop, and the first 20"),
   ).action(
-    action(io, async (ctx, topic: string, o: Filter & { all?: boolean }) => {
+    action(io, async (ctx, topic: string, o: Filter & { all?: boolean; dryRun?: boolean }) => {
       const filter = filterOf(o);
       // Dropping every letter is never the default: it has to be asked for.
       if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
+      if (o.dryRun) {
+        const r = await ctx.client().deadLetters.purge(topic, { ...filter, dryRun: true });
+        ctx.print(r, (r) => `would purge ${r.purged}${dryIds(r.ids)}`);
+        return;
+      }
       const purged = await ctx.client().deadLetters.purge(topic, filter ?? {});
       ctx.print({ purged }, (r) => `purged ${r.purged}`);
     }),

@@ -1,17 +1,18 @@
-/** Jobs: `enqueue`, `upsert`, `get`, `cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
+/** Jobs: `enqueue`, `upsert`, `get`, `cancel`, `bulk-cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob, UpsertRequest } from "../../client/index.js";
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
-import { action, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
 import { first } from "../collect.js";
-import { details, duration, table, when } from "../table.js";
+import { details, dryIds, duration, table, when } from "../table.js";
 
 export function jobCommands(program: Command, io: Io): void {
   enqueueCommand(program, io);
   upsertCommand(program, io);
   getCommand(program, io);
   cancelCommand(program, io);
+  bulkCancelCommand(program, io);
   listCommand(program, io);
 }
 
@@ -126,6 +127,34 @@ function cancelCommand(program: Command, io: Io): void {
         const dl = ctx.client();
         for (const id of ids) await dl.jobs.cancel(id);
         ctx.print({ cancelled: ids }, (r) => r.cancelled.map((id) => `cancelled ${id}`).join("\n"));
+      }),
+    );
+}
+
+function bulkCancelCommand(program: Command, io: Io): void {
+  bulkTarget(
+    program
+      .command("bulk-cancel")
+      .description("cancel a topic's scheduled jobs (not those in flight): given ids, a due window, or --all")
+      .argument("<topic>", "the topic"),
+    "scheduled jobs",
+  )
+    .option("--due-from <instant>", "only jobs due at or after this: ISO 8601 or epoch ms", instantArg)
+    .option("--due-to <instant>", "only jobs due at or before this", instantArg)
+    .action(
+      action(io, async (ctx, topic: string, ids: string[], o: { dueFrom?: string | number; dueTo?: string | number; all?: boolean; dryRun?: boolean }) => {
+        const window = { ...(o.dueFrom !== undefined ? { dueFrom: o.dueFrom } : {}), ...(o.dueTo !== undefined ? { dueTo: o.dueTo } : {}) };
+        const picked = [ids.length > 0, o.all === true, Object.keys(window).length > 0].filter(Boolean).length;
+        if (picked !== 1) throw new UsageError("give ids, or --due-from/--due-to, or --all");
+        const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : window;
+        const r = await ctx.client().jobs.bulkCancel(topic, { ...what, ...(o.dryRun ? { dryRun: true } : {}) });
+        ctx.print(r, (r) =>
+          [
+            r.dryRun ? `would cancel ${r.cancelled}${dryIds(r.ids)}` : `cancelled ${r.cancelled}`,
+            `in flight (left alone): ${r.inflight}`,
+            ...(r.notScheduled ? [`neither scheduled nor in flight: ${r.notScheduled}`] : []),
+          ].join("\n"),
+        );
       }),
     );
 }

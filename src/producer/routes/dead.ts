@@ -1,11 +1,15 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { ListPosition } from "../../queue/queue.js";
+import type { Context } from "hono";
+import { DRY_RUN_IDS } from "../../limits.js";
+import type { DeadFilter, ListPosition, Queue } from "../../queue/queue.js";
 import type { DeadEntry } from "../../queue/types.js";
 import { topicOfJobId } from "../../queue/ids.js";
-import { jobQueue, json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
+import { type AppEnv, jobQueue, json, problemResponses, router, topicQueue, wakeSoonJobs } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { ApiProblem, invalid } from "../problem.js";
-import { DeadEntryView, DeadQuery, PurgeQuery, ReplayBody, ReplayResult } from "../dead-schemas.js";
+import { DeadEntryView, DeadQuery, PurgeQuery, PurgeResult, ReplayBody, ReplayResult } from "../dead-schemas.js";
+import { changesOf, replayEdited } from "../replay-edits.js";
+import { checkPayloadAndTarget } from "./jobs.js";
 import { historyView } from "../job-schemas.js";
 import { iso, JobId, TopicName } from "../schema-parts.js";
 
@@ -34,6 +38,38 @@ function deadView(e: DeadEntry) {
 
 const defined = <T extends object>(o: T) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+
+type Filter = DeadFilter & { after?: ListPosition };
+
+/** What a replay (given ids, or a step of a filter's walk) would put back, by reads alone. */
+async function dryReplay(queue: Queue, topic: string, ids: string[] | undefined, filter: Filter) {
+  if (ids) {
+    const r = await queue.dryRun.replayIds(topic, ids);
+    return { dryRun: true as const, replayed: r.ids.length, ids: r.ids.slice(0, DRY_RUN_IDS), notFound: r.notFound, nextCursor: null };
+  }
+  const r = await queue.dryRun.deadStep(topic, filter, "replay");
+  return {
+    dryRun: true as const,
+    replayed: r.ids.length,
+    ids: r.ids.slice(0, DRY_RUN_IDS),
+    notFound: [],
+    nextCursor: r.next ? encodeCursor("dead", r.next) : null,
+  };
+}
+
+/** A replay: given ids or a step of a filter's walk, with the body's edits when it has any. */
+async function replay(c: Context<AppEnv>, topic: string, body: z.output<typeof ReplayBody>, filter: Filter, timing: { dueAt: number; spreadMs?: number }) {
+  const queue = topicQueue(c, topic);
+  if (changesOf(body, topic).length > 0) {
+    // With edits, a step's letters are picked as a dry run picks them, then replayed by id.
+    const step = body.ids ? { ids: body.ids, next: null } : await queue.dryRun.deadStep(topic, filter, "replay");
+    const r = await replayEdited(c, topic, step.ids, body, timing);
+    return { ...r, notFound: body.ids ? r.notFound : [], nextCursor: step.next ? encodeCursor("dead", step.next) : null };
+  }
+  if (body.ids) return { ...(await queue.replayDeadLetters(topic, { ids: body.ids, ...timing })), nextCursor: null };
+  const r = await queue.replayDeadLettersStep(topic, { ...filter, ...timing });
+  return { replayed: r.replayed, notFound: [], nextCursor: r.next ? encodeCursor("dead", r.next) : null };
+}
 
 /** A topic's dead letters: paged, replayed, purged, deleted one by one. */
 export const dead = router()
@@ -74,20 +110,15 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
-      const queue = topicQueue(c, topic);
+      // The edits are checked as an enqueue checks them, before anything reaches Redis.
+      checkPayloadAndTarget(body, c.get("settings"));
+      const after = positionOf(body.cursor, topic, "body");
+      const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
+      if (body.dryRun) return c.json(await dryReplay(topicQueue(c, topic), topic, body.ids, filter), 200);
       const dueAt = Date.now() + (body.delay ?? 0);
       const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
-      let result: { replayed: number; notFound: string[]; nextCursor: string | null };
-      if (body.ids) {
-        const r = await queue.replayDeadLetters(topic, { ids: body.ids, ...timing });
-        result = { ...r, nextCursor: null };
-      } else {
-        const after = positionOf(body.cursor, topic, "body");
-        const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
-        const r = await queue.replayDeadLettersStep(topic, { ...filter, ...timing });
-        result = { replayed: r.replayed, notFound: [], nextCursor: r.next ? encodeCursor("dead", r.next) : null };
-      }
-      if (result.replayed > 0) await wakeSoonJobs(c, [{ topic, dueAt: Math.max(Date.now(), dueAt) }]);
+      const result = await replay(c, topic, body, filter, timing);
+      if (result.replayed > 0) await wakeSoonJobs(c, [{ topic: body.topic ?? topic, dueAt: Math.max(Date.now(), dueAt) }]);
       return c.json(result, 200);
     },
   )
@@ -99,20 +130,22 @@ export const dead = router()
       summary: "Drop a topic's dead letters — all, or those a filter picks — a bounded batch per call",
       request: { params: TopicParam, query: PurgeQuery },
       responses: {
-        200: {
-          description: "Purged, and where to go on (null when done)",
-          ...json(z.object({ purged: z.number().int(), nextCursor: z.string().nullable() })),
-        },
+        200: { description: "Purged, and where to go on (null when done)", ...json(PurgeResult) },
         ...problemResponses([401, 422, 503]),
       },
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
       const q = c.req.valid("query");
-      const r = await topicQueue(c, topic).purgeDeadLettersStep(
-        topic,
-        defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) }),
-      );
+      const filter = defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) });
+      if (q.dryRun) {
+        const r = await topicQueue(c, topic).dryRun.deadStep(topic, filter, "purge");
+        return c.json(
+          { dryRun: true as const, purged: r.ids.length, ids: r.ids.slice(0, DRY_RUN_IDS), nextCursor: r.next ? encodeCursor("dead", r.next) : null },
+          200,
+        );
+      }
+      const r = await topicQueue(c, topic).purgeDeadLettersStep(topic, filter);
       return c.json({ purged: r.purged, nextCursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
     },
   )

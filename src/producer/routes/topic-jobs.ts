@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { json, problemResponses, router, topicQueue } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { invalid } from "../problem.js";
+import { DRY_RUN_IDS } from "../../limits.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { BulkCancelBody, BulkCancelResult, JobPage, ListQuery } from "../job-schemas.js";
 import { iso, TopicName } from "../schema-parts.js";
@@ -95,17 +96,29 @@ export const topicJobs = router()
       if (body.ids) {
         const foreign = body.ids.findIndex((id) => topicOfJobId(id) !== topic);
         if (foreign >= 0) throw invalid("body", [{ path: `ids[${foreign}]`, message: `not a job id of topic ${topic}` }]);
+        if (body.dryRun) {
+          const r = await queue.dryRun.cancelIds(topic, body.ids);
+          return c.json({ ...dryAnswer(r.ids), inflight: r.inflight, notScheduled: r.notScheduled, nextCursor: null }, 200);
+        }
         const r = await queue.cancelIds(topic, body.ids);
         return c.json({ cancelled: r.cancelled, inflight: r.inflight, notScheduled: r.notScheduled, nextCursor: null }, 200);
       }
       const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, "scheduled", topic);
       if (after && "refused" in after) throw invalid("body", [{ path: "cursor", message: after.refused }]);
-      const r = await queue.cancelWindow(topic, {
+      const window = {
         ...(body.dueFrom === undefined ? {} : { dueFrom: body.dueFrom }),
         ...(body.dueTo === undefined ? {} : { dueTo: body.dueTo }),
         ...(after ? { after } : {}),
         ...(body.flowKey === undefined ? {} : { flowKey: body.flowKey }),
-      });
+      };
+      if (body.dryRun) {
+        const r = await queue.dryRun.cancelWindow(topic, window);
+        return c.json({ ...dryAnswer(r.ids), inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
+      }
+      const r = await queue.cancelWindow(topic, window);
       return c.json({ cancelled: r.cancelled, inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
     },
   );
+
+/** A dry run's count and first ids of the jobs a cancel would take. */
+const dryAnswer = (ids: string[]) => ({ dryRun: true as const, cancelled: ids.length, ids: ids.slice(0, DRY_RUN_IDS) });

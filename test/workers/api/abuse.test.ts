@@ -14,6 +14,7 @@ import { deliverHttp } from "../../../src/handlers/http.js";
 import { PermanentError } from "../../../src/handlers/registry.js";
 import { topicOfJobId } from "../../../src/queue/ids.js";
 import { tickOnce } from "../fixtures.js";
+import { STATE_DIGEST } from "../queue/redis-meter.js";
 import { call, deliveries, isolatedEnv, TOKEN, type CallOptions } from "./helpers.js";
 
 const bridgeUrl = inject("abuseBridgeUrl");
@@ -35,39 +36,8 @@ async function rest(command: Array<string | number>): Promise<unknown> {
   return body.result;
 }
 
-// Every key with its value in a canonical form and whether it expires, hashed
-// in one script. Not DUMP: a read can move a large hash's fields between the
-// tables of an incremental rehash, which changes DUMP's order but no value.
-const DIGEST = `
-local keys = redis.call("KEYS", "*")
-table.sort(keys)
-local parts = {}
-local function sorted(t) table.sort(t) return table.concat(t, "\\0") end
-for _, k in ipairs(keys) do
-  local kind = redis.call("TYPE", k).ok
-  local value
-  if kind == "hash" then
-    local flat, pairs_ = redis.call("HGETALL", k), {}
-    for i = 1, #flat, 2 do pairs_[#pairs_ + 1] = flat[i] .. "=" .. flat[i + 1] end
-    value = sorted(pairs_)
-  elseif kind == "set" then
-    value = sorted(redis.call("SMEMBERS", k))
-  elseif kind == "zset" then
-    value = table.concat(redis.call("ZRANGE", k, 0, -1, "WITHSCORES"), "\\0")
-  elseif kind == "list" then
-    value = table.concat(redis.call("LRANGE", k, 0, -1), "\\0")
-  else
-    value = redis.call("DUMP", k)
-  end
-  parts[#parts + 1] = k
-  parts[#parts + 1] = kind
-  parts[#parts + 1] = value
-  parts[#parts + 1] = redis.call("PTTL", k) >= 0 and "expires" or "stays"
-end
-return { #keys, redis.sha1hex(table.concat(parts, "\\n")) }`;
-
 async function digest(): Promise<string> {
-  return JSON.stringify(await rest(["EVAL", DIGEST, 0]));
+  return JSON.stringify(await rest(["EVAL", STATE_DIGEST, 0]));
 }
 
 /** Commands Redis has run so far, leaving out INFO itself (each reading counts the one before it). */

@@ -46,4 +46,19 @@ describe("the OpenAPI document", () => {
     expect(doc.components.schemas.Enqueued.properties.result.enum).toEqual(["created", "replaced", "ignored"]);
     expect(Object.keys(doc.components.schemas.Job.properties)).toEqual(expect.arrayContaining(["jobKey", "replacements"]));
   });
+
+  it("shows dryRun and its answer on bulk cancel, replay and purge, a replay's edits and movedTo, and the history's edited and moved markers", async () => {
+    const doc = (await call(isolatedEnv(), "/openapi.json", { token: null })).body;
+    const { BulkCancel, BulkCancelled, Replay, Replayed, Purged, Attempt, Job } = doc.components.schemas;
+    expect(Object.keys(BulkCancel.properties)).toContain("dryRun");
+    expect(Object.keys(Replay.properties)).toEqual(expect.arrayContaining(["dryRun", "payload", "target", "webhookHeaders", "topic"]));
+    for (const answer of [BulkCancelled, Replayed, Purged]) expect(Object.keys(answer.properties)).toEqual(expect.arrayContaining(["dryRun", "ids"]));
+    expect(BulkCancelled.properties.ids.maxItems).toBe(20);
+    expect(Object.keys(Replayed.properties)).toContain("movedTo");
+    const purge = doc.paths["/v1/topics/{topic}/dead"].delete.parameters.map((p: { name: string }) => p.name);
+    expect(purge).toContain("dryRun");
+    expect(Attempt.properties.outcome.enum).toEqual(expect.arrayContaining(["edited", "moved"]));
+    expect(Object.keys(Attempt.properties)).toEqual(expect.arrayContaining(["changes", "movedTo"]));
+    expect(Job.properties.state.enum).toContain("moved");
+  });
 });

@@ -208,15 +208,50 @@ it("each dead-letter operation on a topic of 100 letters: Redis commands and req
   await queue.deadLetters("letters", { limit: 1 });
   await queue.replayDeadLetters("letters", { ids: [first!] });
   await queue.deleteDeadLetter("letters", second!);
+  await queue.editDeadLetters("letters", "record", [{ id: "letters.01ARZ3NDEKTSV4RRFFQ69G5FAV", value: "{}" }], ["payload"]);
+  const ids = (from: number) => jobs.slice(from, from + 10).map((j) => j.id);
   const ops: Record<string, () => Promise<unknown>> = {
     list: () => queue.deadLetters("letters", { limit: 25 }),
     get: () => queue.deadLetter(third!),
-    replayByIds: () => queue.replayDeadLetters("letters", { ids: jobs.slice(3, 13).map((j) => j.id) }),
+    replayByIds: () => queue.replayDeadLetters("letters", { ids: ids(3) }),
     deleteOne: () => queue.deleteDeadLetter("letters", third!),
+    // Dry runs: a replay's and a purge's step over the topic's (now 87) letters, and a replay of 10 by id.
+    dryRunReplayAll: () => queue.dryRun.deadStep("letters", {}, "replay"),
+    dryRunPurgeAll: () => queue.dryRun.deadStep("letters", {}, "purge"),
+    dryRunReplayByIds: () => queue.dryRun.replayIds("letters", ids(13)),
+    // A replay of 10 by id with a new payload (what the API does): their records read, rewritten, then the replay.
+    editedReplayByIds: async () => {
+      const read = await queue.deadRecords(ids(13));
+      const letters = read.letters.map((l) => ({ id: l.id, value: JSON.stringify({ ...l.record, payload: "fixed" }) }));
+      await queue.replayDeadLetters("letters", { ids: await queue.editDeadLetters("letters", "record", letters, ["payload"]) });
+    },
+    // And into another topic: their records read, their new jobs enqueued, the letters finished as moved.
+    movedByIds: async () => {
+      const read = await queue.deadRecords(ids(23));
+      const made = await queue.enqueueBatch(read.letters.map((l) => ({ topic: "fixed", payload: l.record.payload, idempotencyKey: `replay:${l.id}` })));
+      await queue.editDeadLetters(
+        "letters",
+        "move",
+        read.letters.map((l, i) => ({ id: l.id, value: made[i]!.id })),
+        ["topic"],
+      );
+    },
     purgeAll: () => queue.purgeDeadLetters("letters"),
   };
   // By id one request (a read, or the script); a page and a purge step two (the page of ids, then their script).
-  const requests: Record<string, number> = { list: 2, get: 1, replayByIds: 1, deleteOne: 1, purgeAll: 2 };
+  // A dry run's step: the page, then (a replay) its metas; an edited replay three (records, rewrite, replay).
+  const requests: Record<string, number> = {
+    list: 2,
+    get: 1,
+    replayByIds: 1,
+    deleteOne: 1,
+    dryRunReplayAll: 2,
+    dryRunPurgeAll: 1,
+    dryRunReplayByIds: 1,
+    editedReplayByIds: 3,
+    movedByIds: 3,
+    purgeAll: 2,
+  };
   for (const [name, op] of Object.entries(ops)) {
     const m = await meter(op);
     report[`deadLetter_${name}_commands`] = m.commands;

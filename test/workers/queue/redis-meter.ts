@@ -9,6 +9,41 @@
 /** The metering's own commands, and the bridge's record-size measure (MEMORY USAGE), which Upstash does not bill. */
 const METERING = /^(config|slowlog|info|memory)/;
 
+/**
+ * A script that hashes every key with its value in a canonical form and
+ * whether it expires (EVAL it with no keys): the state of a Redis of a test's
+ * own, to compare before and after. Not DUMP: a read can move a large hash's
+ * fields between the tables of an incremental rehash, which changes DUMP's
+ * order but no value.
+ */
+export const STATE_DIGEST = `
+local keys = redis.call("KEYS", "*")
+table.sort(keys)
+local parts = {}
+local function sorted(t) table.sort(t) return table.concat(t, "\\0") end
+for _, k in ipairs(keys) do
+  local kind = redis.call("TYPE", k).ok
+  local value
+  if kind == "hash" then
+    local flat, pairs_ = redis.call("HGETALL", k), {}
+    for i = 1, #flat, 2 do pairs_[#pairs_ + 1] = flat[i] .. "=" .. flat[i + 1] end
+    value = sorted(pairs_)
+  elseif kind == "set" then
+    value = sorted(redis.call("SMEMBERS", k))
+  elseif kind == "zset" then
+    value = table.concat(redis.call("ZRANGE", k, 0, -1, "WITHSCORES"), "\\0")
+  elseif kind == "list" then
+    value = table.concat(redis.call("LRANGE", k, 0, -1), "\\0")
+  else
+    value = redis.call("DUMP", k)
+  end
+  parts[#parts + 1] = k
+  parts[#parts + 1] = kind
+  parts[#parts + 1] = value
+  parts[#parts + 1] = redis.call("PTTL", k) >= 0 and "expires" or "stays"
+end
+return { #keys, redis.sha1hex(table.concat(parts, "\\n")) }`;
+
 /** What one step made Redis do. */
 export interface StepWork {
   /** The scripts it called (by name), each with its argument count (keys and ARGV). */
@@ -92,5 +127,11 @@ export function redisMeter(url: string, token: string, fetcher: typeof fetch = (
     return { commands: totalCommands({ commands: byCommand }), byCommand, result };
   }
 
-  return { command, fromHere, workSoFar, meter };
+  /** Those of `names` (commands as INFO commandstats names them) that Redis flags as writes (COMMAND INFO). */
+  async function writesAmong(names: string[]): Promise<string[]> {
+    const info = (await command(["COMMAND", "INFO", ...names.map((n) => n.split("|")[0]!)])) as Array<[string, number, string[]] | null>;
+    return names.filter((_, i) => info[i]?.[2].includes("write"));
+  }
+
+  return { command, fromHere, workSoFar, meter, writesAmong };
 }

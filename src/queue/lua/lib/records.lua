@@ -3,7 +3,7 @@
   fails or a job finishes, in one place. A job is two keys of its own
   (src/queue/keys.ts): its record, written at enqueue and never again but
   by an upsert that replaces it while it is pending (upsert.lua; never while
-  it is leased), and its meta, written at each claim and settle. Finishing writes only the
+  it is leased) or a replay with edits while it is dead (edit-dead.lua), and its meta, written at each claim and settle. Finishing writes only the
   meta (finishedMeta, built by string concatenation) and the id into the
   topic's done or dead-letter set, so no payload is ever read or re-encoded
   to finish a job. src/queue/types.ts parses the metas (metaSchema).
@@ -18,7 +18,10 @@
   an upsert replaced (upsert.lua) gets a marker {"n":0,"t":replaced ms,
   "o":"replaced","r":run} that opens a run, as a replay's does. A dead-letter replay adds a
   marker {"n":0,"t":replayed ms,
-  "o":"replayed","r":run}: attempts count per run (a replay starts them at 1
+  "o":"replayed","r":run}; a replay with edits (edit-dead.lua) first adds
+  {"n":0,"t":edited ms,"o":"edited","c":[fields changed]}, or, into another
+  topic, ends the letter with {"n":0,"t":moved ms,"o":"moved","c":[…],
+  "to":the new job's id}: attempts count per run (a replay starts them at 1
   again), and each entry carries its run in "r" (absent: run 1), taken from
   the entry before it, so a run costs no field outside the history and no
   byte on a job that was never replayed. The history lives in the job's
