@@ -144,8 +144,14 @@ async function cancelWindow(ctx: QueueContext, topic: string, options: CancelWin
   let bytes = 0;
   while (reach < ids.length && bytes <= BULK_CALL_BYTES) {
     const last = Math.min(reach + LUA_READ_BATCH, ids.length);
-    const take = ids.map((id, i) => ({ id, i })).filter(({ id, i }) => i >= reach && i < last && scheduled(i) && !seen.has(id));
-    for (const { id } of take) seen.add(id);
+    const take: Array<{ id: string; i: number }> = [];
+    for (let i = reach; i < last; i++) {
+      const id = ids[i]!;
+      if (scheduled(i) && !seen.has(id)) {
+        seen.add(id);
+        take.push({ id, i });
+      }
+    }
     if (take.length > 0) {
       const [metas] = (await read(ctx, "MGET", [["mget", ...take.map(({ id }) => ctx.keys.job(id).meta)]])) as [Array<string | null>];
       const unnamed = take.filter(({ i }, k) => !byKey && inFdue[i] !== null && !namesKey(metas[k]!));

@@ -62,6 +62,7 @@
 -- @include records
 -- @include pending
 -- @include flow
+-- @include caps
 local rcall = redis.call
 local pointerKey, topicsKey, indexKey, dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local fdueKey, fschedKey, freadyKey, fkidxKey, fkeysKey = KEYS[7], KEYS[8], KEYS[9], KEYS[13], KEYS[14]
@@ -125,18 +126,12 @@ if string.find(flags, "c", 1, true) then
   local keyCapped = keyCap ~= nil or conf[4] == "1"
   reply[4] = (cap or keyCapped) and (conf[2] == "dropOldest" and 2 or 1) or 0
   reply[5] = (cap and 1 or 0) + (keyCapped and 2 or 0)
-  if keyCapped and keyed and flowKey ~= "" then
-    local own = rcall("HGET", fkeysKey, flowKey)
-    local limit = tonumber(own and cjson.decode(own).maxKeyLength) or keyCap
-    if limit then
-      local count = rcall("ZLEXCOUNT", fkidxKey, "[" .. flowKey .. "\n", "(" .. flowKey .. "\v")
-      if count + 1 > limit then return { -4, topic, flowKey, count, limit, 1 } end
-    end
-  end
-  if cap then
-    local pending = pendingCount(dueKey, fdueKey)
-    if pending + 1 > cap then return { -2, topic, pending, cap, 1 } end
-  end
+  -- As enqueue.lua checks a topic's caps (lib/caps.lua), as "reject": an upsert drops no other job.
+  local t = { topic = topic, dueKey = dueKey, fdueKey = fdueKey, fkidxKey = fkidxKey, fkeysKey = fkeysKey,
+    adding = 0, keyAdding = {}, keyOrder = {}, candidatesOf = {}, keyDrops = {} }
+  noteAdding(t, flowKey)
+  local refused = (keyCapped and checkKeyCaps(t, keyCap, false, {})) or (cap and checkTopicCap(t, cap, false, {}))
+  if refused then return refused end
 end
 -- The record before its id is due, as enqueue.lua writes it; the pointer once the job is stored. The topic is
 -- marked as one with job keys, which its claims take none of ahead (claim.lua): a job leased before its due

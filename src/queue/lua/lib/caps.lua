@@ -5,7 +5,8 @@
   the topic's — over the key's pending jobs (its range of the keys' index,
   fkidx: lib/flow.lua), both under the topic's one overflow policy. A key's
   cap is checked before its topic's, which then counts what the keys drop.
-  Included by enqueue.lua alone, after records, pending and flow.
+  Included by enqueue.lua, and by upsert.lua (which checks its one new job
+  as "reject"), after records, pending and flow.
 ]]
 
 -- The capped topics the caller names, from ARGV[a] and KEYS[k] on (enqueue.lua's header): by name, and in order.

@@ -161,13 +161,6 @@ local function scheduleKeyed(fdueKey, fschedKey, fkidxKey, keyed)
   if #keyed.idx > 0 then zaddAll(fkidxKey, keyed.idx) end
 end
 
--- ZREM of members in slices (see zaddAll).
-local function zremAll(key, members)
-  for i = 1, #members, 4000 do
-    redis.call("ZREM", key, unpack(members, i, math.min(i + 3999, #members)))
-  end
-end
-
 -- Takes a keyed job out of its key's sets (fsched and fready, and its key's
 -- index) by its record (flowKey, priority) and due time: both schedule members
 -- are named, as it is in one of them. A waiting member written under another
