@@ -244,10 +244,10 @@ it("a request the API refuses exits 1 with its detail and each field's rule", { 
   expect(noUrl.stderr).toMatch(/no Worker URL: set DELAYLINE_URL or pass --url/);
 });
 
-it("upsert: a new job, then the key's pending job replaced, kept due or left alone; get shows its key", { timeout: 60_000 }, async () => {
-  const made = await json(["upsert", "cli-upsert", "user-1", '{"n":1}', "--delay", "1h", "--max-wait", "2h"]);
+it("jobs upsert: a new job, then the key's pending job replaced, kept due or left alone; get shows its key", { timeout: 60_000 }, async () => {
+  const made = await json(["jobs", "upsert", "cli-upsert", "user-1", '{"n":1}', "--delay", "1h", "--max-wait", "2h"]);
   expect(made).toMatchObject({ topic: "cli-upsert", result: "created" });
-  const replaced = await json(["upsert", "cli-upsert", "user-1", '{"n":2}', "--delay", "90m", "--max-wait", "2h"]);
+  const replaced = await json(["jobs", "upsert", "cli-upsert", "user-1", '{"n":2}', "--delay", "90m", "--max-wait", "2h"]);
   expect(replaced).toMatchObject({ id: made.id, result: "replaced" });
   expect(Date.parse(replaced.dueAt) - Date.parse(made.dueAt)).toBeGreaterThanOrEqual(30 * 60_000);
   expect(await json(["upsert", "cli-upsert", "user-1", '{"n":3}', "--on-conflict", "keepDue", "--delay", "3h"])).toMatchObject({
@@ -255,13 +255,15 @@ it("upsert: a new job, then the key's pending job replaced, kept due or left alo
     dueAt: replaced.dueAt,
     result: "replaced",
   });
-  const ignored = await cli(["upsert", "cli-upsert", "user-1", '{"n":4}', "--on-conflict", "ignore"]);
+  const ignored = await cli(["jobs", "upsert", "cli-upsert", "user-1", '{"n":4}', "--on-conflict", "ignore"]);
   expect(ignored.stdout).toMatch(/^result\s+ignored$/m);
   expect(await dl.jobs.get(made.id)).toMatchObject({ payload: { n: 3 }, jobKey: "user-1", replacements: 2 });
   expect((await cli(["get", made.id])).stdout).toMatch(/^job key\s+user-1 \(replaced 2×\)$/m);
-  const refused = await cli(["upsert", "cli-upsert", "user-1", "--delay", "3h", "--max-wait", "2h"]);
+  const refused = await cli(["jobs", "upsert", "cli-upsert", "user-1", "--delay", "3h", "--max-wait", "2h"]);
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain("must not be longer than maxWait");
+  // `jobs <topic>` still lists beside its `upsert` subcommand.
+  expect((await cli(["jobs", "cli-upsert"])).stdout).toContain(made.id);
   await dl.topics.delete("cli-upsert", { purge: true });
 });
 

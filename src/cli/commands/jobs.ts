@@ -1,4 +1,7 @@
-/** Jobs: `enqueue`, `upsert`, `get`, `cancel`, `bulk-cancel`, and `jobs` (a topic's scheduled jobs, jobs in flight or dead letters). */
+/**
+ * Jobs: `enqueue`, `jobs upsert` (also `upsert`), `get`, `cancel`, `bulk-cancel`, and `jobs` (a topic's scheduled
+ * jobs, jobs in flight or dead letters).
+ */
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob, UpsertRequest } from "../../client/index.js";
 import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
@@ -13,7 +16,8 @@ export function jobCommands(program: Command, io: Io): void {
   getCommand(program, io);
   cancelCommand(program, io);
   bulkCancelCommand(program, io);
-  listCommand(program, io);
+  // `jobs upsert` is the name the docs give; `jobs <topic>` still lists any topic but one named "upsert".
+  upsertCommand(listCommand(program, io), io);
 }
 
 /** The options `enqueue` and `upsert` share: the payload, when, the delivery and the flow key. */
@@ -52,9 +56,9 @@ function enqueueCommand(program: Command, io: Io): void {
     );
 }
 
-function upsertCommand(program: Command, io: Io): void {
+function upsertCommand(parent: Command, io: Io): void {
   jobOptions(
-    program
+    parent
       .command("upsert")
       .description("upsert one job by its job key: a new job, or the key's pending job replaced (or, with --on-conflict ignore, left as it is)")
       .argument("<topic>", "the job's topic")
@@ -169,8 +173,9 @@ interface ListOptions {
   flowKey?: string;
 }
 
-function listCommand(program: Command, io: Io): void {
-  program
+/** `jobs <topic>`; returns the command, under which `jobs upsert` goes. */
+function listCommand(program: Command, io: Io): Command {
+  return program
     .command("jobs")
     .description("a topic's scheduled jobs (due order), jobs in flight or dead letters (newest first)")
     .argument("<topic>", "the topic")
