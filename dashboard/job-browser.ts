@@ -1,10 +1,12 @@
 /**
  * The job browser: a topic's jobs by state (scheduled, in flight, dead),
- * paged with the API's cursors, with cancel for one job or a selection; and
+ * paged with the API's cursors, with cancel for one job or a selection (the
+ * selection's after a preview of its dry run); and
  * the job view: a job's facts, payload and attempt history, opened from the
  * browser, a dead letter or the search box by id.
  */
 import type { Delayline, Job, ListedJob } from "../src/client/index.js";
+import { confirmBulk } from "./bulk-preview.js";
 import { byId, el, fmtCount, fmtMs, fmtTime } from "./dom.js";
 
 const PAGE = 50;
@@ -40,7 +42,7 @@ export class JobBrowser {
       (e) => void host.act(() => this.open(this.topic!, (e.target as HTMLSelectElement).value as State)),
     );
     byId("jobs-more").addEventListener("click", () => void host.act(() => this.load(true)));
-    byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancel(this.selected())));
+    byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancelSelected()));
     byId("job-close").addEventListener("click", () => (byId("job").hidden = true));
     byId("job-search").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -116,6 +118,16 @@ export class JobBrowser {
     const button = byId<HTMLButtonElement>("jobs-cancel-selected");
     button.disabled = n === 0;
     button.textContent = n === 0 ? "Cancel selected" : `Cancel ${n} selected`;
+  }
+
+  /** The selection's dry run first: the cancel goes ahead once the preview is confirmed. */
+  private async cancelSelected(): Promise<void> {
+    const client = this.host.client();
+    const ids = this.selected();
+    if (!client || !this.topic || ids.length === 0) return;
+    const dry = await client.jobs.bulkCancel(this.topic, { ids, dryRun: true });
+    if (!(await confirmBulk({ verb: "Cancel", noun: "scheduled jobs", topic: this.topic }, { count: dry.cancelled, ids: dry.ids ?? [] }))) return;
+    await this.cancel(ids);
   }
 
   private async cancel(ids: string[]): Promise<void> {

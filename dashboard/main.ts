@@ -2,7 +2,8 @@
  * The dashboard: topics at a glance, the last hour as charts, the tick's
  * heartbeat, a job browser per topic and state with cancel, a job view with
  * payload and attempt history, a search by id, a dead-letter browser
- * with replay and purge, a shaped topic's busiest flow keys with pause and
+ * with replay and purge (each bulk action after a preview of its dry run),
+ * a shaped topic's busiest flow keys with pause and
  * resume per key, and the recurring schedules with pause, resume and
  * delete. It talks to
  * the API with the typed client and the token the operator pastes, which it
@@ -13,6 +14,7 @@
 import uPlot from "uplot";
 import { Delayline, DelaylineError, type DeadLetter, type Stats } from "../src/client/index.js";
 import { LATENESS_BOUNDS_MS, quantile } from "../src/queue/metrics.js";
+import { confirmBulk } from "./bulk-preview.js";
 import { byId, el, fmtAgo, fmtCount, fmtMs, fmtTime } from "./dom.js";
 import { keysCell, KeysPanel } from "./flow-keys.js";
 import { JobBrowser } from "./job-browser.js";
@@ -417,17 +419,23 @@ byId("dead-replay-all").addEventListener(
   "click",
   () =>
     void act(async () => {
-      await client!.deadLetters.replay(deadTopic!, { all: true });
-      await Promise.all([openDead(deadTopic!), refresh()]);
+      const topic = deadTopic!;
+      const dry = await client!.deadLetters.replay(topic, { all: true, dryRun: true });
+      if (!(await confirmBulk({ verb: "Replay", noun: "dead letters", topic }, { count: dry.replayed, ids: dry.ids ?? [] }))) return;
+      await client!.deadLetters.replay(topic, { all: true });
+      await Promise.all([openDead(topic), refresh()]);
     }),
 );
 byId("dead-purge").addEventListener(
   "click",
   () =>
     void act(async () => {
-      if (!confirm(`Drop every dead letter of ${deadTopic}? This cannot be undone.`)) return;
-      await client!.deadLetters.purge(deadTopic!);
-      await Promise.all([openDead(deadTopic!), refresh()]);
+      const topic = deadTopic!;
+      const dry = await client!.deadLetters.purge(topic, { dryRun: true });
+      const action = { verb: "Purge", noun: "dead letters", topic, warning: "They are dropped for good: this cannot be undone." };
+      if (!(await confirmBulk(action, { count: dry.purged, ids: dry.ids }))) return;
+      await client!.deadLetters.purge(topic);
+      await Promise.all([openDead(topic), refresh()]);
     }),
 );
 window.addEventListener("resize", () => {

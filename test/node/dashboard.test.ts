@@ -84,7 +84,7 @@ afterAll(async () => {
   await new Promise((r) => receiver?.close(() => r(undefined)));
 });
 
-it("the dashboard shows live data, draws every chart, and replaying a dead job lowers the dead count", { timeout: 90_000 }, async () => {
+it("the dashboard shows live data, draws every chart, replaying a dead job lowers the dead count, and replay all and purge preview their dry run", { timeout: 90_000 }, async () => {
   const browser = await launchChromium();
   try {
     const { page, problems } = await watchedPage(browser, 1000);
@@ -138,6 +138,26 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
     await failRow.locator('[data-field="dead"]', { hasText: String(DEAD - 1) }).waitFor({ timeout: 10_000 });
     await expect.poll(async () => (await dl.topics.get("dash-fail")).counters.succeeded, { timeout: 20_000 }).toBe(1);
 
+    // Replay all and purge all show their dry run first; Back leaves every letter where it was.
+    const left = (await dl.deadLetters.list("dash-fail")).entries.map((e) => e.id);
+    expect(left).toHaveLength(DEAD - 1);
+    const preview = page.locator("#bulk-preview");
+    for (const [button, verb] of [
+      ["#dead-replay-all", "Replay"],
+      ["#dead-purge", "Purge"],
+    ] as const) {
+      await page.locator(button).click();
+      await preview.waitFor();
+      expect(await page.locator("#bulk-preview-text").textContent()).toBe(`${verb} ${DEAD - 1} dead letters of dash-fail?`);
+      expect((await page.locator("#bulk-preview-ids li").allTextContents()).sort()).toEqual([...left].sort());
+      expect(await page.locator("#bulk-preview-warning").isVisible()).toBe(verb === "Purge");
+      expect(await page.locator("#bulk-preview-go").textContent()).toBe(`${verb} ${DEAD - 1}`);
+      await page.locator("#bulk-preview-back").click();
+      await preview.waitFor({ state: "hidden" });
+    }
+    expect((await dl.deadLetters.list("dash-fail")).entries.map((e) => e.id)).toEqual(left);
+    expect(await page.locator("#dead-list tbody tr").count()).toBe(DEAD - 1);
+
     await page.screenshot({ path: join(artifactDir(), "dashboard.png"), fullPage: true });
     expect(problems).toEqual([]);
   } finally {
@@ -145,7 +165,7 @@ it("the dashboard shows live data, draws every chart, and replaying a dead job l
   }
 });
 
-it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection; the job view shows a dead job's attempts; the search opens a job by id", {
+it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a selection (after its dry run's preview); the job view shows a dead job's attempts; the search opens a job by id", {
   timeout: 90_000,
 }, async () => {
   const scheduled = (await dl.jobs.list("dash-ok")).jobs.map((j) => j.id);
@@ -178,7 +198,13 @@ it("the job browser lists a topic's scheduled jobs, opens one, cancels one and a
     for (const id of scheduled.slice(1, 3)) await page.locator(`#jobs-list tr[data-job="${id}"] [data-action="select"]`).check();
     const cancelSelected = page.locator("#jobs-cancel-selected");
     expect(await cancelSelected.textContent()).toBe("Cancel 2 selected");
+    // The selection's dry run comes first: the two ids, and nothing cancelled until Cancel 2 is pressed.
     await cancelSelected.click();
+    await page.locator("#bulk-preview").waitFor();
+    expect(await page.locator("#bulk-preview-text").textContent()).toBe("Cancel 2 scheduled jobs of dash-ok?");
+    expect(await page.locator("#bulk-preview-ids li").allTextContents()).toEqual(scheduled.slice(1, 3));
+    expect((await dl.jobs.get(scheduled[1]!))!.state).toBe("scheduled");
+    await page.locator("#bulk-preview-go", { hasText: "Cancel 2" }).click();
     await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(2);
     expect(await listed()).toEqual(scheduled.slice(3));
     for (const id of scheduled.slice(0, 3)) expect((await dl.jobs.get(id))!.state, id).toBe("cancelled");
