@@ -33,8 +33,18 @@ function pooledRandom(): number {
 }
 
 // Monotonic within an isolate: ids minted in the same millisecond still sort
-// in minting order, and a sorted set orders equal due times by member.
-const ulid = monotonicFactory(pooledRandom);
+// in minting order, and a sorted set orders equal due times by member. A
+// clock that goes back (an injected `now`, a test's virtual clock) starts a
+// new sequence, so an id's time is always its `now`: ulidx's monotonic ids
+// keep the latest time they saw, which would make a job's createdAt (and an
+// upsert's maxWait, counted from it) later than its enqueue.
+let ulid = monotonicFactory(pooledRandom);
+let lastMinted = Number.NEGATIVE_INFINITY;
+function mint(now: number): string {
+  if (now < lastMinted) ulid = monotonicFactory(pooledRandom);
+  lastMinted = now;
+  return ulid(now);
+}
 
 /**
  * A new job id: `<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>`
@@ -46,7 +56,7 @@ const ulid = monotonicFactory(pooledRandom);
  * stay valid byte for byte.
  */
 export function newJobId(topic: string, now: number, shard: string = MAIN_SHARD): string {
-  return shard === MAIN_SHARD ? `${topic}.${ulid(now)}` : `${shard}~${topic}.${ulid(now)}`;
+  return shard === MAIN_SHARD ? `${topic}.${mint(now)}` : `${shard}~${topic}.${mint(now)}`;
 }
 
 /** The topic of a well-formed job id, or null for anything else. */

@@ -19,6 +19,15 @@ describe("job ids name their shard", () => {
     expect([shardOfJobId(id), topicOfJobId(id), createdAtOfJobId(id)]).toEqual(["eu-2", "a.b-c_d", at]);
   });
 
+  it("an id's time is its `now`, even when a clock goes back; ids of one millisecond sort in minting order", () => {
+    const later = newJobId("emails", at + 60_000);
+    const earlier = newJobId("emails", at);
+    expect([createdAtOfJobId(later), createdAtOfJobId(earlier)]).toEqual([at + 60_000, at]);
+    const same = Array.from({ length: 50 }, () => newJobId("emails", at));
+    expect(same.map(createdAtOfJobId)).toEqual(same.map(() => at));
+    expect([...same].sort()).toEqual(same);
+  });
+
   it("refuses what is not an id: a shard spelled out as main, a bad shard name, no ULID", () => {
     for (const bad of [
       "main~emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR",
