@@ -43,7 +43,7 @@ import type { FlowKeySettings } from "../../../src/queue/flow-keys.js";
 import { topicOfJobId } from "../../../src/queue/ids.js";
 import type { FlowKeys } from "../../../src/queue/keys.js";
 import type { TickLock } from "../../../src/queue/lock.js";
-import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome, type TickLook } from "../../../src/queue/queue.js";
+import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome, type TickLook, type UpsertInput, type UpsertResult } from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
 import { MAX_HANDOVERS, wakeLoop } from "../../../src/tick/chunk.js";
@@ -168,6 +168,9 @@ export interface ModelHarness {
   /** One cron invocation; null when its look left the tick asleep. */
   startTick(scheduledTime: number, windowMs: number): Promise<TickReport | null>;
   enqueue(inputs: EnqueueInput[], producer?: number): Promise<EnqueueResult[]>;
+  /** An upsert by job key, then the wake, as the producer route does. */
+  upsert(input: UpsertInput, producer?: number): Promise<UpsertResult>;
+  cancel(id: string): Promise<"cancelled" | "not-found" | "inflight">;
   producerEnqueued(jobs: Array<{ topic: string; dueAt: number }>, producer?: number): Promise<void>;
   configure(topic: string, patch: TopicPatch): Promise<void>;
   setFlowKey(topic: string, key: string, settings: FlowKeySettings | null): Promise<void>;
@@ -315,6 +318,14 @@ export function createModelHarness(options: {
       );
       return results;
     },
+
+    // RE-POINT: the producer route's upsert (src/producer/routes/jobs.ts's upsertJob): store, then wake unless ignored.
+    async upsert(input, producer = 0) {
+      const r = await asRunner("producer", () => queue.upsert(input));
+      if (r.result !== "ignored") await this.producerEnqueued([{ topic: r.topic, dueAt: r.dueAt }], producer);
+      return r;
+    },
+    cancel: (id) => asRunner("driver", () => queue.cancel(id)),
 
     producerEnqueued(jobs, producer = 0) {
       return asRunner("producer", () => wiring.wakeForSoonJobs(queue, jobs, producer));

@@ -24,6 +24,13 @@
  * the attempts that hung, and after the run no key left in the calendar,
  * parked or in flight.
  *
+ * Half the scenarios add cancels and upserts by job key (issue 37,
+ * model-lifetime.ts): a cancelled job ends cancelled with no attempt after
+ * its cancel; each job an upsert series created is delivered exactly once,
+ * with the payload and due time of the last upsert that changed it, never
+ * early, an ignored upsert's never, keepDue and maxWait held, and never two
+ * of a key's jobs pending at once.
+ *
  * Half the scenarios deploy with the wake alarm, as wrangler.toml does: each
  * cron invocation looks first (cronTick), loops end when idle (sleep mark
  * "c"), and producers and drains arm a simulated alarm (sim-alarm.ts) whose
@@ -77,6 +84,8 @@ const BLOCK = 50;
 const totals = { runs: 0, pushJobs: 0, pullJobs: 0, attempts: 0, invocations: 0, drains: 0, virtualMs: 0, realMs: 0, requests: 0, failing: 0 };
 /** Runs with a shaped topic, and what they held. */
 const flowTotals = { runs: 0, jobs: 0, keyed: 0, keys: 0, prioritized: 0, hung: 0, keyPauses: 0 };
+/** Runs with cancels and upserts, and what they did. */
+const lifetimeTotals = { runs: 0, cancels: 0, cancelled: 0, series: 0, upserts: 0, created: 0 };
 const knownHits = new Map<string, { runs: number; violations: number; example?: string }>();
 /** Runs with the wake alarm, by its fault, and what it did in them. */
 const alarmRuns = new Map<string, number>();
@@ -92,6 +101,11 @@ function account(r: RunResult, seed: number, index: number) {
   if (f) {
     flowTotals.runs++;
     for (const k of ["jobs", "keyed", "keys", "prioritized", "hung", "keyPauses"] as const) flowTotals[k] += f[k];
+  }
+  const l = r.stats.lifetime;
+  if (l) {
+    lifetimeTotals.runs++;
+    for (const k of ["cancels", "cancelled", "series", "upserts", "created"] as const) lifetimeTotals[k] += l[k];
   }
   const c = classify(r.violations, known);
   for (const [id, vs] of c.known) {
@@ -120,6 +134,11 @@ afterAll(() => {
   console.log(
     `model: ${ft.runs} runs with a shaped topic: ${ft.jobs} jobs (${ft.keyed} with a flow key, ${ft.jobs - ft.keyed} in the default lane, ${ft.prioritized} with a priority), ` +
       `${ft.keys} keys used, ${ft.hung} attempts hung (leases reaped), ${ft.keyPauses} key pauses`,
+  );
+  const lt = lifetimeTotals;
+  console.log(
+    `model: ${lt.runs} runs with cancels and upserts: ${lt.cancels} cancels sent (${lt.cancelled} cancelled a job), ` +
+      `${lt.series} upsert series, ${lt.upserts} upserts, ${lt.created} jobs created by them`,
   );
   for (const [id, h] of knownHits) console.log(`model: known bug ${id}: ${h.violations} violations in ${h.runs} runs, e.g. ${h.example}`);
 });

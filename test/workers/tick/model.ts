@@ -17,6 +17,7 @@ import type { AlarmFault } from "./sim-alarm.js";
 import { type Behaviour, behaviourArb } from "./model-behaviour.js";
 import { seededRandom, SimClock } from "./sim-clock.js";
 import { BASE, type Interval, longestFree, merge, rel } from "./model-time.js";
+import { type CancelRecord, type LifetimePart, lifetimePartArb, LifetimeRun } from "./model-lifetime.js";
 import {
   type FlowAttempt,
   fairnessViolations,
@@ -87,6 +88,8 @@ export interface Scenario {
   alarm?: { fault: AlarmFault; delays: number[] };
   /** Flow keys of shaped topics paused at `at` for `forMs`. */
   keyPauses?: KeyPause[];
+  /** Cancels and upserts by job key (model-lifetime.ts). */
+  lifetime?: LifetimePart;
 }
 
 const planArb = behaviourArb([
@@ -183,8 +186,10 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
       ),
       // Last, so a seed draws every other part as before it was added.
       flow: fc.option(flowPartArb({ span, backoff: backoffArb, delay: delayArb }), { nil: undefined, freq: 2 }),
+      // After the flow part, for the same reason.
+      lifetime: fc.option(lifetimePartArb(span), { nil: undefined, freq: 2 }),
     })
-    .map(({ flow, ...sc }): Scenario => {
+    .map(({ flow, lifetime, ...sc }): Scenario => {
       const spread = sc.alarm ? 2 : 1;
       // A shaped topic comes after the others, with jobs, pauses and key pauses of its own.
       const shaped = sc.topics.length;
@@ -206,6 +211,21 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
               ...(flow?.pauses ?? []).map((p) => ({ ...p, at: p.at * spread, topic: shaped })),
             ],
             ...(flow ? { keyPauses: flow.keyPauses.map((p) => ({ topic: shaped, ...p, at: p.at * spread })) } : {}),
+            // Upserts go to push topics (a series drawn for a pull topic is dropped), cancels to the plain topics' jobs.
+            ...(lifetime
+              ? {
+                  lifetime: {
+                    cancels: lifetime.cancels.flatMap((c) => {
+                      const plain = sc.batches.flatMap((b) => b.jobs.map(() => b.at * spread));
+                      const job = c.job % Math.max(1, plain.length);
+                      return plain.length === 0 ? [] : [{ job, at: plain[job]! + c.after }];
+                    }),
+                    upserts: lifetime.upserts
+                      .map((u) => ({ topic: u.topic % sc.topics.length, steps: u.steps.map((st) => ({ ...st, at: st.at * spread })) }))
+                      .filter((u) => sc.topics[u.topic]!.mode === "push"),
+                  },
+                }
+              : {}),
           }),
         ) as Scenario
       );
@@ -239,6 +259,8 @@ interface JobModel {
   /** Pull jobs a push handler got. */
   pushed: AttemptRecord[];
   final?: JobSnapshot | null;
+  /** A cancel the scenario sent it (model-lifetime.ts); the first that cancelled it, or the last. */
+  cancel?: CancelRecord;
 }
 export interface Violation {
   kind: string;
@@ -292,6 +314,17 @@ interface RunStats {
   alarm: AlarmStats | null;
   /** With a shaped topic: its jobs, keys and what was done to them. */
   flow: FlowStats | null;
+  /** With cancels and upserts (model-lifetime.ts): what they did. */
+  lifetime: LifetimeStats | null;
+}
+interface LifetimeStats {
+  /** Cancels sent, and those that cancelled a job. */
+  cancels: number;
+  cancelled: number;
+  /** Upsert series, upserts sent, and jobs they created. */
+  series: number;
+  upserts: number;
+  created: number;
 }
 interface FlowStats {
   /** Its jobs, those with a flow key (the rest are in the default lane), the keys they used, and those with a priority. */
@@ -506,6 +539,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   for (const b of sc.batches)
     for (const spec of b.jobs) jobs.push({ j: jobs.length, spec, topic: topics[spec.topic]!, mode: sc.topics[spec.topic]!.mode, attempts: [], pushed: [] });
   const byId = new Map<string, JobModel>();
+  const life = sc.lifetime ? new LifetimeRun(sc.lifetime, sc.lifetime.upserts.map((u) => topics[u.topic]!)) : null;
+  const plainJobs = jobs.filter((m) => !sc.topics[m.spec.topic]!.flow);
 
   try {
     // Topics, and a recording handler for every one (a pull topic's records that it was pushed).
@@ -519,6 +554,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       for (const k of t.flow?.keys ?? []) await harness.setFlowKey(topics[i]!, keyName(k.key), keySettingsOf(t.flow!, k.key));
       harness.handlers.define(topics[i]!, async (ctx) => {
         if (stopped) return;
+        if (life?.deliver(ctx, clock.now(), currentRunner())) return;
         const model = jobs[(ctx.payload as { j: number }).j]!;
         const rec: AttemptRecord = { id: ctx.id, attempt: ctx.attempt, dueAt: ctx.dueAt, start: clock.now(), runner: currentRunner() };
         if (model.mode === "pull") {
@@ -537,7 +573,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     }
 
     const keyPauseSpecs = sc.keyPauses ?? [];
-    const lastEvent = Math.max(...sc.batches.map((b) => b.at), ...[...sc.pauses, ...keyPauseSpecs].map((p) => p.at + p.forMs));
+    const lifeEvents = [...(sc.lifetime?.cancels ?? []), ...(sc.lifetime?.upserts ?? []).flatMap((u) => u.steps)].map((e) => e.at);
+    const lastEvent = Math.max(...sc.batches.map((b) => b.at), ...[...sc.pauses, ...keyPauseSpecs].map((p) => p.at + p.forMs), ...lifeEvents);
     // Long enough for the last job's every retry, and every hung attempt's lease (a key may wait for each in turn); a run normally ends once every job is final.
     const hangs = jobs.reduce((n, m) => n + m.spec.plan.filter((b) => b.k === "hang").length, 0);
     const cap = BASE + lastEvent + 60_000 + 4 * 30_000 + 180_000 + hangs * HUNG_LEASE_MS;
@@ -649,6 +686,17 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       });
     }
 
+    life?.start(
+      clock,
+      harness,
+      () => stopped,
+      (job) => {
+        const m = plainJobs[job];
+        if (!m) return null;
+        return { ...(m.id ? { id: m.id } : {}), note: (c) => (m.cancel = m.cancel?.result === "cancelled" ? m.cancel : c) };
+      },
+    );
+
     // Run until every job is final (or the cap): settled as such, or dead as its last lease was reaped.
     const finalIds = new Set<string>();
     let scanned = 0;
@@ -657,7 +705,9 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       for (; scanned < harness.trace.settles.length; scanned++) {
         for (const o of harness.trace.settles[scanned]!.outcomes) if (o.applied && o.kind !== "retry") finalIds.add(o.id);
       }
-      return finalIds.size + harness.trace.claims.reduce((n, c) => n + c.reaped.dead, 0) >= jobs.length;
+      if (life && !life.done()) return false;
+      const cancelled = jobs.filter((m) => m.cancel?.result === "cancelled").length;
+      return finalIds.size + cancelled + harness.trace.claims.reduce((n, c) => n + c.reaped.dead, 0) >= jobs.length + (life?.created() ?? 0);
     };
     ended = await clock.run({ stop: allFinal, until: cap });
     for (const m of jobs) if (m.id) m.final = await harness.get(m.id);
@@ -689,6 +739,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   for (const e of clock.errors)
     violations.push({ kind: "error", message: `task ${e.task} threw: ${e.error instanceof Error ? (e.error.stack ?? e.error.message) : String(e.error)}` });
   violations.push(...check(sc, harness, jobs, topics, pauses, keyPauses, endAt));
+  if (life) violations.push(...life.check(harness.trace));
   const stats: RunStats = {
     pushJobs: jobs.filter((j) => j.mode === "push").length,
     pullJobs: jobs.filter((j) => j.mode === "pull").length,
@@ -702,6 +753,9 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     ended,
     alarm: alarmStats(sc, harness.trace, jobs),
     flow: flowStats(sc, jobs),
+    lifetime: life
+      ? { cancels: jobs.filter((m) => m.cancel).length, cancelled: jobs.filter((m) => m.cancel?.result === "cancelled").length, ...life.stats() }
+      : null,
   };
   const result: RunResult = {
     scenario: sc,
@@ -810,7 +864,9 @@ function coverageOf(inv: Trace["invocations"][number]): Interval {
 /**
  * When the wake alarm failed the jobs it was armed for, as intervals: a lost
  * alarm or a failed arm leaves them to the next cron's look (from the time it
- * was armed for to the first cron invocation after the arm), a late alarm to
+ * was armed for to the first cron invocation after the arm that ran a loop, or
+ * the first after the time it was armed for: jobs enqueued after a look that
+ * left the tick asleep relied on the alarm set sooner), a late alarm to
  * its loop (from the time it was set for to when it ran). With the alarm
  * working (fault none or duplicated) there are none: its loop is there a
  * second before the job is due.
@@ -819,8 +875,12 @@ function alarmGaps(trace: Trace): Interval[] {
   const a = trace.alarm;
   if (a?.fault === "late") return a.firings.flatMap((f) => (f.wokeAt.length > 0 ? [[f.at, f.wokeAt[0]!] as Interval] : []));
   if (a?.fault !== "lost" && a?.fault !== "arm-fails") return [];
-  const crons = trace.invocations.filter((i) => i.by === "cron").map((i) => i.startedAt);
-  return a.arms.map((arm) => [arm.at, Math.min(...crons.filter((c) => c > arm.requestedAt))] as Interval);
+  // The next cron after the arm that ran a loop, or the first after the alarm's time: a look before then that left the
+  // tick asleep saw nothing due before the next look, and jobs enqueued after it relied on the alarm (armed sooner).
+  const crons = trace.invocations.filter((i) => i.by === "cron");
+  return a.arms.map(
+    (arm) => [arm.at, Math.min(...crons.filter((c) => c.startedAt > arm.requestedAt && (c.report !== null || c.startedAt >= arm.at)).map((c) => c.startedAt))] as Interval,
+  );
 }
 
 /**
@@ -1050,8 +1110,13 @@ function check(
     if (numbers.some((k, i) => k !== i + 1)) v.push({ kind: "gap", job: m.j, message: `${label}: attempts ${numbers.join(",")} are not 1..n` });
     // The final state.
     const f = m.final;
+    const cancel = m.cancel?.result === "cancelled" ? m.cancel : undefined;
     if (f === null || f === undefined) v.push({ kind: "lost", job: m.j, message: `${label}: queue.get finds nothing at the end` });
-    else if (f.state === "succeeded" || f.state === "dead") {
+    else if (cancel) {
+      if (f.state !== "cancelled") v.push({ kind: "final-state", job: m.j, message: `${label}: cancelled at ${rel(cancel.at)}, but ended ${f.state}` });
+      for (const a of atts.filter((x) => x.start > cancel.doneAt))
+        v.push({ kind: "ran-after-cancel", job: m.j, attempt: a.attempt, at: a.start, message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, after its cancel at ${rel(cancel.at)}` });
+    } else if (f.state === "succeeded" || f.state === "dead") {
       if (f.state !== expected.state || f.attempts !== expected.attempts || numbers.length !== expected.attempts) {
         v.push({
           kind: "final-state",
