@@ -22,6 +22,10 @@ export interface EnqueueInput {
   timeoutMs?: number;
   /** A repeat of this key within the idempotency window returns the first job's id. */
   idempotencyKey?: string;
+  /** How long the key holds: `window` (default) or `finished`, while its job lives (see enqueue.lua). */
+  idempotencyUntil?: "window" | "finished";
+  /** Whether the topic's `contentDedupMs` applies. Default true; false for a dead letter moved into another topic. */
+  contentDedup?: boolean;
   /** An ingested webhook's provider headers, kept in the record for its handler. */
   webhookHeaders?: Record<string, string>;
   /** The flow key whose turns and limits the job goes by (a tenant, a customer, a host); none: the topic's default lane. */
@@ -39,7 +43,7 @@ export interface EnqueueResult {
 }
 
 /** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */
-export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey"> {
+export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey" | "idempotencyUntil"> {
   /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
   jobKey: string;
   /**
