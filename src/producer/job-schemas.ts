@@ -127,6 +127,14 @@ export const EnqueueResponse = z
       description:
         "Whether this names a job stored before the request: a repeat of an idempotency key (or of a job's content, in a topic with contentDedupMs), or an upsert's replaced or ignored job",
     }),
+    deduplicatedBy: z
+      .enum(["content"])
+      .optional()
+      .openapi({
+        description:
+          "content: the request repeated the content of a job enqueued within its topic's contentDedupMs (which the client reports as deduplicated even when it made the idempotency key). " +
+          "Absent for a repeat of an idempotency key and for a new job",
+      }),
     result: z.enum(["created", "replaced", "ignored"]).optional().openapi({
       description:
         "With jobKey (an upsert): created, a new job (the key was free, or its job in flight); replaced or ignored, the key's pending job, changed or left as it was",

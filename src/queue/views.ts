@@ -40,6 +40,8 @@ export interface EnqueueResult {
   /** When the job is due; for a repeat of an idempotency key, the existing job's, or null once it is in flight or finished. */
   dueAt: number | null;
   deduplicated: boolean;
+  /** `content`: a repeat of a job's content (its topic's `contentDedupMs`); absent for a repeat of an idempotency key, and a new job. */
+  deduplicatedBy?: "content";
 }
 
 /** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */

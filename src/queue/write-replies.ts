@@ -8,7 +8,7 @@ import { Code } from "./codes.js";
 import { malformed } from "./malformed.js";
 import { intReply, numericReply } from "./types.js";
 
-const repeat = coded(Code.Repeat, { Repeat: true, New: false });
+const repeat = coded(Code.Repeat, { Repeat: "key", ContentRepeat: "content", New: "new" } as const);
 const overflow = coded(Code.Overflow, { None: "none", Reject: "reject", DropOldest: "dropOldest" } as const);
 const capKinds = coded(Code.Caps, {
   None: { topic: false, keys: false },
@@ -60,8 +60,11 @@ function enqueueReply(raw: unknown, n: number) {
     return { result: "few-candidates", short } as const;
   }
   if (reply.length < 3 * n || (reply.length - 3 * n) % 4 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
-  const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
-  for (let i = 0; i < 3 * n; i += 3) jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
+  const jobs: Array<{ id: string; deduplicated: boolean; deduplicatedBy?: "content"; dueAt: number | null }> = [];
+  for (let i = 0; i < 3 * n; i += 3) {
+    const by = repeat.parse(reply[i + 1]);
+    jobs.push({ id: String(reply[i]), deduplicated: by !== "new", ...(by === "content" ? { deduplicatedBy: by } : {}), dueAt: time.parse(reply[i + 2]) });
+  }
   const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest"; kinds: { topic: boolean; keys: boolean }; contentDedupMs: number }> = [];
   for (let i = 3 * n; i + 3 < reply.length; i += 4) {
     caps.push({

@@ -15,7 +15,8 @@
   key, if any, does not find repeated is a repeat of the job its content key
   names within the topic's window (the content key is then claimed as an
   idempotency key of mode window is), and its idempotency key then names that
-  job too, so a retry gets the same answer. Each topic's earliest new due
+  job too, marked "=<id>", so a retry gets the same answer: a repeat by
+  content. Each topic's earliest new due
   time lowers its score in the topic index (lib/index.lua). Topics flagged
   "r" are registered; when that would take the registry past its cap,
   nothing is written. A keyed job (flag "k": a flow key, a priority, or
@@ -87,7 +88,7 @@
                  then g, the number of key groups, and per group: its flow key, kg, then kg
                  candidates: the key's oldest index members ("<key>\n<due>\n<id>"), oldest first
 
-  Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
+  Returns        a flat array, per job: id, deduplicated (1 repeat, 2 repeat by content, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
                  it is scheduled, else -1 (in flight or finished);
                  then per checked topic: its name, its cap (0 none, 1 reject, 2 dropOldest: the
@@ -169,21 +170,27 @@ end
 -- The call's own new jobs by id -> due time: a repeat within the call finds its job before it is scheduled.
 local made = {}
 
+-- The job id a key holds, and how it came to (1 its own job, 2 a job the content matched: "=<id>").
+local function heldId(value)
+  if string.sub(value, 1, 1) == "=" then return string.sub(value, 2), 2 end
+  return value, 1
+end
+
 -- Claims `key` for new job `id` (SET NX: the check and the claim in one command; only a repeat
 -- pays a GET, and the purge mark's or the live sets'): false when it is free (now the job's),
--- else the job holding it and that job's due time (-1 in flight; nil: read it).
+-- else the job holding it, that job's due time (-1 in flight; nil: read it) and how (heldId).
 local function claimKey(key, mode, ttl, id, k)
   if rcall("SET", key, id, "NX", "PX", ttl) then return false end
-  local existing = rcall("GET", key)
-  if made[existing] then return existing, made[existing] end
+  local existing, how = heldId(rcall("GET", key))
+  if made[existing] then return existing, made[existing], how end
   if mode == "f" then
     local live = liveDue(existing, k)
     if live ~= nil then
       rcall("PEXPIRE", key, math.max(tonumber(live) or now, now) - now + tonumber(window))
-      return existing, live or -1
+      return existing, live or -1, how
     end
   elseif not purgedSince(existing, KEYS[k + 2], k) then
-    return existing, nil
+    return existing, nil, how
   end
   rcall("SET", key, id, "PX", ttl)
   return false
@@ -216,8 +223,8 @@ local seenKeys = {}
 local function repeats(key, mode, k)
   if seenKeys[key] then return true end
   seenKeys[key] = true
-  local existing = rcall("GET", key)
-  return existing and holds(existing, mode, k)
+  local value = rcall("GET", key)
+  return value and holds(heldId(value), mode, k)
 end
 for i = 1, n do
   local a, k = 4 + ARGS * (i - 1), 3 + PER * (i - 1)
@@ -264,19 +271,20 @@ for i = 1, n do
   local k = 3 + PER * (i - 1)
   local dueKey, idemKey, purgeKey, recordKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local fdueKey = KEYS[k + 7]
-  local existing, existingDue = false, nil
+  local existing, existingDue, how = false, nil, 1
   local mode = keyMode(flags)
   local ttl = mode == "f" and tonumber(due) - now + tonumber(window) or window
-  if mode then existing, existingDue = claimKey(idemKey, mode, ttl, id, k) end
+  if mode then existing, existingDue, how = claimKey(idemKey, mode, ttl, id, k) end
   local contentTtl = not existing and contentWindow(flags, topic)
   if contentTtl then
     existing, existingDue = claimKey(KEYS[k + 11], "w", contentTtl, id, k)
+    how = 2
     -- The idempotency key this call claimed names the job the content matched: a retry gets that answer.
-    if existing and mode then rcall("SET", idemKey, existing, "PX", ttl) end
+    if existing and mode then rcall("SET", idemKey, "=" .. existing, "PX", ttl) end
   end
   if existing then
     out[#out + 1] = existing
-    out[#out + 1] = 1
+    out[#out + 1] = how
     -- The repeat's own due time would be a guess: the stored job's is the answer.
     out[#out + 1] = existingDue or rcall("ZSCORE", dueKey, existing) or rcall("ZSCORE", fdueKey, existing) or -1
   else

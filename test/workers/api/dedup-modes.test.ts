@@ -1,7 +1,10 @@
+import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import worker from "../../../app/worker.js";
+import { Delayline } from "../../../src/client/index.js";
 import type { Env } from "../../../src/env.js";
 import { sleep } from "../../../harness/util.js";
-import { call, isolatedEnv } from "./helpers.js";
+import { call, isolatedEnv, TOKEN } from "./helpers.js";
 
 // The three ways an enqueue is deduplicated, over HTTP: an idempotency key
 // held for its window (the default), one held until its job has finished,
@@ -175,12 +178,16 @@ describe("content dedup (a topic's contentDedupMs)", () => {
     expect(first.status).toBe(201);
     const same = await call(env, "/v1/jobs", { raw: body, headers });
     expect(same.status).toBe(200);
-    expect(same.body).toEqual({ id: first.body.id, topic: "c", dueAt: first.body.dueAt, deduplicated: true });
+    expect(same.body).toEqual({ id: first.body.id, topic: "c", dueAt: first.body.dueAt, deduplicated: true, deduplicatedBy: "content" });
     // Its own idempotency key (the client sends one with every enqueue) does not make it another job.
     const keyed = await call(env, "/v1/jobs", { raw: body, headers: { ...headers, "idempotency-key": "client-made" } });
-    expect(keyed.body).toMatchObject({ id: first.body.id, deduplicated: true });
+    expect(keyed.body).toMatchObject({ id: first.body.id, deduplicated: true, deduplicatedBy: "content" });
     // … and that key names the job now: its retry gets the same answer.
-    expect((await enqueue(env, { topic: "c", payload: "else", idempotencyKey: "client-made" })).body).toMatchObject({ id: first.body.id, deduplicated: true });
+    expect((await enqueue(env, { topic: "c", payload: "else", idempotencyKey: "client-made" })).body).toMatchObject({
+      id: first.body.id,
+      deduplicated: true,
+      deduplicatedBy: "content",
+    });
 
     const otherPayload = await enqueue(env, { topic: "c", payload: { order: 8, items: ["a", "b"] }, target, delay: "1h" });
     const otherTarget = await enqueue(env, { topic: "c", payload: { order: 7, items: ["a", "b"] }, target: { url: "https://example.com/other" }, delay: "1h" });
@@ -191,6 +198,29 @@ describe("content dedup (a topic's contentDedupMs)", () => {
     expect(new Set([first.body.id, otherPayload.body.id, otherTarget.body.id]).size).toBe(3);
     expect((await scheduledIds(env, "c")).sort()).toEqual([first.body.id, otherPayload.body.id, otherTarget.body.id].sort());
     expect(await stateOf(env, first.body.id)).toBe("scheduled");
+  });
+
+  it("the client, which gives every enqueue a key of its own, reports a repeat by content as deduplicated, and its own keys' jobs as new", async () => {
+    const env = isolatedEnv();
+    const dl = new Delayline({ baseUrl: "http://delayline.test", token: TOKEN, fetch: (r) => worker.fetch(r, env, createExecutionContext()) });
+    await dl.topics.configure("c", { mode: "pull", contentDedupMs: 60_000 });
+    const first = await dl.jobs.enqueue({ topic: "c", payload: { n: 1 } });
+    expect(first.deduplicated).toBe(false);
+    expect(await dl.jobs.enqueue({ topic: "c", payload: { n: 1 } })).toEqual({ ...first, deduplicated: true, deduplicatedBy: "content" });
+    expect((await dl.jobs.enqueue({ topic: "c", payload: { n: 2 } })).deduplicated).toBe(false);
+    const batch = await dl.jobs.enqueueBatch([
+      { topic: "c", payload: { n: 1 } },
+      { topic: "c", payload: { n: 3 } },
+    ]);
+    expect(batch.map((e) => [e.id === first.id, e.deduplicated])).toEqual([
+      [true, true],
+      [false, false],
+    ]);
+    const made = await dl.jobs.enqueue({ topic: "c", payload: "mine", idempotencyKey: "mine", idempotencyUntil: "finished" });
+    expect(await dl.jobs.enqueue({ topic: "c", payload: "mine", idempotencyKey: "mine", idempotencyUntil: "finished" })).toEqual({
+      ...made,
+      deduplicated: true,
+    });
   });
 
   it("in a batch, identical jobs are one; a topic without the setting keeps both", async () => {
@@ -209,7 +239,7 @@ describe("content dedup (a topic's contentDedupMs)", () => {
       },
     });
     const [a, b, c, p, q] = r.body.jobs;
-    expect(b).toEqual({ ...a, deduplicated: true });
+    expect(b).toEqual({ ...a, deduplicated: true, deduplicatedBy: "content" });
     expect(c.deduplicated).toBe(false);
     expect(c.id).not.toBe(a.id);
     expect([p.deduplicated, q.deduplicated]).toEqual([false, false]);
