@@ -215,10 +215,12 @@ end
 local capped, checked = readCapped(m, 6 + ARGS * n, 3 + PER * n)
 for _, t in ipairs(checked) do
   t.conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps", "contentDedupMs")
+  t.hasCap = t.conf[1] or t.conf[3] or t.conf[4] == "1"
   contentMs[t.topic] = tonumber(t.conf[5])
 end
 
--- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them).
+-- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them);
+-- a checked topic without a cap counts nothing, and reads no key for it.
 local seenKeys = {}
 local function repeats(key, mode, k)
   if seenKeys[key] then return true end
@@ -229,7 +231,7 @@ end
 for i = 1, n do
   local a, k = 4 + ARGS * (i - 1), 3 + PER * (i - 1)
   local t = capped[ARGV[a + 3]]
-  if t then
+  if t and t.hasCap then
     t.dueKey, t.doneKey, t.fdueKey = KEYS[k], KEYS[k + 5], KEYS[k + 7]
     local mode, flags = keyMode(ARGV[a + 4]), ARGV[a + 4]
     local new = not (mode and repeats(KEYS[k + 1], mode, k))

@@ -247,6 +247,23 @@ describe("content dedup (a topic's contentDedupMs)", () => {
     expect((await scheduledIds(env, "c")).sort()).toEqual([a.id, c.id].sort());
   });
 
+  it("on a full topic (maxLength), a repeat by content or of a live finished-mode key is answered, not refused: it adds no job", async () => {
+    const env = isolatedEnv();
+    await pullTopic(env, "full", { contentDedupMs: 60_000, maxLength: 2 });
+    const a = await enqueue(env, { topic: "full", payload: "a" });
+    const b = await enqueue(env, { topic: "full", payload: "b", idempotencyKey: "k", idempotencyUntil: "finished" });
+    expect((await enqueue(env, { topic: "full", payload: "a" })).body).toMatchObject({ id: a.body.id, deduplicated: true, deduplicatedBy: "content" });
+    expect((await enqueue(env, { topic: "full", payload: "other", idempotencyKey: "k", idempotencyUntil: "finished" })).body).toMatchObject({
+      id: b.body.id,
+      deduplicated: true,
+    });
+    expect((await enqueue(env, { topic: "full", payload: "c" })).status).toBe(429);
+    // Once the keyed job ended, its key's repeat (with content of its own) is a job the cap counts.
+    await call(env, `/v1/jobs/${b.body.id}`, { method: "DELETE" });
+    expect((await enqueue(env, { topic: "full", payload: "b2", idempotencyKey: "k", idempotencyUntil: "finished" })).status).toBe(201);
+    expect((await enqueue(env, { topic: "full", payload: "d", idempotencyKey: "k2", idempotencyUntil: "finished" })).status).toBe(429);
+  });
+
   it("past the window the same content is a new job", async () => {
     const env = isolatedEnv();
     await pullTopic(env, "c", { contentDedupMs: 1 });

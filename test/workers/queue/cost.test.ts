@@ -195,6 +195,50 @@ it("an upsert by job key, per path: a plain read of the pointer and one script c
   expect(await queue.topicStats("deb")).toMatchObject({ scheduled: M });
 });
 
+it("dedup modes, per path: an idempotency key held until its job finished, and a topic's content dedup", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 200;
+  const each = (work: (i: number) => Promise<unknown>) =>
+    meter(async () => {
+      for (let i = 0; i < M; i++) await work(i);
+    });
+  const finished = (topic: string, i: number) =>
+    queue.enqueue({ topic, payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, idempotencyKey: `order-${i}`, idempotencyUntil: "finished" });
+  const byContent = (i: number, idempotencyKey?: string) =>
+    queue.enqueue({ topic: "same", payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, ...(idempotencyKey ? { idempotencyKey } : {}) });
+  // Both topics registered (and their conf read) before, as a producer's steady enqueues find them.
+  await queue.enqueue({ topic: "fin", payload: 0 });
+  await queue.configureTopic("same", { contentDedupMs: 3_600_000 });
+  await queue.enqueue({ topic: "same", payload: 0 });
+  const paths = {
+    finishedNew: await each((i) => finished("fin", i)),
+    finishedLive: await each((i) => finished("fin", i)),
+    contentNew: await each((i) => byContent(i)),
+    contentRepeat: await each((i) => byContent(i)),
+    contentRepeatKeyed: await each((i) => byContent(i, `client-${i}`)),
+  };
+  // The finished-mode jobs cancelled: each key is left behind, and the next repeat makes a new job.
+  await queue.cancelWindow("fin", {});
+  const finishedEnded = await each((i) => finished("fin", i));
+  const all = { ...paths, finishedEnded };
+  for (const [name, m] of Object.entries(all)) {
+    report[`dedup_${name}_commands`] = m.commands / M;
+    expect(m.requests / M, name).toBe(1);
+  }
+  // EVALSHA, SET NX, SET record, ZADD due, ZADD index (a new job); EVALSHA, SET NX, GET, ZSCORE (the due set) and PEXPIRE (a
+  // repeat of a live job); with 3 ZSCOREs (due, fdue, lease) and the SET of the key, a new job (one whose job ended). Content:
+  // an HMGET of the conf, then its key as a window key: a repeat's GET, the purge mark's GET and the ZSCORE of its due time;
+  // beside a new idempotency key, its SET NX and its SET naming the job the content matched.
+  expect(all.finishedNew.commands / M).toBe(5);
+  expect(all.finishedLive.commands / M).toBe(5);
+  expect(all.finishedEnded.commands / M).toBe(10);
+  expect(all.contentNew.commands / M).toBe(6);
+  expect(all.contentRepeat.commands / M).toBe(6);
+  expect(all.contentRepeatKeyed.commands / M).toBe(8);
+  expect(await queue.topicStats("fin")).toMatchObject({ scheduled: M });
+  expect(await queue.topicStats("same")).toMatchObject({ scheduled: M + 1 });
+});
+
 it("each dead-letter operation on a topic of 100 letters: Redis commands and requests", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   await queue.enqueueBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "letters", payload: i })));
