@@ -53,7 +53,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   const seen = registrations(ctx.keys.prefix);
   // Every topic but those this isolate registered and found uncapped, without content dedup, within the window has its conf read.
   const checked = [...new Set(inputs.map((i) => i.topic))].filter((t) => seen.capOf(t, now) !== "none" || seen.contentDedupOf(t, now) !== 0);
-  const batch = planBatch(ctx, inputs, now, await contentKeys(ctx, inputs, new Set(checked)));
+  const batch = planBatch(ctx, inputs, now, await contentKeys(ctx, inputs, new Set(checked), now));
   const single = inputs.length === 1 ? inputs[0]! : undefined;
   if (single && single.idempotencyKey === undefined && checked.length === 0 && markedFor(ctx, single)) {
     // Before the write: the EVAL form counted is larger than the pipeline's request.
@@ -120,9 +120,8 @@ function initialDropWants(batch: PlannedBatch, dropping: string[], kindsOf: (top
  * the topic dedups by content. A job with an idempotency key gets one too:
  * the client gives every enqueue a key of its own.
  */
-async function contentKeys(ctx: QueueContext, inputs: EnqueueInput[], checked: Set<string>): Promise<Array<string | undefined>> {
+async function contentKeys(ctx: QueueContext, inputs: EnqueueInput[], checked: Set<string>, now: number): Promise<Array<string | undefined>> {
   const seen = registrations(ctx.keys.prefix);
-  const now = ctx.now();
   return Promise.all(
     inputs.map(async (input) =>
       input.contentDedup !== false && checked.has(input.topic) && seen.contentDedupOf(input.topic, now) !== 0

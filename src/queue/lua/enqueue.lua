@@ -7,10 +7,10 @@
   is later than the id's ULID time) and the job is gone: a purge frees its
   keys, without deleting them one by one. A key of mode "finished" (flag "f")
   holds only while its job lives — in its topic's due, fdue or lease set —
-  and is kept for the job's delay plus the window, that much again past the
-  job's due time (or now, in flight) whenever a repeat finds it alive; a job
-  it names that has ended (whatever its state) leaves the key free, and the
-  new job takes it. In a topic that dedups by content (its conf's
+  and expires after the job's delay plus the window; a repeat that finds the
+  job alive renews it to the window past the job's due time (or now, in
+  flight). A job it names that has ended (whatever its state) leaves the key
+  free, and the new job takes it. In a topic that dedups by content (its conf's
   contentDedupMs), a job with a content key (flag "c") that its idempotency
   key, if any, does not find repeated is a repeat of the job its content key
   names within the topic's window (the content key is then claimed as an
@@ -233,7 +233,8 @@ for i = 1, n do
   local t = capped[ARGV[a + 3]]
   if t and t.hasCap then
     t.dueKey, t.doneKey, t.fdueKey = KEYS[k], KEYS[k + 5], KEYS[k + 7]
-    local mode, flags = keyMode(ARGV[a + 4]), ARGV[a + 4]
+    local flags = ARGV[a + 4]
+    local mode = keyMode(flags)
     local new = not (mode and repeats(KEYS[k + 1], mode, k))
     if new and contentWindow(flags, ARGV[a + 3]) then new = not repeats(KEYS[k + 11], "w", k) end
     if new then noteAdding(t, ARGV[a + 5]) end
