@@ -20,9 +20,8 @@ export interface EnqueueInput {
   backoff?: Backoff;
   target?: Target;
   timeoutMs?: number;
-  /** A repeat of this key within the idempotency window returns the first job's id. */
+  /** A repeat of this key returns its job's id: within the idempotency window, or (`idempotencyUntil: "finished"`) while that job lives. */
   idempotencyKey?: string;
-  /** How long the key holds: `window` (default) or `finished`, while its job lives (see enqueue.lua). */
   idempotencyUntil?: "window" | "finished";
   /** Whether the topic's `contentDedupMs` applies. Default true; false for a dead letter moved into another topic. */
   contentDedup?: boolean;
@@ -45,7 +44,7 @@ export interface EnqueueResult {
 }
 
 /** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */
-export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey" | "idempotencyUntil"> {
+export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey" | "idempotencyUntil" | "contentDedup"> {
   /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
   jobKey: string;
   /**
