@@ -41,6 +41,23 @@ async function meter<T>(work: () => Promise<T>): Promise<{ commands: number; req
   return { commands: m.commands, requests: made, result: m.result };
 }
 
+/** Reports each path's Redis commands and requests per job (of `jobs`) under `name`, holding its requests to `requestsPerJob`; returns its commands per job. */
+function reportPaths(
+  name: string,
+  paths: Record<string, { commands: number; requests: number }>,
+  jobs: number,
+  requestsPerJob: number,
+): Record<string, number> {
+  const commands: Record<string, number> = {};
+  for (const [path, m] of Object.entries(paths)) {
+    commands[path] = m.commands / jobs;
+    report[`${name}_${path}_commands`] = commands[path];
+    report[`${name}_${path}_requests`] = m.requests / jobs;
+    expect(m.requests / jobs, path).toBe(requestsPerJob);
+  }
+  return commands;
+}
+
 const N = 10_000;
 const CHUNK = 100;
 
@@ -179,11 +196,7 @@ it("an upsert by job key, per path: a plain read of the pointer and one script c
   }
   const createdOverStale = await upsertAll("deb");
   const all = { ...paths, createdOverStale };
-  for (const [name, m] of Object.entries(all)) {
-    report[`upsert_${name}_commands`] = m.commands / M;
-    report[`upsert_${name}_requests`] = m.requests / M;
-    expect(m.requests / M, name).toBe(2);
-  }
+  reportPaths("upsert", all, M, 2);
   // GET, EVALSHA, the script's GET of the pointer, then: ZSCORE (ignored); HSET jobKeys, SET record, ZADD due, ZADD index, SET pointer
   // (created), with 2 ZSCOREs (due set, fdue) of the job left behind; ZSCORE, GET record, SET record, GET meta, ZADD due,
   // ZADD index (replaced); into a flow key, HSET shaped, ZADD fdue, ZADD fsched, ZADD fkidx and ZREM due for the ZADD due.
@@ -220,21 +233,12 @@ it("dedup modes, per path: an idempotency key held until its job finished, and a
   // The finished-mode jobs cancelled: each key is left behind, and the next repeat makes a new job.
   await queue.cancelWindow("fin", {});
   const finishedEnded = await each((i) => finished("fin", i));
-  const all = { ...paths, finishedEnded };
-  for (const [name, m] of Object.entries(all)) {
-    report[`dedup_${name}_commands`] = m.commands / M;
-    expect(m.requests / M, name).toBe(1);
-  }
+  const perJob = reportPaths("dedup", { ...paths, finishedEnded }, M, 1);
   // EVALSHA, SET NX, SET record, ZADD due, ZADD index (a new job); EVALSHA, SET NX, GET, ZSCORE (the due set) and PEXPIRE (a
   // repeat of a live job); with 3 ZSCOREs (due, fdue, lease) and the SET of the key, a new job (one whose job ended). Content:
   // an HMGET of the conf, then its key as a window key: a repeat's GET, the purge mark's GET and the ZSCORE of its due time;
   // beside a new idempotency key, its SET NX and its SET naming the job the content matched.
-  expect(all.finishedNew.commands / M).toBe(5);
-  expect(all.finishedLive.commands / M).toBe(5);
-  expect(all.finishedEnded.commands / M).toBe(10);
-  expect(all.contentNew.commands / M).toBe(6);
-  expect(all.contentRepeat.commands / M).toBe(6);
-  expect(all.contentRepeatKeyed.commands / M).toBe(8);
+  expect(perJob).toEqual({ finishedNew: 5, finishedLive: 5, finishedEnded: 10, contentNew: 6, contentRepeat: 6, contentRepeatKeyed: 8 });
   expect(await queue.topicStats("fin")).toMatchObject({ scheduled: M });
   expect(await queue.topicStats("same")).toMatchObject({ scheduled: M + 1 });
 });
