@@ -265,6 +265,9 @@ export const DEFAULT_DEAD_LETTER_CAP = 10_000;
 /** Default IDEMPOTENCY_WINDOW_MS: an idempotency key is remembered for 24 h, longer than any sender's retry schedule. */
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = DAY_MS;
 
+/** Longest content dedup window of a topic (contentDedupMs): a day. A topic's purge mark is kept at least this long (delete-topic.lua), so a purge frees its content keys too. */
+export const MAX_CONTENT_DEDUP_MS = DAY_MS;
+
 /** Default MAX_TOPICS: most topics that may exist, so a flood of names cannot grow the topic index without bound. */
 export const DEFAULT_MAX_TOPICS = 10_000;
 

@@ -69,6 +69,16 @@ export interface BulkCancelOutcome {
   ids?: string[];
 }
 
+/**
+ * The answer to a job whose idempotency key the client made: a repeat of
+ * that key is the caller's own retry, not an earlier job, unless it
+ * repeated an earlier job's content (a topic's contentDedupMs).
+ */
+function ownKeyAnswer(e: Enqueued): Enqueued {
+  if (e.deduplicatedBy === "content") return e;
+  return { ...e, deduplicated: false };
+}
+
 /** Jobs: `/v1/jobs`, a topic's `/v1/topics/:topic/jobs` and its pull consumers' `/v1/topics/:topic/claim`. */
 export class JobsResource {
   constructor(private readonly r: Requester) {}
@@ -86,7 +96,7 @@ export class JobsResource {
     const key = given ?? (this.r.generateKeys ? crypto.randomUUID() : undefined);
     if (key === undefined) return this.r.json("POST", "/v1/jobs", job, ONCE);
     const r = await this.r.json<Enqueued>("POST", "/v1/jobs", job, { headers: { "idempotency-key": key }, retry: true });
-    return given === undefined ? { ...r, deduplicated: false } : r;
+    return given === undefined ? ownKeyAnswer(r) : r;
   }
 
   /**
@@ -109,7 +119,7 @@ export class JobsResource {
     const keyed = jobs.map((j) => (j.idempotencyKey === undefined && this.r.generateKeys ? { ...j, idempotencyKey: crypto.randomUUID() } : j));
     const retry = keyed.every((j) => j.idempotencyKey !== undefined);
     const r = (await this.r.json<{ jobs: Enqueued[] }>("POST", "/v1/jobs/batch", { jobs: keyed }, { retry })).jobs;
-    return r.map((e, i) => (jobs[i]?.idempotencyKey === undefined ? { ...e, deduplicated: false } : e));
+    return r.map((e, i) => (jobs[i]?.idempotencyKey === undefined ? ownKeyAnswer(e) : e));
   }
 
   /** A job's state, payload and attempt history, or null when unknown or past its retention. */

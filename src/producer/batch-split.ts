@@ -3,7 +3,13 @@ import type { SplitBatch } from "../queue/shards.js";
 import { iso } from "./schema-parts.js";
 
 /** A job as the enqueue routes show it. */
-export const enqueuedView = (r: EnqueueResult) => ({ id: r.id, topic: r.topic, dueAt: r.dueAt === null ? null : iso(r.dueAt), deduplicated: r.deduplicated });
+export const enqueuedView = (r: EnqueueResult) => ({
+  id: r.id,
+  topic: r.topic,
+  dueAt: r.dueAt === null ? null : iso(r.dueAt),
+  deduplicated: r.deduplicated,
+  ...(r.deduplicatedBy === undefined ? {} : { deduplicatedBy: r.deduplicatedBy }),
+});
 
 /**
  * A batch whose topics live on several shards, some of whose parts were

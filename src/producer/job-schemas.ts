@@ -48,6 +48,16 @@ export const JobBody = z
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
     backoff: BackoffBody.optional(),
     idempotencyKey: KeyText.min(1).max(200).optional(),
+    idempotencyUntil: z
+      .enum(["window", "finished"])
+      .optional()
+      .openapi({
+        description:
+          "With an idempotency key (this field or the Idempotency-Key header), how long it holds: window (default), a repeat within the idempotency window (24 h by default) " +
+          "gets the first job, whatever became of it; finished, a repeat gets the first job while it is scheduled, waiting for a retry or in flight, and once it has ended " +
+          "(succeeded, dead, cancelled, dropped …) is a new job that takes the key. A finished key is kept for the job's delay plus the idempotency window, that much again " +
+          "past its due time whenever a repeat finds it alive; past that it is free",
+      }),
     target: TargetBody.optional(),
     timeoutMs: z.number().int().min(MIN_TIMEOUT_MS).max(MAX_TIMEOUT_MS).optional(),
     flowKey: FlowKey.optional(),
@@ -81,6 +91,10 @@ export const JobBody = z
     message: "onConflict and maxWait go with a jobKey",
     path: ["jobKey"],
   })
+  .refine((b) => b.jobKey === undefined || b.idempotencyUntil === undefined, {
+    message: "an upsert (jobKey) takes no idempotency key: a repeat lands on the key's job anyway",
+    path: ["idempotencyUntil"],
+  })
   .refine((b) => b.jobKey === undefined || b.idempotencyKey === undefined, {
     message: "give idempotencyKey or jobKey, not both: an upsert's repeat lands on its key's job anyway",
     path: ["idempotencyKey"],
@@ -95,6 +109,9 @@ export const BatchBody = z
   .superRefine((b, ctx) => {
     for (const [i, job] of b.jobs.entries()) {
       if (job.jobKey !== undefined) ctx.addIssue({ code: "custom", path: ["jobs", i, "jobKey"], message: "an upsert goes alone: POST /v1/jobs" });
+      if (job.idempotencyUntil !== undefined && job.idempotencyKey === undefined) {
+        ctx.addIssue({ code: "custom", path: ["jobs", i, "idempotencyUntil"], message: "goes with an idempotencyKey" });
+      }
     }
   })
   .openapi("BatchRequest");
@@ -107,8 +124,17 @@ export const EnqueueResponse = z
       description: "When the job is due. For a repeat of an idempotency key, the existing job's due time, or null once it is in flight or finished.",
     }),
     deduplicated: z.boolean().openapi({
-      description: "Whether this names a job stored before the request: a repeat of an idempotency key, or an upsert's replaced or ignored job",
+      description:
+        "Whether this names a job stored before the request: a repeat of an idempotency key (or of a job's content, in a topic with contentDedupMs), or an upsert's replaced or ignored job",
     }),
+    deduplicatedBy: z
+      .enum(["content"])
+      .optional()
+      .openapi({
+        description:
+          "content: the request repeated the content of a job enqueued within its topic's contentDedupMs (which the client reports as deduplicated even when it made the idempotency key). " +
+          "Absent for a repeat of an idempotency key and for a new job",
+      }),
     result: z.enum(["created", "replaced", "ignored"]).optional().openapi({
       description:
         "With jobKey (an upsert): created, a new job (the key was free, or its job in flight); replaced or ignored, the key's pending job, changed or left as it was",

@@ -47,11 +47,15 @@ function editedRecord(record: JobRecord, edits: ReplayEdits): Omit<JobRecord, "c
 
 const dueOf = (timing: Timing) => timing.dueAt + Math.floor(Math.random() * (timing.spreadMs ?? 0));
 
-/** The job a letter becomes in another topic: its record with the edits, keyed by the letter's id (no job key, schedule or key of its own). */
+/**
+ * The job a letter becomes in another topic: its record with the edits, keyed
+ * by the letter's id (no job key, schedule or key of its own), and never
+ * merged into another job by the topic's content dedup: a replay is asked for.
+ */
 function movedInput(letter: { id: string; record: JobRecord }, edits: ReplayEdits & { topic: string }, timing: Timing): EnqueueInput {
   const { payload, maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority } = editedRecord(letter.record, edits);
   const kept = Object.entries({ maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority }).filter(([, v]) => v !== undefined);
-  return { topic: edits.topic, payload, runAt: dueOf(timing), idempotencyKey: `replay:${letter.id}`, ...Object.fromEntries(kept) };
+  return { topic: edits.topic, payload, runAt: dueOf(timing), idempotencyKey: `replay:${letter.id}`, contentDedup: false, ...Object.fromEntries(kept) };
 }
 
 /**

@@ -8,6 +8,7 @@ import { OVERFLOW_POLICIES } from "../queue/topics.js";
 import {
   TOPIC_BUSIEST_KEYS,
   MAX_BURST,
+  MAX_CONTENT_DEDUP_MS,
   MAX_CONCURRENCY,
   MAX_FLOW_WEIGHT,
   MAX_PRIORITY_STEP_MS,
@@ -115,6 +116,18 @@ export const TopicSettingsBody = z
       description:
         "At maxLength or a flow key's maxKeyLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the oldest pending jobs, earliest due first — the topic's, or the key's — end in state dropped). null: reject",
     }),
+    contentDedupMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_CONTENT_DEDUP_MS)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "Content dedup: a job enqueued without an idempotency key that delivers what a job enqueued within this many ms does — the same topic, target (url, method, headers) " +
+          "and webhook headers, and the same payload as stored — is that job (200, deduplicated, its id). null: off",
+      }),
     weight: z
       .number()
       .int()
@@ -223,6 +236,7 @@ export const TopicView = z
       maxLength: z.number().optional(),
       maxKeyLength: z.number().optional(),
       overflow: z.enum(OVERFLOW_POLICIES),
+      contentDedupMs: z.number().optional(),
       weight: z.number(),
       maxAttempts: z.number(),
       backoff: BackoffOut,

@@ -39,8 +39,8 @@ export const Code = {
    * named another job than the caller read (nothing written: read it again).
    */
   Upsert: { Moved: 0, Created: 1, Replaced: 2, Ignored: 3 },
-  /** enqueue.lua: a job whose idempotency key was seen within the window (its first job's id is returned), or a new one. */
-  Repeat: { Repeat: 1, New: 0 },
+  /** enqueue.lua: a job whose idempotency key still holds (its job's id is returned), one whose content does (a topic's content dedup), or a new one. */
+  Repeat: { Repeat: 1, ContentRepeat: 2, New: 0 },
   /** lock-acquire.lua, lock-release.lua, peek.lua: the tick lock is (still) the caller's, or another loop's. */
   Lock: { Ours: 1, NotOurs: 0 },
   /** Listings and bounded steps (list-jobs, list-dead, cancel-jobs, purge-dead, replay-dead, schedules-due, peek): more may follow, or that was all. */

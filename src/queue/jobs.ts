@@ -1,5 +1,6 @@
 import { cutErrorText } from "../error-text.js";
 import { MAX_BATCH } from "./bounds.js";
+import { contentHash } from "./content-keys.js";
 import type { QueueContext } from "./context.js";
 import { type Candidates, cappedTopicPart, type DropWants, readCandidates } from "./enqueue-caps.js";
 import { FlowKeyFullError, TopicContendedError, TopicFullError, TopicLimitError } from "./errors.js";
@@ -50,9 +51,9 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   if (inputs.length > MAX_BATCH) throw new RangeError(`a batch holds at most ${MAX_BATCH} jobs`);
   const now = ctx.now();
   const seen = registrations(ctx.keys.prefix);
-  const batch = planBatch(ctx, inputs, now);
-  // Every topic but those this isolate registered and found uncapped within the window has its cap read.
-  const checked = [...new Set(batch.jobs.map((j) => j.topic))].filter((t) => seen.capOf(t, now) !== "none");
+  // Every topic but those this isolate registered and found uncapped, without content dedup, within the window has its conf read.
+  const checked = [...new Set(inputs.map((i) => i.topic))].filter((t) => seen.capOf(t, now) !== "none" || seen.contentDedupOf(t, now) !== 0);
+  const batch = planBatch(ctx, inputs, now, await contentKeys(ctx, inputs, new Set(checked), now));
   const single = inputs.length === 1 ? inputs[0]! : undefined;
   if (single && single.idempotencyKey === undefined && checked.length === 0 && markedFor(ctx, single)) {
     // Before the write: the EVAL form counted is larger than the pipeline's request.
@@ -66,7 +67,8 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
     (t) => seen.kindsOf(t, now),
   );
   const candidates = new Map<string, Candidates>();
-  const keyed = inputs.every((i) => i.idempotencyKey !== undefined);
+  // A finished-mode key is no guard against a repeat after its job ended, which a lost reply can precede.
+  const keyed = inputs.every((i) => i.idempotencyKey !== undefined && i.idempotencyUntil !== "finished");
   let reads = 0;
   for (let round = 1; ; round++) {
     if (wanted.size > 0) await readCandidates(ctx, wanted, reads++, candidates);
@@ -91,9 +93,9 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
       continue;
     }
     for (const input of inputs) noteMarks(ctx, input);
-    for (const { topic, cap, kinds } of reply.caps) {
-      if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap, kinds);
-      else seen.noteCap(topic, cap, kinds);
+    for (const { topic, cap, kinds, contentDedupMs } of reply.caps) {
+      if (batch.newTopics.has(topic)) seen.noteRegistered(topic, now, cap, kinds, contentDedupMs);
+      else seen.noteCap(topic, cap, kinds, contentDedupMs);
     }
     return batch.jobs.map((j, i) => ({ ...reply.jobs[i]!, topic: j.topic }));
   }
@@ -112,14 +114,31 @@ function initialDropWants(batch: PlannedBatch, dropping: string[], kindsOf: (top
   return wanted;
 }
 
+/**
+ * Each job's content key (undefined: none): for a job of a checked topic not
+ * known to be without content dedup, whose script call then reads whether
+ * the topic dedups by content. A job with an idempotency key gets one too:
+ * the client gives every enqueue a key of its own.
+ */
+async function contentKeys(ctx: QueueContext, inputs: EnqueueInput[], checked: Set<string>, now: number): Promise<Array<string | undefined>> {
+  const seen = registrations(ctx.keys.prefix);
+  return Promise.all(
+    inputs.map(async (input) =>
+      input.contentDedup !== false && checked.has(input.topic) && seen.contentDedupOf(input.topic, now) !== 0
+        ? ctx.keys.contentDedup(input.topic, await contentHash(input))
+        : undefined,
+    ),
+  );
+}
+
 /** The jobs' ids, records, keys and arguments (see enqueue.lua's header). */
-function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): PlannedBatch {
+function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number, contentKeyOf: Array<string | undefined>): PlannedBatch {
   const seen = registrations(ctx.keys.prefix);
   const keys = [ctx.keys.topics, ctx.keys.topicIndex];
   const args: Array<string | number> = [inputs.length, ctx.idempotencyWindowMs, ctx.maxTopics];
   const newTopics = new Set<string>();
   const jobs: PlannedJob[] = [];
-  for (const input of inputs) {
+  for (const [i, input] of inputs.entries()) {
     const id = newJobId(input.topic, now, ctx.shard);
     const dueAt = dueOf(input, now);
     const record = recordOf(input);
@@ -136,8 +155,10 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number): Plan
       t.flow.fsched,
       t.conf,
       t.flow.fkidx,
+      contentKeyOf[i] ?? t.due,
     );
-    let flags = input.idempotencyKey !== undefined ? "i" : "-";
+    let flags = input.idempotencyKey === undefined ? "-" : input.idempotencyUntil === "finished" ? "if" : "i";
+    if (contentKeyOf[i] !== undefined) flags += "c";
     if (isKeyed(input)) flags += "k";
     if (!seen.isRegistered(input.topic, now)) {
       flags += "r";

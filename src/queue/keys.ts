@@ -45,11 +45,17 @@
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:fkidx      ZSET   the flow keys' index: "<key>\n<due, 15 digits>\n<id>" -> 0, by lex: every job of a
  *                                   flow key scheduled or waiting (a key's count and its jobs in due order)
- *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
+ *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k ("=<id>": the job its request's content repeated);
+ *                                   expires after the window (mode "finished": after the job's delay plus the window,
+ *                                   renewed by a repeat finding it alive; free once the job is in none of due, fdue,
+ *                                   lease: enqueue.lua)
+ *   <p>:t:<topic>:cdup:<h>   STRING job id whose content hashes to h (content-keys.ts), in a topic with contentDedupMs;
+ *                                   expires after that window
  *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k (src/queue/lua/upsert.lua): checked against
  *                                   that job's state at each upsert, so a pointer its job left behind frees the key
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
- *                                   (enqueue.lua); expires after the idempotency window, as every such key has
+ *                                   (enqueue.lua); expires after the idempotency window or MAX_CONTENT_DEDUP_MS, the
+ *                                   longer, as every window and content key has (a "finished" key needs it not)
  *   <p>:sched:defs           HASH   schedule id -> definition JSON (as PUT gave it, normalized)
  *   <p>:sched:state          HASH   schedule id -> state JSON {rev, next, runs, lastRunAt, lastJobId, paused, …}
  *   <p>:sched:ids            ZSET   schedule id -> 0 (paging in id order)
@@ -166,6 +172,11 @@ export class Keys {
 
   idempotency(topic: string, key: string): string {
     return `${this.prefix}:t:${topic}:idem:${key}`;
+  }
+
+  /** The content key of a job whose content hashes to `hash` (content-keys.ts), in a topic that dedups by content. */
+  contentDedup(topic: string, hash: string): string {
+    return `${this.prefix}:t:${topic}:cdup:${hash}`;
   }
 
   /** The pointer of job key `key`: the id of the job an upsert stored under it (lua/upsert.lua). */

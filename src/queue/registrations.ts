@@ -15,10 +15,11 @@ export interface CapKinds {
 const NO_CAPS: CapKinds = { topic: false, keys: false };
 
 // Topics this isolate has registered already, when, and whether they had a
-// cap, per key prefix: only the first enqueue per topic (per
-// REGISTERED_TTL_MS) pays the registration and its cap check, which keeps a
-// single enqueue of an uncapped topic at three commands.
-const registered = new Map<string, Map<string, { at: number; cap: CapSeen; kinds: CapKinds }>>();
+// cap or deduplicated by content, per key prefix: only the first enqueue per
+// topic (per REGISTERED_TTL_MS) pays the registration and its checks, which
+// keeps a single enqueue of an uncapped topic at three commands.
+// contentDedupMs undefined: not yet learned (an upsert registered the topic).
+const registered = new Map<string, Map<string, { at: number; cap: CapSeen; kinds: CapKinds; contentDedupMs: number | undefined }>>();
 
 /** The topics this isolate registered under `prefix`: which it may trust still are, with their caps, and noting more. */
 export function registrations(prefix: string): {
@@ -27,9 +28,12 @@ export function registrations(prefix: string): {
   capOf(topic: string, now: number): CapSeen | undefined;
   /** Which caps the topic has, as last found, while its registration is trusted; none after. */
   kindsOf(topic: string, now: number): CapKinds;
-  noteRegistered(topic: string, now: number, cap: CapSeen, kinds?: CapKinds): void;
-  /** The cap a later enqueue found, the registration's time kept. */
-  noteCap(topic: string, cap: CapSeen, kinds?: CapKinds): void;
+  /** The topic's content dedup window as last found (0: none), while its registration is trusted; undefined after, or when not learned. */
+  contentDedupOf(topic: string, now: number): number | undefined;
+  /** A registration and what it found; without `contentDedupMs` (an upsert's), that stays to be learned. */
+  noteRegistered(topic: string, now: number, cap: CapSeen, kinds?: CapKinds, contentDedupMs?: number): void;
+  /** The cap a later enqueue found (and its content dedup window, when it read it), the registration's time kept. */
+  noteCap(topic: string, cap: CapSeen, kinds?: CapKinds, contentDedupMs?: number): void;
 } {
   let seen = registered.get(prefix);
   if (!seen) {
@@ -45,18 +49,20 @@ export function registrations(prefix: string): {
     isRegistered: (topic, now) => trusted(topic, now) !== undefined,
     capOf: (topic, now) => trusted(topic, now)?.cap,
     kindsOf: (topic, now) => trusted(topic, now)?.kinds ?? NO_CAPS,
-    noteRegistered: (topic, now, cap, kinds = NO_CAPS) => void topics.set(topic, { at: now, cap, kinds }),
-    noteCap: (topic, cap, kinds = NO_CAPS) => {
+    contentDedupOf: (topic, now) => trusted(topic, now)?.contentDedupMs,
+    noteRegistered: (topic, now, cap, kinds = NO_CAPS, contentDedupMs?: number) => void topics.set(topic, { at: now, cap, kinds, contentDedupMs }),
+    noteCap: (topic, cap, kinds = NO_CAPS, contentDedupMs?: number) => {
       const r = topics.get(topic);
       if (r) {
         r.cap = cap;
         r.kinds = kinds;
+        if (contentDedupMs !== undefined) r.contentDedupMs = contentDedupMs;
       }
     },
   };
 }
 
-/** Forgets a topic deleted, or whose cap was set, under `prefix`, so its next enqueue registers it again and reads its cap. */
+/** Forgets a topic deleted, or whose cap or content dedup was set, under `prefix`, so its next enqueue registers it again and reads its cap. */
 export function forgetRegistered(prefix: string, topic: string): void {
   registered.get(prefix)?.delete(topic);
 }

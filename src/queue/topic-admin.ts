@@ -9,7 +9,7 @@ import { forgetRegistered } from "./registrations.js";
 import { replies } from "./replies.js";
 import { decodeTopicConf, encodeTopicPatch, type TopicPatch, type TopicSecrets, type TopicSettings } from "./topics.js";
 import { flatHash, intReply, nullableString, vectorText } from "./types.js";
-import { MAX_TOPIC_PAGE_LIMIT } from "../limits.js";
+import { MAX_CONTENT_DEDUP_MS, MAX_TOPIC_PAGE_LIMIT } from "../limits.js";
 import type { DeleteTopicResult, SeriesPoint, TopicPage, TopicPageOptions, TopicStats } from "./views.js";
 
 // Topics as a whole: their registry, settings, deletion (with every job's
@@ -30,8 +30,10 @@ export async function configureTopic(ctx: QueueContext, topic: string, patch: To
     ),
   );
   if (result === "topic-limit") throw new TopicLimitError(await topicCount(ctx), ctx.maxTopics);
-  // This isolate's enqueues take the script again, which reads the cap, rather than the pipeline that skips it.
-  if (patch.maxLength !== undefined || patch.maxKeyLength !== undefined || patch.overflow !== undefined) forgetRegistered(ctx.keys.prefix, topic);
+  // This isolate's enqueues take the script again, which reads the cap and content dedup, rather than the pipeline that skips them.
+  if (patch.maxLength !== undefined || patch.maxKeyLength !== undefined || patch.overflow !== undefined || patch.contentDedupMs !== undefined) {
+    forgetRegistered(ctx.keys.prefix, topic);
+  }
 }
 
 export async function topicCount(ctx: QueueContext): Promise<number> {
@@ -63,7 +65,8 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
         lua.deleteTopic,
         // The index's batch names its jobs by their members (key, due time, id).
         [...keys, ...ctx.keys.jobPairs(batch.set === "fkidx" ? batch.ids.map(idOfIndexMember) : batch.ids)],
-        [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), ctx.idempotencyWindowMs, batch.set, ...batch.ids],
+        // The purge mark outlives every key it frees: idempotency keys and content keys alike.
+        [topic, options.purge ? "1" : "0", PURGE_BATCH, ctx.now(), Math.max(ctx.idempotencyWindowMs, MAX_CONTENT_DEDUP_MS), batch.set, ...batch.ids],
       ),
     );
     purged.scheduled += r.dropped;

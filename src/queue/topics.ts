@@ -38,6 +38,8 @@ export interface TopicSettings {
   maxKeyLength?: number;
   /** What an enqueue past maxLength or a key's maxKeyLength does. Default `reject`. */
   overflow: OverflowPolicy;
+  /** Content dedup: a job without an idempotency key that delivers what one enqueued within this many ms does (content-keys.ts) is that job; unset: off. */
+  contentDedupMs?: number;
   /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
   weight: number;
   /** Attempts before a job is dead. Default 5 (1–100). */
@@ -100,6 +102,7 @@ export interface TopicPatch {
   maxLength?: number | null;
   maxKeyLength?: number | null;
   overflow?: OverflowPolicy | null;
+  contentDedupMs?: number | null;
   weight?: number | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
@@ -122,6 +125,7 @@ const stored = z.object({
   maxLength: num.optional(),
   maxKeyLength: num.optional(),
   overflow: z.enum(OVERFLOW_POLICIES).optional(),
+  contentDedupMs: num.optional(),
   weight: num.optional(),
   maxAttempts: num.optional(),
   backoff: z
@@ -172,6 +176,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
   if (c.maxLength !== undefined) settings.maxLength = c.maxLength;
   if (c.maxKeyLength !== undefined) settings.maxKeyLength = c.maxKeyLength;
+  if (c.contentDedupMs !== undefined) settings.contentDedupMs = c.contentDedupMs;
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;

@@ -20,8 +20,11 @@ export interface EnqueueInput {
   backoff?: Backoff;
   target?: Target;
   timeoutMs?: number;
-  /** A repeat of this key within the idempotency window returns the first job's id. */
+  /** A repeat of this key returns its job's id: within the idempotency window, or (`idempotencyUntil: "finished"`) while that job lives. */
   idempotencyKey?: string;
+  idempotencyUntil?: "window" | "finished";
+  /** Whether the topic's `contentDedupMs` applies. Default true; false for a dead letter moved into another topic. */
+  contentDedup?: boolean;
   /** An ingested webhook's provider headers, kept in the record for its handler. */
   webhookHeaders?: Record<string, string>;
   /** The flow key whose turns and limits the job goes by (a tenant, a customer, a host); none: the topic's default lane. */
@@ -36,10 +39,12 @@ export interface EnqueueResult {
   /** When the job is due; for a repeat of an idempotency key, the existing job's, or null once it is in flight or finished. */
   dueAt: number | null;
   deduplicated: boolean;
+  /** `content`: a repeat of a job's content (its topic's `contentDedupMs`); absent for a repeat of an idempotency key, and a new job. */
+  deduplicatedBy?: "content";
 }
 
 /** A job stored under a job key ({@link Queue.upsert}): a new one, or a change to the key's pending job. */
-export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey"> {
+export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey" | "idempotencyUntil" | "contentDedup"> {
   /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
   jobKey: string;
   /**

@@ -8,7 +8,7 @@ import { Code } from "./codes.js";
 import { malformed } from "./malformed.js";
 import { intReply, numericReply } from "./types.js";
 
-const repeat = coded(Code.Repeat, { Repeat: true, New: false });
+const repeat = coded(Code.Repeat, { Repeat: "key", ContentRepeat: "content", New: "new" } as const);
 const overflow = coded(Code.Overflow, { None: "none", Reject: "reject", DropOldest: "dropOldest" } as const);
 const capKinds = coded(Code.Caps, {
   None: { topic: false, keys: false },
@@ -41,8 +41,9 @@ function flowKeyFullOf(reply: ReadonlyArray<unknown>) {
 }
 
 /**
- * enqueue.lua: per job its id, whether it repeats an idempotency key and its
- * due time, then each checked topic's cap and which caps it has; or the topic
+ * enqueue.lua: per job its id, whether it repeats an idempotency key (or a
+ * content key) and its due time, then each checked topic's cap, which caps it
+ * has and its content dedup window (0 none); or the topic
  * limit, a topic's or a flow key's cap refusing the call, or the topics and
  * keys whose oldest jobs to drop were not all among the candidates (how many
  * to read; key "" the topic's own). `n` jobs were sent.
@@ -58,12 +59,21 @@ function enqueueReply(raw: unknown, n: number) {
     for (let i = 1; i + 2 < reply.length; i += 3) short.push({ topic: String(reply[i]), flowKey: String(reply[i + 1]), count: intReply.parse(reply[i + 2]) });
     return { result: "few-candidates", short } as const;
   }
-  if (reply.length < 3 * n || (reply.length - 3 * n) % 3 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
-  const jobs: Array<{ id: string; deduplicated: boolean; dueAt: number | null }> = [];
-  for (let i = 0; i < 3 * n; i += 3) jobs.push({ id: String(reply[i]), deduplicated: repeat.parse(reply[i + 1]), dueAt: time.parse(reply[i + 2]) });
-  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest"; kinds: { topic: boolean; keys: boolean } }> = [];
-  for (let i = 3 * n; i + 2 < reply.length; i += 3)
-    caps.push({ topic: String(reply[i]), cap: overflow.parse(reply[i + 1]), kinds: capKinds.parse(reply[i + 2]) });
+  if (reply.length < 3 * n || (reply.length - 3 * n) % 4 !== 0) return malformed("enqueue", `the reply to ${n} jobs`, raw);
+  const jobs: Array<{ id: string; deduplicated: boolean; deduplicatedBy?: "content"; dueAt: number | null }> = [];
+  for (let i = 0; i < 3 * n; i += 3) {
+    const by = repeat.parse(reply[i + 1]);
+    jobs.push({ id: String(reply[i]), deduplicated: by !== "new", ...(by === "content" ? { deduplicatedBy: by } : {}), dueAt: time.parse(reply[i + 2]) });
+  }
+  const caps: Array<{ topic: string; cap: "none" | "reject" | "dropOldest"; kinds: { topic: boolean; keys: boolean }; contentDedupMs: number }> = [];
+  for (let i = 3 * n; i + 3 < reply.length; i += 4) {
+    caps.push({
+      topic: String(reply[i]),
+      cap: overflow.parse(reply[i + 1]),
+      kinds: capKinds.parse(reply[i + 2]),
+      contentDedupMs: intReply.parse(reply[i + 3]),
+    });
+  }
   return { result: "written", jobs, caps } as const;
 }
 

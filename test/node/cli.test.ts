@@ -244,6 +244,34 @@ it("a request the API refuses exits 1 with its detail and each field's rule", { 
   expect(noUrl.stderr).toMatch(/no Worker URL: set DELAYLINE_URL or pass --url/);
 });
 
+it("enqueue --idempotency-until finished: the live job for a repeat, a new job once it ended; topics set --content-dedup-ms: identical jobs are one", {
+  timeout: 60_000,
+}, async () => {
+  await json(["topics", "set", "cli-finished", "--mode", "pull"]);
+  const args = ["enqueue", "cli-finished", '"x"', "--idempotency-key", "order-1", "--idempotency-until", "finished"];
+  const first = await json(args);
+  expect(first.deduplicated).toBe(false);
+  expect(await json(args)).toEqual({ ...first, deduplicated: true });
+  expect((await cli(args)).stdout).toMatch(/deduplicated\s+yes/);
+  expect((await cli(["cancel", first.id])).code).toBe(0);
+  const next = await json(args);
+  expect(next.deduplicated).toBe(false);
+  expect(next.id).not.toBe(first.id);
+  expect((await dl.jobs.get(next.id))!.state).toBe("scheduled");
+  const bare = await cli(["enqueue", "cli-finished", "--idempotency-until", "finished"]);
+  expect(bare.code).not.toBe(0);
+  expect(bare.stderr).toContain("--idempotency-until goes with --idempotency-key");
+
+  const topic = await json(["topics", "set", "cli-content", "--mode", "pull", "--content-dedup-ms", "60000"]);
+  expect(topic.settings.contentDedupMs).toBe(60_000);
+  expect((await cli(["topics", "show", "cli-content"])).stdout).toMatch(/content dedup\s+within/);
+  const a = await json(["enqueue", "cli-content", '{"n":1}']);
+  expect(await json(["enqueue", "cli-content", '{"n":1}'])).toEqual({ ...a, deduplicated: true, deduplicatedBy: "content" });
+  const b = await json(["enqueue", "cli-content", '{"n":2}']);
+  expect(b.deduplicated).toBe(false);
+  expect((await dl.jobs.list("cli-content")).jobs.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+});
+
 it("jobs upsert: a new job, then the key's pending job replaced, kept due or left alone; get shows its key", { timeout: 60_000 }, async () => {
   const made = await json(["jobs", "upsert", "cli-upsert", "user-1", '{"n":1}', "--delay", "1h", "--max-wait", "2h"]);
   expect(made).toMatchObject({ topic: "cli-upsert", result: "created" });
@@ -368,6 +396,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       maxLength: { args: ["500"], shows: { maxLength: 500 } },
       maxKeyLength: { args: ["50"], shows: { maxKeyLength: 50 } },
       overflow: { args: ["dropOldest"], shows: { overflow: "dropOldest" } },
+      contentDedupMs: { args: ["60000"], shows: { contentDedupMs: 60_000 } },
       weight: { args: ["4"], shows: { weight: 4 } },
       maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },
       timeoutMs: { args: ["4321"], shows: { timeoutMs: 4321 } },
@@ -422,6 +451,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
       hasPreviousSigningSecrets: false,
     });
     expect(cleared.settings).not.toHaveProperty("maxLength");
+    expect(cleared.settings).not.toHaveProperty("contentDedupMs");
     expect(cleared.settings).not.toHaveProperty("url");
     expect(cleared.settings).not.toHaveProperty("ratePerSec");
     expect(cleared.settings).not.toHaveProperty("flow");

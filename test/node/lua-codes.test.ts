@@ -50,7 +50,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   },
   { script: "enqueue", map: "Overflow", says: "its cap ($None none, $Reject reject, $DropOldest dropOldest: the overflow of its caps)" },
   { script: "enqueue", map: "Caps", says: "which caps it has ($None none, $Topic maxLength, $Keys key caps, $Both both)" },
-  { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $New new)" },
+  { script: "enqueue", map: "Repeat", says: "deduplicated ($Repeat repeat, $ContentRepeat repeat by content, $New new)" },
   { script: "enqueue", map: "Time", says: "for a repeat, the existing job's while it is scheduled, else $None (in flight or finished)" },
   { script: "upsert", map: "Upsert", says: "{ $Created created, id, due ms }" },
   {

@@ -4,7 +4,7 @@
  * life (enqueue, batch, upsert, claim, settle, nack, cancel, reschedule, a pull lease's extension; by flow key too), dead
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
  * capped topics (an enqueue refused at the cap, one that drops the oldest;
- * the same for flow keys' caps),
+ * the same for flow keys' caps), dedup modes (a finished-mode key, content keys),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
@@ -73,7 +73,16 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.enqueueBatch([{ topic: "o", payload: 2 }]);
   await queue.configureTopic("p", { mode: "pull" });
   await queue.enqueue({ topic: "p", payload: "pulled" });
+  // Dedup modes: a finished-mode key repeated while its job lives (due set, then in flight) and once it has ended; content keys, on a capped topic too.
+  await queue.enqueue({ topic: "p", payload: "once", idempotencyKey: "fin", idempotencyUntil: "finished" });
+  await queue.enqueue({ topic: "p", payload: "once", idempotencyKey: "fin", idempotencyUntil: "finished" });
+  await queue.configureTopic("cd", { contentDedupMs: 60_000, maxLength: 10 });
+  await queue.enqueueBatch([1, 1, 2].map((payload) => ({ topic: "cd", payload })));
+  await queue.enqueue({ topic: "cd", payload: 1, idempotencyKey: "cd1" });
   const pulled = await queue.claim("p", { max: 5, leaseMs: 30_000, mode: "pull", now: now + 1_000 });
+  await queue.enqueue({ topic: "p", payload: "once", idempotencyKey: "fin", idempotencyUntil: "finished" });
+  for (const j of pulled.jobs) if (j.record.payload === "once") await queue.ack(j.id, j.attempt);
+  await queue.enqueue({ topic: "p", payload: "once", idempotencyKey: "fin", idempotencyUntil: "finished" });
   // A pull consumer's lease extension, and one of a job never claimed (no meta: its record is looked for).
   for (const j of pulled.jobs) await queue.extend(j.id, j.attempt, 60_000);
   await queue.extend(jobs[5]!.id, 1, 60_000);

@@ -41,6 +41,12 @@ function jobOptions(command: Command): Command {
 function enqueueCommand(program: Command, io: Io): void {
   jobOptions(program.command("enqueue").description("enqueue one job").argument("<topic>", "the job's topic"))
     .option("--idempotency-key <key>", "a repeat of this key within the window returns the first job")
+    .addOption(
+      new Option(
+        "--idempotency-until <until>",
+        "how long the key holds: its window (default), or until its job has finished (succeeded, dead, cancelled)",
+      ).choices(["window", "finished"]),
+    )
     .action(
       action(io, async (ctx, topic: string, payload: unknown, o: Record<string, unknown>) => {
         const r = await ctx.client().jobs.enqueue(await jobOf(ctx.io, topic, payload, o));
@@ -49,7 +55,7 @@ function enqueueCommand(program: Command, io: Io): void {
             ["id", r.id],
             ["topic", r.topic],
             ["due", when(r.dueAt)],
-            ["deduplicated", r.deduplicated ? "yes (an earlier job with this key)" : "no"],
+            ["deduplicated", r.deduplicated ? "yes (an earlier job with this key or content)" : "no"],
           ]),
         );
       }),
@@ -102,6 +108,10 @@ async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, 
   if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
   if (o.target !== undefined) job.target = { url: o.target as string };
   if (o.idempotencyKey !== undefined) job.idempotencyKey = o.idempotencyKey as string;
+  if (o.idempotencyUntil !== undefined) {
+    if (o.idempotencyKey === undefined) throw new UsageError("--idempotency-until goes with --idempotency-key");
+    job.idempotencyUntil = o.idempotencyUntil as "window" | "finished";
+  }
   if (o.flowKey !== undefined) job.flowKey = o.flowKey as string;
   if (o.priority !== undefined) job.priority = o.priority as number;
   return job;

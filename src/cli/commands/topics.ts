@@ -1,7 +1,17 @@
 /** `delayline topics list | show | set | pause | resume | delete` (a topic's flow keys: `flow-keys`). */
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
-import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MAX_WEIGHT, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import {
+  MAX_BURST,
+  MAX_CONCURRENCY,
+  MAX_CONTENT_DEDUP_MS,
+  MAX_MAX_ATTEMPTS,
+  MAX_MAX_LENGTH,
+  MAX_TIMEOUT_MS,
+  MAX_WEIGHT,
+  MIN_MAX_ATTEMPTS,
+  MIN_TIMEOUT_MS,
+} from "../../limits.js";
 import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 import { flowText } from "./flow-keys.js";
@@ -14,6 +24,7 @@ const SETTINGS = [
   "maxLength",
   "maxKeyLength",
   "overflow",
+  "contentDedupMs",
   "weight",
   "maxAttempts",
   "backoff",
@@ -97,6 +108,11 @@ function setCommand(topics: Command, io: Io): void {
         "dropOldest",
       ]),
     )
+    .option(
+      "--content-dedup-ms <ms>",
+      "content dedup: a job without an idempotency key that delivers what one enqueued within this window does (topic, target, payload) is that job",
+      wholeNumber(1, MAX_CONTENT_DEDUP_MS),
+    )
     .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
@@ -158,6 +174,7 @@ function renderTopic(t: Topic): string {
     ["concurrency", s.concurrency ?? "unlimited"],
     ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
     ["max key length", s.maxKeyLength === undefined ? "unlimited" : `${s.maxKeyLength} pending a flow key, overflow ${s.overflow}`],
+    ["content dedup", s.contentDedupMs === undefined ? "off" : `within ${duration(s.contentDedupMs)}`],
     ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],

@@ -52,6 +52,7 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   if (body.target !== undefined) input.target = body.target;
   if (body.timeoutMs !== undefined) input.timeoutMs = body.timeoutMs;
   if (body.idempotencyKey !== undefined) input.idempotencyKey = body.idempotencyKey;
+  if (body.idempotencyUntil !== undefined) input.idempotencyUntil = body.idempotencyUntil;
   if (body.flowKey !== undefined) input.flowKey = body.flowKey;
   if (body.priority !== undefined) input.priority = body.priority;
   return input;
@@ -118,6 +119,9 @@ jobs
     const input = toInput(body, c.get("settings"));
 
     if (input.idempotencyKey === undefined && header !== undefined) input.idempotencyKey = header;
+    if (input.idempotencyUntil !== undefined && input.idempotencyKey === undefined) {
+      throw invalid("body", [{ path: "idempotencyUntil", message: "goes with an idempotency key (idempotencyKey or the Idempotency-Key header)" }]);
+    }
     const r = await c.get("shards").enqueue(input);
     if (!r.deduplicated) await wakeSoonJobs(c, [r]);
     return c.json(enqueuedView(r), r.deduplicated ? 200 : 201);

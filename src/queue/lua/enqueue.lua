@@ -5,7 +5,18 @@
   again; its existing id is returned instead — unless the topic was purged
   since that job was made (the topic's purge mark, written by delete-topic.lua,
   is later than the id's ULID time) and the job is gone: a purge frees its
-  keys, without deleting them one by one. Each topic's earliest new due
+  keys, without deleting them one by one. A key of mode "finished" (flag "f")
+  holds only while its job lives — in its topic's due, fdue or lease set —
+  and expires after the job's delay plus the window; a repeat that finds the
+  job alive renews it to the window past the job's due time (or now, in
+  flight). A job it names that has ended (whatever its state) leaves the key
+  free, and the new job takes it. In a topic that dedups by content (its conf's
+  contentDedupMs), a job with a content key (flag "c") that its idempotency
+  key, if any, does not find repeated is a repeat of the job its content key
+  names within the topic's window (the content key is then claimed as an
+  idempotency key of mode window is), and its idempotency key then names that
+  job too, marked "=<id>", so a retry gets the same answer: a repeat by
+  content. Each topic's earliest new due
   time lowers its score in the topic index (lib/index.lua). Topics flagged
   "r" are registered; when that would take the registry past its cap,
   nothing is written. A keyed job (flag "k": a flow key, a priority, or
@@ -42,7 +53,7 @@
 
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
-  then for job i (i = 1..n), eleven keys from KEYS[3 + 11(i-1)]:
+  then for job i (i = 1..n), twelve keys from KEYS[3 + 12(i-1)]:
                  due zset of its topic,
                  its idempotency key, or the due key again when the job has none,
                  purge mark of its topic: string, ms of its last purge (read only on a repeat),
@@ -52,9 +63,10 @@
                  takes the jobs a dropOldest topic drops),
                  fdue and fsched of its topic (keyed jobs, lib/flow.lua; fdue is one of the five sets),
                  its topic's conf hash,
-                 its topic's fkidx (the flow keys' index, lib/flow.lua: a job with a flow key joins it)
-  then for capped topic c (c = 1..m, see ARGV), from KEYS[3 + 11n] on:
-                 its conf hash (maxLength, overflow, maxKeyLength, keyCaps), its metrics hash ("dropped"
+                 its topic's fkidx (the flow keys' index, lib/flow.lua: a job with a flow key joins it),
+                 its content key (flag "c"), or the due key again
+  then for checked topic c (c = 1..m, see ARGV), from KEYS[3 + 12n] on:
+                 its conf hash (maxLength, overflow, maxKeyLength, keyCaps, contentDedupMs), its metrics hash ("dropped"
                  counter), its fkidx, its fkeys (each key's own maxKeyLength),
                  then the meta key and the record key of each of its kc candidates (a record is read
                  only for a keyed job dropped before its first claim: its flow key, to leave the index),
@@ -65,7 +77,8 @@
   ARGV[3]        most topics the registry may hold
   then for job i, seven values from ARGV[4 + 7(i-1)]:
                  id, due time (epoch ms), record JSON, topic,
-                 flags: "i" has an idempotency key, "r" register the topic, "k" keyed,
+                 flags: "i" has an idempotency key ("f" too: of mode "finished"), "c" has a content key
+                 (its topic is checked: see below), "r" register the topic, "k" keyed,
                  its flow key ("" none), its priority (0-9)
   ARGV[4 + 7n]   now, epoch ms (a dropped job's finished time)
   ARGV[5 + 7n]   m, the number of topics whose cap is checked
@@ -75,11 +88,12 @@
                  then g, the number of key groups, and per group: its flow key, kg, then kg
                  candidates: the key's oldest index members ("<key>\n<due>\n<id>"), oldest first
 
-  Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
+  Returns        a flat array, per job: id, deduplicated (1 repeat, 2 repeat by content, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
                  it is scheduled, else -1 (in flight or finished);
                  then per checked topic: its name, its cap (0 none, 1 reject, 2 dropOldest: the
-                 overflow of its caps) and which caps it has (0 none, 1 maxLength, 2 key caps, 3 both);
+                 overflow of its caps), which caps it has (0 none, 1 maxLength, 2 key caps, 3 both)
+                 and its content dedup window, ms (0 none);
                  or { -1, topics registered, the cap } when new topics would pass the cap;
                  or { -2, topic, its pending jobs, its maxLength, jobs the call adds to it }
                  when a topic's cap refuses the call;
@@ -96,9 +110,10 @@
 -- @include caps
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
-local PER, ARGS = 11, 7
+local PER, ARGS = 12, 7
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nowText, m = ARGV[4 + ARGS * n], tonumber(ARGV[5 + ARGS * n])
+local now = tonumber(nowText)
 
 -- The ms a job id's ULID (its last 26 characters; the first 10 are the time) was made at, or nil.
 local CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -125,6 +140,62 @@ local function purgedSince(existing, purgeKey, k)
   return true
 end
 
+-- A finished-mode key's job while it lives (in its topic's due, fdue or lease set, from KEYS[k…]):
+-- its due time, or false in flight; nil once it has ended, whatever its state.
+local function liveDue(existing, k)
+  local due = rcall("ZSCORE", KEYS[k], existing) or rcall("ZSCORE", KEYS[k + 7], existing)
+  if due then return due end
+  if rcall("ZSCORE", KEYS[k + 4], existing) then return false end
+  return nil
+end
+
+-- How job i's idempotency key holds: "w" for the window, "f" while its job lives; nil: it has none.
+local function keyMode(flags)
+  if not string.find(flags, "i", 1, true) then return nil end
+  return string.find(flags, "f", 1, true) and "f" or "w"
+end
+
+-- The content dedup window (ms) of job i's topic when the job has a content key; else nil.
+local contentMs = {}
+local function contentWindow(flags, topic)
+  return string.find(flags, "c", 1, true) and contentMs[topic] or nil
+end
+
+-- Whether a key's existing job still holds it, for a key of `mode`.
+local function holds(existing, mode, k)
+  if mode == "f" then return liveDue(existing, k) ~= nil end
+  return not purgedSince(existing, KEYS[k + 2], k)
+end
+
+-- The call's own new jobs by id -> due time: a repeat within the call finds its job before it is scheduled.
+local made = {}
+
+-- The job id a key holds, and how it came to (1 its own job, 2 a job the content matched: "=<id>").
+local function heldId(value)
+  if string.sub(value, 1, 1) == "=" then return string.sub(value, 2), 2 end
+  return value, 1
+end
+
+-- Claims `key` for new job `id` (SET NX: the check and the claim in one command; only a repeat
+-- pays a GET, and the purge mark's or the live sets'): false when it is free (now the job's),
+-- else the job holding it, that job's due time (-1 in flight; nil: read it) and how (heldId).
+local function claimKey(key, mode, ttl, id, k)
+  if rcall("SET", key, id, "NX", "PX", ttl) then return false end
+  local existing, how = heldId(rcall("GET", key))
+  if made[existing] then return existing, made[existing], how end
+  if mode == "f" then
+    local live = liveDue(existing, k)
+    if live ~= nil then
+      rcall("PEXPIRE", key, math.max(tonumber(live) or now, now) - now + tonumber(window))
+      return existing, live or -1, how
+    end
+  elseif not purgedSince(existing, KEYS[k + 2], k) then
+    return existing, nil, how
+  end
+  rcall("SET", key, id, "PX", ttl)
+  return false
+end
+
 -- The registry's cap is checked before anything is written: a batch is all or nothing.
 local register, newTopics = {}, 0
 for i = 1, n do
@@ -142,25 +213,30 @@ end
 
 -- The capped topics the caller names: their keys and candidates (lib/caps.lua).
 local capped, checked = readCapped(m, 6 + ARGS * n, 3 + PER * n)
+for _, t in ipairs(checked) do
+  t.conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps", "contentDedupMs")
+  t.hasCap = t.conf[1] or t.conf[3] or t.conf[4] == "1"
+  contentMs[t.topic] = tonumber(t.conf[5])
+end
 
--- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them).
+-- What the call adds to each capped topic: its jobs but repeats (as the writes below will find them);
+-- a checked topic without a cap counts nothing, and reads no key for it.
 local seenKeys = {}
+local function repeats(key, mode, k)
+  if seenKeys[key] then return true end
+  seenKeys[key] = true
+  local value = rcall("GET", key)
+  return value and holds(heldId(value), mode, k)
+end
 for i = 1, n do
   local a, k = 4 + ARGS * (i - 1), 3 + PER * (i - 1)
   local t = capped[ARGV[a + 3]]
-  if t then
+  if t and t.hasCap then
     t.dueKey, t.doneKey, t.fdueKey = KEYS[k], KEYS[k + 5], KEYS[k + 7]
-    local new = true
-    if string.find(ARGV[a + 4], "i", 1, true) then
-      local idemKey = KEYS[k + 1]
-      if seenKeys[idemKey] then
-        new = false
-      else
-        seenKeys[idemKey] = true
-        local existing = rcall("GET", idemKey)
-        if existing and not purgedSince(existing, KEYS[k + 2], k) then new = false end
-      end
-    end
+    local flags = ARGV[a + 4]
+    local mode = keyMode(flags)
+    local new = not (mode and repeats(KEYS[k + 1], mode, k))
+    if new and contentWindow(flags, ARGV[a + 3]) then new = not repeats(KEYS[k + 11], "w", k) end
     if new then noteAdding(t, ARGV[a + 5]) end
   end
 end
@@ -168,7 +244,7 @@ end
 -- Each topic's caps are checked before anything is written: a call is all or nothing.
 local short = {}
 for _, t in ipairs(checked) do
-  local conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps")
+  local conf = t.conf
   local cap, keyCap = tonumber(conf[1]), tonumber(conf[3])
   local keyCapped = keyCap ~= nil or conf[4] == "1"
   -- No overflow set reads as "reject", as src/queue/topics.ts reads it.
@@ -198,23 +274,24 @@ for i = 1, n do
   local k = 3 + PER * (i - 1)
   local dueKey, idemKey, purgeKey, recordKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local fdueKey = KEYS[k + 7]
-  local existing = false
-  if string.find(flags, "i", 1, true) then
-    -- SET NX is the check and the claim in one command; only a repeat pays a GET (and the purge mark's).
-    if not rcall("SET", idemKey, id, "NX", "PX", window) then
-      existing = rcall("GET", idemKey)
-      if existing and purgedSince(existing, purgeKey, k) then
-        rcall("SET", idemKey, id, "PX", window)
-        existing = false
-      end
-    end
+  local existing, existingDue, how = false, nil, 1
+  local mode = keyMode(flags)
+  local ttl = mode == "f" and tonumber(due) - now + tonumber(window) or window
+  if mode then existing, existingDue, how = claimKey(idemKey, mode, ttl, id, k) end
+  local contentTtl = not existing and contentWindow(flags, topic)
+  if contentTtl then
+    existing, existingDue = claimKey(KEYS[k + 11], "w", contentTtl, id, k)
+    how = 2
+    -- The idempotency key this call claimed names the job the content matched: a retry gets that answer.
+    if existing and mode then rcall("SET", idemKey, "=" .. existing, "PX", ttl) end
   end
   if existing then
     out[#out + 1] = existing
-    out[#out + 1] = 1
+    out[#out + 1] = how
     -- The repeat's own due time would be a guess: the stored job's is the answer.
-    out[#out + 1] = rcall("ZSCORE", dueKey, existing) or rcall("ZSCORE", fdueKey, existing) or -1
+    out[#out + 1] = existingDue or rcall("ZSCORE", dueKey, existing) or rcall("ZSCORE", fdueKey, existing) or -1
   else
+    made[id] = due
     records[#records + 1] = recordKey
     records[#records + 1] = record
     -- A keyed job is indexed under its topic's due key all the same: the index learns the earliest of both.
@@ -270,11 +347,11 @@ for topic in pairs(register) do topics[#topics + 1] = topic end
 if #topics > 0 then rcall("SADD", topicsKey, unpack(topics)) end
 
 -- The drops, once the new jobs are stored (lib/caps.lua).
-local now = tonumber(nowText)
 for _, t in ipairs(checked) do
   writeDrops(t, nowText, now)
   out[#out + 1] = t.topic
   out[#out + 1] = t.capCode
   out[#out + 1] = t.kinds
+  out[#out + 1] = contentMs[t.topic] or 0
 end
 return out

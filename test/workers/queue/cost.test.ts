@@ -41,6 +41,23 @@ async function meter<T>(work: () => Promise<T>): Promise<{ commands: number; req
   return { commands: m.commands, requests: made, result: m.result };
 }
 
+/** Reports each path's Redis commands and requests per job (of `jobs`) under `name`, holding its requests to `requestsPerJob`; returns its commands per job. */
+function reportPaths(
+  name: string,
+  paths: Record<string, { commands: number; requests: number }>,
+  jobs: number,
+  requestsPerJob: number,
+): Record<string, number> {
+  const commands: Record<string, number> = {};
+  for (const [path, m] of Object.entries(paths)) {
+    commands[path] = m.commands / jobs;
+    report[`${name}_${path}_commands`] = commands[path];
+    report[`${name}_${path}_requests`] = m.requests / jobs;
+    expect(m.requests / jobs, path).toBe(requestsPerJob);
+  }
+  return commands;
+}
+
 const N = 10_000;
 const CHUNK = 100;
 
@@ -179,11 +196,7 @@ it("an upsert by job key, per path: a plain read of the pointer and one script c
   }
   const createdOverStale = await upsertAll("deb");
   const all = { ...paths, createdOverStale };
-  for (const [name, m] of Object.entries(all)) {
-    report[`upsert_${name}_commands`] = m.commands / M;
-    report[`upsert_${name}_requests`] = m.requests / M;
-    expect(m.requests / M, name).toBe(2);
-  }
+  reportPaths("upsert", all, M, 2);
   // GET, EVALSHA, the script's GET of the pointer, then: ZSCORE (ignored); HSET jobKeys, SET record, ZADD due, ZADD index, SET pointer
   // (created), with 2 ZSCOREs (due set, fdue) of the job left behind; ZSCORE, GET record, SET record, GET meta, ZADD due,
   // ZADD index (replaced); into a flow key, HSET shaped, ZADD fdue, ZADD fsched, ZADD fkidx and ZREM due for the ZADD due.
@@ -193,6 +206,41 @@ it("an upsert by job key, per path: a plain read of the pointer and one script c
   expect(all.replaced.commands / M).toBe(9);
   expect(all.replacedKeyed.commands / M).toBe(13);
   expect(await queue.topicStats("deb")).toMatchObject({ scheduled: M });
+});
+
+it("dedup modes, per path: an idempotency key held until its job finished, and a topic's content dedup", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 200;
+  const each = (work: (i: number) => Promise<unknown>) =>
+    meter(async () => {
+      for (let i = 0; i < M; i++) await work(i);
+    });
+  const finished = (topic: string, i: number) =>
+    queue.enqueue({ topic, payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, idempotencyKey: `order-${i}`, idempotencyUntil: "finished" });
+  const byContent = (i: number, idempotencyKey?: string) =>
+    queue.enqueue({ topic: "same", payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, ...(idempotencyKey ? { idempotencyKey } : {}) });
+  // Both topics registered (and their conf read) before, as a producer's steady enqueues find them.
+  await queue.enqueue({ topic: "fin", payload: 0 });
+  await queue.configureTopic("same", { contentDedupMs: 3_600_000 });
+  await queue.enqueue({ topic: "same", payload: 0 });
+  const paths = {
+    finishedNew: await each((i) => finished("fin", i)),
+    finishedLive: await each((i) => finished("fin", i)),
+    contentNew: await each((i) => byContent(i)),
+    contentRepeat: await each((i) => byContent(i)),
+    contentRepeatKeyed: await each((i) => byContent(i, `client-${i}`)),
+  };
+  // The finished-mode jobs cancelled: each key is left behind, and the next repeat makes a new job.
+  await queue.cancelWindow("fin", {});
+  const finishedEnded = await each((i) => finished("fin", i));
+  const perJob = reportPaths("dedup", { ...paths, finishedEnded }, M, 1);
+  // EVALSHA, SET NX, SET record, ZADD due, ZADD index (a new job); EVALSHA, SET NX, GET, ZSCORE (the due set) and PEXPIRE (a
+  // repeat of a live job); with 3 ZSCOREs (due, fdue, lease) and the SET of the key, a new job (one whose job ended). Content:
+  // an HMGET of the conf, then its key as a window key: a repeat's GET, the purge mark's GET and the ZSCORE of its due time;
+  // beside a new idempotency key, its SET NX and its SET naming the job the content matched.
+  expect(perJob).toEqual({ finishedNew: 5, finishedLive: 5, finishedEnded: 10, contentNew: 6, contentRepeat: 6, contentRepeatKeyed: 8 });
+  expect(await queue.topicStats("fin")).toMatchObject({ scheduled: M });
+  expect(await queue.topicStats("same")).toMatchObject({ scheduled: M + 1 });
 });
 
 it("each dead-letter operation on a topic of 100 letters: Redis commands and requests", { timeout: 120_000 }, async () => {
