@@ -84,7 +84,9 @@ afterAll(async () => {
   await new Promise((r) => receiver?.close(() => r(undefined)));
 });
 
-it("the dashboard shows live data, draws every chart, replaying a dead job lowers the dead count, and replay all and purge preview their dry run", { timeout: 90_000 }, async () => {
+it("the dashboard shows live data, draws every chart, replaying a dead job lowers the dead count, and replay all and purge preview their dry run", {
+  timeout: 90_000,
+}, async () => {
   const browser = await launchChromium();
   try {
     const { page, problems } = await watchedPage(browser, 1000);

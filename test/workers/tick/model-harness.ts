@@ -43,7 +43,17 @@ import type { FlowKeySettings } from "../../../src/queue/flow-keys.js";
 import { topicOfJobId } from "../../../src/queue/ids.js";
 import type { FlowKeys } from "../../../src/queue/keys.js";
 import type { TickLock } from "../../../src/queue/lock.js";
-import { Queue, type ClaimResult, type EnqueueInput, type EnqueueResult, type JobSnapshot, type Outcome, type TickLook, type UpsertInput, type UpsertResult } from "../../../src/queue/queue.js";
+import {
+  Queue,
+  type ClaimResult,
+  type EnqueueInput,
+  type EnqueueResult,
+  type JobSnapshot,
+  type Outcome,
+  type TickLook,
+  type UpsertInput,
+  type UpsertResult,
+} from "../../../src/queue/queue.js";
 import { createRedis } from "../../../src/queue/redis.js";
 import type { TopicPatch } from "../../../src/queue/topics.js";
 import { MAX_HANDOVERS, wakeLoop } from "../../../src/tick/chunk.js";

@@ -78,16 +78,18 @@ export function lifetimePartArb(span: number): fc.Arbitrary<LifetimeDraw> {
       maxLength: 4,
     }),
     upserts: fc.array(
-      fc.record({ topic: fc.nat(3), start: fc.integer({ min: 0, max: span }), steps: fc.array(stepArb, { minLength: 1, maxLength: 8 }) }).map(({ topic, start, steps }) => {
-        let at = start;
-        return {
-          topic,
-          steps: steps.map(({ gap, ...s }) => {
-            at += gap;
-            return s.maxWait === undefined ? { at, delay: s.delay, onConflict: s.onConflict } : { at, ...s };
-          }),
-        };
-      }),
+      fc
+        .record({ topic: fc.nat(3), start: fc.integer({ min: 0, max: span }), steps: fc.array(stepArb, { minLength: 1, maxLength: 8 }) })
+        .map(({ topic, start, steps }) => {
+          let at = start;
+          return {
+            topic,
+            steps: steps.map(({ gap, ...s }) => {
+              at += gap;
+              return s.maxWait === undefined ? { at, delay: s.delay, onConflict: s.onConflict } : { at, ...s };
+            }),
+          };
+        }),
       { maxLength: 2 },
     ),
   });
@@ -133,7 +135,12 @@ export class LifetimeRun {
   }
 
   /** Spawns the upserts and cancels; `cancelTarget` names the job a cancel takes, and records what it got. */
-  start(clock: SimClock, harness: ModelHarness, stopped: () => boolean, cancelTarget: (job: number) => { id?: string; note: (c: CancelRecord) => void } | null): void {
+  start(
+    clock: SimClock,
+    harness: ModelHarness,
+    stopped: () => boolean,
+    cancelTarget: (job: number) => { id?: string; note: (c: CancelRecord) => void } | null,
+  ): void {
     for (const [si, series] of this.part.upserts.entries()) {
       void clock.spawn(`upserts ${si}`, async () => {
         for (const [n, step] of series.steps.entries()) {
@@ -221,19 +228,31 @@ export class LifetimeRun {
               message: `${label}: step ${n} at ${rel(r.callAt)} created ${id} while ${previous} was not yet claimed (${before === undefined ? "never" : `claimed ${rel(before)}`})`,
             });
           if (dueAt < r.callAt + r.step.delay || dueAt > r.doneAt + r.step.delay)
-            v.push({ kind: "upsert-due", at: r.callAt, message: `${label}: step ${n} created ${id} due ${rel(dueAt)}, its delay says ${r.step.delay} ms from ${rel(r.callAt)}` });
+            v.push({
+              kind: "upsert-due",
+              at: r.callAt,
+              message: `${label}: step ${n} created ${id} due ${rel(dueAt)}, its delay says ${r.step.delay} ms from ${rel(r.callAt)}`,
+            });
           applied.set(id, [r]);
           previous = id;
           continue;
         }
         if (!mine || id !== previous) {
-          v.push({ kind: "upsert-unknown", at: r.callAt, message: `${label}: step ${n} ${result} ${id}, which is not the series' latest job (${previous ?? "none"})` });
+          v.push({
+            kind: "upsert-unknown",
+            at: r.callAt,
+            message: `${label}: step ${n} ${result} ${id}, which is not the series' latest job (${previous ?? "none"})`,
+          });
           continue;
         }
         const last = mine[mine.length - 1]!.reply!;
         if (result === "ignored" || r.step.onConflict === "keepDue") {
           if (dueAt !== last.dueAt)
-            v.push({ kind: "upsert-due", at: r.callAt, message: `${label}: step ${n} (${result}, ${r.step.onConflict}) moved ${id} from ${rel(last.dueAt)} to ${rel(dueAt)}` });
+            v.push({
+              kind: "upsert-due",
+              at: r.callAt,
+              message: `${label}: step ${n} (${result}, ${r.step.onConflict}) moved ${id} from ${rel(last.dueAt)} to ${rel(dueAt)}`,
+            });
         } else {
           // min(now + delay, first enqueue + maxWait), but never before now: "now" and the first enqueue each within their call.
           const first = mine[0]!;

@@ -539,7 +539,12 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
   for (const b of sc.batches)
     for (const spec of b.jobs) jobs.push({ j: jobs.length, spec, topic: topics[spec.topic]!, mode: sc.topics[spec.topic]!.mode, attempts: [], pushed: [] });
   const byId = new Map<string, JobModel>();
-  const life = sc.lifetime ? new LifetimeRun(sc.lifetime, sc.lifetime.upserts.map((u) => topics[u.topic]!)) : null;
+  const life = sc.lifetime
+    ? new LifetimeRun(
+        sc.lifetime,
+        sc.lifetime.upserts.map((u) => topics[u.topic]!),
+      )
+    : null;
   const plainJobs = jobs.filter((m) => !sc.topics[m.spec.topic]!.flow);
 
   try {
@@ -879,7 +884,11 @@ function alarmGaps(trace: Trace): Interval[] {
   // tick asleep saw nothing due before the next look, and jobs enqueued after it relied on the alarm (armed sooner).
   const crons = trace.invocations.filter((i) => i.by === "cron");
   return a.arms.map(
-    (arm) => [arm.at, Math.min(...crons.filter((c) => c.startedAt > arm.requestedAt && (c.report !== null || c.startedAt >= arm.at)).map((c) => c.startedAt))] as Interval,
+    (arm) =>
+      [
+        arm.at,
+        Math.min(...crons.filter((c) => c.startedAt > arm.requestedAt && (c.report !== null || c.startedAt >= arm.at)).map((c) => c.startedAt)),
+      ] as Interval,
   );
 }
 
@@ -1115,7 +1124,13 @@ function check(
     else if (cancel) {
       if (f.state !== "cancelled") v.push({ kind: "final-state", job: m.j, message: `${label}: cancelled at ${rel(cancel.at)}, but ended ${f.state}` });
       for (const a of atts.filter((x) => x.start > cancel.doneAt))
-        v.push({ kind: "ran-after-cancel", job: m.j, attempt: a.attempt, at: a.start, message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, after its cancel at ${rel(cancel.at)}` });
+        v.push({
+          kind: "ran-after-cancel",
+          job: m.j,
+          attempt: a.attempt,
+          at: a.start,
+          message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, after its cancel at ${rel(cancel.at)}`,
+        });
     } else if (f.state === "succeeded" || f.state === "dead") {
       if (f.state !== expected.state || f.attempts !== expected.attempts || numbers.length !== expected.attempts) {
         v.push({
