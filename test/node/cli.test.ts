@@ -361,8 +361,9 @@ function leafCommands(): Array<{ path: string; command: Command }> {
   const leaves: Array<{ path: string; command: Command }> = [];
   const walk = (command: Command, path: string[]) => {
     for (const sub of command.commands) {
-      if (sub.commands.length === 0) leaves.push({ path: [...path, sub.name()].join(" "), command: sub });
-      else walk(sub, [...path, sub.name()]);
+      // A command with arguments of its own runs by itself too, though it has subcommands (`jobs <topic>` beside `jobs upsert`).
+      if (sub.commands.length === 0 || sub.registeredArguments.length > 0) leaves.push({ path: [...path, sub.name()].join(" "), command: sub });
+      if (sub.commands.length > 0) walk(sub, [...path, sub.name()]);
     }
   };
   walk(program, []);
@@ -490,6 +491,7 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
     const extra: Record<string, string[]> = {
       enqueue: ["--delay", "1h"],
       upsert: ["--delay", "1h"],
+      "jobs upsert": ["--delay", "1h"],
       // A setting besides the URL: with the URL alone, the old CLI said "nothing to set" and sent nothing.
       "topics set": ["--max-attempts", "5"],
       "flow-keys set": ["--weight", "2"],
