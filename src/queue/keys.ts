@@ -45,6 +45,13 @@
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:fkidx      ZSET   the flow keys' index: "<key>\n<due, 15 digits>\n<id>" -> 0, by lex: every job of a
  *                                   flow key scheduled or waiting (a key's count and its jobs in due order)
+ *   <p>:t:<topic>:lbl:<l>    ZSET   label l's index: job id -> 0, by lex (ids of a topic sort by their ULID: enqueue order);
+ *                                   written at enqueue (and by an upsert) for labelled jobs only. Members whose job
+ *                                   finished are removed lazily: by walks by the label (label-page.lua) and by each
+ *                                   labelled enqueue, which checks LABEL_TRIM_PROBES random members per job it adds
+ *                                   (lua/lib/labels.lua): a member is live while its id is in due, fdue, lease or dead:at
+ *   <p>:t:<topic>:labels     SET    the labels whose index exists (delete-topic drops their indexes); a label leaves
+ *                                   it when its index empties
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k; expires after the window
  *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k (src/queue/lua/upsert.lua): checked against
  *                                   that job's state at each upsert, so a pointer its job left behind frees the key
@@ -162,6 +169,16 @@ export class Keys {
         fkidx: `${t}:fkidx`,
       },
     };
+  }
+
+  /** Label `label`'s index of the topic's jobs that carry it (lua/lib/labels.lua). */
+  labelIndex(topic: string, label: string): string {
+    return `${this.prefix}:t:${topic}:lbl:${label}`;
+  }
+
+  /** The topic's labels whose index exists. */
+  labelSet(topic: string): string {
+    return `${this.prefix}:t:${topic}:labels`;
   }
 
   idempotency(topic: string, key: string): string {

@@ -28,6 +28,8 @@ export interface EnqueueInput {
   flowKey?: string;
   /** 0 (default) to 9: among the due jobs of its key (or lane), a head start of priority × the topic's `flow.priorityStepMs`. */
   priority?: number;
+  /** Up to {@link MAX_LABELS} labels, distinct, each of {@link LABEL_PATTERN}: listings and bulk operations filter by them. Default: none. */
+  labels?: string[];
 }
 
 export interface EnqueueResult {
@@ -185,6 +187,8 @@ export interface JobSnapshot {
   jobKey?: string;
   /** How many upserts replaced it while it was pending. */
   replacements?: number;
+  /** Its labels (absent: none). */
+  labels?: string[];
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }
@@ -215,6 +219,8 @@ export interface ListedJob {
   /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
   scheduleId?: string;
   scheduledFor?: number;
+  /** Its labels (absent: none). */
+  labels?: string[];
 }
 
 /** Options of {@link Queue.listJobs}. */
@@ -237,6 +243,13 @@ export interface ListJobsOptions {
    * than `limit`, even none, and still have a `next`. Default: every job.
    */
   flowKey?: string;
+  /**
+   * Only the jobs carrying this label: a walk of the label's index, in
+   * enqueue order (not due order), each call looking at
+   * {@link LABEL_WALK_BATCH} of its members, so a page may hold fewer jobs
+   * than `limit`, even none, and still have a `next`. Not with `flowKey`. Default: every job.
+   */
+  label?: string;
 }
 
 /** Which scheduled jobs {@link Queue.cancelWindow} cancels, and where its previous call stopped. */
@@ -249,6 +262,8 @@ export interface CancelWindowOptions {
   after?: ListPosition;
   /** Only this flow key's jobs (its range of the keys' index), within the window when one is given. Default: every job. */
   flowKey?: string;
+  /** Only the jobs carrying this label (a walk of its index in enqueue order), within the window when one is given. Not with `flowKey`. Default: every job. */
+  label?: string;
 }
 
 /** Which dead letters a bulk replay or purge takes. */
@@ -259,6 +274,8 @@ export interface DeadFilter {
   failedTo?: number;
   /** Only letters whose last error holds this text (case-sensitive). Default: any. */
   errorContains?: string;
+  /** Only letters carrying this label: a walk of its index in enqueue order (a page or step looks at {@link LABEL_WALK_BATCH} members). Default: any. */
+  label?: string;
 }
 
 /** Options of {@link Queue.deadLetters}. */
@@ -271,6 +288,8 @@ export interface DeadLettersOptions {
   failedFrom?: number;
   /** Latest failed time listed, epoch ms. Default: none. */
   failedTo?: number;
+  /** Only letters carrying this label, in enqueue order (see {@link DeadFilter.label}). Default: any. */
+  label?: string;
 }
 
 export interface TopicStats {

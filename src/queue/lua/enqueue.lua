@@ -59,6 +59,7 @@
                  then the meta key and the record key of each of its kc candidates (a record is read
                  only for a keyed job dropped before its first claim: its flow key, to leave the index),
                  then the meta key of each candidate of each of its g key groups
+  last, per label group g (g = 1..G, see ARGV): the label's index and its topic's label set (lib/labels.lua)
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -74,6 +75,10 @@
                  meets its key's schedule members finds it gone and drops them, lib/flow.lua);
                  then g, the number of key groups, and per group: its flow key, kg, then kg
                  candidates: the key's oldest index members ("<key>\n<due>\n<id>"), oldest first
+  then the labels' part, from ARGV[a] where a is the last argument: G, the number of label groups (a label of a topic), and per
+                 group: its label, c, then the numbers i of the c jobs carrying it (a repeat of an idempotency
+                 key is not indexed again); each group's two keys are the last 2G KEYS, in order
+  ARGV[#ARGV]    where the labels' part starts
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
@@ -94,6 +99,7 @@
 -- @include pending
 -- @include flow
 -- @include caps
+-- @include labels
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
 local PER, ARGS = 11, 7
@@ -187,6 +193,8 @@ end
 if #short > 0 then return { -3, unpack(short) } end
 
 local out = {}
+-- Job number -> true for each job stored (not a repeat): only they join their labels' indexes.
+local stored = {}
 local records = {}
 local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 -- Keyed jobs: per fdue key a keyedBatch (lib/flow.lua) with its fsched and fkidx keys and its topic's conf key.
@@ -215,6 +223,7 @@ for i = 1, n do
     -- The repeat's own due time would be a guess: the stored job's is the answer.
     out[#out + 1] = rcall("ZSCORE", dueKey, existing) or rcall("ZSCORE", fdueKey, existing) or -1
   else
+    stored[i] = true
     records[#records + 1] = recordKey
     records[#records + 1] = record
     -- A keyed job is indexed under its topic's due key all the same: the index learns the earliest of both.
@@ -276,5 +285,24 @@ for _, t in ipairs(checked) do
   out[#out + 1] = t.topic
   out[#out + 1] = t.capCode
   out[#out + 1] = t.kinds
+end
+
+-- The stored jobs' labels, once the jobs are in their sets (lib/labels.lua).
+local at = tonumber(ARGV[#ARGV])
+local groups = tonumber(ARGV[at])
+local keyAt = #KEYS - 2 * groups + 1
+at = at + 1
+for g = 1, groups do
+  local label, c = ARGV[at], tonumber(ARGV[at + 1])
+  local ids, k = {}, nil
+  for j = at + 2, at + 1 + c do
+    local i = tonumber(ARGV[j])
+    if stored[i] then ids[#ids + 1] = ARGV[4 + ARGS * (i - 1)] end
+    k = 3 + PER * (i - 1)
+  end
+  at = at + 2 + c
+  if #ids > 0 then
+    indexLabel(KEYS[keyAt + 2 * (g - 1)], KEYS[keyAt + 2 * (g - 1) + 1], label, ids, { KEYS[k], KEYS[k + 7], KEYS[k + 4], KEYS[k + 6] })
+  end
 end
 return out

@@ -10,18 +10,34 @@
   KEYS[2i-1]  record of job i   string: job record JSON (src/queue/keys.ts jobPairs)
   KEYS[2i]    meta of job i     string: job meta JSON (lib/records.lua)
 
-  ARGV[1]  "1" read records and metas, "0" metas only
+  ARGV[1]  "1" read records and metas, "0" metas only, "L" metas and of each record only its labels
+           (answered as a record of them and a null payload: lib/labels.lua reads them off its start)
   ARGV[2]  most bytes of records read (with "1"): the read ends before the job that passes them
 
   Returns  per job read, in order: record JSON or false (with "0": false), meta JSON or false;
            fewer jobs than given when the byte budget ended the read
 ]]
+-- @include labels
 local rcall = redis.call
 local withRecords = ARGV[1] == "1"
 local byteBudget = tonumber(ARGV[2])
 local READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 local n = math.floor(#KEYS / 2)
 local out = {}
+
+if ARGV[1] == "L" then
+  -- Slices of MGET: unpack() is limited to a few thousand values.
+  for i = 1, n, 500 do
+    local got = rcall("MGET", unpack(KEYS, 2 * i - 1, 2 * math.min(i + 499, n)))
+    for k = 1, #got, 2 do
+      local labels = recordLabels(got[k])
+      local text = #labels == 0 and '{"payload":null}' or '{"labels":["' .. table.concat(labels, '","') .. '"],"payload":null}'
+      out[#out + 1] = got[k] and text or false
+      out[#out + 1] = got[k + 1]
+    end
+  end
+  return out
+end
 
 if not withRecords then
   -- Slices of MGET: unpack() is limited to a few thousand values.
