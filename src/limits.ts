@@ -58,35 +58,15 @@ export const FLOW_KEY_MAX_BYTES = 200;
  */
 export const JOB_KEY_MAX_BYTES = 200;
 
-/** Most labels a job carries (`labels`: what listings, bulk cancels and dead-letter walks filter by). */
+/** Most labels a job carries; a label is 1 to LABEL_MAX_LENGTH characters of LABEL_PATTERN. */
 export const MAX_LABELS = 8;
-
-/**
- * A label is 1 to this many characters of {@link LABEL_PATTERN}. The charset
- * holds no quote, bracket, comma, space or control character: a label is
- * safe in a query string and a CLI argument as it is, and a record's labels
- * (its first field) are matched in Lua without decoding its payload.
- */
 export const LABEL_MAX_LENGTH = 64;
-
-/** The characters a label is made of: letters, digits and `:._/-` (`tenant:42`, `invoice`, `eu-west/1`). */
+/** Nothing to escape in a query string, a CLI argument or JSON: Lua reads a record's labels without decoding it (lua/lib/labels.lua). */
 export const LABEL_PATTERN = /^[A-Za-z0-9:._/-]+$/;
-
-/**
- * Members of a label's index one call of a walk by label looks at (a page of
- * a listing, a step of a bulk cancel, replay or purge): its work is bounded by
- * this, whatever the topic holds, and the cursor goes on after the last one.
- */
+/** Members of a label's index one call of a walk by label looks at: its work is bounded by it, whatever the topic holds. */
 export const LABEL_WALK_BATCH = 250;
-
-/**
- * Members of a label's index each labelled job added to it has checked, at
- * random, by the enqueue that adds it (lua/lib/labels.lua): those whose job
- * has finished leave the index. Two per job added keeps an index at about
- * twice its live members at most, whatever it has seen.
- * Read by lua/lib/labels.lua, through the build.
- * @public
- */
+/** Members of a label's index a labelled enqueue checks at random per job it adds, dropping those whose job finished. Read by Lua.
+ * @public */
 export const LABEL_TRIM_PROBES = 2;
 
 /** A job's `priority` is an integer from 0 (the default) to this. */

@@ -10,7 +10,7 @@ import type { ListPosition } from "./views.js";
 // member passed; as a ListPosition its score is 0 (the index's own score).
 
 /** A job a label's walk found: where it is and its score there (due time, lease deadline or failed time). */
-export interface LabelledJob {
+interface LabelledJob {
   id: string;
   state: "scheduled" | "inflight" | "dead";
   score: number;

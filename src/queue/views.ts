@@ -28,7 +28,7 @@ export interface EnqueueInput {
   flowKey?: string;
   /** 0 (default) to 9: among the due jobs of its key (or lane), a head start of priority × the topic's `flow.priorityStepMs`. */
   priority?: number;
-  /** Up to {@link MAX_LABELS} labels, distinct, each of {@link LABEL_PATTERN}: listings and bulk operations filter by them. Default: none. */
+  /** Up to {@link MAX_LABELS} labels of {@link LABEL_PATTERN} (a repeat stored once), which listings and bulk calls filter by. Default: none. */
   labels?: string[];
 }
 
@@ -187,7 +187,6 @@ export interface JobSnapshot {
   jobKey?: string;
   /** How many upserts replaced it while it was pending. */
   replacements?: number;
-  /** Its labels (absent: none). */
   labels?: string[];
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
@@ -203,7 +202,7 @@ export interface ListPosition {
 }
 
 /** One job of a listing. */
-export interface ListedJob {
+export interface ListedJob extends Pick<JobSnapshot, "labels"> {
   id: string;
   topic: string;
   state: ListedState;
@@ -219,8 +218,6 @@ export interface ListedJob {
   /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
   scheduleId?: string;
   scheduledFor?: number;
-  /** Its labels (absent: none). */
-  labels?: string[];
 }
 
 /** Options of {@link Queue.listJobs}. */
@@ -243,12 +240,7 @@ export interface ListJobsOptions {
    * than `limit`, even none, and still have a `next`. Default: every job.
    */
   flowKey?: string;
-  /**
-   * Only the jobs carrying this label: a walk of the label's index, in
-   * enqueue order (not due order), each call looking at
-   * {@link LABEL_WALK_BATCH} of its members, so a page may hold fewer jobs
-   * than `limit`, even none, and still have a `next`. Not with `flowKey`. Default: every job.
-   */
+  /** Only the jobs carrying this label, in enqueue order: a page may hold fewer than `limit`, even none, and have a `next`. Default: every job. */
   label?: string;
 }
 
@@ -262,34 +254,28 @@ export interface CancelWindowOptions {
   after?: ListPosition;
   /** Only this flow key's jobs (its range of the keys' index), within the window when one is given. Default: every job. */
   flowKey?: string;
-  /** Only the jobs carrying this label (a walk of its index in enqueue order), within the window when one is given. Not with `flowKey`. Default: every job. */
+  /** Only the jobs carrying this label (in enqueue order), within the window. Default: every job. */
   label?: string;
 }
 
 /** Which dead letters a bulk replay or purge takes. */
 export interface DeadFilter {
-  /** Earliest failed time, epoch ms. Default: none. */
+  /** Earliest failed time (listed or taken), epoch ms. Default: none. */
   failedFrom?: number;
-  /** Latest failed time, epoch ms. Default: none. */
+  /** Latest failed time (listed or taken), epoch ms. Default: none. */
   failedTo?: number;
   /** Only letters whose last error holds this text (case-sensitive). Default: any. */
   errorContains?: string;
-  /** Only letters carrying this label: a walk of its index in enqueue order (a page or step looks at {@link LABEL_WALK_BATCH} members). Default: any. */
+  /** Only letters carrying this label, in enqueue order. Default: any. */
   label?: string;
 }
 
 /** Options of {@link Queue.deadLetters}. */
-export interface DeadLettersOptions {
+export interface DeadLettersOptions extends Pick<DeadFilter, "failedFrom" | "failedTo" | "label"> {
   /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */
   limit?: number;
   /** Where the previous page ended. Default: the newest letter. */
   after?: ListPosition;
-  /** Earliest failed time listed, epoch ms. Default: none. */
-  failedFrom?: number;
-  /** Latest failed time listed, epoch ms. Default: none. */
-  failedTo?: number;
-  /** Only letters carrying this label, in enqueue order (see {@link DeadFilter.label}). Default: any. */
-  label?: string;
 }
 
 export interface TopicStats {

@@ -291,6 +291,7 @@ end
 local at = tonumber(ARGV[#ARGV])
 local groups = tonumber(ARGV[at])
 local keyAt = #KEYS - 2 * groups + 1
+local labelled = {}
 at = at + 1
 for g = 1, groups do
   local label, c = ARGV[at], tonumber(ARGV[at + 1])
@@ -302,7 +303,9 @@ for g = 1, groups do
   end
   at = at + 2 + c
   if #ids > 0 then
-    indexLabel(KEYS[keyAt + 2 * (g - 1)], KEYS[keyAt + 2 * (g - 1) + 1], label, ids, { KEYS[k], KEYS[k + 7], KEYS[k + 4], KEYS[k + 6] })
+    labelled[#labelled + 1] = { indexKey = KEYS[keyAt + 2 * (g - 1)], labelsKey = KEYS[keyAt + 2 * (g - 1) + 1], label = label, ids = ids,
+      live = { KEYS[k], KEYS[k + 7], KEYS[k + 4], KEYS[k + 6] } }
   end
 end
+indexLabels(labelled)
 return out

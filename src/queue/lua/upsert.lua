@@ -104,10 +104,13 @@ local function relabel(id, before)
     had[label] = true
     if not labelIndex[label].carried then dropStale(labelIndex[label].key, labelsKey, label, { id }) end
   end
-  local live = { dueKey, fdueKey, leaseKey, KEYS[15] }
+  local live, gained = { dueKey, fdueKey, leaseKey, KEYS[15] }, {}
   for _, label in ipairs(newLabels) do
-    if not had[label] then indexLabel(labelIndex[label].key, labelsKey, label, { id }, live) end
+    if not had[label] then
+      gained[#gained + 1] = { indexKey = labelIndex[label].key, labelsKey = labelsKey, label = label, ids = { id }, live = live }
+    end
   end
+  indexLabels(gained)
 end
 
 -- Where the job found stands: pending (its due time, by its key or plain), in flight, or gone.

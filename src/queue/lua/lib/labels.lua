@@ -52,15 +52,42 @@ local function dropStale(indexKey, labelsKey, label, stale)
   if redis.call("EXISTS", indexKey) == 0 then redis.call("SREM", labelsKey, label) end
 end
 
--- Adds `ids` to a label's index, then checks LABEL_TRIM_PROBES random members per id added and drops the stale.
-local function indexLabel(indexKey, labelsKey, label, ids, live)
-  local members = {}
-  for _, id in ipairs(ids) do
-    members[#members + 1] = 0
-    members[#members + 1] = id
+-- Adds each group's ids to its label's index ({ indexKey, labelsKey, label, ids, live }: `live` its topic's live
+-- sets), then checks LABEL_TRIM_PROBES random members per id added and drops the stale: the probes of one
+-- topic's labels are checked together, four ZMSCOREs a topic whatever its labels.
+local function indexLabels(groups)
+  local byTopic, topics = {}, {}
+  for _, g in ipairs(groups) do
+    local members = {}
+    for _, id in ipairs(g.ids) do
+      members[#members + 1] = 0
+      members[#members + 1] = id
+    end
+    redis.call("ZADD", g.indexKey, unpack(members))
+    redis.call("SADD", g.labelsKey, g.label)
+    g.probes = redis.call("ZRANDMEMBER", g.indexKey, --[[LIMIT:LABEL_TRIM_PROBES]]2 * #g.ids)
+    local t = byTopic[g.live[1]]
+    if not t then
+      t = { live = g.live, ids = {}, seen = {} }
+      byTopic[g.live[1]] = t
+      topics[#topics + 1] = t
+    end
+    for _, id in ipairs(g.probes) do
+      if not t.seen[id] then
+        t.seen[id] = true
+        t.ids[#t.ids + 1] = id
+      end
+    end
   end
-  redis.call("ZADD", indexKey, unpack(members))
-  redis.call("SADD", labelsKey, label)
-  local probes = redis.call("ZRANDMEMBER", indexKey, --[[LIMIT:LABEL_TRIM_PROBES]]2 * #ids)
-  dropStale(indexKey, labelsKey, label, staleOf(probes, live))
+  for _, t in ipairs(topics) do
+    t.stale = {}
+    for _, id in ipairs(staleOf(t.ids, t.live)) do t.stale[id] = true end
+  end
+  for _, g in ipairs(groups) do
+    local stale = {}
+    for _, id in ipairs(g.probes) do
+      if byTopic[g.live[1]].stale[id] then stale[#stale + 1] = id end
+    end
+    dropStale(g.indexKey, g.labelsKey, g.label, stale)
+  end
 end
