@@ -197,7 +197,9 @@ export const ListQuery = z.object({
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
-  payload: QueryFlag.openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  payload: QueryFlag.openapi({
+    description: "Include payloads (a page then, and in a topic with labelled jobs, also ends once the records it read pass about 1 MB)",
+  }),
   label: Label.optional().openapi({
     description:
       "Only the jobs carrying this label, in enqueue order (a walk of the label's index, not the set's order; from/to still bound due time, lease deadline or failed time): " +

@@ -94,7 +94,8 @@ export function windowArgs(after: ListPosition | undefined, from: number | undef
  * The records (with `records`) and metas of jobs by id, in order: read-jobs.lua
  * on their keys. With records the read ends before the job whose record passes
  * `byteBudget` (the first is always read), so fewer may come back than asked;
- * with "labels", of each record only its labels (a null payload), all of them.
+ * with "labels" (ids of one topic) the same, but of each record only its labels
+ * come back (a null payload), and none is read when the topic has no labelled job.
  */
 export async function readJobs(
   ctx: QueueContext,
@@ -104,7 +105,9 @@ export async function readJobs(
 ): Promise<Array<{ record: JobRecord | null; meta: JobMeta | null }>> {
   if (ids.length === 0) return [];
   const mode = records === "labels" ? "L" : records ? "1" : "0";
-  const read = replies.readJobs.parse(await ctx.run(lua.readJobs, ctx.keys.jobPairs(ids), [mode, byteBudget]));
+  // With "labels" the topic's label set comes last: a topic without one has no labelled job, and no record is read.
+  const labelSet = records === "labels" ? [ctx.keys.labelSet(topicOfJobId(ids[0]!) ?? "")] : [];
+  const read = replies.readJobs.parse(await ctx.run(lua.readJobs, [...ctx.keys.jobPairs(ids), ...labelSet], [mode, byteBudget]));
   return read.map((r, i) => ({ record: r.record === null ? null : parseRecord(r.record, ids[i]!), meta: r.meta }));
 }
 

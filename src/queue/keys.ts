@@ -65,7 +65,7 @@
  *
  * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys
  * and its own. No key holds more than one job, save the topic's sorted sets
- * of ids (due, lease, done, dead:at) and its small settings and counters.
+ * of ids (due, lease, done, dead:at, the label indexes) and its small settings and counters.
  */
 /** The topic index's member for the schedules (no topic name holds "~"): see src/queue/lua/lib/index.lua. */
 export const SCHEDULES_INDEX_MEMBER = "~schedules";

@@ -231,7 +231,7 @@ export interface ListJobsOptions {
   limit?: number;
   /** Where the previous page ended (its `next`). Default: the start. */
   after?: ListPosition;
-  /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
+  /** Include payloads; a page then (and in a topic with labels) ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
   payload?: boolean;
   /**
    * Only the jobs of this flow key. Scheduled: the key's range of the keys'
