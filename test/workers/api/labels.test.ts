@@ -192,4 +192,23 @@ describe("job labels over HTTP", () => {
     expect((await call(env, "/v1/topics/work?purge=true", { method: "DELETE" })).status).toBe(200);
     expect((await call(env, "/v1/topics/work/jobs?label=l")).body.jobs).toEqual([]);
   });
+
+  it("a letter replayed into another topic keeps its labels there; a bulk cancel by label holds to its due window", async () => {
+    const env = isolatedEnv();
+    await call(env, "/v1/topics/work", { method: "PUT", body: { mode: "pull", maxAttempts: 1 } });
+    const [letter] = await enqueue(env, "work", 1, () => ["moved:1"], { delay: 0 });
+    await kill(env, "work", [letter!]);
+    const moved = await call(env, "/v1/topics/work/dead/replay", { body: { label: "moved:1", topic: "fixed", delay: "1h" } });
+    const job = moved.body.movedTo[letter!] as string;
+    expect((await call(env, `/v1/jobs/${job}`)).body.labels).toEqual(["moved:1"]);
+    expect(idsOf((await call(env, "/v1/topics/fixed/jobs?label=moved:1")).body.jobs)).toEqual([job]);
+    expect((await call(env, "/v1/topics/work/dead?label=moved:1")).body.entries).toEqual([]);
+
+    const soon = await enqueue(env, "win", 3, () => ["w"], { delay: "1h" });
+    const late = await enqueue(env, "win", 2, () => ["w"], { delay: "3h" });
+    const dueTo = new Date(Date.now() + 2 * 3_600_000).toISOString();
+    expect((await call(env, "/v1/topics/win/jobs/cancel", { body: { label: "w", dueTo } })).body).toEqual({ cancelled: 3, inflight: 0, nextCursor: null });
+    expect(idsOf((await call(env, "/v1/topics/win/jobs?label=w")).body.jobs)).toEqual(late);
+    for (const id of soon) expect((await call(env, `/v1/jobs/${id}`)).body.state).toBe("cancelled");
+  });
 });
