@@ -19,12 +19,12 @@ const SELF_INVOKING = ["test/workers/tick/self-invocations.test.ts"];
  * project named `*-cluster`, and puts the shards tests' three shards on its
  * three masters), so every `npm test` shows their calls stay in one slot.
  * Left out: tests whose Redis is a single server of their own anyway (cost,
- * bounded calls, flow scale, fuzz, abuse), that touch no Redis (docs, OpenAPI), and the
+ * bounded calls, flow scale, label scale, fuzz, abuse), that touch no Redis (docs, OpenAPI), and the
  * two longest (invariants, list); `npm run test:cluster` runs them all.
  */
 const CLUSTER_SMOKE = {
   include: ["test/workers/queue/**/*.test.ts", "test/workers/api/**/*.test.ts", "test/workers/tick/shard-ticks.test.ts"],
-  exclude: ["cost", "bounded-calls", "flow-scale", "invariants", "list"]
+  exclude: ["cost", "bounded-calls", "flow-scale", "label-scale", "invariants", "list"]
     .map((name) => `test/workers/queue/${name}.test.ts`)
     .concat(["fuzz", "abuse", "docs", "openapi"].map((name) => `test/workers/api/${name}.test.ts`)),
 };
@@ -99,6 +99,8 @@ export default defineConfig({
           MODEL_HUNT: process.env.MODEL_HUNT ?? "",
           // The flow keys' scale test (test/workers/queue/flow-scale.test.ts): how many keys.
           FLOW_SCALE_KEYS: process.env.FLOW_SCALE_KEYS ?? "",
+          // The labels' scale test (test/workers/queue/label-scale.test.ts): how many jobs.
+          LABEL_SCALE_JOBS: process.env.LABEL_SCALE_JOBS ?? "",
         },
       ),
       workersProject("workers-self", { include: SELF_INVOKING }, { DELAYLINE_PREFIX: `t${randomUUID().slice(0, 8)}:{self}` }),

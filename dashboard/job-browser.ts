@@ -1,7 +1,8 @@
 /**
  * The job browser: a topic's jobs by state (scheduled, in flight, dead),
- * paged with the API's cursors, with cancel for one job or a selection (the
- * selection's after a preview of its dry run); and
+ * paged with the API's cursors, those of one label when its filter is set,
+ * with cancel for one job or a selection (the selection's after a preview of
+ * its dry run); and
  * the job view: a job's facts, payload and attempt history, opened from the
  * browser, a dead letter or the search box by id.
  */
@@ -31,6 +32,8 @@ export class JobBrowser {
   private topic: string | null = null;
   private state: State = "scheduled";
   private cursor: string | null = null;
+  /** The label filter ("": every job). */
+  private label = "";
 
   constructor(private readonly host: BrowserHost) {
     byId("jobs-close").addEventListener("click", () => {
@@ -42,6 +45,14 @@ export class JobBrowser {
       (e) => void host.act(() => this.open(this.topic!, (e.target as HTMLSelectElement).value as State)),
     );
     byId("jobs-more").addEventListener("click", () => void host.act(() => this.load(true)));
+    byId("jobs-label-filter").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const input = byId<HTMLInputElement>("jobs-label");
+      // A label the API would refuse is not sent: the field says what is wrong.
+      if (!input.reportValidity()) return;
+      this.label = input.value.trim();
+      if (this.topic) void host.act(() => this.open(this.topic!, this.state));
+    });
     byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancelSelected()));
     byId("job-close").addEventListener("click", () => (byId("job").hidden = true));
     byId("job-search").addEventListener("submit", (event) => {
@@ -53,8 +64,10 @@ export class JobBrowser {
 
   /** Shows the first page of a topic's jobs in a state, and brings the browser into view (it sits below the charts). */
   async open(topic: string, state: State): Promise<void> {
+    if (topic !== this.topic) this.label = "";
     this.topic = topic;
     this.state = state;
+    byId<HTMLInputElement>("jobs-label").value = this.label;
     byId("jobs-topic").textContent = topic;
     byId<HTMLSelectElement>("jobs-state").value = state;
     byId("jobs").hidden = false;
@@ -68,7 +81,12 @@ export class JobBrowser {
     if (!client || !this.topic) return;
     // The total is the topic's count of jobs in the state (one ZCARD in the topic's stats script), read beside the page.
     const [page, topic] = await Promise.all([
-      client.jobs.list(this.topic, { state: this.state, limit: PAGE, ...(more && this.cursor ? { cursor: this.cursor } : {}) }),
+      client.jobs.list(this.topic, {
+        state: this.state,
+        limit: PAGE,
+        ...(this.label ? { label: this.label } : {}),
+        ...(more && this.cursor ? { cursor: this.cursor } : {}),
+      }),
       client.topics.get(this.topic),
     ]);
     this.cursor = page.nextCursor;
@@ -79,7 +97,8 @@ export class JobBrowser {
     else body.replaceChildren(...rows);
     byId("jobs-empty").hidden = body.children.length > 0;
     const total = this.state === "scheduled" ? topic.scheduled : this.state === "inflight" ? topic.inflight : topic.dead;
-    byId("jobs-total").textContent = `${fmtCount(body.children.length)} shown of ${fmtCount(total)} ${NOUN[this.state]}`;
+    const labelled = this.label ? ` labelled ${this.label}` : "";
+    byId("jobs-total").textContent = `${fmtCount(body.children.length)}${labelled} shown of ${fmtCount(total)} ${NOUN[this.state]}`;
     byId("jobs-total").dataset.total = String(total);
     byId("jobs-cancel-selected").hidden = this.state !== "scheduled";
     this.selectionChanged();
@@ -105,6 +124,7 @@ export class JobBrowser {
       el("td", { text: when(time), title: time ?? "" }),
       el("td", { text: String(j.attempts), className: "num" }),
       el("td", { text: j.lastError ?? "–" }),
+      el("td", { data: { field: "labels" } }, ...(j.labels ?? []).map((l) => el("span", { className: "badge label", text: l }))),
       el("td", { className: "num" }, cancel),
     );
   }
@@ -162,6 +182,7 @@ export class JobBrowser {
       ...fact("created", when(job.createdAt)),
       ...(job.finishedAt ? fact("finished", when(job.finishedAt)) : []),
       ...(job.leaseExpiresAt ? fact("lease until", when(job.leaseExpiresAt)) : []),
+      ...(job.labels ? fact("labels", job.labels.join(" ")) : []),
     );
     byId("job-payload").textContent = JSON.stringify(job.payload, null, 2) ?? "null";
     const body = byId("job-history").querySelector("tbody")!;

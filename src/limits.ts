@@ -58,6 +58,17 @@ export const FLOW_KEY_MAX_BYTES = 200;
  */
 export const JOB_KEY_MAX_BYTES = 200;
 
+/** Most labels a job carries; a label is 1 to LABEL_MAX_LENGTH characters of LABEL_PATTERN. */
+export const MAX_LABELS = 8;
+export const LABEL_MAX_LENGTH = 64;
+/** Nothing to escape in a query string, a CLI argument or JSON: Lua reads a record's labels without decoding it (lua/lib/labels.lua). */
+export const LABEL_PATTERN = /^[A-Za-z0-9:._/-]+$/;
+/** Members of a label's index one call of a walk by label looks at: its work is bounded by it, whatever the topic holds. */
+export const LABEL_WALK_BATCH = 250;
+/** Members of a label's index a labelled enqueue checks at random per job it adds, dropping those whose job finished. Read by Lua.
+ * @public */
+export const LABEL_TRIM_PROBES = 2;
+
 /** A job's `priority` is an integer from 0 (the default) to this. */
 export const MAX_PRIORITY = 9;
 

@@ -40,6 +40,8 @@ export default async function setup(project: TestProject) {
   const dry = await startRedisBridge();
   // And one for the flow keys' scale test, which counts commands and reads SLOWLOG beside the cost and bulk tests (likewise without the record cap).
   const flow = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
+  // And one for the labels' scale test, which counts the commands of listing and cancelling by label.
+  const labels = await startRedisBridge({ limits: { maxRecordBytes: 0 } });
   // And two more databases for the shards tests (test/workers/api/shards.test.ts): shards "b" and "c" beside the main
   // one; on a cluster, the cluster itself, where their hash tags put them on masters of their own.
   const [shardB, shardC] = cluster ? [stack, stack] : [await startRedisBridge(), await startRedisBridge()];
@@ -65,6 +67,8 @@ export default async function setup(project: TestProject) {
   project.provide("slowBridgeToken", slow.token);
   project.provide("flowBridgeUrl", flow.bridge.url);
   project.provide("flowBridgeToken", flow.token);
+  project.provide("labelBridgeUrl", labels.bridge.url);
+  project.provide("labelBridgeToken", labels.token);
   project.provide("dryBridgeUrl", dry.bridge.url);
   project.provide("dryBridgeToken", dry.token);
   project.provide("receiverUrl", receiver.url);
@@ -73,7 +77,7 @@ export default async function setup(project: TestProject) {
     const crossSlot = (await stack.cluster?.crossSlotErrors()) ?? 0;
     if (cluster) console.log(`redis cluster (${project.name}): ${crossSlot} CROSSSLOT errors`);
     const shards = cluster ? [] : [shardB, shardC];
-    await Promise.all([stack, meter, fuzz, abuse, slow, flow, dry, ...shards].map((s) => s.stop()).concat(receiver.close(), silent.close()));
+    await Promise.all([stack, meter, fuzz, abuse, slow, flow, labels, dry, ...shards].map((s) => s.stop()).concat(receiver.close(), silent.close()));
     if (crossSlot > 0) {
       // Vitest reports an error thrown here but exits 0 for it: the exit code is set too.
       process.exitCode = 1;

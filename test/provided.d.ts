@@ -21,6 +21,9 @@ declare module "vitest" {
     /** A bridge to a Redis of its own, for the flow keys' scale test's command counts and SLOWLOG. */
     flowBridgeUrl: string;
     flowBridgeToken: string;
+    /** A bridge to a Redis of its own, for the labels' scale test's command counts and SLOWLOG. */
+    labelBridgeUrl: string;
+    labelBridgeToken: string;
     /** A bridge to a Redis of its own, for the dry runs' test's command names and state digests. */
     dryBridgeUrl: string;
     dryBridgeToken: string;

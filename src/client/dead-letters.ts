@@ -18,12 +18,23 @@ export interface DeadLetterPage {
   nextCursor: string | null;
 }
 
-/** Which dead letters a replay or purge picks by their failure: a failed-time window and a text their last error holds. */
+/** Which dead letters a replay or purge picks: by their failure (a failed-time window, a text their last error holds) and a label their job carries. */
 export interface DeadLetterFilter {
   failedFrom?: string | number;
   failedTo?: string | number;
   error?: string;
+  /** Only letters carrying this label, walked in enqueue order. Default: any. */
+  label?: string;
 }
+
+/** What a listing of dead letters shows: a page size, a failed-time window, a label. */
+type DeadListOptions = {
+  limit?: number;
+  failedFrom?: string | number;
+  failedTo?: string | number;
+  /** Only letters carrying this label, in enqueue order (a page may then hold fewer than `limit`, even none, with a `nextCursor`). Default: any. */
+  label?: string;
+};
 
 /** Which dead letters {@link DeadLettersResource.replay} puts back (given ids, all, or a filter), when, and with what changed. */
 export type ReplayTarget = ({ ids: string[] } | { all: true } | DeadLetterFilter) & {
@@ -70,15 +81,12 @@ export class DeadLettersResource {
    * position, so letters that arrive or go meanwhile never make a page
    * repeat or skip one.
    */
-  list(topic: string, page: { limit?: number; cursor?: string; failedFrom?: string | number; failedTo?: string | number } = {}): Promise<DeadLetterPage> {
+  list(topic: string, page: DeadListOptions & { cursor?: string } = {}): Promise<DeadLetterPage> {
     return this.r.json("GET", path`/v1/topics/${topic}/dead` + query(page), undefined, SAFE);
   }
 
   /** Every dead letter of a topic (within a failed-time window), newest first, page after page: `for await (const d of dl.deadLetters.all("mail"))`. */
-  async *all(
-    topic: string,
-    options: { limit?: number; failedFrom?: string | number; failedTo?: string | number } = {},
-  ): AsyncGenerator<DeadLetter, void, undefined> {
+  async *all(topic: string, options: DeadListOptions = {}): AsyncGenerator<DeadLetter, void, undefined> {
     for await (const page of everyPage((at) => this.list(topic, { ...options, ...at }))) yield* page.entries;
   }
 

@@ -11,7 +11,7 @@ import { DelaylineConflictError } from "./errors.js";
 
 /** A duration as the API takes it: ms, or a text such as "90s" or "1h". */
 export type Duration = string | number;
-/** A job to enqueue, as POST /v1/jobs takes it: with `flowKey` and `priority`, served by its key's turns and limits (docs/flow-control.md). */
+/** A job to enqueue, as POST /v1/jobs takes it: with `flowKey` and `priority`, served by its key's turns and limits (docs/flow-control.md); with up to 8 `labels`, found by them. */
 export type JobRequest = z.input<typeof schemas.JobBody>;
 /** What an enqueue answers: the job's id, topic and due time, and whether an earlier job with its idempotency key was returned. */
 export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
@@ -19,7 +19,7 @@ export type Enqueued = z.output<typeof schemas.EnqueueResponse>;
 export type UpsertRequest = Omit<JobRequest, "idempotencyKey" | "jobKey"> & { jobKey: string };
 /** What an upsert answers: the key's job (its id, topic and due time) and what became of it: `created`, `replaced` or `ignored`. */
 export type Upserted = Enqueued & { result: NonNullable<Enqueued["result"]> };
-/** A job's state, payload and attempt history (and its `flowKey` and `priority` when it has them), as GET /v1/jobs/:id answers. */
+/** A job's state, payload and attempt history (and its `flowKey`, `priority` and `labels` when it has them), as GET /v1/jobs/:id answers. */
 export type Job = z.output<typeof schemas.JobView>;
 /** One attempt of a job's history (Job.history, DeadLetter.history). */
 export type Attempt = z.output<typeof schemas.AttemptView>;
@@ -52,10 +52,25 @@ export interface ListJobsOptions {
    * than `limit`, even none, with a `nextCursor`. Default: every job.
    */
   flowKey?: string;
+  /**
+   * Only the jobs carrying this label, in enqueue order (not with `flowKey`):
+   * each page looks at a bounded number of the label's jobs, so it may hold
+   * fewer than `limit`, even none, with a `nextCursor`. Default: every job.
+   */
+  label?: string;
 }
 
-/** Which of a topic's scheduled jobs {@link JobsResource.bulkCancel} cancels: given ids (up to 1,000), a due window, one flow key's (within a due window or not), or all. */
-export type BulkCancelTarget = ({ ids: string[] } | { dueFrom?: string | number; dueTo?: string | number; flowKey?: string } | { all: true }) & {
+/**
+ * Which of a topic's scheduled jobs {@link JobsResource.bulkCancel} cancels:
+ * given ids (up to 1,000), a due window, one flow key's or one label's
+ * (within a due window or not), or all.
+ */
+export type BulkCancelTarget = (
+  | { ids: string[] }
+  | { dueFrom?: string | number; dueTo?: string | number; flowKey?: string }
+  | { dueFrom?: string | number; dueTo?: string | number; label: string }
+  | { all: true }
+) & {
   /** Change nothing: answer how many jobs the cancel would take, and the first 20 ids (`ids`). Default false. */
   dryRun?: boolean;
 };
@@ -153,8 +168,8 @@ export class JobsResource {
    * so jobs enqueued, claimed or cancelled meanwhile never make a page repeat or skip one.
    */
   list(topic: string, options: ListJobsOptions & { cursor?: string } = {}): Promise<JobPage> {
-    const { state, from, to, limit, cursor, payload, flowKey } = options;
-    return this.r.json("GET", path`/v1/topics/${topic}/jobs` + query({ state, from, to, limit, cursor, payload, flowKey }), undefined, SAFE);
+    const { state, from, to, limit, cursor, payload, flowKey, label } = options;
+    return this.r.json("GET", path`/v1/topics/${topic}/jobs` + query({ state, from, to, limit, cursor, payload, flowKey, label }), undefined, SAFE);
   }
 
   /**
@@ -168,23 +183,26 @@ export class JobsResource {
 
   /**
    * Cancels scheduled jobs of a topic — given ids (up to 1,000), a due
-   * window, one flow key's, or all — call after call through the cursor, each call a bounded
+   * window, one flow key's or one label's, or all — call after call through the cursor, each call a bounded
    * batch on the server. Jobs in flight are left alone: `inflight` counts the
-   * given ones in flight (ids), or the topic's jobs in flight (a window or all).
+   * given ones in flight (ids), the label's jobs in flight (a label), or the topic's jobs in flight (a window or all).
    * With `dryRun` nothing changes: the count is what the cancel would take,
    * walked through the same cursor, and `ids` the first 20 of them.
    */
   async bulkCancel(topic: string, what: BulkCancelTarget): Promise<BulkCancelOutcome> {
     let cancelled = 0;
+    // A label's calls each count the labelled jobs in flight they passed; the others, the topic's at the time.
+    let passedInflight = 0;
     const ids: string[] = [];
     let last!: BulkCancelled;
     for await (last of everyPage((at) => this.r.json<BulkCancelled>("POST", path`/v1/topics/${topic}/jobs/cancel`, { ...what, ...at }, SAFE))) {
       cancelled += last.cancelled;
+      passedInflight += last.inflight;
       addDryRunIds(ids, last.ids);
     }
     return {
       cancelled,
-      inflight: last.inflight,
+      inflight: "label" in what ? passedInflight : last.inflight,
       ...(last.notScheduled === undefined ? {} : { notScheduled: last.notScheduled }),
       ...(what.dryRun ? { dryRun: true as const, ids } : {}),
     };

@@ -6,15 +6,18 @@ export type CursorKind = "scheduled" | "inflight" | "dead";
 
 const LETTER: Record<CursorKind, string> = { scheduled: "s", inflight: "i", dead: "d" };
 const KIND: Record<string, CursorKind> = { s: "scheduled", i: "inflight", d: "dead" };
+// A walk by label (src/queue/labels.ts) goes by its index's order, not the set's: its cursor's letter is in capitals.
+const byLabelOf = (letter: string) => letter !== letter.toLowerCase();
 
 /**
  * The cursor as the API hands it out: opaque text (base64url) that holds
  * what it walks and the position where a page or a bulk call ended — the
  * score (due time, lease deadline or failed time) and id of its last job,
- * never an offset.
+ * never an offset; or, for a walk by label, the last job it passed.
  */
-export function encodeCursor(kind: CursorKind, position: ListPosition): string {
-  return btoa(`${LETTER[kind]}:${Math.round(position.score)}:${position.id}`)
+export function encodeCursor(kind: CursorKind, position: ListPosition, byLabel = false): string {
+  const letter = byLabel ? LETTER[kind].toUpperCase() : LETTER[kind];
+  return btoa(`${letter}:${Math.round(position.score)}:${position.id}`)
     .replace(/\+/g, "-")
     .replace(/\//g, "_")
     .replace(/=+$/, "");
@@ -22,18 +25,21 @@ export function encodeCursor(kind: CursorKind, position: ListPosition): string {
 
 /**
  * The position a cursor holds, or a reason it is not one this walk gave:
- * malformed, of another kind, or of another topic's job.
+ * malformed, of another kind, of a walk by label or not, or of another topic's job.
  */
-export function decodeCursor(text: string, kind: CursorKind, topic: string): ListPosition | { refused: string } {
+export function decodeCursor(text: string, kind: CursorKind, topic: string, byLabel = false): ListPosition | { refused: string } {
   let plain: string;
   try {
     plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   } catch {
     return { refused: "not a cursor this API gave" };
   }
-  const m = /^([sid]):(\d{1,16}):(.+)$/.exec(plain);
+  const m = /^([sidSID]):(\d{1,16}):(.+)$/.exec(plain);
   if (!m) return { refused: "not a cursor this API gave" };
-  if (KIND[m[1]!] !== kind) return { refused: `a cursor of ${KIND[m[1]!]} jobs, not of ${kind} ones` };
+  const letter = m[1]!;
+  if (KIND[letter.toLowerCase()] !== kind) return { refused: `a cursor of ${KIND[letter.toLowerCase()]} jobs, not of ${kind} ones` };
+  if (byLabelOf(letter) !== byLabel)
+    return { refused: byLabel ? "a cursor of a walk without label, not by label" : "a cursor of a walk by label: give the label again" };
   if (topicOfJobId(m[3]!) !== topic) return { refused: `a cursor of another topic's jobs, not of ${topic}` };
   return { score: Number(m[2]), id: m[3]! };
 }

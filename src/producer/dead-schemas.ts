@@ -4,12 +4,26 @@ import { z } from "@hono/zod-openapi";
 import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../limits.js";
 
 import { History, JobBody } from "./job-schemas.js";
-import { Delay, DryRun, DryRunAnswer, Instant, JobId, QueryFlag, QueryInstant, TopicName } from "./schema-parts.js";
+import { Delay, DryRun, DryRunAnswer, Instant, JobId, Label, QueryFlag, QueryInstant, TopicName } from "./schema-parts.js";
 import { WebhookHeadersBody } from "./webhook-headers.js";
 
 export const DeadEntryView = z
-  .object({ id: JobId, attempts: z.number().int(), lastError: z.string().nullable(), failedAt: z.string(), payload: z.unknown(), history: History })
+  .object({
+    id: JobId,
+    attempts: z.number().int(),
+    lastError: z.string().nullable(),
+    failedAt: z.string(),
+    payload: z.unknown(),
+    labels: z.array(z.string()).optional().openapi({ description: "Its job's labels (absent: none)" }),
+    history: History,
+  })
   .openapi("DeadLetter");
+
+/** A dead-letter walk's label filter: its letters in enqueue order, a bounded number of the label's jobs looked at per call. */
+const LabelFilter = Label.optional().openapi({
+  description:
+    "Only letters carrying this label, in enqueue order (a walk of the label's index; failedFrom/failedTo still apply): a call looks at a bounded number of the label's jobs, so it may take fewer than it could, even none, and still give a nextCursor",
+});
 
 const ErrorText = z.string().min(1).max(200).openapi({ description: "Only letters whose last error holds this text (case-sensitive)" });
 
@@ -20,6 +34,7 @@ export const ReplayBody = z
     failedFrom: Instant.optional(),
     failedTo: Instant.optional(),
     error: ErrorText.optional(),
+    label: LabelFilter,
     delay: Delay.optional(),
     spread: Delay.optional().openapi({
       description:
@@ -38,9 +53,12 @@ export const ReplayBody = z
   })
   .strict()
   .refine(
-    (b) => [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined].filter(Boolean).length === 1,
+    (b) =>
+      [b.ids !== undefined, b.all === true, b.failedFrom !== undefined || b.failedTo !== undefined || b.error !== undefined || b.label !== undefined].filter(
+        Boolean,
+      ).length === 1,
     {
-      message: "give ids, or all: true, or a filter (failedFrom, failedTo, error)",
+      message: "give ids, or all: true, or a filter (failedFrom, failedTo, error, label)",
       path: ["ids"],
     },
   )
@@ -75,12 +93,14 @@ export const DeadQuery = z.object({
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
+  label: LabelFilter,
 });
 
 export const PurgeQuery = z.object({
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
+  label: LabelFilter,
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
   dryRun: QueryFlag.openapi({
     description: "true: change nothing, and answer what this very call would purge (its count, first ids and nextCursor), by reads alone",

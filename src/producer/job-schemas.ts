@@ -30,6 +30,8 @@ import {
   JobId,
   JobKey,
   KeyText,
+  Label,
+  Labels,
   QueryFlag,
   QueryInstant,
   TargetBody,
@@ -70,6 +72,7 @@ export const JobBody = z
       .openapi({
         description: `0 (default) to ${MAX_PRIORITY}: among the due jobs of its flow key (or of the topic's jobs without one), a head start of priority × the topic's flow.priorityStepMs — never before its own due time`,
       }),
+    labels: Labels.optional(),
     jobKey: JobKey.optional(),
     onConflict: z
       .enum(["replace", "keepDue", "ignore"])
@@ -206,6 +209,7 @@ export const JobView = z
     priority: z.number().int().optional().openapi({ description: "Its priority (absent: 0)" }),
     jobKey: z.string().optional().openapi({ description: "The job key an upsert stored it under" }),
     replacements: z.number().int().optional().openapi({ description: "With jobKey: how many upserts replaced it while it was pending" }),
+    labels: z.array(z.string()).optional().openapi({ description: "Its labels (absent: none)" }),
     history: History,
   })
   .openapi("Job");
@@ -219,7 +223,14 @@ export const ListQuery = z.object({
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
-  payload: QueryFlag.openapi({ description: "Include payloads (a page then also ends once its payloads pass about 1 MB)" }),
+  payload: QueryFlag.openapi({
+    description: "Include payloads (a page then, and in a topic with labelled jobs, also ends once the records it read pass about 1 MB)",
+  }),
+  label: Label.optional().openapi({
+    description:
+      "Only the jobs carrying this label, in enqueue order (a walk of the label's index, not the set's order; from/to still bound due time, lease deadline or failed time): " +
+      "each page looks at a bounded number of the label's jobs, so it may hold fewer jobs than limit, even none, and still have a nextCursor. Not with flowKey",
+  }),
   flowKey: FlowKey.optional().openapi({
     description:
       "Only this flow key's jobs. scheduled: the key's jobs in due order, exact (its range of the flow keys' index). inflight and dead: the page of the topic's set filtered by each job's key, so a page may hold fewer jobs than limit, even none, and still have a nextCursor",
@@ -239,6 +250,7 @@ export const ListedJobView = z
     payload: z.unknown().optional().openapi({ description: "With payload=true" }),
     scheduleId: z.string().optional().openapi({ description: "With payload=true: the schedule whose occurrence made the job" }),
     scheduledFor: z.string().optional().openapi({ description: "With payload=true: that occurrence" }),
+    labels: z.array(z.string()).optional().openapi({ description: "Its labels (absent: none)" }),
   })
   .openapi("ListedJob");
 
@@ -259,14 +271,22 @@ export const BulkCancelBody = z
     dueTo: Instant.optional(),
     all: z.literal(true).optional(),
     flowKey: FlowKey.optional().openapi({ description: "Only this flow key's scheduled jobs (in due order), within dueFrom/dueTo when given" }),
+    label: Label.optional().openapi({
+      description:
+        "Only the scheduled jobs carrying this label (in enqueue order: a walk of the label's index), within dueFrom/dueTo when given; inflight then counts the labelled jobs in flight the call passed. Not with flowKey",
+    }),
     cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
     dryRun: DryRun,
   })
   .strict()
   .refine(
-    (b) => [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined || b.flowKey !== undefined, b.all === true].filter(Boolean).length === 1,
-    { message: "give ids, or dueFrom/dueTo and/or flowKey, or all: true", path: ["ids"] },
+    (b) =>
+      [b.ids !== undefined, b.dueFrom !== undefined || b.dueTo !== undefined || b.flowKey !== undefined || b.label !== undefined, b.all === true].filter(
+        Boolean,
+      ).length === 1,
+    { message: "give ids, or dueFrom/dueTo and/or flowKey or label, or all: true", path: ["ids"] },
   )
+  .refine((b) => b.flowKey === undefined || b.label === undefined, { message: "give flowKey or label, not both", path: ["label"] })
   .refine((b) => b.ids === undefined || b.cursor === undefined, { message: "a cursor goes with a window or all, not with ids", path: ["cursor"] })
   .refine((b) => b.dueFrom === undefined || b.dueTo === undefined || b.dueFrom <= b.dueTo, { message: "must not be before dueFrom", path: ["dueTo"] })
   .openapi("BulkCancel");

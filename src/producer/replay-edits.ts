@@ -53,8 +53,8 @@ const dueOf = (timing: Timing) => timing.dueAt + Math.floor(Math.random() * (tim
  * merged into another job by the topic's content dedup: a replay is asked for.
  */
 function movedInput(letter: { id: string; record: JobRecord }, edits: ReplayEdits & { topic: string }, timing: Timing): EnqueueInput {
-  const { payload, maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority } = editedRecord(letter.record, edits);
-  const kept = Object.entries({ maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority }).filter(([, v]) => v !== undefined);
+  const { payload, maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority, labels } = editedRecord(letter.record, edits);
+  const kept = Object.entries({ maxAttempts, backoff, target, timeoutMs, webhookHeaders, flowKey, priority, labels }).filter(([, v]) => v !== undefined);
   return { topic: edits.topic, payload, runAt: dueOf(timing), idempotencyKey: `replay:${letter.id}`, contentDedup: false, ...Object.fromEntries(kept) };
 }
 

@@ -9,6 +9,9 @@ import { parseDuration } from "../queue/policy/duration.js";
 import { PROBLEM_TYPES } from "./problem.js";
 import {
   FLOW_KEY_MAX_BYTES,
+  LABEL_MAX_LENGTH,
+  LABEL_PATTERN,
+  MAX_LABELS,
   JOB_KEY_MAX_BYTES,
   MAX_BACKOFF_FACTOR,
   MAX_BACKOFF_SCHEDULE_DELAYS,
@@ -121,6 +124,23 @@ export const FlowKey = KeyText.min(1)
   .refine((k) => !hasControlCharacter(k), "no control characters")
   .refine((k) => new TextEncoder().encode(k).length <= FLOW_KEY_MAX_BYTES, `at most ${FLOW_KEY_MAX_BYTES} UTF-8 bytes`)
   .openapi({ example: "tenant-42", description: "The flow key (a tenant, customer or destination host) whose turns and limits the job goes by" });
+
+/** A label (a job's `labels`, a listing's or bulk call's `label` filter): 1 to LABEL_MAX_LENGTH characters of LABEL_PATTERN. */
+export const Label = z
+  .string()
+  .min(1)
+  .max(LABEL_MAX_LENGTH)
+  .regex(LABEL_PATTERN, "letters, digits and : . _ / - only")
+  .openapi({ example: "tenant:42", description: `A label: 1 to ${LABEL_MAX_LENGTH} characters of letters, digits and : . _ / -` });
+
+/** A job's labels: at most MAX_LABELS (a label given twice counts once, and is stored once). */
+export const Labels = z
+  .array(Label)
+  .max(MAX_LABELS)
+  .openapi({
+    example: ["tenant:42", "invoice"],
+    description: `At most ${MAX_LABELS} labels (a repeat is stored once): listings, bulk cancels and dead-letter walks filter by one`,
+  });
 
 /** A job key (an upsert's `jobKey`): well-formed text of 1 to JOB_KEY_MAX_BYTES UTF-8 bytes. */
 export const JobKey = KeyText.min(1)

@@ -36,9 +36,11 @@ export const Code = {
   /**
    * upsert.lua: what became of a job key's job: a new one was stored, the
    * pending one was replaced or left as it was; or Moved: the key's pointer
-   * named another job than the caller read (nothing written: read it again).
+   * named another job than the caller read (nothing written: read it again);
+   * or Labels: the pending job carries labels whose index the caller did not
+   * name (nothing written: call again naming them).
    */
-  Upsert: { Moved: 0, Created: 1, Replaced: 2, Ignored: 3 },
+  Upsert: { Moved: 0, Created: 1, Replaced: 2, Ignored: 3, Labels: 4 },
   /** enqueue.lua: a job whose idempotency key still holds (its job's id is returned), one whose content does (a topic's content dedup), or a new one. */
   Repeat: { Repeat: 1, ContentRepeat: 2, New: 0 },
   /** lock-acquire.lua, lock-release.lua, peek.lua: the tick lock is (still) the caller's, or another loop's. */

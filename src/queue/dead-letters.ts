@@ -5,6 +5,7 @@ import { topicOfJobId } from "./ids.js";
 import { readJobs, windowArgs } from "./job-reads.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
+import { type LabelStep, labelStep, labelStepNext } from "./labels.js";
 import { replies } from "./replies.js";
 import { type DeadEntry, type JobMeta, type JobRecord, metaSchema, parseRecord } from "./types.js";
 import type { DeadFilter, DeadLettersOptions, ListPosition } from "./views.js";
@@ -17,12 +18,21 @@ import type { DeadFilter, DeadLettersOptions, ListPosition } from "./views.js";
 // the set (list-dead.lua), then the script that re-checks and changes them by
 // their keys.
 
-/** One page of a topic's letter ids (list-dead.lua), newest or oldest first. */
+/**
+ * One page of a topic's letter ids (list-dead.lua), newest or oldest first;
+ * with a label, a step of its walk (label-page.lua: in enqueue order),
+ * whose `walked` says where the walk goes on.
+ */
 export async function pageDead(
   ctx: QueueContext,
   topic: string,
-  o: DeadFilter & { after?: ListPosition; limit: number; order: "newest" | "oldest" },
-): Promise<{ more: boolean; letters: Array<{ id: string; score: number }> }> {
+  o: DeadFilter & { after?: ListPosition | undefined; limit: number; order: "newest" | "oldest" },
+  prune = true,
+): Promise<{ more: boolean; letters: Array<{ id: string; score: number }>; walked?: LabelStep }> {
+  if (o.label !== undefined) {
+    const walked = await labelStep(ctx, topic, o.label, { after: o.after, states: ["dead"], most: o.limit, from: o.failedFrom, to: o.failedTo, prune });
+    return { more: walked.next !== null, letters: walked.jobs, walked };
+  }
   const raw = await ctx.run(lua.listDead, [ctx.keys.topic(topic).deadAt], [...windowArgs(o.after, o.failedFrom, o.failedTo), o.limit, o.order]);
   return replies.listDead.parse(raw);
 }
@@ -54,6 +64,7 @@ export async function deadLetters(
     const entry = entryOf(id, read[i]!.record, read[i]!.meta);
     if (entry) entries.push(entry);
   }
+  if (page.walked) return { entries, next: labelStepNext(page.walked, listed.at(-1) ?? null) };
   const last = listed.at(-1);
   const more = page.more || listed.length < page.letters.length;
   return { entries, next: more && last ? { score: last.score, id: last.id } : null };
@@ -141,9 +152,11 @@ async function walkStep(
   call: (ids: string[]) => { keys: string[]; args: Array<string | number> },
 ): Promise<{ count: number; next: ListPosition | null }> {
   const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
-  if (page.letters.length === 0) return { count: 0, next: null };
+  // A label's step may find none of its letters among the members it looked at, and go on all the same.
+  if (page.letters.length === 0) return { count: 0, next: page.walked?.next ?? null };
   const { keys, args } = call(page.letters.map((l) => l.id));
-  return replies[script].walk.parse(await ctx.run(WALK_SCRIPTS[script], keys, [...args, ...walkArgs(options, page)]));
+  const r = replies[script].walk.parse(await ctx.run(WALK_SCRIPTS[script], keys, [...args, ...walkArgs(options, page)]));
+  return page.walked ? { count: r.count, next: labelStepNext(page.walked, r.next) } : r;
 }
 
 export async function replayDeadLettersMatching(ctx: QueueContext, topic: string, options: DeadFilter & ReplayOptions = {}): Promise<number> {

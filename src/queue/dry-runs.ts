@@ -3,6 +3,7 @@ import type { QueueContext } from "./context.js";
 import { pageDead } from "./dead-letters.js";
 import { topicOfJobId } from "./ids.js";
 import { keyPage, windowArgs } from "./job-reads.js";
+import { labelStep, labelStepNext } from "./labels.js";
 import * as lua from "./lua.generated.js";
 import { pipelineRead, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
@@ -126,8 +127,10 @@ async function cancelWindow(ctx: QueueContext, topic: string, options: CancelWin
   const window = { after: options.after, from: options.dueFrom, to: options.dueTo };
   const byKey = options.flowKey !== undefined;
   const keyed = byKey ? await keyPage(ctx, topic, options.flowKey!, window, BULK_CANCEL_BATCH) : undefined;
+  const walked = options.label === undefined ? undefined : await labelledPage(ctx, topic, options.label, window);
   const page =
     keyed ??
+    walked ??
     replies.listJobs.parse(await ctx.run(lua.listJobs, [t.due, t.flow.fdue], [...windowArgs(window.after, window.from, window.to), BULK_CANCEL_BATCH]));
   const ids = page.jobs.map((j) => j.id);
   const due = keyed ? ids.map(() => null) : await scoresIn(ctx, t.due, ids);
@@ -164,8 +167,22 @@ async function cancelWindow(ctx: QueueContext, topic: string, options: CancelWin
     }
     reach = last;
   }
+  const next = nextOf({ more: page.more, rows: page.jobs }, reach);
+  if (walked) return { ids: taken, next: labelStepNext(walked.step, next), inflight: walked.inflight };
   const [inflight] = await read(ctx, "ZCARD", [["zcard", t.lease]]);
-  return { ids: taken, next: nextOf({ more: page.more, rows: page.jobs }, reach), inflight: Number(inflight) };
+  return { ids: taken, next, inflight: Number(inflight) };
+}
+
+/** A step of a label's walk as job-changes.ts's cancelLabelled takes it, leaving stale members be: its scheduled jobs, and those in flight it passed. */
+async function labelledPage(
+  ctx: QueueContext,
+  topic: string,
+  label: string,
+  window: { after?: ListPosition | undefined; from?: number | undefined; to?: number | undefined },
+) {
+  const all = await labelStep(ctx, topic, label, { ...window, states: ["scheduled", "inflight"], most: BULK_CANCEL_BATCH, prune: false });
+  const jobs = all.jobs.filter((j) => j.state === "scheduled");
+  return { more: all.next !== null, jobs, step: { ...all, jobs }, inflight: all.jobs.length - jobs.length };
 }
 
 /** Whether a meta names its job's flow key ("k", "" for the default lane: written by the job's first claim). */
@@ -190,13 +207,15 @@ async function replayIds(ctx: QueueContext, topic: string, ids: string[]): Promi
  * those whose error holds the text (lib/dead.lua pickDead).
  */
 async function deadStep(ctx: QueueContext, topic: string, options: DeadFilter & { after?: ListPosition }, op: "replay" | "purge"): Promise<DryStep> {
-  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" });
+  const page = await pageDead(ctx, topic, { ...options, limit: DEAD_BATCH, order: "oldest" }, false);
   const ids = page.letters.map((l) => l.id);
   const needle = options.errorContains ?? "";
-  if (op === "purge" && needle === "") return { ids, next: nextOf({ more: page.more, rows: page.letters }, ids.length) };
+  // A label's step goes on from its walk's position (dead-letters.ts walkStep).
+  const onward = (next: ListPosition | null) => (page.walked ? (ids.length === 0 ? page.walked.next : labelStepNext(page.walked, next)) : next);
+  if (op === "purge" && needle === "") return { ids, next: onward(nextOf({ more: page.more, rows: page.letters }, ids.length)) };
   const metas = await metasInReach(ctx, ids);
   const picked = ids.filter((_, i) => i < metas.length && picks(metas[i]!, needle));
-  return { ids: picked, next: nextOf({ more: page.more, rows: page.letters }, metas.length) };
+  return { ids: picked, next: onward(nextOf({ more: page.more, rows: page.letters }, metas.length)) };
 }
 
 /** Whether a letter's meta (text) is a dead letter's whose error holds `needle` ("" for any), as pickDead decides. */

@@ -2,6 +2,7 @@ import { BULK_CALL_BYTES, BULK_CANCEL_BATCH } from "./bounds.js";
 import type { QueueContext } from "./context.js";
 import { topicOfJobId } from "./ids.js";
 import { keyPage, windowArgs } from "./job-reads.js";
+import { labelStep, labelStepNext } from "./labels.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
 import type { CancelWindowOptions, ListPosition } from "./views.js";
@@ -39,6 +40,7 @@ export async function cancelWindow(
 ): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
   const t = ctx.keys.topic(topic);
   const window = { after: options.after, from: options.dueFrom, to: options.dueTo };
+  if (options.label !== undefined) return cancelLabelled(ctx, topic, options.label, window);
   let page: { more: boolean; jobs: Array<{ id: string; score: number }> };
   let listed: Array<string | number>;
   if (options.flowKey !== undefined) {
@@ -59,6 +61,35 @@ export async function cancelWindow(
     [ctx.now(), options.flowKey !== undefined ? "key" : "window", BULK_CALL_BYTES, page.more ? "1" : "0", ...listed],
   );
   return replies.cancelJobs.window.parse(raw);
+}
+
+/**
+ * A step of cancelling the scheduled jobs carrying a label (within the due
+ * window): a step of the label's walk, then cancel-jobs.lua on the scheduled
+ * jobs it found, as a window's page. In flight: the labelled jobs the step
+ * passed in flight, not the topic's.
+ */
+async function cancelLabelled(
+  ctx: QueueContext,
+  topic: string,
+  label: string,
+  window: { after?: ListPosition | undefined; from?: number | undefined; to?: number | undefined },
+): Promise<{ cancelled: number; inflight: number; next: ListPosition | null }> {
+  const walked = await labelStep(ctx, topic, label, { ...window, states: ["scheduled", "inflight"], most: BULK_CANCEL_BATCH, prune: true });
+  const scheduled = walked.jobs.filter((j) => j.state === "scheduled");
+  const inflight = walked.jobs.length - scheduled.length;
+  if (scheduled.length === 0) return { cancelled: 0, inflight, next: walked.next };
+  const raw = await ctx.run(
+    lua.cancelJobs,
+    cancelKeys(
+      ctx,
+      topic,
+      scheduled.map((j) => j.id),
+    ),
+    [ctx.now(), "window", BULK_CALL_BYTES, walked.next ? "1" : "0", ...scheduled.flatMap((j) => [j.id, j.score])],
+  );
+  const r = replies.cancelJobs.window.parse(raw);
+  return { cancelled: r.cancelled, inflight, next: labelStepNext({ ...walked, jobs: scheduled }, r.next) };
 }
 
 export async function cancelIds(ctx: QueueContext, topic: string, ids: string[]): Promise<{ cancelled: number; inflight: number; notScheduled: number }> {

@@ -5,6 +5,7 @@ import { createdAtOfJobId, topicOfJobId } from "./ids.js";
 import { idOfIndexMember, keyIndexRange } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { pipelineRead, redisCall } from "./redis.js";
+import { type LabelStep, labelStep, labelStepNext } from "./labels.js";
 import { replies } from "./replies.js";
 import { parseRecord, type JobMeta, type JobRecord } from "./types.js";
 import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./views.js";
@@ -15,7 +16,7 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
-type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements">;
+type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements" | "labels">;
 
 /** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements. */
 const originOf = (r: JobRecord): Origin => {
@@ -23,6 +24,7 @@ const originOf = (r: JobRecord): Origin => {
   if (r.webhookHeaders !== undefined) o.webhookHeaders = r.webhookHeaders;
   if (r.flowKey !== undefined) o.flowKey = r.flowKey;
   if (r.priority !== undefined) o.priority = r.priority;
+  if (r.labels !== undefined) o.labels = r.labels;
   if (r.jobKey !== undefined) {
     o.jobKey = r.jobKey;
     o.replacements = r.replacements ?? 0;
@@ -91,16 +93,21 @@ export function windowArgs(after: ListPosition | undefined, from: number | undef
 /**
  * The records (with `records`) and metas of jobs by id, in order: read-jobs.lua
  * on their keys. With records the read ends before the job whose record passes
- * `byteBudget` (the first is always read), so fewer may come back than asked.
+ * `byteBudget` (the first is always read), so fewer may come back than asked;
+ * with "labels" (ids of one topic) the same, but of each record only its labels
+ * come back (a null payload), and none is read when the topic has no labelled job.
  */
 export async function readJobs(
   ctx: QueueContext,
   ids: readonly string[],
-  records: boolean,
+  records: boolean | "labels",
   byteBudget: number,
 ): Promise<Array<{ record: JobRecord | null; meta: JobMeta | null }>> {
   if (ids.length === 0) return [];
-  const read = replies.readJobs.parse(await ctx.run(lua.readJobs, ctx.keys.jobPairs(ids), [records ? "1" : "0", byteBudget]));
+  const mode = records === "labels" ? "L" : records ? "1" : "0";
+  // With "labels" the topic's label set comes last: a topic without one has no labelled job, and no record is read.
+  const labelSet = records === "labels" ? [ctx.keys.labelSet(topicOfJobId(ids[0]!) ?? "")] : [];
+  const read = replies.readJobs.parse(await ctx.run(lua.readJobs, [...ctx.keys.jobPairs(ids), ...labelSet], [mode, byteBudget]));
   return read.map((r, i) => ({ record: r.record === null ? null : parseRecord(r.record, ids[i]!), meta: r.meta }));
 }
 
@@ -134,15 +141,18 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
   // A topic's scheduled jobs are its due set's and, once it is shaped, its keyed jobs' (fdue): one page of both.
   const sets = options.state === "scheduled" ? [t.due, t.flow.fdue] : [t.lease];
   const byKey = options.flowKey;
-  // Two phases: the page's ids from the set (a flow key's scheduled jobs: its range of the index), then their metas (and records) by their keys.
-  const page =
-    byKey !== undefined && options.state === "scheduled"
-      ? await keyPage(ctx, topic, byKey, options, limit)
-      : replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
+  // Two phases: the page's ids from the set (a flow key's scheduled jobs: its range of the index; a label's jobs: a step
+  // of its index's walk), then their metas (and records) by their keys.
+  const page: { more: boolean; jobs: Array<{ id: string; score: number }>; walked?: LabelStep } =
+    options.label !== undefined
+      ? await labelPage(ctx, topic, options.label, { ...options, limit })
+      : byKey !== undefined && options.state === "scheduled"
+        ? await keyPage(ctx, topic, byKey, options, limit)
+        : replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
   const read = await readJobs(
     ctx,
     page.jobs.map((j) => j.id),
-    options.payload === true,
+    options.payload === true || "labels",
     LIST_PAGE_BYTES,
   );
   // Past the byte budget the page ends early; the cursor resumes after the last job read.
@@ -168,8 +178,21 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     if (inflight) job.leaseExpiresAt = score;
     if (options.payload) job.payload = record?.payload ?? null;
     if (record) Object.assign(job, scheduleOf(record));
+    if (record?.labels !== undefined) job.labels = record.labels;
     jobs.push(job);
   }
+  if (page.walked !== undefined) return { jobs, next: labelStepNext(page.walked, listed.at(-1) ?? null) };
   const last = listed.at(-1);
   return { jobs, next: more && last ? { score: last.score, id: last.id } : null };
+}
+
+/** A page of the jobs carrying a label in one state, as the other listings' pages: one step of the label's walk. */
+async function labelPage(
+  ctx: QueueContext,
+  topic: string,
+  label: string,
+  o: { state: "scheduled" | "inflight"; after?: ListPosition | undefined; from?: number | undefined; to?: number | undefined; limit: number },
+): Promise<{ more: boolean; jobs: Array<{ id: string; score: number }>; walked: LabelStep }> {
+  const walked = await labelStep(ctx, topic, label, { after: o.after, states: [o.state], most: o.limit, from: o.from, to: o.to, prune: true });
+  return { more: walked.next !== null, jobs: walked.jobs, walked };
 }

@@ -44,6 +44,9 @@ interface PlannedBatch {
   jobs: PlannedJob[];
   /** Topics the call registers (flag "r"). */
   newTopics: Set<string>;
+  /** The labels' part (enqueue.lua's last): per label of a topic, its keys and the numbers of its jobs. */
+  labelKeys: string[];
+  labelArgs: Array<string | number>;
 }
 
 export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): Promise<EnqueueResult[]> {
@@ -55,7 +58,7 @@ export async function enqueueBatch(ctx: QueueContext, inputs: EnqueueInput[]): P
   const checked = [...new Set(inputs.map((i) => i.topic))].filter((t) => seen.capOf(t, now) !== "none" || seen.contentDedupOf(t, now) !== 0);
   const batch = planBatch(ctx, inputs, now, await contentKeys(ctx, inputs, new Set(checked), now));
   const single = inputs.length === 1 ? inputs[0]! : undefined;
-  if (single && single.idempotencyKey === undefined && checked.length === 0 && markedFor(ctx, single)) {
+  if (single && single.idempotencyKey === undefined && checked.length === 0 && !single.labels?.length && markedFor(ctx, single)) {
     // Before the write: the EVAL form counted is larger than the pipeline's request.
     scriptRequest(ctx, batch, [], new Map(), now);
     return [await enqueuePipelined(ctx, batch.jobs[0]!, single)];
@@ -169,7 +172,27 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number, conte
     jobs.push(job);
     args.push(id, dueAt, job.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
   }
-  return { keys, args, jobs, newTopics };
+  return { keys, args, jobs, newTopics, ...labelPart(ctx, inputs) };
+}
+
+/** enqueue.lua's labels' part: a group per label of a topic, with the numbers (from 1) of the jobs carrying it. */
+function labelPart(ctx: QueueContext, inputs: EnqueueInput[]): { labelKeys: string[]; labelArgs: Array<string | number> } {
+  const groups = new Map<string, { topic: string; label: string; jobs: number[] }>();
+  for (const [i, input] of inputs.entries()) {
+    for (const label of new Set(input.labels)) {
+      const key = ctx.keys.labelIndex(input.topic, label);
+      const group = groups.get(key) ?? { topic: input.topic, label, jobs: [] };
+      group.jobs.push(i + 1);
+      groups.set(key, group);
+    }
+  }
+  const labelKeys: string[] = [];
+  const labelArgs: Array<string | number> = [groups.size];
+  for (const [key, g] of groups) {
+    labelKeys.push(key, ctx.keys.labelSet(g.topic));
+    labelArgs.push(g.label, g.jobs.length, ...g.jobs);
+  }
+  return { labelKeys, labelArgs };
 }
 
 /** When a new job is due: at `runAt` (a time past means now), else `delayMs` from now. */
@@ -180,7 +203,10 @@ export function dueOf(input: Pick<EnqueueInput, "runAt" | "delayMs">, now: numbe
 /** A job's record as stored (see JobRecord), its fields in the order given. */
 export function recordOf(input: EnqueueInput): Omit<JobRecord, "createdAt"> {
   // No createdAt: it is the time in the id's ULID, minted from `now` (parseRecord fills it in).
-  const record: Omit<JobRecord, "createdAt"> = { payload: input.payload };
+  // Labels first: Lua reads them from the record's start without decoding the payload (lua/lib/labels.lua).
+  const record: Omit<JobRecord, "createdAt"> = input.labels?.length
+    ? { labels: [...new Set(input.labels)], payload: input.payload }
+    : { payload: input.payload };
   if (input.maxAttempts !== undefined) record.maxAttempts = input.maxAttempts;
   if (input.backoff !== undefined) record.backoff = input.backoff;
   if (input.target !== undefined) record.target = input.target;
@@ -205,12 +231,17 @@ function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[]
     keys.push(...part.keys);
     args.push(...part.args);
   }
+  // Last: the labels' part, found by its start (enqueue.lua's last argument).
+  keys.push(...batch.labelKeys);
+  const labelsAt = args.length + 1;
+  args.push(...batch.labelArgs, labelsAt);
   fitRequest(ctx.requestBudgetBytes, "batch", lua.enqueue, keys, args);
   return { keys, args };
 }
 
 /**
- * The steady-traffic path: one job, no idempotency key, of a topic this
+ * The steady-traffic path: one job, no idempotency key and no label (a
+ * labelled job's enqueue checks its labels' indexes, lua/lib/labels.lua), of a topic this
  * isolate registered and found uncapped (and, for a keyed job, knows to carry
  * the marks it needs: markedFor), in one request and no script: three
  * commands, four for a keyed job, five with a flow key (its key's index). The

@@ -45,6 +45,13 @@
  *   <p>:t:<topic>:fkeys      HASH   flow key -> its own settings JSON (lua/lib/flow.lua)
  *   <p>:t:<topic>:fkidx      ZSET   the flow keys' index: "<key>\n<due, 15 digits>\n<id>" -> 0, by lex: every job of a
  *                                   flow key scheduled or waiting (a key's count and its jobs in due order)
+ *   <p>:t:<topic>:lbl:<l>    ZSET   label l's index: job id -> 0, by lex (ids of a topic sort by their ULID: enqueue order);
+ *                                   written at enqueue (and by an upsert) for labelled jobs only. Members whose job
+ *                                   finished are removed lazily: by walks by the label (label-page.lua) and by each
+ *                                   labelled enqueue, which checks LABEL_TRIM_PROBES random members per job it adds
+ *                                   (lua/lib/labels.lua): a member is live while its id is in due, fdue, lease or dead:at
+ *   <p>:t:<topic>:labels     SET    the labels whose index exists (delete-topic drops their indexes); a label leaves
+ *                                   it when its index empties
  *   <p>:t:<topic>:idem:<k>   STRING job id for idempotency key k ("=<id>": the job its request's content repeated);
  *                                   expires after the window (mode "finished": after the job's delay plus the window,
  *                                   renewed by a repeat finding it alive; free once the job is in none of due, fdue,
@@ -64,7 +71,7 @@
  *
  * A job id is `<topic>.<ULID>`, so every operation by id finds its topic's keys
  * and its own. No key holds more than one job, save the topic's sorted sets
- * of ids (due, lease, done, dead:at) and its small settings and counters.
+ * of ids (due, lease, done, dead:at, the label indexes) and its small settings and counters.
  */
 /** The topic index's member for the schedules (no topic name holds "~"): see src/queue/lua/lib/index.lua. */
 export const SCHEDULES_INDEX_MEMBER = "~schedules";
@@ -168,6 +175,16 @@ export class Keys {
         fkidx: `${t}:fkidx`,
       },
     };
+  }
+
+  /** Label `label`'s index of the topic's jobs that carry it (lua/lib/labels.lua). */
+  labelIndex(topic: string, label: string): string {
+    return `${this.prefix}:t:${topic}:lbl:${label}`;
+  }
+
+  /** The topic's labels whose index exists. */
+  labelSet(topic: string): string {
+    return `${this.prefix}:t:${topic}:labels`;
   }
 
   idempotency(topic: string, key: string): string {

@@ -204,6 +204,16 @@ export const replies = {
     return { more: hasMore, letters };
   }),
 
+  /** label-page.lua: whether the walk goes on, after which member, then the members of the wanted states: id, state letter, score. */
+  labelPage: z.tuple([more, z.string()], listedValue).transform(([hasMore, after, ...rows]) => {
+    const jobs: Array<{ id: string; state: "scheduled" | "inflight" | "dead"; score: number }> = [];
+    const STATES = { s: "scheduled", i: "inflight", d: "dead" } as const;
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      jobs.push({ id: String(rows[i]), state: STATES[String(rows[i + 1]) as keyof typeof STATES], score: numericReply.parse(rows[i + 2]) });
+    }
+    return { after: hasMore ? after : null, jobs };
+  }),
+
   replayDead: {
     ids: z.tuple([intReply, intReply], z.string()).transform(([replayed, handled, ...notFound]) => ({ replayed, handled, notFound })),
     /** Walking: letters changed, and the position the walk goes on from (purge-dead.lua's walk answers the same). */

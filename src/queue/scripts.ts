@@ -16,6 +16,8 @@ import { redisCall } from "./redis.js";
 const SCRIPT_REPEAT: Record<keyof typeof lua, "safe" | "unsafe" | "keyed"> = {
   get: "safe",
   listDead: "safe",
+  // Reads, and drops only members it checks are stale (a stale member never turns live again: ids are not reused).
+  labelPage: "safe",
   listJobs: "safe",
   readJobs: "safe",
   listTopics: "safe",

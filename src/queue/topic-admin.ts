@@ -4,7 +4,7 @@ import { TopicLimitError } from "./errors.js";
 import { flowKeyList, idOfIndexMember } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { SERIES_MINUTES, snapshotOf } from "./metrics.js";
-import { redisCall } from "./redis.js";
+import { pipeline, pipelineRead, redisCall } from "./redis.js";
 import { forgetRegistered } from "./registrations.js";
 import { replies } from "./replies.js";
 import { decodeTopicConf, encodeTopicPatch, type TopicPatch, type TopicSecrets, type TopicSettings } from "./topics.js";
@@ -73,10 +73,26 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
     purged.dead += r.droppedDead;
     if (r.result === "deleted") {
       forgetRegistered(ctx.keys.prefix, topic);
+      await dropLabelIndexes(ctx, topic);
       return { result: "deleted", purged };
     }
     if (r.result !== "purging") return { result: r.result, scheduled: r.scheduled, inflight: r.inflight, dead: r.dead };
     batch = r.batch;
+  }
+}
+
+/**
+ * A deleted topic's label indexes (their members' jobs are gone with it), a
+ * batch of its label set at a time: SPOP names them, one DEL drops them. An
+ * enqueue of the topic between the two (another isolate that still knows it)
+ * may lose its job's member: the job stays, not found by that label.
+ */
+async function dropLabelIndexes(ctx: QueueContext, topic: string): Promise<void> {
+  for (;;) {
+    const [popped] = await redisCall({ name: "SPOP", repeatSafe: false }, () => pipelineRead(ctx.redis, [["spop", ctx.keys.labelSet(topic), PURGE_BATCH]]));
+    const labels = z.array(z.string()).parse(popped ?? []);
+    if (labels.length === 0) return;
+    await redisCall({ name: "DEL", repeatSafe: true }, () => pipeline(ctx.redis, [["del", ...labels.map((l) => ctx.keys.labelIndex(topic, l))]]));
   }
 }
 

@@ -20,6 +20,8 @@ export interface Target {
  * records written before carry it, and it reads the same.
  */
 export interface JobRecord {
+  /** Its labels (at most MAX_LABELS): the record's first field, so Lua finds them without decoding the payload (lua/lib/labels.lua). */
+  labels?: string[];
   payload: unknown;
   createdAt: number;
   maxAttempts?: number;
@@ -47,6 +49,7 @@ export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancel
 
 // Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({
+  labels: z.array(z.string()).optional(),
   payload: z.unknown(),
   createdAt: z.number(),
   maxAttempts: z.number().int().optional(),
@@ -111,6 +114,9 @@ function isStoredRecord(v: unknown): v is JobRecord {
       case "priority":
       case "replacements":
         if (!Number.isSafeInteger(field)) return false;
+        break;
+      case "labels":
+        if (!Array.isArray(field) || !field.every((l) => typeof l === "string")) return false;
         break;
       case "target":
         if (!isStoredTarget(field)) return false;

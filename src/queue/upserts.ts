@@ -31,17 +31,26 @@ export async function upsert(ctx: QueueContext, input: UpsertInput): Promise<Ups
   let flags = registering ? "r" : "";
   if (seen.capOf(input.topic, now) !== "none") flags += "c";
   if (isKeyed(input)) flags += "k";
+  const labels = [...new Set(input.labels)];
+  // Labels the key's pending job was found to carry (upsert.lua names those the call did not): their indexes go in the next call.
+  let carried: string[] = [];
   for (let round = 1; round <= UPSERT_ROUNDS; round++) {
     await ctx.ensureModel();
     const found = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(pointer));
     const held = ctx.keys.job(found ?? id);
     const keys = [pointer, ctx.keys.topics, ctx.keys.topicIndex, t.due, t.lease, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready];
-    keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys);
+    keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys, t.deadAt, ctx.keys.labelSet(input.topic));
+    const others = carried.filter((l) => !labels.includes(l));
+    keys.push(...[...labels, ...others].map((l) => ctx.keys.labelIndex(input.topic, l)));
     const args = [found ?? "", id, dueAt, replacedDue(found, dueAt, now, input.maxWaitMs), record, input.topic, onConflict, flags];
-    args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now);
+    args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now, labels.length, ...labels, others.length, ...others);
     fitRequest(ctx.requestBudgetBytes, "job", lua.upsert, keys, args);
     const reply = replies.upsert.parse(await ctx.run(lua.upsert, keys, args));
     if (reply.result === "moved") continue;
+    if (reply.result === "labels") {
+      carried = [...new Set([...carried, ...reply.labels])];
+      continue;
+    }
     if (reply.result === "topic-limit") throw new TopicLimitError(reply.count, reply.limit);
     if (reply.result === "topic-full") throw new TopicFullError(reply.topic, reply.pending, reply.maxLength, reply.adding);
     if (reply.result === "flow-key-full") throw new FlowKeyFullError(reply.topic, reply.flowKey, reply.pending, reply.maxKeyLength, reply.adding);

@@ -31,6 +31,8 @@ export interface EnqueueInput {
   flowKey?: string;
   /** 0 (default) to 9: among the due jobs of its key (or lane), a head start of priority × the topic's `flow.priorityStepMs`. */
   priority?: number;
+  /** Up to {@link MAX_LABELS} labels of {@link LABEL_PATTERN} (a repeat stored once), which listings and bulk calls filter by. Default: none. */
+  labels?: string[];
 }
 
 export interface EnqueueResult {
@@ -190,6 +192,7 @@ export interface JobSnapshot {
   jobKey?: string;
   /** How many upserts replaced it while it was pending. */
   replacements?: number;
+  labels?: string[];
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }
@@ -204,7 +207,7 @@ export interface ListPosition {
 }
 
 /** One job of a listing. */
-export interface ListedJob {
+export interface ListedJob extends Pick<JobSnapshot, "labels"> {
   id: string;
   topic: string;
   state: ListedState;
@@ -233,7 +236,7 @@ export interface ListJobsOptions {
   limit?: number;
   /** Where the previous page ended (its `next`). Default: the start. */
   after?: ListPosition;
-  /** Include payloads; a page then also ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
+  /** Include payloads; a page then (and in a topic with labels) ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
   payload?: boolean;
   /**
    * Only the jobs of this flow key. Scheduled: the key's range of the keys'
@@ -242,6 +245,8 @@ export interface ListJobsOptions {
    * than `limit`, even none, and still have a `next`. Default: every job.
    */
   flowKey?: string;
+  /** Only the jobs carrying this label, in enqueue order: a page may hold fewer than `limit`, even none, and have a `next`. Default: every job. */
+  label?: string;
 }
 
 /** Which scheduled jobs {@link Queue.cancelWindow} cancels, and where its previous call stopped. */
@@ -254,28 +259,28 @@ export interface CancelWindowOptions {
   after?: ListPosition;
   /** Only this flow key's jobs (its range of the keys' index), within the window when one is given. Default: every job. */
   flowKey?: string;
+  /** Only the jobs carrying this label (in enqueue order), within the window. Default: every job. */
+  label?: string;
 }
 
 /** Which dead letters a bulk replay or purge takes. */
 export interface DeadFilter {
-  /** Earliest failed time, epoch ms. Default: none. */
+  /** Earliest failed time (listed or taken), epoch ms. Default: none. */
   failedFrom?: number;
-  /** Latest failed time, epoch ms. Default: none. */
+  /** Latest failed time (listed or taken), epoch ms. Default: none. */
   failedTo?: number;
   /** Only letters whose last error holds this text (case-sensitive). Default: any. */
   errorContains?: string;
+  /** Only letters carrying this label, in enqueue order. Default: any. */
+  label?: string;
 }
 
 /** Options of {@link Queue.deadLetters}. */
-export interface DeadLettersOptions {
+export interface DeadLettersOptions extends Pick<DeadFilter, "failedFrom" | "failedTo" | "label"> {
   /** Letters on the page, 1 to {@link MAX_LIST_LIMIT}. Default 50. */
   limit?: number;
   /** Where the previous page ended. Default: the newest letter. */
   after?: ListPosition;
-  /** Earliest failed time listed, epoch ms. Default: none. */
-  failedFrom?: number;
-  /** Latest failed time listed, epoch ms. Default: none. */
-  failedTo?: number;
 }
 
 export interface TopicStats {

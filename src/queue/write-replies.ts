@@ -77,12 +77,13 @@ function enqueueReply(raw: unknown, n: number) {
   return { result: "written", jobs, caps } as const;
 }
 
-const upsertCode = coded(Code.Upsert, { Moved: "moved", Created: "created", Replaced: "replaced", Ignored: "ignored" } as const);
+const upsertCode = coded(Code.Upsert, { Moved: "moved", Created: "created", Replaced: "replaced", Ignored: "ignored", Labels: "labels" } as const);
 
 /**
  * upsert.lua: what became of the job key's job — its id and due time, and
  * for a new one the topic's cap when the call checked it — or that the key's
- * pointer moved (read it again), the topic limit, or the topic's cap refusing the job.
+ * pointer moved (read it again), the labels of the pending job the caller
+ * did not name (call again naming them), the topic limit, or the topic's cap refusing the job.
  */
 function upsertReply(raw: unknown) {
   const reply = z.array(z.union([z.string(), z.number()])).parse(raw);
@@ -92,6 +93,7 @@ function upsertReply(raw: unknown) {
   if (head === Code.Write.FlowKeyFull) return flowKeyFullOf(reply);
   const result = upsertCode.parse(head);
   if (result === "moved") return { result } as const;
+  if (result === "labels") return { result, labels: reply.slice(1).map(String) } as const;
   if (reply.length < 3) return malformed("upsert", "the reply", raw);
   const cap = reply[3] === undefined ? undefined : overflow.parse(reply[3]);
   const kinds = reply[4] === undefined ? undefined : capKinds.parse(reply[4]);

@@ -149,6 +149,46 @@ it("bulk-cancel, dead replay and dead purge with --dry-run say what they would t
   expect(await cli(["dead", "purge", "cli-dead", "--all"])).toMatchObject({ code: 0, stdout: "purged 1\n" });
 });
 
+it("labels: enqueue and upsert --label (repeated), jobs --label with a LABELS column, bulk-cancel --label, dead list, replay and purge --label", {
+  timeout: 60_000,
+}, async () => {
+  const a = await json(["enqueue", "cli-labels", '"a"', "--delay", "1h", "--label", "tenant:42", "--label", "invoice"]);
+  const b = await json(["enqueue", "cli-labels", '"b"', "--delay", "1h", "--label", "tenant:7"]);
+  const up = await json(["upsert", "cli-labels", "user-1", '"c"', "--delay", "1h", "--label", "tenant:42"]);
+  expect(await dl.jobs.get(a.id)).toMatchObject({ labels: ["tenant:42", "invoice"] });
+  expect((await cli(["get", a.id])).stdout).toMatch(/^labels\s+tenant:42 invoice$/m);
+  expect((await json(["jobs", "cli-labels", "--label", "tenant:42"])).jobs.map((j: { id: string }) => j.id)).toEqual([a.id, up.id]);
+  const table = await cli(["jobs", "cli-labels", "--label", "invoice"]);
+  expect(table.stdout).toMatch(/^ID\s+STATE\s+DUE\s+ATTEMPTS\s+LAST ERROR\s+LABELS\n/);
+  expect(table.stdout).toContain("tenant:42 invoice");
+  expect((await cli(["jobs", "cli-labels", "--label", "nobody"])).stdout).toContain("(no scheduled jobs labelled nobody in cli-labels)");
+  const bad = await cli(["enqueue", "cli-labels", "--label", "has space"]);
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toContain("letters, digits and : . _ / - only");
+
+  expect(await json(["bulk-cancel", "cli-labels", "--label", "tenant:42", "--dry-run"])).toEqual({
+    cancelled: 2,
+    inflight: 0,
+    dryRun: true,
+    ids: [a.id, up.id],
+  });
+  expect(await cli(["bulk-cancel", "cli-labels", "--label", "tenant:42"])).toMatchObject({ code: 0, stdout: "cancelled 2\nin flight (left alone): 0\n" });
+  expect((await dl.jobs.list("cli-labels")).jobs.map((j) => j.id)).toEqual([b.id]);
+
+  await json(["topics", "set", "cli-labels-dead", "--mode", "pull", "--max-attempts", "1"]);
+  const made = await dl.jobs.enqueueBatch(["red", "red", "blue"].map((label, i) => ({ topic: "cli-labels-dead", payload: i, labels: [label] })));
+  for (const j of await dl.jobs.claim("cli-labels-dead", { max: 3 })) await dl.jobs.nack(j.id, 1, { error: "boom" });
+  const [r1, r2, blue] = made.map((j) => j.id) as [string, string, string];
+  expect((await json(["dead", "list", "cli-labels-dead", "--label", "red"])).entries.map((e: { id: string }) => e.id)).toEqual([r1, r2]);
+  expect((await cli(["dead", "list", "cli-labels-dead", "--label", "blue"])).stdout).toMatch(/^ID\s+FAILED\s+ATTEMPTS\s+LAST ERROR\s+LABELS\n.*blue$/m);
+  expect(await json(["dead", "replay", "cli-labels-dead", "--label", "red", "--dry-run"])).toEqual({ replayed: 2, notFound: [], dryRun: true, ids: [r1, r2] });
+  expect(await json(["dead", "replay", "cli-labels-dead", "--label", "red"])).toMatchObject({ replayed: 2 });
+  expect((await dl.jobs.get(r1))!.state).toBe("scheduled");
+  expect(await json(["dead", "purge", "cli-labels-dead", "--label", "blue", "--dry-run"])).toEqual({ purged: 1, dryRun: true, ids: [blue] });
+  expect(await cli(["dead", "purge", "cli-labels-dead", "--label", "blue"])).toMatchObject({ code: 0, stdout: "purged 1\n" });
+  expect((await dl.deadLetters.list("cli-labels-dead")).entries).toEqual([]);
+});
+
 it("status shows health, the tick's heartbeat and each topic's backlog", { timeout: 60_000 }, async () => {
   await json(["enqueue", "cli-status", "--delay", "1h"]);
   // The cron driver's first tick may not have run yet when the stack answers.

@@ -477,6 +477,55 @@ it("the schedules table shows a cron schedule in its time zone with cronstrue's 
   }
 });
 
+it("the job browser shows each job's labels and filters by one: the filter lists the label's jobs, a bad label is not sent, the job view names them", {
+  timeout: 90_000,
+}, async () => {
+  const made = await dl.jobs.enqueueBatch(
+    Array.from({ length: 6 }, (_, i) => ({ topic: "dash-labels", payload: { i }, delay: "1h", labels: i % 2 === 0 ? ["tenant:42", "invoice"] : ["tenant:7"] })),
+  );
+  const ids = made.map((j) => j.id);
+  const browser = await launchChromium();
+  try {
+    const { page, problems } = await signedInPage(browser, 1200);
+    await page.locator('#topics tr[data-topic="dash-labels"] [data-field="scheduled"] button').click();
+    const rows = page.locator("#jobs-list tbody tr");
+    await rows.nth(5).waitFor();
+    expect(await page.locator(`#jobs-list tr[data-job="${ids[0]}"] [data-field="labels"]`).textContent()).toBe("tenant:42invoice");
+    expect(await page.locator(`#jobs-list tr[data-job="${ids[0]}"] [data-field="labels"] .badge`).count()).toBe(2);
+    expect(await page.locator(`#jobs-list tr[data-job="${ids[1]}"] [data-field="labels"]`).textContent()).toBe("tenant:7");
+
+    const requests: string[] = [];
+    page.on("request", (r) => requests.push(r.url()));
+    await page.locator("#jobs-label").fill("tenant:42");
+    await page.locator("#jobs-label").press("Enter");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(3);
+    const listed = await Promise.all([0, 1, 2].map((i) => rows.nth(i).getAttribute("data-job")));
+    expect(listed).toEqual([ids[0], ids[2], ids[4]]);
+    expect(await page.locator("#jobs-total").textContent()).toBe("3 labelled tenant:42 shown of 6 scheduled");
+    expect(requests.some((u) => u.includes("/v1/topics/dash-labels/jobs?") && u.includes("label=tenant%3A42"))).toBe(true);
+
+    // A label the API would refuse is held back by the field: no request goes out, the rows stay.
+    requests.length = 0;
+    await page.locator("#jobs-label").fill("not a label");
+    await page.locator("#jobs-label").press("Enter");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(requests.filter((u) => u.includes("/jobs?"))).toEqual([]);
+    expect(await rows.count()).toBe(3);
+
+    // Cleared, every job is back; the job view names the labels.
+    await page.locator("#jobs-label").fill("");
+    await page.locator("#jobs-label").press("Enter");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(6);
+    await page.locator(`#jobs-list tr[data-job="${ids[0]}"] [data-action="open"]`).click();
+    await page.locator("#job-id", { hasText: ids[0]! }).waitFor();
+    expect(await page.locator('#job-facts [data-fact="labels"]').textContent()).toBe("tenant:42 invoice");
+    expect(problems).toEqual([]);
+  } finally {
+    await browser.close();
+    await dl.topics.delete("dash-labels", { purge: true });
+  }
+});
+
 it("static assets, answered before the Worker runs, carry the pages' security headers (public/_headers)", async () => {
   const pageHeaders = {
     "content-security-policy": expect.stringMatching(/^default-src 'self';.*frame-ancestors 'none'$/),

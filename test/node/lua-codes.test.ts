@@ -58,6 +58,11 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
     map: "Upsert",
     says: "{ $Replaced replaced, id, due ms }; { $Ignored ignored, id, due ms }; { $Moved } the pointer names another job than the caller found (nothing written)",
   },
+  {
+    script: "upsert",
+    map: "Upsert",
+    says: "{ $Labels labels, then the labels of the job found } it carries labels whose index the caller did not name (nothing written)",
+  },
   { script: "upsert", map: "Overflow", says: "its cap ($None none, $Reject reject, $DropOldest dropOldest: the overflow of its caps)" },
   { script: "upsert", map: "Caps", says: "which caps it has ($None none, $Topic maxLength, $Keys key caps, $Both both)" },
   {
@@ -85,6 +90,7 @@ const NAMED: Array<{ script: string; map: MapName; says: string }> = [
   { script: "schedules-due", map: "More", says: "more ($More: more may be due than returned, else $Done)" },
   { script: "list-jobs", map: "More", says: "$More when more jobs follow the page else $Done" },
   { script: "list-topics", map: "More", says: "$More when more names follow the page else $Done" },
+  { script: "label-page", map: "More", says: "{ $More when the walk goes on after the last member passed else $Done" },
   { script: "list-dead", map: "More", says: "$More when more letters follow the page else $Done" },
   { script: "cancel-jobs", map: "More", says: '"window": $More when the window may hold more else $Done' },
   { script: "purge-dead", map: "More", says: "$More when the window may hold more else $Done" },

@@ -152,6 +152,29 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.cancelWindow("fc", { flowKey: "tenant-2", dueTo: now + 120_000 });
   await queue.cancelIds("fc", [fc[1]!.id]);
   await queue.cancelWindow("fc", {});
+  // Labels: labelled jobs (the script, a batch, upserts that change them), listed, cancelled, replayed and purged by a
+  // label (dry runs too), a labelled topic deleted with its indexes.
+  await queue.configureTopic("l", { mode: "pull" });
+  await queue.enqueue({ topic: "l", payload: 1, labels: ["t:1", "x"] });
+  await queue.enqueueBatch([
+    { topic: "l", payload: 2, labels: ["t:1"] },
+    { topic: "l", payload: 3, labels: ["t:2"], flowKey: "tenant-1" },
+    { topic: "l", payload: 4, labels: ["t:1"], delayMs: 60_000 },
+  ]);
+  await queue.upsert({ topic: "l", jobKey: "k", payload: 1, delayMs: 60_000, labels: ["t:1", "old"] });
+  await queue.upsert({ topic: "l", jobKey: "k", payload: 2, delayMs: 60_000, labels: ["t:1", "new"] });
+  await queue.listJobs("l", { state: "scheduled", label: "t:1", limit: 10 });
+  for (const j of (await queue.claim("l", { max: 2, leaseMs: 60_000, mode: "pull", now: now + 1_000 })).jobs)
+    await queue.nack(j.id, j.attempt, { error: "x", permanent: true });
+  await queue.listJobs("l", { state: "inflight", label: "t:1", limit: 10 });
+  await queue.deadLetters("l", { label: "t:1", limit: 10 });
+  await queue.dryRun.cancelWindow("l", { label: "t:2" });
+  await queue.dryRun.deadStep("l", { label: "x" }, "replay");
+  await queue.dryRun.deadStep("l", { label: "t:1" }, "purge");
+  await queue.cancelWindow("l", { label: "t:2" });
+  await queue.replayDeadLettersStep("l", { label: "x" });
+  await queue.purgeDeadLettersStep("l", { label: "t:1" });
+  await queue.deleteTopic("l", { purge: true });
   // A shaped topic purged: its keys' index first, then its other keyed jobs.
   await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");

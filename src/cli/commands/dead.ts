@@ -1,5 +1,6 @@
 /** `delayline dead list | replay | purge`: a topic's dead letters. */
 import type { Command } from "commander";
+import type { DeadLetter } from "../../client/index.js";
 import { MAX_LIST_LIMIT } from "../../limits.js";
 import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, type Io } from "../context.js";
 import { first } from "../collect.js";
@@ -9,6 +10,7 @@ interface Filter {
   failedFrom?: string | number;
   failedTo?: string | number;
   error?: string;
+  label?: string;
 }
 
 /** The filter options replay and purge share. */
@@ -16,7 +18,8 @@ function withFilter(command: Command): Command {
   return command
     .option("--failed-from <instant>", "only letters that failed at or after this: ISO 8601 or epoch ms", instantArg)
     .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
-    .option("--error <text>", "only letters whose last error holds this text");
+    .option("--error <text>", "only letters whose last error holds this text")
+    .option("--label <label>", "only letters carrying this label (walked in enqueue order)");
 }
 
 function filterOf(o: Filter): Filter | null {
@@ -24,6 +27,7 @@ function filterOf(o: Filter): Filter | null {
   if (o.failedFrom !== undefined) f.failedFrom = o.failedFrom;
   if (o.failedTo !== undefined) f.failedTo = o.failedTo;
   if (o.error !== undefined) f.error = o.error;
+  if (o.label !== undefined) f.label = o.label;
   return Object.keys(f).length > 0 ? f : null;
 }
 
@@ -42,10 +46,12 @@ function listCommand(dead: Command, io: Io): void {
     .addOption(rowLimit("letters"))
     .option("--failed-from <instant>", "only letters that failed at or after this", instantArg)
     .option("--failed-to <instant>", "only letters that failed at or before this", instantArg)
+    .option("--label <label>", "only letters carrying this label (in enqueue order)")
     .action(
       action(io, async (ctx, topic: string, o: Filter & { limit: number }) => {
-        const { failedFrom, failedTo, limit } = o;
-        const entries = await first(ctx.client().deadLetters.all(topic, { failedFrom, failedTo, limit: Math.min(MAX_LIST_LIMIT, limit) }), limit);
+        const { failedFrom, failedTo, label, limit } = o;
+        const options = { failedFrom, failedTo, limit: Math.min(MAX_LIST_LIMIT, limit), ...(label === undefined ? {} : { label }) };
+        const entries = await first(ctx.client().deadLetters.all(topic, options), limit);
         ctx.print({ entries }, (r) =>
           table(
             r.entries,
@@ -54,8 +60,9 @@ function listCommand(dead: Command, io: Io): void {
               { header: "FAILED", value: (e) => e.failedAt },
               { header: "ATTEMPTS", value: (e) => e.attempts, align: "right" },
               { header: "LAST ERROR", value: (e) => e.lastError },
+              ...(r.entries.some((e) => e.labels) ? [{ header: "LABELS", value: (e: DeadLetter) => e.labels?.join(" ") ?? null }] : []),
             ],
-            `(no dead letters in ${topic})`,
+            `(no dead letters${label === undefined ? "" : ` labelled ${label}`} in ${topic})`,
           ),
         );
       }),
@@ -93,7 +100,7 @@ function replayCommand(dead: Command, io: Io): void {
     action(io, async (ctx, topic: string, ids: string[], o: ReplayOptions) => {
       const filter = filterOf(o);
       const picked = [ids.length > 0, o.all === true, filter !== null].filter(Boolean).length;
-      if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error)");
+      if (picked !== 1) throw new UsageError("give ids, or --all, or a filter (--failed-from, --failed-to, --error, --label)");
       const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : filter!;
       const r = await ctx.client().deadLetters.replay(topic, { ...what, ...replayChanges(o) });
       ctx.print(r, (r) =>
@@ -132,7 +139,7 @@ function purgeCommand(dead: Command, io: Io): void {
     action(io, async (ctx, topic: string, o: Filter & { all?: boolean; dryRun?: boolean }) => {
       const filter = filterOf(o);
       // Dropping every letter is never the default: it has to be asked for.
-      if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error), not both");
+      if ((filter === null) === (o.all !== true)) throw new UsageError("give --all, or a filter (--failed-from, --failed-to, --error, --label), not both");
       if (o.dryRun) {
         const r = await ctx.client().deadLetters.purge(topic, { ...filter, dryRun: true });
         ctx.print(r, (r) => `would purge ${r.purged}${dryIds(r.ids)}`);

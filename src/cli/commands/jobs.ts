@@ -4,7 +4,7 @@
  */
 import { Option, type Command } from "commander";
 import type { Attempt, Job, JobRequest, ListedJob, UpsertRequest } from "../../client/index.js";
-import { MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
+import { MAX_LABELS, MAX_LIST_LIMIT, MAX_MAX_ATTEMPTS, MAX_PRIORITY, MAX_TIMEOUT_MS, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
 import { readFile } from "node:fs/promises";
 import { action, bulkTarget, durationArg, instantArg, jsonValue, rowLimit, UsageError, wholeNumber, type Io } from "../context.js";
 import { first } from "../collect.js";
@@ -35,6 +35,12 @@ function jobOptions(command: Command): Command {
       "--priority <n>",
       `0 (default) to ${MAX_PRIORITY}: a head start over its key's other due jobs (priority × the topic's flow.priorityStepMs)`,
       wholeNumber(0, MAX_PRIORITY),
+    )
+    .option(
+      "--label <label>",
+      `a label of the job (repeat it for more, up to ${MAX_LABELS}): listings and bulk calls filter by it`,
+      (label: string, labels: string[]) => [...labels, label],
+      [],
     );
 }
 
@@ -114,6 +120,7 @@ async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, 
   }
   if (o.flowKey !== undefined) job.flowKey = o.flowKey as string;
   if (o.priority !== undefined) job.priority = o.priority as number;
+  if ((o.label as string[]).length > 0) job.labels = o.label as string[];
   return job;
 }
 
@@ -149,17 +156,22 @@ function bulkCancelCommand(program: Command, io: Io): void {
   bulkTarget(
     program
       .command("bulk-cancel")
-      .description("cancel a topic's scheduled jobs (not those in flight): given ids, a due window, or --all")
+      .description("cancel a topic's scheduled jobs (not those in flight): given ids, a due window and/or a label, or --all")
       .argument("<topic>", "the topic"),
     "scheduled jobs",
   )
     .option("--due-from <instant>", "only jobs due at or after this: ISO 8601 or epoch ms", instantArg)
     .option("--due-to <instant>", "only jobs due at or before this", instantArg)
+    .option("--label <label>", "only jobs carrying this label (walked in enqueue order)")
     .action(
-      action(io, async (ctx, topic: string, ids: string[], o: { dueFrom?: string | number; dueTo?: string | number; all?: boolean; dryRun?: boolean }) => {
-        const window = { ...(o.dueFrom !== undefined ? { dueFrom: o.dueFrom } : {}), ...(o.dueTo !== undefined ? { dueTo: o.dueTo } : {}) };
+      action(io, async (ctx, topic: string, ids: string[], o: BulkCancelOptions) => {
+        const window = {
+          ...(o.dueFrom !== undefined ? { dueFrom: o.dueFrom } : {}),
+          ...(o.dueTo !== undefined ? { dueTo: o.dueTo } : {}),
+          ...(o.label !== undefined ? { label: o.label } : {}),
+        };
         const picked = [ids.length > 0, o.all === true, Object.keys(window).length > 0].filter(Boolean).length;
-        if (picked !== 1) throw new UsageError("give ids, or --due-from/--due-to, or --all");
+        if (picked !== 1) throw new UsageError("give ids, or --due-from/--due-to and/or --label, or --all");
         const what = ids.length > 0 ? { ids } : o.all ? { all: true as const } : window;
         const r = await ctx.client().jobs.bulkCancel(topic, { ...what, ...(o.dryRun ? { dryRun: true } : {}) });
         ctx.print(r, (r) =>
@@ -173,6 +185,15 @@ function bulkCancelCommand(program: Command, io: Io): void {
     );
 }
 
+/** What `bulk-cancel <topic>` takes besides ids. */
+interface BulkCancelOptions {
+  dueFrom?: string | number;
+  dueTo?: string | number;
+  label?: string;
+  all?: boolean;
+  dryRun?: boolean;
+}
+
 /** What `jobs <topic>` takes. */
 interface ListOptions {
   state: "scheduled" | "inflight" | "dead";
@@ -181,6 +202,7 @@ interface ListOptions {
   limit: number;
   payload?: boolean;
   flowKey?: string;
+  label?: string;
 }
 
 /** `jobs <topic>`; returns the command, under which `jobs upsert` goes. */
@@ -195,9 +217,10 @@ function listCommand(program: Command, io: Io): Command {
     .addOption(rowLimit("jobs"))
     .option("--payload", "include payloads")
     .option("--flow-key <key>", "only this flow key's jobs (scheduled: exactly, in due order; in flight and dead: each page filtered)")
+    .option("--label <label>", "only jobs carrying this label (in enqueue order; not with --flow-key)")
     .action(
       action(io, async (ctx, topic: string, o: ListOptions) => {
-        const { state, from, to, limit, flowKey } = o;
+        const { state, from, to, limit, flowKey, label } = o;
         const listed = ctx.client().jobs.all(topic, {
           state,
           from,
@@ -205,6 +228,7 @@ function listCommand(program: Command, io: Io): Command {
           limit: Math.min(limit, MAX_LIST_LIMIT),
           payload: o.payload === true,
           ...(flowKey === undefined ? {} : { flowKey }),
+          ...(label === undefined ? {} : { label }),
         });
         const jobs = await first(listed, limit);
         ctx.print({ jobs }, (r) => jobsTable(r.jobs, topic, o));
@@ -224,9 +248,11 @@ function jobsTable(jobs: ListedJob[], topic: string, o: ListOptions): string {
       },
       { header: "ATTEMPTS", value: (j) => j.attempts, align: "right" },
       { header: "LAST ERROR", value: (j) => j.lastError },
+      // Only where some job carries labels: an unlabelled topic's table stays as narrow as it was.
+      ...(jobs.some((j) => j.labels) ? [{ header: "LABELS", value: (j: ListedJob) => j.labels?.join(" ") ?? null }] : []),
       ...(o.payload ? [{ header: "PAYLOAD", value: (j: ListedJob) => j.payload }] : []),
     ],
-    `(no ${o.state} jobs${o.flowKey === undefined ? "" : ` of flow key ${JSON.stringify(o.flowKey)}`} in ${topic})`,
+    `(no ${o.state} jobs${o.flowKey === undefined ? "" : ` of flow key ${JSON.stringify(o.flowKey)}`}${o.label === undefined ? "" : ` labelled ${o.label}`} in ${topic})`,
   );
 }
 
@@ -255,6 +281,7 @@ function renderJob(job: Job): string {
     ...(job.finishedAt ? ([["finished", job.finishedAt]] as Array<[string, unknown]>) : []),
     ...(job.scheduleId ? ([["schedule", `${job.scheduleId} (occurrence ${job.scheduledFor})`]] as Array<[string, unknown]>) : []),
     ...(job.flowKey !== undefined ? ([["flow key", job.flowKey]] as Array<[string, unknown]>) : []),
+    ...(job.labels !== undefined ? ([["labels", job.labels.join(" ")]] as Array<[string, unknown]>) : []),
     ...(job.priority !== undefined ? ([["priority", job.priority]] as Array<[string, unknown]>) : []),
     ...(job.jobKey !== undefined ? ([["job key", `${job.jobKey} (replaced ${job.replacements ?? 0}×)`]] as Array<[string, unknown]>) : []),
     ["payload", job.payload],

@@ -17,23 +17,37 @@ const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic",
 const LetterParam = TopicParam.extend({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 
 /** The position a request's cursor holds (422 when it is not one of this topic's dead letters). */
-function positionOf(cursor: string | undefined, topic: string, where: "query" | "body"): ListPosition | undefined {
+function positionOf(cursor: string | undefined, topic: string, where: "query" | "body", byLabel: boolean): ListPosition | undefined {
   if (cursor === undefined) return undefined;
-  const p = decodeCursor(cursor, "dead", topic);
+  const p = decodeCursor(cursor, "dead", topic, byLabel);
   if ("refused" in p) throw invalid(where, [{ path: "cursor", message: p.refused }]);
   return p;
 }
 
 /** Where a query's page of dead letters starts, once its failedFrom–failedTo window is checked (422 when it runs backwards). */
-function queryStart(topic: string, q: { cursor?: string | undefined; failedFrom?: number | undefined; failedTo?: number | undefined }) {
+function queryStart(
+  topic: string,
+  q: { cursor?: string | undefined; failedFrom?: number | undefined; failedTo?: number | undefined; label?: string | undefined },
+) {
   if (q.failedFrom !== undefined && q.failedTo !== undefined && q.failedFrom > q.failedTo)
     throw invalid("query", [{ path: "failedTo", message: "must not be before failedFrom" }]);
-  return positionOf(q.cursor, topic, "query");
+  return positionOf(q.cursor, topic, "query", q.label !== undefined);
 }
+
+/** A dead-letter walk's cursor (of a walk by label when the filter has one). */
+const cursorOf = (next: ListPosition | null, filter: { label?: string }) => (next ? encodeCursor("dead", next, filter.label !== undefined) : null);
 
 /** A dead letter as the API shows it. */
 function deadView(e: DeadEntry) {
-  return { id: e.id, attempts: e.attempts, lastError: e.lastError, failedAt: iso(e.failedAt), payload: e.job.payload, history: historyView(e.history) };
+  return {
+    id: e.id,
+    attempts: e.attempts,
+    lastError: e.lastError,
+    failedAt: iso(e.failedAt),
+    payload: e.job.payload,
+    ...(e.job.labels !== undefined ? { labels: e.job.labels } : {}),
+    history: historyView(e.history),
+  };
 }
 
 const defined = <T extends object>(o: T) =>
@@ -53,7 +67,7 @@ async function dryReplay(queue: Queue, topic: string, ids: string[] | undefined,
     replayed: r.ids.length,
     ids: r.ids.slice(0, DRY_RUN_IDS),
     notFound: [],
-    nextCursor: r.next ? encodeCursor("dead", r.next) : null,
+    nextCursor: cursorOf(r.next, filter),
   };
 }
 
@@ -64,11 +78,11 @@ async function replay(c: Context<AppEnv>, topic: string, body: z.output<typeof R
     // With edits, a step's letters are picked as a dry run picks them, then replayed by id.
     const step = body.ids ? { ids: body.ids, next: null } : await queue.dryRun.deadStep(topic, filter, "replay");
     const r = await replayEdited(c, topic, step.ids, body, timing);
-    return { ...r, notFound: body.ids ? r.notFound : [], nextCursor: step.next ? encodeCursor("dead", step.next) : null };
+    return { ...r, notFound: body.ids ? r.notFound : [], nextCursor: cursorOf(step.next, filter) };
   }
   if (body.ids) return { ...(await queue.replayDeadLetters(topic, { ids: body.ids, ...timing })), nextCursor: null };
   const r = await queue.replayDeadLettersStep(topic, { ...filter, ...timing });
-  return { replayed: r.replayed, notFound: [], nextCursor: r.next ? encodeCursor("dead", r.next) : null };
+  return { replayed: r.replayed, notFound: [], nextCursor: cursorOf(r.next, filter) };
 }
 
 /** A topic's dead letters: paged, replayed, purged, deleted one by one. */
@@ -90,9 +104,9 @@ export const dead = router()
       const q = c.req.valid("query");
       const page = await topicQueue(c, topic).deadLetters(topic, {
         limit: q.limit,
-        ...defined({ after: queryStart(topic, q), failedFrom: q.failedFrom, failedTo: q.failedTo }),
+        ...defined({ after: queryStart(topic, q), failedFrom: q.failedFrom, failedTo: q.failedTo, label: q.label }),
       });
-      return c.json({ entries: page.entries.map(deadView), nextCursor: page.next ? encodeCursor("dead", page.next) : null }, 200);
+      return c.json({ entries: page.entries.map(deadView), nextCursor: cursorOf(page.next, q) }, 200);
     },
   )
   .openapi(
@@ -112,8 +126,8 @@ export const dead = router()
       const body = c.req.valid("json");
       // The edits are checked as an enqueue checks them, before anything reaches Redis.
       checkPayloadAndTarget(body, c.get("settings"));
-      const after = positionOf(body.cursor, topic, "body");
-      const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, after });
+      const after = positionOf(body.cursor, topic, "body", body.label !== undefined);
+      const filter = defined({ failedFrom: body.failedFrom, failedTo: body.failedTo, errorContains: body.error, label: body.label, after });
       if (body.dryRun) return c.json(await dryReplay(topicQueue(c, topic), topic, body.ids, filter), 200);
       const dueAt = Date.now() + (body.delay ?? 0);
       const timing = { dueAt, ...defined({ spreadMs: body.spread }) };
@@ -137,16 +151,13 @@ export const dead = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const q = c.req.valid("query");
-      const filter = defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, after: queryStart(topic, q) });
+      const filter = defined({ failedFrom: q.failedFrom, failedTo: q.failedTo, errorContains: q.error, label: q.label, after: queryStart(topic, q) });
       if (q.dryRun) {
         const r = await topicQueue(c, topic).dryRun.deadStep(topic, filter, "purge");
-        return c.json(
-          { dryRun: true as const, purged: r.ids.length, ids: r.ids.slice(0, DRY_RUN_IDS), nextCursor: r.next ? encodeCursor("dead", r.next) : null },
-          200,
-        );
+        return c.json({ dryRun: true as const, purged: r.ids.length, ids: r.ids.slice(0, DRY_RUN_IDS), nextCursor: cursorOf(r.next, filter) }, 200);
       }
       const r = await topicQueue(c, topic).purgeDeadLettersStep(topic, filter);
-      return c.json({ purged: r.purged, nextCursor: r.next ? encodeCursor("dead", r.next) : null }, 200);
+      return c.json({ purged: r.purged, nextCursor: cursorOf(r.next, filter) }, 200);
     },
   )
   .openapi(

@@ -55,6 +55,7 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   if (body.idempotencyUntil !== undefined) input.idempotencyUntil = body.idempotencyUntil;
   if (body.flowKey !== undefined) input.flowKey = body.flowKey;
   if (body.priority !== undefined) input.priority = body.priority;
+  if (body.labels !== undefined && body.labels.length > 0) input.labels = [...new Set(body.labels)];
   return input;
 }
 
@@ -186,6 +187,7 @@ jobs
           ...(job.flowKey !== undefined ? { flowKey: job.flowKey } : {}),
           ...(job.priority !== undefined ? { priority: job.priority } : {}),
           ...(job.jobKey !== undefined ? { jobKey: job.jobKey, replacements: job.replacements ?? 0 } : {}),
+          ...(job.labels !== undefined ? { labels: job.labels } : {}),
           history: historyView(job.history),
         },
         200,

@@ -22,9 +22,11 @@ export const topicJobs = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const { state, from, to, limit, cursor, payload, flowKey } = c.req.valid("query");
+      const { state, from, to, limit, cursor, payload, flowKey, label } = c.req.valid("query");
       if (from !== undefined && to !== undefined && from > to) throw invalid("query", [{ path: "to", message: "must not be before from" }]);
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic);
+      if (flowKey !== undefined && label !== undefined) throw invalid("query", [{ path: "label", message: "give flowKey or label, not both" }]);
+      const byLabel = label !== undefined;
+      const after = cursor === undefined ? undefined : decodeCursor(cursor, state, topic, byLabel);
       if (after && "refused" in after) throw invalid("query", [{ path: "cursor", message: after.refused }]);
       if (state === "dead") {
         const letters = await topicQueue(c, topic).deadLetters(topic, {
@@ -32,6 +34,7 @@ export const topicJobs = router()
           ...(from === undefined ? {} : { failedFrom: from }),
           ...(to === undefined ? {} : { failedTo: to }),
           ...(after ? { after } : {}),
+          ...(label === undefined ? {} : { label }),
         });
         // A dead letter's flow key is its record's: the page is filtered (it may hold fewer than limit).
         const entries = flowKey === undefined ? letters.entries : letters.entries.filter((e) => e.job.flowKey === flowKey);
@@ -46,8 +49,9 @@ export const topicJobs = router()
               createdAt: iso(e.job.createdAt),
               failedAt: iso(e.failedAt),
               ...(payload ? { payload: e.job.payload } : {}),
+              ...(e.job.labels !== undefined ? { labels: e.job.labels } : {}),
             })),
-            nextCursor: letters.next ? encodeCursor("dead", letters.next) : null,
+            nextCursor: letters.next ? encodeCursor("dead", letters.next, byLabel) : null,
           },
           200,
         );
@@ -60,6 +64,7 @@ export const topicJobs = router()
         ...(to === undefined ? {} : { to }),
         ...(after ? { after } : {}),
         ...(flowKey === undefined ? {} : { flowKey }),
+        ...(label === undefined ? {} : { label }),
       });
       return c.json(
         {
@@ -73,8 +78,9 @@ export const topicJobs = router()
             ...(j.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: iso(j.leaseExpiresAt) }),
             ...(payload ? { payload: j.payload } : {}),
             ...(j.scheduleId !== undefined && j.scheduledFor !== undefined ? { scheduleId: j.scheduleId, scheduledFor: iso(j.scheduledFor) } : {}),
+            ...(j.labels !== undefined ? { labels: j.labels } : {}),
           })),
-          nextCursor: page.next ? encodeCursor(state, page.next) : null,
+          nextCursor: page.next ? encodeCursor(state, page.next, byLabel) : null,
         },
         200,
       );
@@ -85,7 +91,7 @@ export const topicJobs = router()
       method: "post",
       path: "/{topic}/jobs/cancel",
       operationId: "cancelTopicJobs",
-      summary: "Cancel scheduled jobs: given ids, a due window, one flow key's (within a due window or not), or all, a bounded batch per call",
+      summary: "Cancel scheduled jobs: given ids, a due window, one flow key's or one label's (within a due window or not), or all, a bounded batch per call",
       request: { params: TopicParam, body: { ...json(BulkCancelBody), required: true } },
       responses: { 200: { description: "Cancelled, and where to go on", ...json(BulkCancelResult) }, ...problemResponses([400, 401, 415, 422, 503]) },
     }),
@@ -103,20 +109,22 @@ export const topicJobs = router()
         const r = await queue.cancelIds(topic, body.ids);
         return c.json({ cancelled: r.cancelled, inflight: r.inflight, notScheduled: r.notScheduled, nextCursor: null }, 200);
       }
-      const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, "scheduled", topic);
+      const byLabel = body.label !== undefined;
+      const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, "scheduled", topic, byLabel);
       if (after && "refused" in after) throw invalid("body", [{ path: "cursor", message: after.refused }]);
       const window = {
         ...(body.dueFrom === undefined ? {} : { dueFrom: body.dueFrom }),
         ...(body.dueTo === undefined ? {} : { dueTo: body.dueTo }),
         ...(after ? { after } : {}),
         ...(body.flowKey === undefined ? {} : { flowKey: body.flowKey }),
+        ...(body.label === undefined ? {} : { label: body.label }),
       };
       if (body.dryRun) {
         const r = await queue.dryRun.cancelWindow(topic, window);
-        return c.json({ ...dryAnswer(r.ids), inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
+        return c.json({ ...dryAnswer(r.ids), inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next, byLabel) : null }, 200);
       }
       const r = await queue.cancelWindow(topic, window);
-      return c.json({ cancelled: r.cancelled, inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next) : null }, 200);
+      return c.json({ cancelled: r.cancelled, inflight: r.inflight, nextCursor: r.next ? encodeCursor("scheduled", r.next, byLabel) : null }, 200);
     },
   );
 

@@ -71,6 +71,7 @@
                  then the meta key and the record key of each of its kc candidates (a record is read
                  only for a keyed job dropped before its first claim: its flow key, to leave the index),
                  then the meta key of each candidate of each of its g key groups
+  last, per label group g (g = 1..G, see ARGV): the label's index and its topic's label set (lib/labels.lua)
 
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
@@ -87,6 +88,10 @@
                  meets its key's schedule members finds it gone and drops them, lib/flow.lua);
                  then g, the number of key groups, and per group: its flow key, kg, then kg
                  candidates: the key's oldest index members ("<key>\n<due>\n<id>"), oldest first
+  then the labels' part, from ARGV[a] where a is the last argument: G, the number of label groups (a label of a topic), and per
+                 group: its label, c, then the numbers i of the c jobs carrying it (a repeat of an idempotency
+                 key is not indexed again); each group's two keys are the last 2G KEYS, in order
+  ARGV[#ARGV]    where the labels' part starts
 
   Returns        a flat array, per job: id, deduplicated (1 repeat, 2 repeat by content, 0 new), due time:
                  the one given for a new job; for a repeat, the existing job's while
@@ -108,6 +113,7 @@
 -- @include pending
 -- @include flow
 -- @include caps
+-- @include labels
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
 local PER, ARGS = 12, 7
@@ -263,6 +269,8 @@ end
 if #short > 0 then return { -3, unpack(short) } end
 
 local out = {}
+-- Job number -> true for each job stored (not a repeat): only they join their labels' indexes.
+local stored = {}
 local records = {}
 local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 -- Keyed jobs: per fdue key a keyedBatch (lib/flow.lua) with its fsched and fkidx keys and its topic's conf key.
@@ -292,6 +300,7 @@ for i = 1, n do
     out[#out + 1] = existingDue or rcall("ZSCORE", dueKey, existing) or rcall("ZSCORE", fdueKey, existing) or -1
   else
     made[id] = due
+    stored[i] = true
     records[#records + 1] = recordKey
     records[#records + 1] = record
     -- A keyed job is indexed under its topic's due key all the same: the index learns the earliest of both.
@@ -354,4 +363,26 @@ for _, t in ipairs(checked) do
   out[#out + 1] = t.kinds
   out[#out + 1] = contentMs[t.topic] or 0
 end
+
+-- The stored jobs' labels, once the jobs are in their sets (lib/labels.lua).
+local at = tonumber(ARGV[#ARGV])
+local groups = tonumber(ARGV[at])
+local keyAt = #KEYS - 2 * groups + 1
+local labelled = {}
+at = at + 1
+for g = 1, groups do
+  local label, c = ARGV[at], tonumber(ARGV[at + 1])
+  local ids, k = {}, nil
+  for j = at + 2, at + 1 + c do
+    local i = tonumber(ARGV[j])
+    if stored[i] then ids[#ids + 1] = ARGV[4 + ARGS * (i - 1)] end
+    k = 3 + PER * (i - 1)
+  end
+  at = at + 2 + c
+  if #ids > 0 then
+    labelled[#labelled + 1] = { indexKey = KEYS[keyAt + 2 * (g - 1)], labelsKey = KEYS[keyAt + 2 * (g - 1) + 1], label = label, ids = ids,
+      live = { KEYS[k], KEYS[k + 7], KEYS[k + 4], KEYS[k + 6] } }
+  end
+end
+indexLabels(labelled)
 return out

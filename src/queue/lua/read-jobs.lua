@@ -9,15 +9,21 @@
 
   KEYS[2i-1]  record of job i   string: job record JSON (src/queue/keys.ts jobPairs)
   KEYS[2i]    meta of job i     string: job meta JSON (lib/records.lua)
+  KEYS[2n+1]  with "L": the jobs' topic's label set (lib/labels.lua)
 
-  ARGV[1]  "1" read records and metas, "0" metas only
-  ARGV[2]  most bytes of records read (with "1"): the read ends before the job that passes them
+  ARGV[1]  "1" read records and metas, "0" metas only, "L" metas and of each record only its labels
+           (answered as a record of them and a null payload: lib/labels.lua reads them off its start): when
+           the topic's label set is empty no live job of it carries one, and "L" reads as "0"; else the
+           records are read as with "1", whole, so the byte budget holds for them too
+  ARGV[2]  most bytes of records read (with "1" or "L"): the read ends before the job that passes them
 
   Returns  per job read, in order: record JSON or false (with "0": false), meta JSON or false;
            fewer jobs than given when the byte budget ended the read
 ]]
+-- @include labels
 local rcall = redis.call
-local withRecords = ARGV[1] == "1"
+local labelsOnly = ARGV[1] == "L" and rcall("EXISTS", KEYS[#KEYS]) == 1
+local withRecords = ARGV[1] == "1" or labelsOnly
 local byteBudget = tonumber(ARGV[2])
 local READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 local n = math.floor(#KEYS / 2)
@@ -47,6 +53,10 @@ for i = 1, n, READ_BATCH do
     bytes = bytes + (record and #record or 0)
     -- The read ends before the job that passes the budget; the caller resumes there.
     if bytes > byteBudget and #out > 0 then return out end
+    if labelsOnly and record then
+      local labels = recordLabels(record)
+      record = #labels == 0 and '{"payload":null}' or '{"labels":["' .. table.concat(labels, '","') .. '"],"payload":null}'
+    end
     out[#out + 1] = record
     out[#out + 1] = got[k + 1]
   end

@@ -22,6 +22,14 @@
   first and passes that job's keys; when the pointer names another job by
   now, nothing is written and the caller reads it again.
 
+  Labels (lib/labels.lua): a new job joins its labels' indexes; a replaced
+  one takes the new labels, so it joins the indexes of those it lacked and
+  leaves those of the labels it loses. Their indexes are the caller's to
+  name, and it cannot know the pending job's labels before the call (they
+  are in its record): when the job found carries a label the caller did not
+  name, nothing is written and the reply names the labels, which the caller
+  passes in its next call.
+
   KEYS[1]  the job key's pointer: string, the id of the job holding the key
   KEYS[2]  topics set: topic registry
   KEYS[3]  topic index: zset topic -> when the tick should next look at it (lib/index.lua)
@@ -35,6 +43,9 @@
   KEYS[12] the new job's record
   KEYS[13] fkidx of the topic (lib/flow.lua): the keys' index, a keyed job with a flow key in it
   KEYS[14] fkeys of the topic: the flow key's own maxKeyLength (read only when the call checks caps)
+  KEYS[15] dead:at of the topic (read only: a label's index keeps the members of dead letters, lib/labels.lua)
+  KEYS[16] the topic's label set (lib/labels.lua)
+  KEYS[17..16+N] the index of each of the new job's labels, then KEYS[17+N..16+N+M] of each other label named
 
   ARGV[1]  the id the caller found in the pointer ("" none)
   ARGV[2]  the new job's id
@@ -48,12 +59,15 @@
   ARGV[10] its priority (0-9)
   ARGV[11] most topics the registry may hold
   ARGV[12] now, epoch ms
+  ARGV[13] N, the number of the job's labels, then its N labels from ARGV[14]
+  ARGV[14+N] M, the number of other labels named (those the job found was seen to carry), then those M labels
 
   Returns  { 1 created, id, due ms } — then, when the call checked the topic's caps,
              its cap (0 none, 1 reject, 2 dropOldest: the overflow of its caps)
              and which caps it has (0 none, 1 maxLength, 2 key caps, 3 both);
            { 2 replaced, id, due ms }; { 3 ignored, id, due ms };
            { 0 } the pointer names another job than the caller found (nothing written);
+           { 4 labels, then the labels of the job found } it carries labels whose index the caller did not name (nothing written);
            { -1, topics registered, the cap } when registering the topic would pass the cap;
            { -2, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job;
            { -4, topic, flow key, its pending jobs, its maxKeyLength, 1 } when its flow key's cap refuses it
@@ -63,6 +77,7 @@
 -- @include pending
 -- @include flow
 -- @include caps
+-- @include labels
 local rcall = redis.call
 local pointerKey, topicsKey, indexKey, dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local fdueKey, fschedKey, freadyKey, fkidxKey, fkeysKey = KEYS[7], KEYS[8], KEYS[9], KEYS[13], KEYS[14]
@@ -71,6 +86,32 @@ local keyed = string.find(flags, "k", 1, true) ~= nil
 local flowKey, priority = ARGV[9], tonumber(ARGV[10])
 
 if (rcall("GET", pointerKey) or "") ~= found then return { 0 } end
+
+-- Label -> its index key: the new job's labels (true), then the others the caller named (false).
+local labelsKey, labelIndex, newLabels = KEYS[16], {}, {}
+local nLabels = tonumber(ARGV[13])
+for j = 1, nLabels do
+  newLabels[#newLabels + 1] = ARGV[13 + j]
+  labelIndex[ARGV[13 + j]] = { key = KEYS[16 + j], carried = true }
+end
+for j = 1, tonumber(ARGV[14 + nLabels]) do
+  labelIndex[ARGV[14 + nLabels + j]] = { key = KEYS[16 + nLabels + j], carried = false }
+end
+-- The job joins the indexes of the labels it gains (all of them: `before` empty), and leaves those of the labels it loses.
+local function relabel(id, before)
+  local had = {}
+  for _, label in ipairs(before) do
+    had[label] = true
+    if not labelIndex[label].carried then dropStale(labelIndex[label].key, labelsKey, label, { id }) end
+  end
+  local live, gained = { dueKey, fdueKey, leaseKey, KEYS[15] }, {}
+  for _, label in ipairs(newLabels) do
+    if not had[label] then
+      gained[#gained + 1] = { indexKey = labelIndex[label].key, labelsKey = labelsKey, label = label, ids = { id }, live = live }
+    end
+  end
+  indexLabels(gained)
+end
 
 -- Where the job found stands: pending (its due time, by its key or plain), in flight, or gone.
 local plainDue = found ~= "" and rcall("ZSCORE", dueKey, found)
@@ -104,12 +145,18 @@ if plainDue or keyedDue then
   if ARGV[7] == "replace" then due = ARGV[4] end
   local recordKey, metaKey = KEYS[10], KEYS[11]
   local oldRecord = rcall("GET", recordKey)
+  local before, unnamed = recordLabels(oldRecord), {}
+  for _, label in ipairs(before) do
+    if not labelIndex[label] then unnamed[#unnamed + 1] = label end
+  end
+  if #unnamed > 0 then return { 4, unpack(unnamed) } end
   -- The count is the record's last field, written here: read without decoding the payload.
   local replaced = tonumber(string.match(oldRecord or "", ',"replacements":(%d+)}$')) or 0
   rcall("SET", recordKey, string.sub(ARGV[5], 1, -2) .. ',"replacements":' .. (replaced + 1) .. "}")
   local meta = rcall("GET", metaKey)
   if meta then rcall("SET", metaKey, replacedMeta(meta, tonumber(ARGV[12]))) end
   schedule(found, due, oldRecord)
+  relabel(found, before)
   return { 2, found, tonumber(due) }
 end
 
@@ -140,6 +187,7 @@ rcall("HSET", confKey, "jobKeys", "1")
 rcall("SET", KEYS[12], ARGV[5])
 plainDue, keyedDue = false, false
 schedule(newId, ARGV[3])
+relabel(newId, {})
 if register then rcall("SADD", topicsKey, topic) end
 rcall("SET", pointerKey, newId)
 return reply

@@ -199,4 +199,29 @@ describe("dry runs over HTTP", () => {
     const rest = await dry(env, "/v1/topics/work/dead/replay", { body: { all: true, dryRun: true, cursor: real.nextCursor } });
     expect(rest).toEqual({ dryRun: true, replayed: 10, ids: ids.slice(50), notFound: [], nextCursor: null });
   });
+
+  it("dry runs by label leave the label's stale members be (the real walk drops them): no key changed, no write command; the real calls then take as many", async () => {
+    const env = onDryRedis();
+    await call(env, "/v1/topics/tagged", { method: "PUT", body: { mode: "pull", maxAttempts: 1 } });
+    const job = (i: number, delay?: string) => ({ topic: "tagged", payload: { i }, labels: ["t:1"], ...(delay ? { delay } : {}) });
+    const due = (await call(env, "/v1/jobs/batch", { body: { jobs: [0, 1, 2, 3].map((i) => job(i)) } })).body.jobs.map((j: { id: string }) => j.id);
+    const waiting = (await call(env, "/v1/jobs/batch", { body: { jobs: [4, 5, 6].map((i) => job(i, "1h")) } })).body.jobs.map((j: { id: string }) => j.id);
+    const claimed = (await call(env, "/v1/topics/tagged/claim", { body: { max: 10 } })).body.jobs as Array<{ id: string }>;
+    expect(claimed.map((j) => j.id).sort()).toEqual([...due].sort());
+    // Two succeed (their members go stale), two die.
+    for (const id of due.slice(0, 2)) await call(env, `/v1/jobs/${id}/ack`, { body: { attempt: 1 } });
+    for (const id of due.slice(2)) await call(env, `/v1/jobs/${id}/nack`, { body: { attempt: 1, error: "boom" } });
+
+    expect(await dry(env, "/v1/topics/tagged/jobs/cancel", { body: { label: "t:1", dryRun: true } })).toEqual({
+      dryRun: true,
+      cancelled: 3,
+      ids: waiting,
+      inflight: 0,
+      nextCursor: null,
+    });
+    expect(await dry(env, "/v1/topics/tagged/dead/replay", { body: { label: "t:1", dryRun: true } })).toMatchObject({ replayed: 2, ids: due.slice(2) });
+    expect(await dry(env, "/v1/topics/tagged/dead?label=t:1&dryRun=true", { method: "DELETE" })).toMatchObject({ purged: 2, ids: due.slice(2) });
+    expect((await call(env, "/v1/topics/tagged/dead?label=t:1", { method: "DELETE" })).body).toEqual({ purged: 2, nextCursor: null });
+    expect((await call(env, "/v1/topics/tagged/jobs/cancel", { body: { label: "t:1" } })).body).toEqual({ cancelled: 3, inflight: 0, nextCursor: null });
+  });
 });

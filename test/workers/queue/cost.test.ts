@@ -243,6 +243,29 @@ it("dedup modes, per path: an idempotency key held until its job finished, and a
   expect(await queue.topicStats("same")).toMatchObject({ scheduled: M + 1 });
 });
 
+it("a labelled enqueue, per job: the script, each label's index and its probe", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 200;
+  const eight = Array.from({ length: 8 }, (_, i) => `l${i}`);
+  const enqueueAll = (labels: string[]) =>
+    meter(async () => {
+      for (let i = 0; i < M; i++) await queue.enqueue({ topic: "tagged", payload: { n: i, pad: "x".repeat(80) }, delayMs: 60_000, labels });
+    });
+  // The topic registered (and its cap read) before, as a producer's steady enqueues find it.
+  await queue.enqueue({ topic: "tagged", payload: 0, delayMs: 60_000 });
+  const one = await enqueueAll(["tenant:42"]);
+  const all = await enqueueAll(eight);
+  report.labelledEnqueue_1label_commands = one.commands / M;
+  report.labelledEnqueue_8labels_commands = all.commands / M;
+  report.labelledEnqueue_requests = (one.requests + all.requests) / (2 * M);
+  expect((one.requests + all.requests) / (2 * M)).toBe(1);
+  // EVALSHA, SET record (MSET), ZADD due, ZADD LT index; per label ZADD, SADD, ZRANDMEMBER; a ZMSCORE of due, fdue,
+  // lease and dead:at for all the probes (no member is stale here: no ZREM).
+  expect(one.commands / M).toBe(4 + 3 + 4);
+  expect(all.commands / M).toBe(4 + 8 * 3 + 4);
+  expect((await queue.listJobs("tagged", { state: "scheduled", label: "l7", limit: 1000 })).jobs).toHaveLength(M);
+});
+
 it("each dead-letter operation on a topic of 100 letters: Redis commands and requests", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   await queue.enqueueBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "letters", payload: i })));
