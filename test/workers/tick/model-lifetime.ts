@@ -27,7 +27,7 @@ import { BASE, rel } from "./model-time.js";
 
 type OnConflict = "replace" | "keepDue" | "ignore";
 
-export interface UpsertStep {
+interface UpsertStep {
   /** When, ms after BASE. */
   at: number;
   delay: number;
@@ -35,7 +35,7 @@ export interface UpsertStep {
   maxWait?: number;
 }
 /** Upserts under one job key of a push topic (by index, taken modulo the plain topics). */
-export interface UpsertSeries {
+interface UpsertSeries {
   topic: number;
   steps: UpsertStep[];
 }
