@@ -1,8 +1,8 @@
 /**
  * The job browser: a topic's jobs by state (scheduled, in flight, dead),
  * paged with the API's cursors, those of one label when its filter is set,
- * with cancel for one job or a selection (the selection's after a preview of
- * its dry run); and
+ * with cancel for one job, a selection or the filter's whole label (the bulk
+ * ones after a preview of their dry run); and
  * the job view: a job's facts, payload and attempt history, opened from the
  * browser, a dead letter or the search box by id.
  */
@@ -54,6 +54,7 @@ export class JobBrowser {
       if (this.topic) void host.act(() => this.open(this.topic!, this.state));
     });
     byId("jobs-cancel-selected").addEventListener("click", () => void host.act(() => this.cancelSelected()));
+    byId("jobs-cancel-label").addEventListener("click", () => void host.act(() => this.cancelLabelled()));
     byId("job-close").addEventListener("click", () => (byId("job").hidden = true));
     byId("job-search").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -101,6 +102,9 @@ export class JobBrowser {
     byId("jobs-total").textContent = `${fmtCount(body.children.length)}${labelled} shown of ${fmtCount(total)} ${NOUN[this.state]}`;
     byId("jobs-total").dataset.total = String(total);
     byId("jobs-cancel-selected").hidden = this.state !== "scheduled";
+    const byLabel = byId("jobs-cancel-label");
+    byLabel.hidden = this.state !== "scheduled" || !this.label;
+    byLabel.textContent = `Cancel all labelled ${this.label}`;
     this.selectionChanged();
   }
 
@@ -148,6 +152,18 @@ export class JobBrowser {
     const dry = await client.jobs.bulkCancel(this.topic, { ids, dryRun: true });
     if (!(await confirmBulk({ verb: "Cancel", noun: "scheduled jobs", topic: this.topic }, { count: dry.cancelled, ids: dry.ids ?? [] }))) return;
     await this.cancel(ids);
+  }
+
+  /** Every scheduled job of the filter's label, after the preview of its dry run (the whole label, not the page). */
+  private async cancelLabelled(): Promise<void> {
+    const client = this.host.client();
+    const { topic, label } = this;
+    if (!client || !topic || !label) return;
+    const dry = await client.jobs.bulkCancel(topic, { label, dryRun: true });
+    const action = { verb: "Cancel", noun: `scheduled jobs labelled ${label}`, topic };
+    if (!(await confirmBulk(action, { count: dry.cancelled, ids: dry.ids ?? [] }))) return;
+    await client.jobs.bulkCancel(topic, { label });
+    await Promise.all([this.load(false), this.host.changed()]);
   }
 
   private async cancel(ids: string[]): Promise<void> {

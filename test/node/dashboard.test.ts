@@ -477,7 +477,7 @@ it("the schedules table shows a cron schedule in its time zone with cronstrue's 
   }
 });
 
-it("the job browser shows each job's labels and filters by one: the filter lists the label's jobs, a bad label is not sent, the job view names them", {
+it("the job browser shows each job's labels and filters by one: the filter lists the label's jobs, a bad label is not sent, the job view names them, and the label's jobs are cancelled after a preview", {
   timeout: 90_000,
 }, async () => {
   const made = await dl.jobs.enqueueBatch(
@@ -519,6 +519,22 @@ it("the job browser shows each job's labels and filters by one: the filter lists
     await page.locator(`#jobs-list tr[data-job="${ids[0]}"] [data-action="open"]`).click();
     await page.locator("#job-id", { hasText: ids[0]! }).waitFor();
     expect(await page.locator('#job-facts [data-fact="labels"]').textContent()).toBe("tenant:42 invoice");
+
+    // With a label set, the whole label's scheduled jobs can be cancelled, after its dry run's preview.
+    const byLabel = page.locator("#jobs-cancel-label");
+    expect(await byLabel.isHidden()).toBe(true);
+    await page.locator("#jobs-label").fill("tenant:7");
+    await page.locator("#jobs-label").press("Enter");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(3);
+    expect(await byLabel.textContent()).toBe("Cancel all labelled tenant:7");
+    await byLabel.click();
+    await page.locator("#bulk-preview").waitFor();
+    expect(await page.locator("#bulk-preview-text").textContent()).toBe("Cancel 3 scheduled jobs labelled tenant:7 of dash-labels?");
+    expect((await page.locator("#bulk-preview-ids li").allTextContents()).sort()).toEqual([ids[1], ids[3], ids[5]].sort());
+    expect((await dl.jobs.get(ids[1]!))!.state).toBe("scheduled");
+    await page.locator("#bulk-preview-go", { hasText: "Cancel 3" }).click();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(0);
+    for (const [i, id] of ids.entries()) expect((await dl.jobs.get(id))!.state, id).toBe(i % 2 === 0 ? "scheduled" : "cancelled");
     expect(problems).toEqual([]);
   } finally {
     await browser.close();
