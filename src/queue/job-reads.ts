@@ -15,9 +15,9 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
-type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements">;
+type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements" | "expiresAt">;
 
-/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements. */
+/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements, its expiry. */
 const originOf = (r: JobRecord): Origin => {
   const o: Origin = scheduleOf(r);
   if (r.webhookHeaders !== undefined) o.webhookHeaders = r.webhookHeaders;
@@ -27,6 +27,7 @@ const originOf = (r: JobRecord): Origin => {
     o.jobKey = r.jobKey;
     o.replacements = r.replacements ?? 0;
   }
+  if (r.expiresAt !== undefined) o.expiresAt = r.expiresAt;
   return o;
 };
 
@@ -43,9 +44,10 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? ctx.defaults.maxAttempts;
   if (meta?.st !== undefined) {
     // A finished job: the view composed from record and meta. A dead letter stays until the cap sweeps it;
-    // a succeeded, cancelled or dropped job is known for the retention window (sweep.lua may drop its keys later).
+    // a succeeded, cancelled, dropped or expired job is known for the retention window (sweep.lua may drop its keys later);
+    // an expired one kept as a dead letter (lua/lib/expire.lua) reads on until its keys go, as it may be either.
     const finishedAt = meta.f ?? 0;
-    if (meta.st !== "dead" && now - finishedAt > ctx.retentionMs) return null;
+    if (meta.st !== "dead" && meta.st !== "expired" && now - finishedAt > ctx.retentionMs) return null;
     return {
       id,
       topic,
@@ -167,7 +169,7 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     };
     if (inflight) job.leaseExpiresAt = score;
     if (options.payload) job.payload = record?.payload ?? null;
-    if (record) Object.assign(job, scheduleOf(record));
+    if (record) Object.assign(job, scheduleOf(record), record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt });
     jobs.push(job);
   }
   const last = listed.at(-1);

@@ -38,6 +38,10 @@ export interface TopicSettings {
   maxKeyLength?: number;
   /** What an enqueue past maxLength or a key's maxKeyLength does. Default `reject`. */
   overflow: OverflowPolicy;
+  /** A job that would start more than this many ms after its due time expires instead (lua/lib/expire.lua); unset means no bound. */
+  maxLateness?: number;
+  /** Expired jobs go to the dead-letter set (listed, replayable) instead of the finished ones. Default false. */
+  keepExpired: boolean;
   /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
   weight: number;
   /** Attempts before a job is dead. Default 5 (1–100). */
@@ -100,6 +104,8 @@ export interface TopicPatch {
   maxLength?: number | null;
   maxKeyLength?: number | null;
   overflow?: OverflowPolicy | null;
+  maxLateness?: number | null;
+  keepExpired?: boolean | null;
   weight?: number | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
@@ -122,6 +128,8 @@ const stored = z.object({
   maxLength: num.optional(),
   maxKeyLength: num.optional(),
   overflow: z.enum(OVERFLOW_POLICIES).optional(),
+  maxLateness: num.optional(),
+  keepExpired: z.enum(["true", "false"]).optional(),
   weight: num.optional(),
   maxAttempts: num.optional(),
   backoff: z
@@ -148,6 +156,8 @@ const stored = z.object({
   prioritized: z.enum(["0", "1"]).optional(),
   /** Set by the first job stored by an upsert (upsert.lua), never cleared: the tick claims none of its jobs ahead. */
   jobKeys: z.literal("1").optional(),
+  /** Set by the first job with an expiresAt (enqueue.lua, upsert.lua), never cleared: its claims look for jobs to expire. */
+  expiring: z.literal("1").optional(),
 });
 
 /** Reads a topic's conf hash, filling in defaults. */
@@ -158,6 +168,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
     maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
     backoff: c.backoff ?? defaults.backoff,
     overflow: c.overflow ?? "reject",
+    keepExpired: c.keepExpired === "true",
     paused: c.paused === "true",
     mode: c.mode ?? "push",
     timeoutMs: c.timeoutMs ?? defaults.timeoutMs,
@@ -172,6 +183,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.concurrency !== undefined) settings.concurrency = c.concurrency;
   if (c.maxLength !== undefined) settings.maxLength = c.maxLength;
   if (c.maxKeyLength !== undefined) settings.maxKeyLength = c.maxKeyLength;
+  if (c.maxLateness !== undefined) settings.maxLateness = c.maxLateness;
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;

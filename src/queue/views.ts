@@ -28,6 +28,8 @@ export interface EnqueueInput {
   flowKey?: string;
   /** 0 (default) to 9: among the due jobs of its key (or lane), a head start of priority × the topic's `flow.priorityStepMs`. */
   priority?: number;
+  /** Epoch ms at which the job, if it has not started by then, ends as expired instead (lua/lib/expire.lua). Default: never. */
+  expiresAt?: number;
 }
 
 export interface EnqueueResult {
@@ -185,6 +187,7 @@ export interface JobSnapshot {
   jobKey?: string;
   /** How many upserts replaced it while it was pending. */
   replacements?: number;
+  expiresAt?: number;
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }
@@ -215,6 +218,8 @@ export interface ListedJob {
   /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
   scheduleId?: string;
   scheduledFor?: number;
+  /** When it expires unless started by then, epoch ms (read with the payload, so only when it is asked for). */
+  expiresAt?: number;
 }
 
 /** Options of {@link Queue.listJobs}. */
@@ -282,8 +287,8 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
-  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest). */
-  counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number };
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest), `expired` jobs that expired before they started (lua/lib/expire.lua). */
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number; expired: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;
   /** A shaped topic's flow keys by where they stand (lua/lib/flow.lua); absent for a plain topic. */

@@ -64,6 +64,7 @@ describe("the generated scripts", () => {
         "DEFAULT_PRIORITY_STEP_MS",
         "FLOW_KEYS_MIN",
         "FLOW_RATE_FORGET_BATCH",
+        "EXPIRY_GRAIN_MS",
       ]),
     );
     for (const p of placeholders) {

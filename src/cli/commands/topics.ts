@@ -2,7 +2,7 @@
 import { Option, type Command } from "commander";
 import type { Topic, TopicSettingsPatch } from "../../client/index.js";
 import { MAX_BURST, MAX_CONCURRENCY, MAX_MAX_ATTEMPTS, MAX_MAX_LENGTH, MAX_TIMEOUT_MS, MAX_WEIGHT, MIN_MAX_ATTEMPTS, MIN_TIMEOUT_MS } from "../../limits.js";
-import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, askCommand, durationArg, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 import { flowText } from "./flow-keys.js";
 
@@ -14,6 +14,8 @@ const SETTINGS = [
   "maxLength",
   "maxKeyLength",
   "overflow",
+  "maxLateness",
+  "keepExpired",
   "weight",
   "maxAttempts",
   "backoff",
@@ -97,6 +99,8 @@ function setCommand(topics: Command, io: Io): void {
         "dropOldest",
       ]),
     )
+    .option("--max-lateness <duration>", 'a job that would start later than this after its due time expires instead: "2s", "5m", or ms', durationArg)
+    .option("--keep-expired <yes|no>", "keep expired jobs as dead letters (listed, replayable) instead of finished jobs", yesNo)
     .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
@@ -129,6 +133,13 @@ function setCommand(topics: Command, io: Io): void {
     );
 }
 
+/** A yes/no option's value. */
+function yesNo(value: string): boolean {
+  if (value === "yes" || value === "true") return true;
+  if (value === "no" || value === "false") return false;
+  throw new UsageError(`${value}: give yes or no`);
+}
+
 /** The change `topics set`'s options ask for: each setting given, and null for each one cleared. */
 function patchOf(o: Record<string, unknown>): TopicSettingsPatch {
   const patch: Record<string, unknown> = {};
@@ -158,6 +169,8 @@ function renderTopic(t: Topic): string {
     ["concurrency", s.concurrency ?? "unlimited"],
     ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
     ["max key length", s.maxKeyLength === undefined ? "unlimited" : `${s.maxKeyLength} pending a flow key, overflow ${s.overflow}`],
+    ["max lateness", s.maxLateness === undefined ? "unlimited" : duration(s.maxLateness)],
+    ["expired jobs", s.keepExpired ? "kept as dead letters" : "finished"],
     ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
@@ -173,7 +186,7 @@ function renderTopic(t: Topic): string {
     ["oldest ready due", t.oldestReadyDueAt],
     [
       "counters",
-      `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead, ${t.counters.dropped} dropped`,
+      `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead, ${t.counters.dropped} dropped, ${t.counters.expired} expired`,
     ],
   ]);
 }

@@ -73,6 +73,7 @@ export const topicJobs = router()
             ...(j.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: iso(j.leaseExpiresAt) }),
             ...(payload ? { payload: j.payload } : {}),
             ...(j.scheduleId !== undefined && j.scheduledFor !== undefined ? { scheduleId: j.scheduleId, scheduledFor: iso(j.scheduledFor) } : {}),
+            ...(j.expiresAt === undefined ? {} : { expiresAt: iso(j.expiresAt) }),
           })),
           nextCursor: page.next ? encodeCursor(state, page.next) : null,
         },

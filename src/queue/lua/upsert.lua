@@ -35,6 +35,7 @@
   KEYS[12] the new job's record
   KEYS[13] fkidx of the topic (lib/flow.lua): the keys' index, a keyed job with a flow key in it
   KEYS[14] fkeys of the topic: the flow key's own maxKeyLength (read only when the call checks caps)
+  KEYS[15] exp zset of the topic (lib/expire.lua): the job's expiresAt; a replaced job takes the new one (or none)
 
   ARGV[1]  the id the caller found in the pointer ("" none)
   ARGV[2]  the new job's id
@@ -48,6 +49,7 @@
   ARGV[10] its priority (0-9)
   ARGV[11] most topics the registry may hold
   ARGV[12] now, epoch ms
+  ARGV[13] the new job's expiresAt, epoch ms ("" none): with one, the topic's conf is marked "expiring"
 
   Returns  { 1 created, id, due ms } — then, when the call checked the topic's caps,
              its cap (0 none, 1 reject, 2 dropOldest: the overflow of its caps)
@@ -76,8 +78,16 @@ if (rcall("GET", pointerKey) or "") ~= found then return { 0 } end
 local plainDue = found ~= "" and rcall("ZSCORE", dueKey, found)
 local keyedDue = found ~= "" and not plainDue and rcall("ZSCORE", fdueKey, found)
 
--- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set.
+-- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set;
+-- its expiry first (the mark and the exp set before the id is due, as enqueue.lua writes them).
 local function schedule(id, due, oldRecord)
+  if ARGV[13] ~= "" then
+    rcall("HSET", confKey, "expiring", "1")
+    rcall("ZADD", KEYS[15], ARGV[13], id)
+  elseif oldRecord and string.find(oldRecord, '"expiresAt":', 1, true) then
+    -- Read as text, not decoded: a payload that holds the text costs one ZREM that finds nothing.
+    rcall("ZREM", KEYS[15], id)
+  end
   if keyedDue then
     unscheduleKeyed(oldRecord, tonumber(keyedDue), confKey, fschedKey, freadyKey, fkidxKey, id)
     if not keyed then rcall("ZREM", fdueKey, id) end
