@@ -163,6 +163,30 @@ describe("the flow keys' index", () => {
     }
   });
 
+  it("keyed jobs that expire leave every flow set: fdue, fsched, fready and the keys' index", async () => {
+    const clock = { now: T0 };
+    const { queue, redis } = testQueue({ clock });
+    await queue.configureTopic("gone", { flow: { parallelism: 1 } });
+    await queue.enqueue({ topic: "gone", payload: 0, flowKey: "a" });
+    // Key a at its parallelism: its next job, due, waits for its turn (fready); key b's is not yet due (fsched).
+    const [running] = (await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs;
+    const made = await queue.enqueueBatch([
+      { topic: "gone", payload: 1, flowKey: "a", expiresAt: T0 + 1_000 },
+      { topic: "gone", payload: 2, flowKey: "b", delayMs: 5_000, expiresAt: T0 + 1_000 },
+      { topic: "gone", payload: 3, priority: 3, delayMs: 500, expiresAt: T0 + 1_000 },
+    ]);
+    expect((await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs).toEqual([]);
+    const f = queue.keys.topic("gone").flow;
+    expect(await redis.zcard(f.fready)).toBe(1);
+    clock.now = T0 + 2_000;
+    expect((await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs).toEqual([]);
+    for (const m of made) expect((await queue.get(m.id))?.state).toBe("expired");
+    for (const key of [f.fdue, f.fsched, f.fready, f.fkidx, queue.keys.topic("gone").exp]) expect(await redis.zcard(key), key).toBe(0);
+    expect(await queue.flowKeyLengths("gone", ["a", "b"])).toEqual([0, 0]);
+    expect((await queue.topicStats("gone")).counters).toMatchObject({ expired: 3, dispatched: 1 });
+    expect((await queue.get(running!.id))?.state).toBe("inflight");
+  });
+
   it("a purge drops the keyed jobs through their keys' index, and a deleted topic leaves none", async () => {
     const { queue, redis } = testQueue();
     await queue.enqueueBatch(Array.from({ length: 30 }, (_, i) => ({ topic: "purged", payload: i, flowKey: `k${i % 3}`, delayMs: 60_000 })));
