@@ -224,7 +224,10 @@ export const ListedJobView = z
     payload: z.unknown().optional().openapi({ description: "With payload=true" }),
     scheduleId: z.string().optional().openapi({ description: "With payload=true: the schedule whose occurrence made the job" }),
     scheduledFor: z.string().optional().openapi({ description: "With payload=true: that occurrence" }),
-    expiresAt: z.string().optional().openapi({ description: "With payload=true: when it expires unless it has started by then" }),
+    expiresAt: z
+      .string()
+      .optional()
+      .openapi({ description: "Scheduled jobs that never started: when it expires unless it has started by then (a retry never expires)" }),
   })
   .openapi("ListedJob");
 

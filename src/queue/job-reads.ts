@@ -130,6 +130,15 @@ export async function keyPage(
   return { more: got.length > limit, jobs, members };
 }
 
+/** The expiresAt of each of a topic's jobs that may still expire (its exp set: never started), else null. */
+async function expiriesOf(ctx: QueueContext, topic: string, ids: string[]): Promise<Array<string | number | null>> {
+  if (ids.length === 0) return [];
+  const [scores] = (await redisCall({ name: "ZMSCORE", repeatSafe: true }, () =>
+    pipelineRead(ctx.redis, [["zmscore", ctx.keys.topic(topic).exp, ...ids]]),
+  )) as [Array<string | number | null>];
+  return scores;
+}
+
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
@@ -141,12 +150,11 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     byKey !== undefined && options.state === "scheduled"
       ? await keyPage(ctx, topic, byKey, options, limit)
       : replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
-  const read = await readJobs(
-    ctx,
-    page.jobs.map((j) => j.id),
-    options.payload === true,
-    LIST_PAGE_BYTES,
-  );
+  const ids = page.jobs.map((j) => j.id);
+  const [read, expiries] = await Promise.all([
+    readJobs(ctx, ids, options.payload === true, LIST_PAGE_BYTES),
+    options.state === "scheduled" ? expiriesOf(ctx, topic, ids) : Promise.resolve([]),
+  ]);
   // Past the byte budget the page ends early; the cursor resumes after the last job read.
   const listed = page.jobs.slice(0, read.length);
   const more = page.more || listed.length < page.jobs.length;
@@ -169,7 +177,9 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     };
     if (inflight) job.leaseExpiresAt = score;
     if (options.payload) job.payload = record?.payload ?? null;
-    if (record) Object.assign(job, scheduleOf(record), record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt });
+    if (record) Object.assign(job, scheduleOf(record));
+    const expiresAt = expiries[i];
+    if (expiresAt !== undefined && expiresAt !== null) job.expiresAt = Number(expiresAt);
     jobs.push(job);
   }
   const last = listed.at(-1);

@@ -218,7 +218,7 @@ export interface ListedJob {
   /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
   scheduleId?: string;
   scheduledFor?: number;
-  /** When it expires unless started by then, epoch ms (read with the payload, so only when it is asked for). */
+  /** Scheduled and never started: when it expires unless started by then, epoch ms (its topic's exp set). */
   expiresAt?: number;
 }
 
