@@ -29,6 +29,8 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
   const asked: ClaimAsk = { now, max, mode, lead, leaseMs: options.leaseMs };
   await ctx.ensureModel();
   const shaped = shapedTopics(ctx.keys.prefix);
+  const expiring = expiringTopics(ctx.keys.prefix);
+  const knewExpiring = expiring.has(topic);
   let requests = 2;
   let reply = shaped.has(topic) ? undefined : replies.claim.parse(await claimPlain(ctx, topic, asked));
   // A shaped topic answers a plain claim with nothing done: claim it as one.
@@ -37,9 +39,18 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
     shaped.add(topic);
     reply = replies.claim.parse(await claimShaped(ctx, topic, { ...asked, lead: 0 }));
   }
+  if (reply.conf.shaped === "1") shaped.add(topic);
+  // A topic marked expiring that this isolate did not know of: its jobs past their expiresAt were not read, so a claim
+  // that took nothing is made again at once with them (once an isolate): a caller that takes an empty claim asking to
+  // be back now for a sign to stop (a producer's drain) would leave them to the tick's next look.
+  if (reply.conf.expiring === "1" && !knewExpiring) {
+    expiring.add(topic);
+    if (reply.jobs.length === 0) {
+      requests += 2;
+      reply = replies.claim.parse(await (shaped.has(topic) ? claimShaped(ctx, topic, { ...asked, lead: 0 }) : claimPlain(ctx, topic, asked)));
+    }
+  }
   const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, heldBy, ...rest } = reply;
-  if (conf.shaped === "1") shaped.add(topic);
-  if (conf.expiring === "1") expiringTopics(ctx.keys.prefix).add(topic);
   if (sweepDone.length + sweepDead.length > 0) {
     await sweep(ctx, topic, now, sweepDone, sweepDead);
     requests++;
