@@ -271,13 +271,16 @@ it("expiry: enqueue and upsert --ttl and --expires-at, topics set --max-lateness
 }, async () => {
   const topic = "cli-expiry";
   expect((await cli(["topics", "pause", topic])).code).toBe(0);
+  const kept = await cli(["topics", "set", topic, "--max-lateness", "2000", "--keep-expired"]);
+  expect(kept.code, kept.stderr).toBe(0);
+  expect(kept.stdout).toMatch(/^expired jobs\s+kept as dead letters$/m);
   const shown = await cli(["topics", "set", topic, "--max-lateness", "2s", "--keep-expired", "no"]);
   expect(shown.code, shown.stderr).toBe(0);
   expect(shown.stdout).toMatch(/^max lateness\s+2(\.0)?\s?s$/m);
   expect(shown.stdout).toMatch(/^expired jobs\s+finished$/m);
   const made = await json(["enqueue", topic, '{"n":1}', "--ttl", "1s"]);
-  const kept = await json(["upsert", topic, "k", '{"n":2}', "--delay", "1h", "--expires-at", new Date(Date.now() + 7_200_000).toISOString()]);
-  expect((await cli(["get", kept.id])).stdout).toMatch(/^expires\s+\d{4}-/m);
+  const upserted = await json(["upsert", topic, "k", '{"n":2}', "--delay", "1h", "--expires-at", new Date(Date.now() + 7_200_000).toISOString()]);
+  expect((await cli(["get", upserted.id])).stdout).toMatch(/^expires\s+\d{4}-/m);
   // An expiry that does not come after the job's due time is refused, nothing stored.
   const refused = await cli(["enqueue", topic, "--delay", "1h", "--ttl", "30m"]);
   expect(refused.code).toBe(1);

@@ -100,7 +100,7 @@ function setCommand(topics: Command, io: Io): void {
       ]),
     )
     .option("--max-lateness <duration>", 'a job that would start later than this after its due time expires instead: "2s", "5m", or ms', durationArg)
-    .option("--keep-expired <yes|no>", "keep expired jobs as dead letters (listed, replayable) instead of finished jobs", yesNo)
+    .option("--keep-expired [yes|no]", "keep expired jobs as dead letters (listed, replayable) instead of finished jobs (alone: yes)", yesNo)
     .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
