@@ -86,6 +86,8 @@ it("1,000 jobs with an expiresAt behind a paused topic: each ends expired within
   expect(view).toMatchObject({ scheduled: 0, inflight: 0, dead: 0 });
   expect(view.counters).toMatchObject({ dispatched: 0, expired: 1_000, dead: 0, retried: 0 });
   expect(await metric(d.env, "delayline_jobs_expired_total", topic)).toBe(1_000);
+  const stats = await ok(call(d.env, "/v1/stats"));
+  expect(stats.topics.find((t: { topic: string }) => t.topic === topic).counters).toMatchObject({ expired: 1_000, dead: 0 });
   expect(await metric(d.env, "delayline_jobs_dead_total", topic)).toBe(0);
 });
 
