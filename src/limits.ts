@@ -140,6 +140,16 @@ export const SWEEP_BATCH = 250;
  */
 export const SWEEP_SLACK_MS = 60_000;
 
+/**
+ * The tick looks at a topic for its jobs' expiresAt (lua/lib/expire.lua) at
+ * multiples of this: a paused topic whose jobs expire a few ms apart costs a
+ * claim per grain, not one per job, and each still ends within a grain of
+ * its expiresAt — well within a poll (TICK_POLL_MS, 1 s by default). Read by
+ * claim.lua only, through the build.
+ * @public
+ */
+export const EXPIRY_GRAIN_MS = 250;
+
 /** Most jobs one call of a bulk cancel takes: about 2 ms of Redis time for small payloads (test/workers/queue/bounded-calls.test.ts). */
 export const BULK_CANCEL_BATCH = 250;
 

@@ -149,7 +149,7 @@ const emptyTotals = (h: Pick<MetricsSnapshot, "lateness" | "duration">): TopicTo
   dead: 0,
   paused: 0,
   oldestReadyDueAt: null,
-  counters: { dispatched: 0, succeeded: 0, retried: 0, dead: 0, dropped: 0 },
+  counters: { dispatched: 0, succeeded: 0, retried: 0, dead: 0, dropped: 0, expired: 0 },
   metrics: { lateness: emptyHistogram(h.lateness), duration: emptyHistogram(h.duration) },
 });
 
@@ -163,7 +163,7 @@ function addTotals(into: TopicTotals | null, t: TopicTotals): TopicTotals {
   sum.dead += t.dead;
   sum.paused += t.paused;
   if (t.oldestReadyDueAt !== null) sum.oldestReadyDueAt = Math.min(sum.oldestReadyDueAt ?? Infinity, t.oldestReadyDueAt);
-  for (const k of ["dispatched", "succeeded", "retried", "dead", "dropped"] as const) sum.counters[k] += t.counters[k];
+  for (const k of ["dispatched", "succeeded", "retried", "dead", "dropped", "expired"] as const) sum.counters[k] += t.counters[k];
   addHistogram(sum.metrics.lateness, t.metrics.lateness);
   addHistogram(sum.metrics.duration, t.metrics.duration);
   return sum;

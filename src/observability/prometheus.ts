@@ -87,6 +87,12 @@ const TOPIC_FAMILIES: readonly TopicFamily[] = [
     help: "Pending jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest).",
     value: (t) => t.counters.dropped,
   },
+  {
+    name: "delayline_jobs_expired_total",
+    type: "counter",
+    help: "Jobs that expired before they started (their expiresAt, or the topic's maxLateness); not failures.",
+    value: (t) => t.counters.expired,
+  },
 ];
 
 /** The per-topic histograms, in seconds. */

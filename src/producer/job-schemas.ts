@@ -47,6 +47,13 @@ export const JobBody = z
       .openapi({ description: "Any JSON value", example: { to: "ada@example.com" } }),
     delay: Delay.optional(),
     runAt: Instant.optional(),
+    expiresAt: Instant.optional().openapi({
+      description:
+        "When the job expires unless it has started by then (ISO 8601 or epoch ms): it then ends in state expired, never delivered. Must be after its due time. A retry never expires",
+    }),
+    ttl: Delay.optional().openapi({
+      description: 'The same as expiresAt, as a time from the enqueue (ms, or a duration such as "10m")',
+    }),
     maxAttempts: z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
     backoff: BackoffBody.optional(),
     idempotencyKey: KeyText.min(1).max(200).optional(),
@@ -90,6 +97,7 @@ export const JobBody = z
   })
   .strict()
   .refine((b) => b.delay === undefined || b.runAt === undefined, { message: "give delay or runAt, not both", path: ["runAt"] })
+  .refine((b) => b.ttl === undefined || b.expiresAt === undefined, { message: "give ttl or expiresAt, not both", path: ["expiresAt"] })
   .refine((b) => b.jobKey !== undefined || (b.onConflict === undefined && b.maxWait === undefined), {
     message: "onConflict and maxWait go with a jobKey",
     path: ["jobKey"],
@@ -163,6 +171,7 @@ export const AttemptView = z
         "replayed: no attempt but the marker of a dead-letter replay, which opens the next run; " +
         "replaced: no attempt but the marker of an upsert that replaced the job while it waited for a retry, which opens the next run; " +
         "dropped: no attempt but the marker of a pending job dropped for its topic's maxLength or its flow key's maxKeyLength (overflow dropOldest), which ends it; " +
+        "with attempt 0, expired is no attempt but the marker of a job that expired before it started (its expiresAt, or its topic's maxLateness), which ends it; " +
         "edited: no attempt but the marker of a replay that changed the dead job (changes) before putting it back; " +
         "moved: no attempt but the marker of a replay into another topic, which ends the dead job: movedTo is the job that took its place",
     }),
@@ -186,9 +195,10 @@ export const JobView = z
   .object({
     id: JobId,
     topic: TopicName,
-    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved"]).openapi({
+    state: z.enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved", "expired"]).openapi({
       description:
         "dropped: the job was pending when an enqueue into its topic, at its maxLength or its flow key's maxKeyLength with overflow dropOldest, dropped it (it was the topic's oldest, or the key's); " +
+        "expired: the job never started and reached its expiresAt, or would have started later than its due time plus its topic's maxLateness (not a failure; a dead letter too when the topic keeps expired jobs); " +
         "moved: the dead job was replayed into another topic, as the job its history's last entry names (movedTo)",
     }),
     dueAt: z.string().nullable(),
@@ -210,6 +220,7 @@ export const JobView = z
     jobKey: z.string().optional().openapi({ description: "The job key an upsert stored it under" }),
     replacements: z.number().int().optional().openapi({ description: "With jobKey: how many upserts replaced it while it was pending" }),
     labels: z.array(z.string()).optional().openapi({ description: "Its labels (absent: none)" }),
+    expiresAt: z.string().optional().openapi({ description: "When it expires unless it has started by then (from expiresAt or ttl)" }),
     history: History,
   })
   .openapi("Job");
@@ -251,6 +262,10 @@ export const ListedJobView = z
     scheduleId: z.string().optional().openapi({ description: "With payload=true: the schedule whose occurrence made the job" }),
     scheduledFor: z.string().optional().openapi({ description: "With payload=true: that occurrence" }),
     labels: z.array(z.string()).optional().openapi({ description: "Its labels (absent: none)" }),
+    expiresAt: z
+      .string()
+      .optional()
+      .openapi({ description: "Scheduled jobs that never started: when it expires unless it has started by then (a retry never expires)" }),
   })
   .openapi("ListedJob");
 

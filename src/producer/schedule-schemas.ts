@@ -89,7 +89,7 @@ export const ScheduleView = z
     lastRunAt: z.string().nullable().openapi({ description: "The occurrence the last job was for" }),
     lastJobId: z.string().nullable(),
     lastJobState: z
-      .enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved"])
+      .enum(["scheduled", "inflight", "succeeded", "dead", "cancelled", "dropped", "moved", "expired"])
       .nullable()
       .openapi({ description: "null when there is none or it is past retention" }),
     createdAt: z.string().nullable(),

@@ -22,7 +22,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, FlowKey, partialFields, TopicName } from "./schema-parts.js";
+import { BackoffBody, Delay, FlowKey, partialFields, TopicName } from "./schema-parts.js";
 
 const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
@@ -112,6 +112,13 @@ export const TopicSettingsBody = z
       description:
         "Most pending jobs (scheduled and waiting) each flow key of the topic holds, unless the key sets its own (PUT /v1/topics/{topic}/flow-keys/{key}); an enqueue past it does what overflow says. Jobs without a flow key are not counted. null: no cap",
     }),
+    maxLateness: Delay.nullable().optional().openapi({
+      description:
+        'A job that would start more than this long after its due time (ms, or a duration such as "2s") is not started: it ends in state expired. Only jobs that never started; a retry never expires. null: no bound',
+    }),
+    keepExpired: z.boolean().nullable().optional().openapi({
+      description: "Expired jobs go to the dead letters (listed, replayable) instead of the finished jobs. null: false",
+    }),
     overflow: z.enum(OVERFLOW_POLICIES).nullable().optional().openapi({
       description:
         "At maxLength or a flow key's maxKeyLength: reject (the request gets 429 and nothing of it is stored) or dropOldest (the jobs are stored and the oldest pending jobs, earliest due first — the topic's, or the key's — end in state dropped). null: reject",
@@ -191,10 +198,10 @@ export const TopicSettingsBody = z
 const BackoffOut = z.union(backoffSchema.options).openapi("BackoffSettings", { description: "Delays in ms" });
 
 export const Counters = z
-  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number(), dropped: z.number() })
+  .object({ dispatched: z.number(), succeeded: z.number(), retried: z.number(), dead: z.number(), dropped: z.number(), expired: z.number() })
   .openapi("Counters", {
     description:
-      "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength or a flow key's maxKeyLength (all time)",
+      "attempts dispatched, attempts that succeeded or were retried, jobs dead-lettered, jobs dropped for the topic's maxLength or a flow key's maxKeyLength, jobs that expired before they started (all time)",
   });
 
 const flowKeyCounts = {
@@ -237,6 +244,8 @@ export const TopicView = z
       maxKeyLength: z.number().optional(),
       overflow: z.enum(OVERFLOW_POLICIES),
       contentDedupMs: z.number().optional(),
+      maxLateness: z.number().optional(),
+      keepExpired: z.boolean(),
       weight: z.number(),
       maxAttempts: z.number(),
       backoff: BackoffOut,

@@ -11,12 +11,15 @@ import * as lua from "./lua.generated.js";
 import { migrateOrphans } from "./model.js";
 import { pipelineRead, redisCall } from "./redis.js";
 import { replies } from "./replies.js";
-import { shapedTopics } from "./shaped-topics.js";
+import { expiringTopics, shapedTopics } from "./shaped-topics.js";
 import { decodeTopicConf } from "./topics.js";
 import type { ClaimedJob, ClaimOptions, ClaimResult } from "./views.js";
 
 /** A lease outlasts the handler's timeout by this much, so a slow settle is not mistaken for a dead worker. */
 const LEASE_MARGIN_MS = 30_000;
+
+/** Most jobs past their expiresAt one claim ends (lua/lib/expire.lua); a claim that ends this many leaves the topic due at once for the rest. */
+const EXPIRE_BATCH = 500;
 
 export async function claim(ctx: QueueContext, topic: string, options: ClaimOptions): Promise<ClaimResult> {
   const max = Number.isFinite(options.max) ? Math.min(Math.max(0, Math.floor(options.max)), MAX_BATCH) : 0;
@@ -26,6 +29,8 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
   const asked: ClaimAsk = { now, max, mode, lead, leaseMs: options.leaseMs };
   await ctx.ensureModel();
   const shaped = shapedTopics(ctx.keys.prefix);
+  const expiring = expiringTopics(ctx.keys.prefix);
+  const knewExpiring = expiring.has(topic);
   let requests = 2;
   let reply = shaped.has(topic) ? undefined : replies.claim.parse(await claimPlain(ctx, topic, asked));
   // A shaped topic answers a plain claim with nothing done: claim it as one.
@@ -34,8 +39,18 @@ export async function claim(ctx: QueueContext, topic: string, options: ClaimOpti
     shaped.add(topic);
     reply = replies.claim.parse(await claimShaped(ctx, topic, { ...asked, lead: 0 }));
   }
+  if (reply.conf.shaped === "1") shaped.add(topic);
+  // A topic marked expiring that this isolate did not know of: its jobs past their expiresAt were not read, so a claim
+  // that took nothing is made again at once with them (once an isolate): a caller that takes an empty claim asking to
+  // be back now for a sign to stop (a producer's drain) would leave them to the tick's next look.
+  if (reply.conf.expiring === "1" && !knewExpiring) {
+    expiring.add(topic);
+    if (reply.jobs.length === 0) {
+      requests += 2;
+      reply = replies.claim.parse(await (shaped.has(topic) ? claimShaped(ctx, topic, { ...asked, lead: 0 }) : claimPlain(ctx, topic, asked)));
+    }
+  }
   const { jobs, leaseDeadline, conf, sweepDone, sweepDead, orphans, heldBy, ...rest } = reply;
-  if (conf.shaped === "1") shaped.add(topic);
   if (sweepDone.length + sweepDead.length > 0) {
     await sweep(ctx, topic, now, sweepDone, sweepDead);
     requests++;
@@ -81,7 +96,9 @@ async function claimPlain(ctx: QueueContext, topic: string, asked: ClaimAsk): Pr
   // Claims of one topic run side by side (the tick's chunk and its fan-out):
   // each reads CLAIM_CANDIDATES times what it may take, so those that run at
   // once find jobs left among their candidates when the first took its own.
-  const [dueIds, leaseIds] = (await redisCall({ name: "claim candidates (ZRANGE, ZRANGE)", repeatSafe: true }, () =>
+  // A topic known to have jobs with an expiry: those past it too (lua/lib/claim-expire.lua).
+  const expiring = expiringTopics(ctx.keys.prefix).has(topic);
+  const [dueIds, leaseIds, expIds = []] = (await redisCall({ name: `claim candidates (ZRANGE, ZRANGE${expiring ? ", ZRANGE" : ""})`, repeatSafe: true }, () =>
     pipelineRead(ctx.redis, [
       [
         "zrange",
@@ -94,27 +111,36 @@ async function claimPlain(ctx: QueueContext, topic: string, asked: ClaimAsk): Pr
         Math.min(asked.max * CLAIM_CANDIDATES, MAX_BATCH * CLAIM_CANDIDATES),
       ],
       ["zrange", t.lease, "-inf", asked.now, "BYSCORE", "LIMIT", 0, ctx.reapLimit],
+      ...(expiring ? [expiredRead(ctx, topic, asked.now)] : []),
     ]),
-  )) as [string[], string[]];
+  )) as [string[], string[], string[]?];
   const candidates = asked.max > 0 ? dueIds : [];
   return ctx.run(
     lua.claim,
-    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(candidates), ...ctx.keys.jobPairs(leaseIds)],
-    [...claimArgs(ctx, topic, asked), candidates.length, leaseIds.length, "", 0, 0, 0, 1, ...candidates, ...leaseIds],
+    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(candidates), ...ctx.keys.jobPairs(leaseIds), ...ctx.keys.jobPairs(expIds)],
+    [...claimArgs(ctx, topic, asked), candidates.length, leaseIds.length, "", 0, 0, 0, 1, expIds.length, ...candidates, ...leaseIds, ...expIds],
   );
 }
 
 /** A shaped topic's claim: flow-read.lua names its keys' turns and their jobs, then claim.lua with them. */
 async function claimShaped(ctx: QueueContext, topic: string, asked: ClaimAsk): Promise<unknown> {
   const t = ctx.keys.topic(topic);
-  const read = replies.flowRead.parse(
-    await ctx.run(lua.flowRead, [t.due, t.lease, t.conf, ...flowKeyList(t.flow)], [asked.now, asked.max, ctx.reapLimit, FLOW_PROMOTE_BATCH, CLAIM_CANDIDATES]),
-  );
+  const expiring = expiringTopics(ctx.keys.prefix).has(topic);
+  const [flowRead, expIds] = await Promise.all([
+    ctx.run(lua.flowRead, [t.due, t.lease, t.conf, ...flowKeyList(t.flow)], [asked.now, asked.max, ctx.reapLimit, FLOW_PROMOTE_BATCH, CLAIM_CANDIDATES]),
+    expiring
+      ? (redisCall({ name: "expired candidates (ZRANGE)", repeatSafe: true }, () => pipelineRead(ctx.redis, [expiredRead(ctx, topic, asked.now)])) as Promise<
+          [string[]]
+        >)
+      : Promise.resolve([[]] as [string[]]),
+  ]);
+  const read = replies.flowRead.parse(flowRead);
+  const expired = expIds[0];
   const jobIds: string[] = [];
   for (let i = 1; i < read.jobs.length; i += 5) jobIds.push(String(read.jobs[i]));
   return ctx.run(
     lua.claim,
-    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(read.leases), ...flowKeyList(t.flow), ...ctx.keys.jobPairs(jobIds)],
+    [...claimKeys(ctx, topic), ...ctx.keys.jobPairs(read.leases), ...ctx.keys.jobPairs(expired), ...flowKeyList(t.flow), ...ctx.keys.jobPairs(jobIds)],
     [
       ...claimArgs(ctx, topic, asked),
       0,
@@ -124,7 +150,9 @@ async function claimShaped(ctx: QueueContext, topic: string, asked: ClaimAsk): P
       read.newly.length / 4,
       read.served.length / 2,
       read.rounds,
+      expired.length,
       ...read.leases,
+      ...expired,
       ...read.jobs,
       ...read.newly,
       ...read.served,
@@ -135,7 +163,12 @@ async function claimShaped(ctx: QueueContext, topic: string, asked: ClaimAsk): P
 /** claim.lua's KEYS before its candidates'. */
 function claimKeys(ctx: QueueContext, topic: string): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.due, t.lease, t.conf, t.bucket, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex];
+  return [t.due, t.lease, t.conf, t.bucket, t.metrics, t.deadAt, t.done, ctx.keys.topicIndex, t.exp];
+}
+
+/** The read of a topic's jobs past their expiresAt, earliest first (claim.lua's expiring candidates). */
+function expiredRead(ctx: QueueContext, topic: string, now: number): Array<string | number> {
+  return ["zrange", ctx.keys.topic(topic).exp, "-inf", now, "BYSCORE", "LIMIT", 0, EXPIRE_BATCH];
 }
 
 /** claim.lua's ARGV[1..14]. */

@@ -22,7 +22,7 @@ export async function deadRecords(
   const notFound: string[] = [];
   for (const [i, { record, meta }] of read.entries()) {
     const id = ours[i]!;
-    if (record && meta?.st === "dead") letters.push({ id, record });
+    if (record && (meta?.st === "dead" || meta?.st === "expired")) letters.push({ id, record });
     else notFound.push(id);
   }
   return { letters, notFound, looked: read.length };

@@ -39,7 +39,7 @@ export async function pageDead(
 
 /** The entry of a letter from its record and meta; null when the job is no dead letter (any more). */
 function entryOf(id: string, record: JobRecord | null, meta: JobMeta | null): DeadEntry | null {
-  if (!record || !meta || meta.st !== "dead" || meta.f === undefined) return null;
+  if (!record || !meta || (meta.st !== "dead" && meta.st !== "expired") || meta.f === undefined) return null;
   return { id, attempts: meta.a, lastError: meta.e ?? null, failedAt: meta.f, history: meta.h ?? [], job: record };
 }
 

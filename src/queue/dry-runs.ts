@@ -222,5 +222,5 @@ async function deadStep(ctx: QueueContext, topic: string, options: DeadFilter & 
 function picks(meta: string | null, needle: string): boolean {
   if (meta === null) return false;
   const m = JSON.parse(meta) as { st?: unknown; e?: unknown };
-  return m.st === "dead" && (needle === "" || (typeof m.e === "string" && m.e.includes(needle)));
+  return (m.st === "dead" || m.st === "expired") && (needle === "" || (typeof m.e === "string" && m.e.includes(needle)));
 }

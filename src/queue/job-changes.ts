@@ -13,7 +13,7 @@ import type { CancelWindowOptions, ListPosition } from "./views.js";
 /** The keys cancel-jobs.lua takes for these jobs of `topic`: the topic's sets, then each job's meta and record keys. */
 function cancelKeys(ctx: QueueContext, topic: string, ids: readonly string[]): string[] {
   const t = ctx.keys.topic(topic);
-  return [t.due, t.lease, t.done, t.flow.fdue, t.flow.fkidx, ...ids.flatMap((id) => [ctx.keys.job(id).meta, ctx.keys.job(id).record])];
+  return [t.due, t.lease, t.done, t.flow.fdue, t.flow.fkidx, t.exp, ...ids.flatMap((id) => [ctx.keys.job(id).meta, ctx.keys.job(id).record])];
 }
 
 export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled" | "not-found" | "inflight"> {
@@ -22,7 +22,11 @@ export async function cancel(ctx: QueueContext, id: string): Promise<"cancelled"
   const t = ctx.keys.topic(topic);
   const k = ctx.keys.job(id);
   return replies.cancel.parse(
-    await ctx.run(lua.cancel, [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx], [id, ctx.now()]),
+    await ctx.run(
+      lua.cancel,
+      [t.due, t.lease, t.done, k.meta, k.record, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready, t.flow.fkidx, t.exp],
+      [id, ctx.now()],
+    ),
   );
 }
 

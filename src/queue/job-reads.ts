@@ -16,9 +16,9 @@ import type { JobSnapshot, ListedJob, ListJobsOptions, ListPosition } from "./vi
 const scheduleOf = (r: JobRecord): Pick<JobSnapshot, "scheduleId" | "scheduledFor"> =>
   r.scheduleId !== undefined && r.scheduledFor !== undefined ? { scheduleId: r.scheduleId, scheduledFor: r.scheduledFor } : {};
 
-type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements" | "labels">;
+type Origin = Pick<JobSnapshot, "scheduleId" | "scheduledFor" | "webhookHeaders" | "flowKey" | "priority" | "jobKey" | "replacements" | "labels" | "expiresAt">;
 
-/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements. */
+/** What a job's own view adds from its record: the schedule that made it, an ingested webhook's headers, its flow key and priority, its job key and replacements, its expiry. */
 const originOf = (r: JobRecord): Origin => {
   const o: Origin = scheduleOf(r);
   if (r.webhookHeaders !== undefined) o.webhookHeaders = r.webhookHeaders;
@@ -29,6 +29,7 @@ const originOf = (r: JobRecord): Origin => {
     o.jobKey = r.jobKey;
     o.replacements = r.replacements ?? 0;
   }
+  if (r.expiresAt !== undefined) o.expiresAt = r.expiresAt;
   return o;
 };
 
@@ -45,9 +46,10 @@ export async function get(ctx: QueueContext, id: string): Promise<JobSnapshot | 
   const maxAttemptsOf = (r: JobRecord) => r.maxAttempts ?? topicMaxAttempts ?? ctx.defaults.maxAttempts;
   if (meta?.st !== undefined) {
     // A finished job: the view composed from record and meta. A dead letter stays until the cap sweeps it;
-    // a succeeded, cancelled or dropped job is known for the retention window (sweep.lua may drop its keys later).
+    // a succeeded, cancelled, dropped or expired job is known for the retention window (sweep.lua may drop its keys later);
+    // an expired one kept as a dead letter (lua/lib/expire.lua) reads on until its keys go, as it may be either.
     const finishedAt = meta.f ?? 0;
-    if (meta.st !== "dead" && now - finishedAt > ctx.retentionMs) return null;
+    if (meta.st !== "dead" && meta.st !== "expired" && now - finishedAt > ctx.retentionMs) return null;
     return {
       id,
       topic,
@@ -135,6 +137,15 @@ export async function keyPage(
   return { more: got.length > limit, jobs, members };
 }
 
+/** The expiresAt of each of a topic's jobs that may still expire (its exp set: never started), else null. */
+async function expiriesOf(ctx: QueueContext, topic: string, ids: string[]): Promise<Array<string | number | null>> {
+  if (ids.length === 0) return [];
+  const [scores] = (await redisCall({ name: "ZMSCORE", repeatSafe: true }, () =>
+    pipelineRead(ctx.redis, [["zmscore", ctx.keys.topic(topic).exp, ...ids]]),
+  )) as [Array<string | number | null>];
+  return scores;
+}
+
 export async function listJobs(ctx: QueueContext, topic: string, options: ListJobsOptions): Promise<{ jobs: ListedJob[]; next: ListPosition | null }> {
   const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const t = ctx.keys.topic(topic);
@@ -142,19 +153,18 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
   const sets = options.state === "scheduled" ? [t.due, t.flow.fdue] : [t.lease];
   const byKey = options.flowKey;
   // Two phases: the page's ids from the set (a flow key's scheduled jobs: its range of the index; a label's jobs: a step
-  // of its index's walk), then their metas (and records) by their keys.
+  // of its index's walk), then their metas (and records) by their keys, and the scheduled ones' expiries beside them.
   const page: { more: boolean; jobs: Array<{ id: string; score: number }>; walked?: LabelStep } =
     options.label !== undefined
       ? await labelPage(ctx, topic, options.label, { ...options, limit })
       : byKey !== undefined && options.state === "scheduled"
         ? await keyPage(ctx, topic, byKey, options, limit)
         : replies.listJobs.parse(await ctx.run(lua.listJobs, sets, [...windowArgs(options.after, options.from, options.to), limit]));
-  const read = await readJobs(
-    ctx,
-    page.jobs.map((j) => j.id),
-    options.payload === true || "labels",
-    LIST_PAGE_BYTES,
-  );
+  const ids = page.jobs.map((j) => j.id);
+  const [read, expiries] = await Promise.all([
+    readJobs(ctx, ids, options.payload === true || "labels", LIST_PAGE_BYTES),
+    options.state === "scheduled" ? expiriesOf(ctx, topic, ids) : Promise.resolve([]),
+  ]);
   // Past the byte budget the page ends early; the cursor resumes after the last job read.
   const listed = page.jobs.slice(0, read.length);
   const more = page.more || listed.length < page.jobs.length;
@@ -179,6 +189,8 @@ export async function listJobs(ctx: QueueContext, topic: string, options: ListJo
     if (options.payload) job.payload = record?.payload ?? null;
     if (record) Object.assign(job, scheduleOf(record));
     if (record?.labels !== undefined) job.labels = record.labels;
+    const expiresAt = expiries[i];
+    if (expiresAt !== undefined && expiresAt !== null) job.expiresAt = Number(expiresAt);
     jobs.push(job);
   }
   if (page.walked !== undefined) return { jobs, next: labelStepNext(page.walked, listed.at(-1) ?? null) };

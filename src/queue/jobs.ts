@@ -159,6 +159,7 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number, conte
       t.conf,
       t.flow.fkidx,
       contentKeyOf[i] ?? t.due,
+      t.exp,
     );
     let flags = input.idempotencyKey === undefined ? "-" : input.idempotencyUntil === "finished" ? "if" : "i";
     if (contentKeyOf[i] !== undefined) flags += "c";
@@ -170,7 +171,16 @@ function planBatch(ctx: QueueContext, inputs: EnqueueInput[], now: number, conte
     const job: PlannedJob = { id, dueAt, record: JSON.stringify(record), topic: input.topic };
     if (input.flowKey !== undefined) job.flowKey = input.flowKey;
     jobs.push(job);
-    args.push(id, dueAt, job.record, input.topic, flags, input.flowKey ?? "", input.priority ?? 0);
+    args.push(
+      id,
+      dueAt,
+      job.record,
+      input.topic,
+      flags,
+      input.flowKey ?? "",
+      input.priority ?? 0,
+      input.expiresAt === undefined ? "" : Math.round(input.expiresAt),
+    );
   }
   return { keys, args, jobs, newTopics, ...labelPart(ctx, inputs) };
 }
@@ -215,6 +225,7 @@ export function recordOf(input: EnqueueInput): Omit<JobRecord, "createdAt"> {
   if (input.webhookHeaders !== undefined) record.webhookHeaders = input.webhookHeaders;
   if (input.flowKey !== undefined) record.flowKey = input.flowKey;
   if (input.priority) record.priority = input.priority;
+  if (input.expiresAt !== undefined) record.expiresAt = Math.round(input.expiresAt);
   return record;
 }
 
@@ -244,7 +255,8 @@ function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[]
  * labelled job's enqueue checks its labels' indexes, lua/lib/labels.lua), of a topic this
  * isolate registered and found uncapped (and, for a keyed job, knows to carry
  * the marks it needs: markedFor), in one request and no script: three
- * commands, four for a keyed job, five with a flow key (its key's index). The
+ * commands, four for a keyed job, five with a flow key (its key's index), two
+ * more for a job with an expiry (its topic's mark and exp set). The
  * order makes it safe without one: the record exists before its id is due,
  * the id is due (a keyed job's: known by id, then in its key's scheduled set
  * and index) before the topic index hears of it, so a claim between two of
@@ -270,6 +282,10 @@ async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: Enque
         index,
       ]
     : [record, ["zadd", t.due, job.dueAt, job.id], index];
+  if (input.expiresAt !== undefined) {
+    // Marked and indexed before the job is due: a claim that sees the job sees the mark, and leaves the index as it starts it.
+    commands.splice(1, 0, ["hset", t.conf, "expiring", "1"], ["zadd", t.exp, Math.round(input.expiresAt), job.id]);
+  }
   await ctx.ensureModel();
   // Not repeat-safe: a repeat after a lost reply re-creates a job claimed (or finished) meanwhile.
   await redisCall({ name: `enqueue pipeline (${commands.map((c) => String(c[0]).toUpperCase()).join(", ")})`, repeatSafe: false }, () =>

@@ -18,11 +18,13 @@
  *   <p>:t:<topic>:m:<ulid>   STRING job meta JSON (lua/lib/records.lua): while the job lives
  *                                   {"a":attempts,"d":due ms,"e":last error,"s":claimed ms,"h":attempt history},
  *                                   absent before the first claim; once finished {"st":state,"a","e","f":finished ms,"h"}
- *   <p>:t:<topic>:done       ZSET   finished jobs (succeeded, cancelled, dropped): job id -> finished ms; swept past the
+ *   <p>:t:<topic>:done       ZSET   finished jobs (succeeded, cancelled, dropped, expired): job id -> finished ms; swept past the
  *                                   retention window (sweep.lua), their two keys with them
  *   <p>:t:<topic>:due        ZSET   job id -> due ms (scheduled, incl. waiting for a retry): the pending jobs a
  *                                   topic's maxLength caps (src/queue/lua/lib/pending.lua)
  *   <p>:t:<topic>:lease      ZSET   job id -> lease deadline ms (in flight)
+ *   <p>:t:<topic>:exp        ZSET   job id -> expiresAt ms: the pending jobs that carry an expiry and never started
+ *                                   (lua/lib/expire.lua); left at their first claim, cancel, expiry or purge
  *   <p>:t:<topic>:dead:at    ZSET   dead letters: job id -> failed ms (capped: the oldest are swept); a letter is
  *                                   its job's two keys, the meta's state "dead"
  *   <p>:model                STRING "2" once the hash model's keys (below) have been migrated (migrate-model.lua)
@@ -33,7 +35,7 @@
  *   <p>:t:<topic>:dead:entries HASH job id -> dead-letter entry JSON
  *   <p>:t:<topic>:conf       HASH   topic settings (src/queue/topics.ts), maxLength and overflow among them
  *   <p>:t:<topic>:bucket     HASH   token bucket: t (tokens), ts (ms of last refill)
- *   <p>:t:<topic>:metrics    HASH   "dispatched" and "dropped" counters; "total" metrics vector (src/queue/metrics.ts);
+ *   <p>:t:<topic>:metrics    HASH   "dispatched", "dropped" and "expired" counters; "total" metrics vector (src/queue/metrics.ts);
  *                                   "m<slot>" / "g<slot>" that vector / a backlog sample per minute, slot = minute mod 1440
  *   <p>:t:<topic>:fdue       ZSET   keyed jobs (a flow key or a priority) scheduled or waiting: job id -> due ms
  *   <p>:t:<topic>:fsched     ZSET   keyed jobs not yet due (or due, their key not yet served): "<key>\n<priority>\n<id>" -> due ms
@@ -85,6 +87,8 @@ export interface JobKeys {
 export interface TopicKeys {
   due: string;
   lease: string;
+  /** Pending never-started jobs that carry an expiry -> their expiresAt (lua/lib/expire.lua). */
+  exp: string;
   /** Finished jobs (succeeded, cancelled, dropped) -> finished ms, swept past retention. */
   done: string;
   deadAt: string;
@@ -156,6 +160,7 @@ export class Keys {
     return {
       due: `${t}:due`,
       lease: `${t}:lease`,
+      exp: `${t}:exp`,
       done: `${t}:done`,
       deadAt: `${t}:dead:at`,
       deadEntries: `${t}:dead:entries`,

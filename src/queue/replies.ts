@@ -259,11 +259,11 @@ export const replies = {
       intReply,
       intReply,
       flatHash,
-      z.tuple([nullableString, nullableString, vectorText.nullable()]),
+      z.tuple([nullableString, nullableString, vectorText.nullable(), nullableString]),
       nullableString,
       z.union([z.tuple([intReply, intReply, intReply, intReply]), z.tuple([])]),
     ])
-    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, dropped, total], oldest, keys]) => ({
+    .transform(([scheduled, ready, inflight, dead, conf, [dispatched, dropped, total, expired], oldest, keys]) => ({
       scheduled,
       ready,
       inflight,
@@ -271,6 +271,7 @@ export const replies = {
       conf,
       dispatched,
       dropped,
+      expired,
       total,
       oldest,
       flowKeys: keys.length === 4 ? { inTurn: keys[0], waitingForRate: keys[1], atParallelism: keys[2], paused: keys[3] } : null,

@@ -32,3 +32,15 @@ export function shapedTopics(prefix: string): Set<string> {
 export function prioritizedTopics(prefix: string): Set<string> {
   return setOf(knownPrioritized, prefix);
 }
+
+const knownExpiring = new Map<string, Set<string>>();
+
+/**
+ * The topics this isolate knows to be marked expiring (conf "expiring": they
+ * had a job with an expiresAt, lua/lib/expire.lua), whose claims read the
+ * jobs past their expiresAt first; a mark is never taken away. Forgetting
+ * costs one claim that expires nothing, and says the mark.
+ */
+export function expiringTopics(prefix: string): Set<string> {
+  return setOf(knownExpiring, prefix);
+}

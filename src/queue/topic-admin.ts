@@ -55,6 +55,7 @@ export async function deleteTopic(ctx: QueueContext, topic: string, options: { p
     ctx.keys.parked,
     t.purged,
     ...flowKeyList(t.flow),
+    t.exp,
   ];
   const purged = { scheduled: 0, dead: 0 };
   // Two phases a batch: each call names the next batch of ids it found, the next one drops them by their keys.
@@ -106,7 +107,7 @@ export async function topicStats(ctx: QueueContext, topic: string): Promise<Topi
   const t = ctx.keys.topic(topic);
   const now = ctx.now();
   const raw = await ctx.run(lua.topicStats, [t.due, t.lease, t.deadAt, t.conf, t.metrics, t.flow.fdue, t.flow.fcal, t.flow.fpark], [now]);
-  const { scheduled, ready, inflight, dead, conf, dispatched, dropped, total, oldest, flowKeys } = replies.topicStats.parse(raw);
+  const { scheduled, ready, inflight, dead, conf, dispatched, dropped, expired, total, oldest, flowKeys } = replies.topicStats.parse(raw);
   const metrics = snapshotOf(total);
   return {
     ...(flowKeys ? { flowKeys } : {}),
@@ -123,6 +124,7 @@ export async function topicStats(ctx: QueueContext, topic: string): Promise<Topi
       retried: metrics.retried,
       dead: metrics.dead,
       dropped: Number(dropped ?? 0),
+      expired: Number(expired ?? 0),
     },
     metrics,
   };

@@ -40,6 +40,10 @@ export interface TopicSettings {
   overflow: OverflowPolicy;
   /** Content dedup: a job without an idempotency key that delivers what one enqueued within this many ms does (content-keys.ts) is that job; unset: off. */
   contentDedupMs?: number;
+  /** A job that would start more than this many ms after its due time expires instead (lua/lib/expire.lua); unset means no bound. */
+  maxLateness?: number;
+  /** Expired jobs go to the dead-letter set (listed, replayable) instead of the finished ones. Default false. */
+  keepExpired: boolean;
   /** The topic's share of the tick under contention, against other topics' weights (1–100). Default 1. */
   weight: number;
   /** Attempts before a job is dead. Default 5 (1–100). */
@@ -103,6 +107,8 @@ export interface TopicPatch {
   maxKeyLength?: number | null;
   overflow?: OverflowPolicy | null;
   contentDedupMs?: number | null;
+  maxLateness?: number | null;
+  keepExpired?: boolean | null;
   weight?: number | null;
   maxAttempts?: number | null;
   backoff?: Backoff | null;
@@ -126,6 +132,8 @@ const stored = z.object({
   maxKeyLength: num.optional(),
   overflow: z.enum(OVERFLOW_POLICIES).optional(),
   contentDedupMs: num.optional(),
+  maxLateness: num.optional(),
+  keepExpired: z.enum(["true", "false"]).optional(),
   weight: num.optional(),
   maxAttempts: num.optional(),
   backoff: z
@@ -152,6 +160,8 @@ const stored = z.object({
   prioritized: z.enum(["0", "1"]).optional(),
   /** Set by the first job stored by an upsert (upsert.lua), never cleared: the tick claims none of its jobs ahead. */
   jobKeys: z.literal("1").optional(),
+  /** Set by the first job with an expiresAt (enqueue.lua, upsert.lua), never cleared: its claims look for jobs to expire. */
+  expiring: z.literal("1").optional(),
 });
 
 /** Reads a topic's conf hash, filling in defaults. */
@@ -162,6 +172,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
     maxAttempts: c.maxAttempts ?? defaults.maxAttempts,
     backoff: c.backoff ?? defaults.backoff,
     overflow: c.overflow ?? "reject",
+    keepExpired: c.keepExpired === "true",
     paused: c.paused === "true",
     mode: c.mode ?? "push",
     timeoutMs: c.timeoutMs ?? defaults.timeoutMs,
@@ -177,6 +188,7 @@ export function decodeTopicConf(hash: Record<string, string>, defaults: TopicDef
   if (c.maxLength !== undefined) settings.maxLength = c.maxLength;
   if (c.maxKeyLength !== undefined) settings.maxKeyLength = c.maxKeyLength;
   if (c.contentDedupMs !== undefined) settings.contentDedupMs = c.contentDedupMs;
+  if (c.maxLateness !== undefined) settings.maxLateness = c.maxLateness;
   if (c.url !== undefined) settings.url = c.url;
   const secrets: TopicSecrets = {};
   if (c.signingSecret !== undefined) secrets.signingSecret = c.signingSecret;

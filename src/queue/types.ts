@@ -43,9 +43,11 @@ export interface JobRecord {
   jobKey?: string;
   /** How many upserts replaced the record while the job was pending: written after jobKey by lua/upsert.lua. */
   replacements?: number;
+  /** When the job ends as expired unless it started by then, epoch ms (lua/lib/expire.lua). */
+  expiresAt?: number;
 }
 
-export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped" | "moved";
+export type JobState = "scheduled" | "inflight" | "succeeded" | "dead" | "cancelled" | "dropped" | "moved" | "expired";
 
 // Unknown keys are dropped, so records written with an id and topic (before they were left out) still read.
 export const jobRecordSchema = z.object({
@@ -64,6 +66,7 @@ export const jobRecordSchema = z.object({
   priority: z.number().int().optional(),
   jobKey: z.string().optional(),
   replacements: z.number().int().optional(),
+  expiresAt: z.number().optional(),
 }) satisfies z.ZodType<JobRecord>;
 
 /** A record as stored: since records have a key of their own, without createdAt (the id's ULID time). */
@@ -103,6 +106,7 @@ function isStoredRecord(v: unknown): v is JobRecord {
         break;
       case "timeoutMs":
       case "scheduledFor":
+      case "expiresAt":
         if (!isNumber(field)) return false;
         break;
       case "idempotencyKey":
@@ -217,7 +221,7 @@ export const metaSchema = z.object({
   s: z.number().optional(),
   h: storedHistory.optional(),
   /** A finished job's state (lua/lib/records.lua finishedMeta); absent while the job lives. */
-  st: z.enum(["succeeded", "dead", "cancelled", "dropped", "moved"]).optional(),
+  st: z.enum(["succeeded", "dead", "cancelled", "dropped", "moved", "expired"]).optional(),
   /** When a finished job finished, epoch ms. */
   f: z.number().optional(),
   /** A keyed job's flow key ("" the default lane) and priority, from its first claim (lua/lib/flow.lua). */

@@ -39,11 +39,12 @@ export async function upsert(ctx: QueueContext, input: UpsertInput): Promise<Ups
     const found = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(pointer));
     const held = ctx.keys.job(found ?? id);
     const keys = [pointer, ctx.keys.topics, ctx.keys.topicIndex, t.due, t.lease, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready];
-    keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys, t.deadAt, ctx.keys.labelSet(input.topic));
+    keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys, t.exp, t.deadAt, ctx.keys.labelSet(input.topic));
     const others = carried.filter((l) => !labels.includes(l));
     keys.push(...[...labels, ...others].map((l) => ctx.keys.labelIndex(input.topic, l)));
     const args = [found ?? "", id, dueAt, replacedDue(found, dueAt, now, input.maxWaitMs), record, input.topic, onConflict, flags];
-    args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now, labels.length, ...labels, others.length, ...others);
+    const expiresAt = input.expiresAt === undefined ? "" : Math.round(input.expiresAt);
+    args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now, expiresAt, labels.length, ...labels, others.length, ...others);
     fitRequest(ctx.requestBudgetBytes, "job", lua.upsert, keys, args);
     const reply = replies.upsert.parse(await ctx.run(lua.upsert, keys, args));
     if (reply.result === "moved") continue;

@@ -33,6 +33,8 @@ export interface EnqueueInput {
   priority?: number;
   /** Up to {@link MAX_LABELS} labels of {@link LABEL_PATTERN} (a repeat stored once), which listings and bulk calls filter by. Default: none. */
   labels?: string[];
+  /** Epoch ms at which the job, if it has not started by then, ends as expired instead (lua/lib/expire.lua). Default: never. */
+  expiresAt?: number;
 }
 
 export interface EnqueueResult {
@@ -193,6 +195,7 @@ export interface JobSnapshot {
   /** How many upserts replaced it while it was pending. */
   replacements?: number;
   labels?: string[];
+  expiresAt?: number;
   /** Its attempts, oldest first (the last {@link ATTEMPT_HISTORY_LIMIT}). */
   history: AttemptRecord[];
 }
@@ -223,6 +226,8 @@ export interface ListedJob extends Pick<JobSnapshot, "labels"> {
   /** The schedule whose occurrence made the job, and that occurrence (read with the payload, so only when it is asked for). */
   scheduleId?: string;
   scheduledFor?: number;
+  /** Scheduled and never started: when it expires unless started by then, epoch ms (its topic's exp set). */
+  expiresAt?: number;
 }
 
 /** Options of {@link Queue.listJobs}. */
@@ -292,8 +297,8 @@ export interface TopicStats {
   dead: number;
   /** Due time of the oldest job that is ready now, or null. */
   oldestReadyDueAt: number | null;
-  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest). */
-  counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number };
+  /** Attempts started (claimed), and attempts that ended in each way; `dead` counts jobs dead-lettered, `dropped` jobs dropped for the topic's maxLength or a flow key's maxKeyLength (overflow dropOldest), `expired` jobs that expired before they started (lua/lib/expire.lua). */
+  counters: { dispatched: number; succeeded: number; retried: number; dead: number; dropped: number; expired: number };
   /** All-time outcome counters and lateness / handler duration histograms. */
   metrics: MetricsSnapshot;
   /** A shaped topic's flow keys by where they stand (lua/lib/flow.lua); absent for a plain topic. */

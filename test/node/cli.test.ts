@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { Command, Option } from "commander";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { requestLog, startReceiver, type ReceiverPart } from "../../harness/receiver.js";
+import { until } from "../../harness/util.js";
 import { GlobalOption } from "../../src/cli/context.js";
 import { buildProgram } from "../../src/cli/program.js";
 import { Delayline } from "../../src/client/index.js";
@@ -335,6 +336,33 @@ it("jobs upsert: a new job, then the key's pending job replaced, kept due or lef
   await dl.topics.delete("cli-upsert", { purge: true });
 });
 
+it("expiry: enqueue and upsert --ttl and --expires-at, topics set --max-lateness and --keep-expired; a paused topic's job ends expired", {
+  timeout: 60_000,
+}, async () => {
+  const topic = "cli-expiry";
+  expect((await cli(["topics", "pause", topic])).code).toBe(0);
+  const kept = await cli(["topics", "set", topic, "--max-lateness", "2000", "--keep-expired"]);
+  expect(kept.code, kept.stderr).toBe(0);
+  expect(kept.stdout).toMatch(/^expired jobs\s+kept as dead letters$/m);
+  const shown = await cli(["topics", "set", topic, "--max-lateness", "2s", "--keep-expired", "no"]);
+  expect(shown.code, shown.stderr).toBe(0);
+  expect(shown.stdout).toMatch(/^max lateness\s+2(\.0)?\s?s$/m);
+  expect(shown.stdout).toMatch(/^expired jobs\s+finished$/m);
+  const made = await json(["enqueue", topic, '{"n":1}', "--ttl", "1s"]);
+  const upserted = await json(["upsert", topic, "k", '{"n":2}', "--delay", "1h", "--expires-at", new Date(Date.now() + 7_200_000).toISOString()]);
+  expect((await cli(["get", upserted.id])).stdout).toMatch(/^expires\s+\d{4}-/m);
+  // An expiry that does not come after the job's due time is refused, nothing stored.
+  const refused = await cli(["enqueue", topic, "--delay", "1h", "--ttl", "30m"]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("expire before it is due");
+  // Paused, the job still ends expired once its ttl passed, never started.
+  await until(async () => (await dl.jobs.get(made.id))?.state === "expired", 30_000, "the job to expire");
+  const job = await json(["get", made.id]);
+  expect(job).toMatchObject({ state: "expired", attempts: 0, history: [{ attempt: 0, outcome: "expired" }] });
+  expect((await cli(["topics", "show", topic])).stdout).toMatch(/ 1 expired/);
+  await dl.topics.delete(topic, { purge: true });
+});
+
 it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-keys set, show, list, pause, resume and delete", {
   timeout: 60_000,
 }, async () => {
@@ -438,6 +466,8 @@ it("topics set sets every topic setting, each read back with topics show and fro
       maxKeyLength: { args: ["50"], shows: { maxKeyLength: 50 } },
       overflow: { args: ["dropOldest"], shows: { overflow: "dropOldest" } },
       contentDedupMs: { args: ["60000"], shows: { contentDedupMs: 60_000 } },
+      maxLateness: { args: ["2s"], shows: { maxLateness: 2_000 } },
+      keepExpired: { args: ["yes"], shows: { keepExpired: true } },
       weight: { args: ["4"], shows: { weight: 4 } },
       maxAttempts: { args: ["9"], shows: { maxAttempts: 9 } },
       timeoutMs: { args: ["4321"], shows: { timeoutMs: 4321 } },
@@ -486,6 +516,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
     expect(cleared.settings).toMatchObject({
       mode: "push",
       overflow: "reject",
+      keepExpired: false,
       weight: 1,
       signatureScheme: "delayline",
       hasSigningSecret: false,
@@ -493,6 +524,7 @@ it("topics set sets every topic setting, each read back with topics show and fro
     });
     expect(cleared.settings).not.toHaveProperty("maxLength");
     expect(cleared.settings).not.toHaveProperty("contentDedupMs");
+    expect(cleared.settings).not.toHaveProperty("maxLateness");
     expect(cleared.settings).not.toHaveProperty("url");
     expect(cleared.settings).not.toHaveProperty("ratePerSec");
     expect(cleared.settings).not.toHaveProperty("flow");

@@ -65,6 +65,7 @@ describe("the generated scripts", () => {
         "FLOW_KEYS_MIN",
         "FLOW_RATE_FORGET_BATCH",
         "LABEL_TRIM_PROBES",
+        "EXPIRY_GRAIN_MS",
       ]),
     );
     for (const p of placeholders) {

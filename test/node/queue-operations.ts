@@ -5,6 +5,8 @@
  * letters (replay, purge), topics (configure, pages, stats, series, delete),
  * capped topics (an enqueue refused at the cap, one that drops the oldest;
  * the same for flow keys' caps), dedup modes (a finished-mode key, content keys),
+ * expiry (a paused and a pull topic's jobs, late ones, kept as dead letters and
+ * replayed),
  * pull topics, the peek, schedules and the tick's lock; and data of an
  * earlier model, so its migration runs. Only schedule-fire is not reached
  * (it needs a tick's firing).
@@ -175,6 +177,37 @@ export async function runEveryQueueOperation(redis: Redis, prefix: string): Prom
   await queue.replayDeadLettersStep("l", { label: "x" });
   await queue.purgeDeadLettersStep("l", { label: "t:1" });
   await queue.deleteTopic("l", { purge: true });
+  // Expiry (lua/lib/expire.lua): a paused topic's jobs past their expiresAt, by the tick's push claim (the first claim learns
+  // the mark, the next reads them); a pull topic's the same way; jobs a claim would start past their expiresAt or its
+  // maxLateness, plain and keyed, kept as dead letters; a job with an expiry cancelled, upserted, purged.
+  await queue.configureTopic("x", { paused: true });
+  await queue.enqueueBatch([
+    { topic: "x", payload: 1, expiresAt: now + 5_000 },
+    { topic: "x", payload: 2, flowKey: "tenant-1", expiresAt: now + 5_000 },
+    { topic: "x", payload: 3, expiresAt: now + 60_000 },
+  ]);
+  await queue.claim("x", { max: 10, leaseMs: 1_000, now: now + 10_000 });
+  await queue.claim("x", { max: 10, leaseMs: 1_000, now: now + 10_000 });
+  await queue.configureTopic("xp", { mode: "pull" });
+  await queue.enqueue({ topic: "xp", payload: 1, expiresAt: now + 5_000 });
+  await queue.claim("xp", { max: 10, leaseMs: 1_000, now: now + 10_000 });
+  await queue.claim("xp", { max: 10, leaseMs: 1_000, now: now + 10_000 });
+  await queue.configureTopic("xl", { maxLateness: 1_000, keepExpired: true });
+  const late = await queue.enqueueBatch([
+    { topic: "xl", payload: 1 },
+    { topic: "xl", payload: 2, flowKey: "tenant-1" },
+    { topic: "xl", payload: 3, expiresAt: now + 5_000 },
+    { topic: "xl", payload: 4, flowKey: "tenant-2", expiresAt: now + 5_000, delayMs: 1_000 },
+  ]);
+  await queue.claim("xl", { max: 10, leaseMs: 1_000, now: now + 10_000 });
+  await queue.replayDeadLetters("xl", { ids: late.map((j) => j.id) });
+  const [expiring] = await queue.enqueueBatch([{ topic: "xc", payload: 1, expiresAt: now + 60_000 }]);
+  await queue.cancel(expiring!.id);
+  await queue.cancelIds("xc", [(await queue.enqueue({ topic: "xc", payload: 2, expiresAt: now + 60_000 })).id]);
+  await queue.upsert({ topic: "xc", jobKey: "e", payload: 1, expiresAt: now + 60_000 });
+  await queue.upsert({ topic: "xc", jobKey: "e", payload: 2 });
+  await queue.enqueue({ topic: "xc", payload: 3, expiresAt: now + 60_000 });
+  await queue.deleteTopic("xc", { purge: true });
   // A shaped topic purged: its keys' index first, then its other keyed jobs.
   await queue.deleteTopic("fo", { purge: true });
   await queue.topicStats("a");

@@ -27,6 +27,8 @@ function jobOptions(command: Command): Command {
     .option("--payload-file <path>", 'read the payload (JSON) from this file; "-" reads it from standard input')
     .option("--delay <duration>", 'run after this long: "90s", "1h", or ms', durationArg)
     .option("--run-at <instant>", "run at this time: ISO 8601 or epoch ms", instantArg)
+    .option("--expires-at <instant>", "expire (never start) unless started by this time: ISO 8601 or epoch ms", instantArg)
+    .option("--ttl <duration>", 'the same as --expires-at, from now: "10m", "1h", or ms', durationArg)
     .option("--max-attempts <n>", "attempts before the job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "the delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
     .option("--target <url>", "deliver to this URL instead of the topic's")
@@ -110,6 +112,8 @@ async function jobOf(io: Io, topic: string, payload: unknown, o: Record<string, 
   if (o.payloadFile !== undefined) job.payload = await readPayload(io, o.payloadFile as string);
   if (o.delay !== undefined) job.delay = o.delay as string | number;
   if (o.runAt !== undefined) job.runAt = o.runAt as string | number;
+  if (o.expiresAt !== undefined) job.expiresAt = o.expiresAt as string | number;
+  if (o.ttl !== undefined) job.ttl = o.ttl as string | number;
   if (o.maxAttempts !== undefined) job.maxAttempts = o.maxAttempts as number;
   if (o.timeoutMs !== undefined) job.timeoutMs = o.timeoutMs as number;
   if (o.target !== undefined) job.target = { url: o.target as string };
@@ -284,6 +288,7 @@ function renderJob(job: Job): string {
     ...(job.labels !== undefined ? ([["labels", job.labels.join(" ")]] as Array<[string, unknown]>) : []),
     ...(job.priority !== undefined ? ([["priority", job.priority]] as Array<[string, unknown]>) : []),
     ...(job.jobKey !== undefined ? ([["job key", `${job.jobKey} (replaced ${job.replacements ?? 0}×)`]] as Array<[string, unknown]>) : []),
+    ...(job.expiresAt !== undefined ? ([["expires", job.expiresAt]] as Array<[string, unknown]>) : []),
     ["payload", job.payload],
   ]);
   if (job.history.length === 0) return head;

@@ -12,7 +12,7 @@ import {
   MIN_MAX_ATTEMPTS,
   MIN_TIMEOUT_MS,
 } from "../../limits.js";
-import { action, askCommand, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
+import { action, askCommand, durationArg, jsonValue, positiveNumber, UsageError, wholeNumber, type Io } from "../context.js";
 import { details, duration, table } from "../table.js";
 import { flowText } from "./flow-keys.js";
 
@@ -25,6 +25,8 @@ const SETTINGS = [
   "maxKeyLength",
   "overflow",
   "contentDedupMs",
+  "maxLateness",
+  "keepExpired",
   "weight",
   "maxAttempts",
   "backoff",
@@ -113,6 +115,8 @@ function setCommand(topics: Command, io: Io): void {
       "content dedup: a job without an idempotency key that delivers what one enqueued within this window does (topic, target, payload) is that job",
       wholeNumber(1, MAX_CONTENT_DEDUP_MS),
     )
+    .option("--max-lateness <duration>", 'a job that would start later than this after its due time expires instead: "2s", "5m", or ms', durationArg)
+    .option("--keep-expired [yes|no]", "keep expired jobs as dead letters (listed, replayable) instead of finished jobs (alone: yes)", yesNo)
     .option("--weight <n>", "the topic's share of the tick when topics contend for it (default 1)", wholeNumber(1, MAX_WEIGHT))
     .option("--max-attempts <n>", "attempts before a job is a dead letter", wholeNumber(MIN_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS))
     .option("--timeout-ms <ms>", "each delivery's timeout", wholeNumber(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS))
@@ -145,6 +149,13 @@ function setCommand(topics: Command, io: Io): void {
     );
 }
 
+/** A yes/no option's value. */
+function yesNo(value: string): boolean {
+  if (value === "yes" || value === "true") return true;
+  if (value === "no" || value === "false") return false;
+  throw new UsageError(`${value}: give yes or no`);
+}
+
 /** The change `topics set`'s options ask for: each setting given, and null for each one cleared. */
 function patchOf(o: Record<string, unknown>): TopicSettingsPatch {
   const patch: Record<string, unknown> = {};
@@ -175,6 +186,8 @@ function renderTopic(t: Topic): string {
     ["max length", s.maxLength === undefined ? "unlimited" : `${s.maxLength} pending, overflow ${s.overflow}`],
     ["max key length", s.maxKeyLength === undefined ? "unlimited" : `${s.maxKeyLength} pending a flow key, overflow ${s.overflow}`],
     ["content dedup", s.contentDedupMs === undefined ? "off" : `within ${duration(s.contentDedupMs)}`],
+    ["max lateness", s.maxLateness === undefined ? "unlimited" : duration(s.maxLateness)],
+    ["expired jobs", s.keepExpired ? "kept as dead letters" : "finished"],
     ["weight", s.weight],
     ["max attempts", s.maxAttempts],
     ["backoff", backoff],
@@ -190,7 +203,7 @@ function renderTopic(t: Topic): string {
     ["oldest ready due", t.oldestReadyDueAt],
     [
       "counters",
-      `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead, ${t.counters.dropped} dropped`,
+      `${t.counters.dispatched} dispatched, ${t.counters.succeeded} succeeded, ${t.counters.retried} retried, ${t.counters.dead} dead, ${t.counters.dropped} dropped, ${t.counters.expired} expired`,
     ],
   ]);
 }

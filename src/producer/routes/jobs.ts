@@ -56,7 +56,25 @@ function toInput(body: JobBody, settings: Settings, index?: number): EnqueueInpu
   if (body.flowKey !== undefined) input.flowKey = body.flowKey;
   if (body.priority !== undefined) input.priority = body.priority;
   if (body.labels !== undefined && body.labels.length > 0) input.labels = [...new Set(body.labels)];
+  const expiresAt = expiryOf(body, Date.now(), index === undefined ? "" : `jobs[${index}].`);
+  if (expiresAt !== undefined) input.expiresAt = expiresAt;
   return input;
+}
+
+/**
+ * A job's expiresAt (epoch ms) from its body's `expiresAt` or `ttl` (from
+ * `now`), or undefined for none. One that would not come after the job's due
+ * time (a past `runAt` means now) could only ever expire: refused with 422.
+ */
+function expiryOf(body: Pick<JobBody, "expiresAt" | "ttl" | "runAt" | "delay">, now: number, at: string): number | undefined {
+  const expiresAt = body.expiresAt ?? (body.ttl === undefined ? undefined : now + body.ttl);
+  if (expiresAt === undefined) return undefined;
+  const due = body.runAt !== undefined ? Math.max(now, body.runAt) : now + (body.delay ?? 0);
+  if (due >= expiresAt) {
+    const field = body.expiresAt !== undefined ? "expiresAt" : "ttl";
+    throw invalid("body", [{ path: `${at}${field}`, message: "the job would expire before it is due: expiry must come after the due time" }]);
+  }
+  return expiresAt;
 }
 
 /**
@@ -188,6 +206,7 @@ jobs
           ...(job.priority !== undefined ? { priority: job.priority } : {}),
           ...(job.jobKey !== undefined ? { jobKey: job.jobKey, replacements: job.replacements ?? 0 } : {}),
           ...(job.labels !== undefined ? { labels: job.labels } : {}),
+          ...(job.expiresAt !== undefined ? { expiresAt: iso(job.expiresAt) } : {}),
           history: historyView(job.history),
         },
         200,

@@ -79,6 +79,7 @@ export const topicJobs = router()
             ...(payload ? { payload: j.payload } : {}),
             ...(j.scheduleId !== undefined && j.scheduledFor !== undefined ? { scheduleId: j.scheduleId, scheduledFor: iso(j.scheduledFor) } : {}),
             ...(j.labels !== undefined ? { labels: j.labels } : {}),
+            ...(j.expiresAt === undefined ? {} : { expiresAt: iso(j.expiresAt) }),
           })),
           nextCursor: page.next ? encodeCursor(state, page.next, byLabel) : null,
         },

@@ -27,8 +27,9 @@
   KEYS[3]     done zset       finished jobs: id -> finished ms
   KEYS[4]     fdue zset       keyed jobs: id -> due ms (lib/flow.lua)
   KEYS[5]     fkidx zset      the keys' index: "<key>\n<due>\n<id>" -> 0
-  KEYS[4+2i]  meta of job i   string: job meta JSON (lib/records.lua; absent before its first claim)
-  KEYS[5+2i]  record of job i string: job record JSON, read only for a keyed job never claimed (its flow key)
+  KEYS[6]     exp zset        jobs with an expiry -> expiresAt (lib/expire.lua): a cancelled job leaves it
+  KEYS[5+2i]  meta of job i   string: job meta JSON (lib/records.lua; absent before its first claim)
+  KEYS[6+2i]  record of job i string: job record JSON, read only for a keyed job never claimed (its flow key)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  "window" (ARGV[5…] id, listed due time pairs), "key" (ARGV[5…] one key's index members,
@@ -114,7 +115,7 @@ while handled < n and bytes <= byteBudget do
     if scheduled(j) and not seen[id] then
       seen[id] = true
       take[#take + 1] = j
-      metaKeys[#metaKeys + 1] = KEYS[4 + 2 * j]
+      metaKeys[#metaKeys + 1] = KEYS[5 + 2 * j]
     elseif not walk then
       if leased[j] then
         inflight = inflight + 1
@@ -128,7 +129,7 @@ while handled < n and bytes <= byteBudget do
     -- A keyed job never claimed has no meta to name its key: its record does.
     for k, j in ipairs(take) do
       if keyedDue[j] and mode ~= "key" and not (metas[k] and cjson.decode(metas[k]).k) then
-        recordKeys[#recordKeys + 1] = KEYS[5 + 2 * j]
+        recordKeys[#recordKeys + 1] = KEYS[6 + 2 * j]
         recordOf[j] = #recordKeys
       end
     end
@@ -159,6 +160,7 @@ if #gone > 0 then
   if #plain > 0 then rcall("ZREM", dueKey, unpack(plain)) end
   if #keyed > 0 then rcall("ZREM", fdueKey, unpack(keyed)) end
   if #unindexed > 0 then rcall("ZREM", fkidxKey, unpack(unindexed)) end
+  rcall("ZREM", KEYS[6], unpack(gone))
 end
 if walk then
   local more = (listedMore or handled < n) and 1 or 0

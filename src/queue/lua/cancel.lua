@@ -13,6 +13,7 @@
   KEYS[5]  record          string: the job's record JSON, read only for a keyed job (its flow key and priority)
   KEYS[6]  conf hash       topic settings (a keyed job: the topic's priority step)
   KEYS[7..10] fdue, fsched, fready, fkidx of the topic (lib/flow.lua): a keyed job leaves them
+  KEYS[11] exp zset        jobs with an expiry -> expiresAt (lib/expire.lua): the job leaves it
 
   ARGV[1]  job id
   ARGV[2]  now, epoch ms
@@ -37,4 +38,5 @@ if keyedDue then
 else
   rcall("ZREM", dueKey, id)
 end
+rcall("ZREM", KEYS[11], id)
 return 1

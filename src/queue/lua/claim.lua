@@ -44,7 +44,8 @@
   KEYS[6]  dead-letter set zset id -> failed ms
   KEYS[7]  done set        zset id -> finished ms
   KEYS[8]  topic index     zset topic -> when the tick should next look at it
-  then per candidate id (the ARGV[17…] ids, in order), two keys from KEYS[9]:
+  KEYS[9]  exp zset        pending never-started jobs that carry an expiry: id -> expiresAt ms (lib/expire.lua)
+  then per candidate id (the ARGV[23…] ids, in order), two keys from KEYS[10]:
            its record (string, record JSON) and its meta (string, lib/records.lua)
 
   ARGV[1]  now, epoch ms
@@ -70,12 +71,23 @@
   ARGV[20] nk: how many served keys follow them, two values each
   ARGV[21] the rounds of turns this claim gives the served keys (flow-read.lua; fewer when it can take fewer jobs than
            it asked for): a key's turn is its weight times them
-  ARGV[22…] the nd due candidates, then the nl lease candidates; then, for a shaped topic, as
+  ARGV[22] nx: how many candidate ids were read from the exp set (after the lease candidates), past their expiresAt
+  ARGV[23…] the nd due candidates, then the nl lease candidates, then the nx expiring ones; then, for a shaped topic, as
            flow-read.lua named them: the jobs (key, id, priority, due, source), the newly due
            (key, priority, id, due), the keys served in turn order (key, 1 in the calendar / 0 newly ready)
 
+  Expiry (lib/expire.lua, lib/claim-expire.lua): a topic marked "expiring"
+  (conf: it has had jobs with an expiresAt) has the nx candidates past their
+  expiresAt ended as expired, whatever its mode and even when paused (a push
+  claim of a pull topic does that alone); its claims check each job they
+  would start against its expiresAt and, when the topic sets maxLateness,
+  its due time plus that: a job with no attempt past either is expired
+  instead of leased. A push claim of such a topic keeps it in the topic
+  index, paused or pull, no later than its next expiresAt. A topic never
+  marked pays no command for any of this.
+
   Shaped topics (lib/flow.lua): nd is 0 and the default lane's plain jobs are
-  jobs of the key "" with source "D". After the nd + nl candidates' keys,
+  jobs of the key "" with source "D". After the nd + nl + nx candidates' keys,
   KEYS holds the topic's nine flow keys (fdue, fsched, fready, fcal, fpark,
   fin, ftat, fkeys, fkidx), then the record and meta of each of the ne jobs. Each
   served key, in turn, takes up to its weight of its jobs, bounded by what
@@ -100,23 +112,24 @@
              then per job taken: id, attempt, due ms, record JSON }
 ]]
 -- @include records
+-- @include expire
 -- @include metrics
 -- @include index
 -- @include flow
 local rcall = redis.call
-local dueKey, leaseKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local dueKey, leaseKey, confKey, bucketKey, metricsKey, deadAtKey, doneKey, indexKey, expKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local now = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local defaultMaxAttempts = tonumber(ARGV[5])
 local defaultBackoff = ARGV[6]
 local deadCap = tonumber(ARGV[7])
 local retention = tonumber(ARGV[8])
-local nd, nl = tonumber(ARGV[15]), tonumber(ARGV[16])
+local nd, nl, nx = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[22])
 local shaped = ARGV[17] == "1"
 local ne, np, nk = tonumber(ARGV[18]), tonumber(ARGV[19]), tonumber(ARGV[20])
 local rounds = tonumber(ARGV[21]) or 1
-local FIRST_ID, FIRST_KEY = 22, 9
+local FIRST_ID, FIRST_KEY = 23, 10
 -- Candidate c (1..nd due, then nd+1..nd+nl leased): its id, record key and meta key.
 local function candidate(c)
   return ARGV[FIRST_ID + c - 1], KEYS[FIRST_KEY + 2 * (c - 1)], KEYS[FIRST_KEY + 2 * (c - 1) + 1]
@@ -138,21 +151,39 @@ local leaseMs = tonumber(ARGV[3]) or ((tonumber(conf.timeoutMs) or tonumber(ARGV
 local deadline = now + leaseMs
 local lead = push and tonumber(ARGV[14]) or 0
 
--- 0. A topic of the other mode gives nothing; the tick forgets a pull topic.
+-- A shaped topic's flow keys, after the candidates' (lib/flow.lua).
+local FK = FIRST_KEY + 2 * (nd + nl + nx)
+local fdueKey, fschedKey, freadyKey, fcalKey, fparkKey, finKey, ftatKey, fkeysKey, fkidxKey =
+  KEYS[FK], KEYS[FK + 1], KEYS[FK + 2], KEYS[FK + 3], KEYS[FK + 4], KEYS[FK + 5], KEYS[FK + 6], KEYS[FK + 7], KEYS[FK + 8]
+local expiring = conf.expiring == "1"
+local maxLateness = tonumber(conf.maxLateness)
+local finishKeys = { done = doneKey, deadAt = deadAtKey, exp = expKey, metrics = metricsKey }
+local keepExpired = conf.keepExpired == "true"
+-- @include claim-expire
+
+-- 0. A topic of the other mode gives nothing; the tick forgets a pull topic, unless jobs of it are to expire.
 if (conf.mode or "push") ~= caller then
-  if push then rcall("ZREM", indexKey, topic) end
-  return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 4, -1, deadline, {}, {}, {}, {} }
+  if push then
+    -- A shaped topic's expiry needs its flow keys: the caller claims it again as shaped.
+    if expiring and conf.shaped == "1" and not shaped then
+      return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 6, -1, deadline, {}, {}, {}, {} }
+    end
+    local nextExpiry
+    if expiring then
+      expirePast()
+      nextExpiry = expiryLook()
+    end
+    if nextExpiry then rcall("ZADD", indexKey, nextExpiry, topic) else rcall("ZREM", indexKey, topic) end
+  end
+  -- The conf tells the caller of the mark, so its next claim reads the jobs to expire.
+  return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 4, -1, deadline, (push and expiring) and confFlat or {}, {}, {}, {} }
 end
 -- A shaped topic's keyed jobs are not in its due set: a plain claim would
 -- hide them from the index. The caller claims it again as shaped.
 if conf.shaped == "1" and not shaped then
   return { -1, 0, 0, conf.paused == "true" and 1 or 0, 0, 6, -1, deadline, {}, {}, {}, {} }
 end
-
--- A shaped topic's flow keys, after the candidates' (lib/flow.lua).
-local FK = FIRST_KEY + 2 * (nd + nl)
-local fdueKey, fschedKey, freadyKey, fcalKey, fparkKey, finKey, ftatKey, fkeysKey, fkidxKey =
-  KEYS[FK], KEYS[FK + 1], KEYS[FK + 2], KEYS[FK + 3], KEYS[FK + 4], KEYS[FK + 5], KEYS[FK + 6], KEYS[FK + 7], KEYS[FK + 8]
+if expiring then expirePast() end
 local fs = shaped and flowSettings(conf.flow) or nil
 -- Keys whose jobs' attempts ended while reaping (key -> count): their slots free up.
 local ended = {}
@@ -232,15 +263,23 @@ elseif take > 0 and nd + #rescheduled > 0 then
     readKeys[#readKeys + 1] = p.mk
   end
   local bytes, gone, leaseArgs, metaPairs = 0, {}, {}, {}
+  local lapsed, lapsedIds = {}, {}
   if #picks > 0 then
     -- One read of the records and metas, as ever: a claim costs no more commands for its budget.
     local got = rcall("MGET", unpack(readKeys))
+    local expiries = expiriesOf(picks, function(p) return p.id end)
     for i, p in ipairs(picks) do
       local id, mk = p.id, p.mk
       local record = got[2 * i - 1]
+      local meta = record and got[2 * i] and cjson.decode(got[2 * i]) or { a = 0 }
+      -- A job taken ahead starts at its due time: its attempt and its lease count from then.
+      local start = math.max(now, p.due)
       if not record then
         -- Left due: the caller moves it from the hash model, or drops it.
         orphans[#orphans + 1] = id
+      elseif lapses(meta.a, start, p.due, expiries[i]) then
+        lapsed[#lapsed + 1] = { id = id, mk = mk, raw = got[2 * i] }
+        lapsedIds[#lapsedIds + 1] = id
       else
         -- The reply stays within the budget, save a lone job larger than it; the rest stay due, untouched.
         if #leaseArgs > 0 and bytes + #record > REPLY_BUDGET then
@@ -248,10 +287,7 @@ elseif take > 0 and nd + #rescheduled > 0 then
           break
         end
         bytes = bytes + #record
-        local meta = got[2 * i] and cjson.decode(got[2 * i]) or { a = 0 }
         local attempt = meta.a + 1
-        -- A job taken ahead starts at its due time: its attempt and its lease count from then.
-        local start = math.max(now, p.due)
         meta.a, meta.d, meta.s = attempt, p.due, start
         leaseArgs[#leaseArgs + 1] = start + leaseMs
         leaseArgs[#leaseArgs + 1] = id
@@ -272,6 +308,11 @@ elseif take > 0 and nd + #rescheduled > 0 then
     rcall("ZADD", leaseKey, unpack(leaseArgs))
     rcall("ZREM", dueKey, unpack(gone))
     rcall("HINCRBY", metricsKey, "dispatched", taken)
+    startedNotExpiring(leaseArgs)
+  end
+  if #lapsed > 0 then
+    expireJobs(lapsed, ARGV[1], finishKeys, keepExpired)
+    rcall("ZREM", dueKey, unpack(lapsedIds))
   end
   if tokens and #picks > 0 then
     tokens = tokens - taken
@@ -335,6 +376,9 @@ if push then
     end
     -- Held back by concurrency: the settle that frees a slot lowers the score.
   end
+  -- Jobs to expire keep the topic in the index, paused or not, until their expiresAt.
+  local nextExpiry = expiring and expiryLook()
+  if nextExpiry then sooner(nextExpiry) end
   -- Finished jobs keep the topic in the index until they are swept: once the oldest is past the slack.
   if not oldestDone then oldestDone = earliestScore(doneKey) end
   if oldestDone then sooner(oldestDone + retention + SWEEP_SLACK_MS) end

@@ -32,7 +32,8 @@
   KEYS[12..20] the topic's flow keys (lib/flow.lua): fdue, fsched, fready, fcal, fpark, fin, ftat, fkeys, fkidx;
            keyed jobs (fdue) are scheduled jobs like the due set's, dropped through their keys' index
            (fkidx) first, so it names each key's jobs exactly as long as they are there; the rest goes with the topic
-  KEYS[19+2i] record of job i, KEYS[20+2i] meta of job i: the keys of the i-th id in ARGV[7…]
+  KEYS[21] exp zset        pending jobs with an expiry -> expiresAt (lib/expire.lua): a dropped job leaves it
+  KEYS[20+2i] record of job i, KEYS[21+2i] meta of job i: the keys of the i-th id in ARGV[7…]
 
   ARGV[1]  topic name
   ARGV[2]  "1" to purge scheduled jobs and dead letters, "0" to refuse a topic that holds any
@@ -52,7 +53,7 @@
 local rcall = redis.call
 local dueKey, leaseKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local purge, batch = ARGV[2] == "1", tonumber(ARGV[3])
-local fdueKey, fkidxKey = KEYS[12], KEYS[20]
+local fdueKey, fkidxKey, expKey = KEYS[12], KEYS[20], KEYS[21]
 local scheduled, inflight = rcall("ZCARD", dueKey) + rcall("ZCARD", fdueKey), rcall("ZCARD", leaseKey)
 local dead = rcall("ZCARD", deadKey)
 if inflight > 0 then return { -1, 0, 0, scheduled, inflight, dead, "" } end
@@ -71,8 +72,8 @@ local function dropBatch(setKey)
   local jobKeys, present, ids = {}, {}, {}
   for i, member in ipairs(members) do
     if scores[i] then
-      jobKeys[#jobKeys + 1] = KEYS[19 + 2 * i]
       jobKeys[#jobKeys + 1] = KEYS[20 + 2 * i]
+      jobKeys[#jobKeys + 1] = KEYS[21 + 2 * i]
       present[#present + 1] = member
       ids[#ids + 1] = string.match(member, "[^\n]*$")
     end
@@ -83,6 +84,7 @@ local function dropBatch(setKey)
   end
   rcall("ZREM", setKey, unpack(present))
   if setKey == fkidxKey then rcall("ZREM", fdueKey, unpack(ids)) end
+  if setKey ~= deadKey and setKey ~= doneKey then rcall("ZREM", expKey, unpack(ids)) end
   return #present
 end
 
@@ -108,7 +110,7 @@ end
 local marks = rcall("HMGET", KEYS[5], "shaped", "prioritized")
 rcall("DEL", dueKey, leaseKey, deadKey, doneKey, KEYS[5], KEYS[6], KEYS[7])
 if marks[1] == "1" then rcall("HSET", KEYS[5], "shaped", "1", "prioritized", marks[2] or "0") end
-rcall("DEL", KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20])
+rcall("DEL", KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], expKey)
 rcall("SREM", KEYS[8], ARGV[1])
 rcall("ZREM", KEYS[9], ARGV[1])
 rcall("SREM", KEYS[10], ARGV[1])

@@ -53,8 +53,8 @@ for _, p in ipairs(picked) do
   if move then
     metaPairs[#metaPairs + 1] = finishedMeta("moved", p.meta.a, lastError, nowText, historyJson(history))
   else
-    -- Still a dead letter, failed when it failed, with its flow key for the replay.
-    metaPairs[#metaPairs + 1] = finishedMeta("dead", p.meta.a, lastError, string.format("%d", p.meta.f), historyJson(history), flowJsonOf(p.meta))
+    -- Still a dead letter (dead, or expired and kept), failed when it failed, with its flow key for the replay.
+    metaPairs[#metaPairs + 1] = finishedMeta(p.meta.st, p.meta.a, lastError, string.format("%d", p.meta.f), historyJson(history), flowJsonOf(p.meta))
     records[#records + 1] = KEYS[1 + 2 * p.i]
     records[#records + 1] = valueOf(p.i)
   end

@@ -53,7 +53,7 @@
 
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
-  then for job i (i = 1..n), twelve keys from KEYS[3 + 12(i-1)]:
+  then for job i (i = 1..n), thirteen keys from KEYS[3 + 13(i-1)]:
                  due zset of its topic,
                  its idempotency key, or the due key again when the job has none,
                  purge mark of its topic: string, ms of its last purge (read only on a repeat),
@@ -64,9 +64,11 @@
                  fdue and fsched of its topic (keyed jobs, lib/flow.lua; fdue is one of the five sets),
                  its topic's conf hash,
                  its topic's fkidx (the flow keys' index, lib/flow.lua: a job with a flow key joins it),
-                 its content key (flag "c"), or the due key again
-  then for checked topic c (c = 1..m, see ARGV), from KEYS[3 + 12n] on:
-                 its conf hash (maxLength, overflow, maxKeyLength, keyCaps, contentDedupMs), its metrics hash ("dropped"
+                 its content key (flag "c"), or the due key again,
+                 its topic's exp set (lib/expire.lua: a job with an expiresAt joins it, and marks the
+                 topic's conf "expiring")
+  then for checked topic c (c = 1..m, see ARGV), from KEYS[3 + 13n] on:
+                 its conf hash (maxLength, overflow, maxKeyLength, keyCaps, contentDedupMs, expiring), its metrics hash ("dropped"
                  counter), its fkidx, its fkeys (each key's own maxKeyLength),
                  then the meta key and the record key of each of its kc candidates (a record is read
                  only for a keyed job dropped before its first claim: its flow key, to leave the index),
@@ -76,13 +78,13 @@
   ARGV[1]        n, the number of jobs
   ARGV[2]        idempotency window, ms
   ARGV[3]        most topics the registry may hold
-  then for job i, seven values from ARGV[4 + 7(i-1)]:
+  then for job i, eight values from ARGV[4 + 8(i-1)]:
                  id, due time (epoch ms), record JSON, topic,
                  flags: "i" has an idempotency key ("f" too: of mode "finished"), "c" has a content key
                  (its topic is checked: see below), "r" register the topic, "k" keyed,
-                 its flow key ("" none), its priority (0-9)
-  ARGV[4 + 7n]   now, epoch ms (a dropped job's finished time)
-  ARGV[5 + 7n]   m, the number of topics whose cap is checked
+                 its flow key ("" none), its priority (0-9), its expiresAt (epoch ms, "" none)
+  ARGV[4 + 8n]   now, epoch ms (a dropped job's finished time)
+  ARGV[5 + 8n]   m, the number of topics whose cap is checked
   then for topic c: its name, kc, then kc candidates: ids of its oldest pending jobs, oldest first
                  (a keyed one dropped leaves its topic's fdue and its key's index: the claim that
                  meets its key's schedule members finds it gone and drops them, lib/flow.lua);
@@ -116,7 +118,7 @@
 -- @include labels
 local rcall = redis.call
 local topicsKey, indexKey = KEYS[1], KEYS[2]
-local PER, ARGS = 12, 7
+local PER, ARGS = 13, 8
 local n, window, maxTopics = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local nowText, m = ARGV[4 + ARGS * n], tonumber(ARGV[5 + ARGS * n])
 local now = tonumber(nowText)
@@ -220,7 +222,7 @@ end
 -- The capped topics the caller names: their keys and candidates (lib/caps.lua).
 local capped, checked = readCapped(m, 6 + ARGS * n, 3 + PER * n)
 for _, t in ipairs(checked) do
-  t.conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps", "contentDedupMs")
+  t.conf = rcall("HMGET", t.confKey, "maxLength", "overflow", "maxKeyLength", "keyCaps", "contentDedupMs", "expiring")
   t.hasCap = t.conf[1] or t.conf[3] or t.conf[4] == "1"
   contentMs[t.topic] = tonumber(t.conf[5])
 end
@@ -238,7 +240,7 @@ for i = 1, n do
   local a, k = 4 + ARGS * (i - 1), 3 + PER * (i - 1)
   local t = capped[ARGV[a + 3]]
   if t and t.hasCap then
-    t.dueKey, t.doneKey, t.fdueKey = KEYS[k], KEYS[k + 5], KEYS[k + 7]
+    t.dueKey, t.doneKey, t.fdueKey, t.expKey = KEYS[k], KEYS[k + 5], KEYS[k + 7], KEYS[k + 12]
     local flags = ARGV[a + 4]
     local mode = keyMode(flags)
     local new = not (mode and repeats(KEYS[k + 1], mode, k))
@@ -252,6 +254,8 @@ local short = {}
 for _, t in ipairs(checked) do
   local conf = t.conf
   local cap, keyCap = tonumber(conf[1]), tonumber(conf[3])
+  -- A topic with expiring jobs: the jobs it drops leave its exp set too (lib/caps.lua writeDrops).
+  t.expiring = conf[6] == "1"
   local keyCapped = keyCap ~= nil or conf[4] == "1"
   -- No overflow set reads as "reject", as src/queue/topics.ts reads it.
   local drops = conf[2] == "dropOldest"
@@ -275,6 +279,8 @@ local records = {}
 local dueByKey, dueKeys, topicOf, earliest = {}, {}, {}, {}
 -- Keyed jobs: per fdue key a keyedBatch (lib/flow.lua) with its fsched and fkidx keys and its topic's conf key.
 local keyedBy, keyedKeys = {}, {}
+-- Jobs with an expiresAt: per exp key, its topic's conf key and the scores to add.
+local expiringBy, expiringKeys = {}, {}
 
 for i = 1, n do
   local a = 4 + ARGS * (i - 1)
@@ -325,6 +331,16 @@ for i = 1, n do
       scores[#scores + 1] = due
       scores[#scores + 1] = id
     end
+    if ARGV[a + 7] ~= "" then
+      local exp = expiringBy[KEYS[k + 12]]
+      if not exp then
+        exp = { confKey = KEYS[k + 9], scores = {} }
+        expiringBy[KEYS[k + 12]] = exp
+        expiringKeys[#expiringKeys + 1] = KEYS[k + 12]
+      end
+      exp.scores[#exp.scores + 1] = ARGV[a + 7]
+      exp.scores[#exp.scores + 1] = id
+    end
     local d = tonumber(due)
     if earliest[dueKey] == nil or d < earliest[dueKey] then earliest[dueKey] = d end
     out[#out + 1] = id
@@ -345,6 +361,11 @@ if #records > 0 then
       rcall("HSET", keyed.confKey, "shaped", "1")
     end
     scheduleKeyed(fdueKey, keyed.schedKey, keyed.idxKey, keyed)
+  end
+  -- The mark and the exp set before the ids are due: a claim that sees a job sees whether it may expire.
+  for _, expKey in ipairs(expiringKeys) do
+    rcall("HSET", expiringBy[expKey].confKey, "expiring", "1")
+    rcall("ZADD", expKey, unpack(expiringBy[expKey].scores))
   end
   for _, dueKey in ipairs(dueKeys) do
     if #dueByKey[dueKey] > 0 then rcall("ZADD", dueKey, unpack(dueByKey[dueKey])) end

@@ -8,7 +8,7 @@
   KEYS[2]  lease zset      id -> lease deadline ms
   KEYS[3]  dead-letter set zset id -> failed ms
   KEYS[4]  conf hash       topic settings
-  KEYS[5]  metrics hash    "dispatched" and "dropped" counters, "total" metrics vector (lib/metrics.lua)
+  KEYS[5]  metrics hash    "dispatched", "dropped" and "expired" counters, "total" metrics vector (lib/metrics.lua)
   KEYS[6]  fdue zset       keyed jobs scheduled or waiting: id -> due ms (lib/flow.lua), pending as the due set's are
   KEYS[7]  fcal zset       flow key -> its turn (lib/flow.lua)
   KEYS[8]  fpark zset      flow key -> 1 at its parallelism, 2 paused
@@ -16,7 +16,7 @@
   ARGV[1]  now, epoch ms
 
   Returns  { scheduled (pending: lib/pending.lua), ready now, in flight, dead letters, conf (flat field/value array),
-             { dispatched or false, dropped or false, total vector JSON or false }, oldest ready due ms or false,
+             { dispatched or false, dropped or false, total vector JSON or false, expired or false }, oldest ready due ms or false,
              a shaped topic's keys: { in their turn, waiting for their rate, at their parallelism, paused }
                (counted only when the conf says shaped; else an empty array) }
 ]]
@@ -44,7 +44,7 @@ return {
   rcall("ZCARD", KEYS[2]),
   rcall("ZCARD", KEYS[3]),
   conf,
-  rcall("HMGET", KEYS[5], "dispatched", "dropped", "total"),
+  rcall("HMGET", KEYS[5], "dispatched", "dropped", "total", "expired"),
   oldest[2] or false,
   keys,
 }

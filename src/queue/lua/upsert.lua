@@ -43,9 +43,10 @@
   KEYS[12] the new job's record
   KEYS[13] fkidx of the topic (lib/flow.lua): the keys' index, a keyed job with a flow key in it
   KEYS[14] fkeys of the topic: the flow key's own maxKeyLength (read only when the call checks caps)
-  KEYS[15] dead:at of the topic (read only: a label's index keeps the members of dead letters, lib/labels.lua)
-  KEYS[16] the topic's label set (lib/labels.lua)
-  KEYS[17..16+N] the index of each of the new job's labels, then KEYS[17+N..16+N+M] of each other label named
+  KEYS[15] exp zset of the topic (lib/expire.lua): the job's expiresAt; a replaced job takes the new one (or none)
+  KEYS[16] dead:at of the topic (read only: a label's index keeps the members of dead letters, lib/labels.lua)
+  KEYS[17] the topic's label set (lib/labels.lua)
+  KEYS[18..17+N] the index of each of the new job's labels, then KEYS[18+N..17+N+M] of each other label named
 
   ARGV[1]  the id the caller found in the pointer ("" none)
   ARGV[2]  the new job's id
@@ -59,8 +60,9 @@
   ARGV[10] its priority (0-9)
   ARGV[11] most topics the registry may hold
   ARGV[12] now, epoch ms
-  ARGV[13] N, the number of the job's labels, then its N labels from ARGV[14]
-  ARGV[14+N] M, the number of other labels named (those the job found was seen to carry), then those M labels
+  ARGV[13] the new job's expiresAt, epoch ms ("" none): with one, the topic's conf is marked "expiring"
+  ARGV[14] N, the number of the job's labels, then its N labels from ARGV[15]
+  ARGV[15+N] M, the number of other labels named (those the job found was seen to carry), then those M labels
 
   Returns  { 1 created, id, due ms } — then, when the call checked the topic's caps,
              its cap (0 none, 1 reject, 2 dropOldest: the overflow of its caps)
@@ -88,14 +90,14 @@ local flowKey, priority = ARGV[9], tonumber(ARGV[10])
 if (rcall("GET", pointerKey) or "") ~= found then return { 0 } end
 
 -- Label -> its index key: the new job's labels (true), then the others the caller named (false).
-local labelsKey, labelIndex, newLabels = KEYS[16], {}, {}
-local nLabels = tonumber(ARGV[13])
+local labelsKey, labelIndex, newLabels = KEYS[17], {}, {}
+local nLabels = tonumber(ARGV[14])
 for j = 1, nLabels do
-  newLabels[#newLabels + 1] = ARGV[13 + j]
-  labelIndex[ARGV[13 + j]] = { key = KEYS[16 + j], carried = true }
+  newLabels[#newLabels + 1] = ARGV[14 + j]
+  labelIndex[ARGV[14 + j]] = { key = KEYS[17 + j], carried = true }
 end
-for j = 1, tonumber(ARGV[14 + nLabels]) do
-  labelIndex[ARGV[14 + nLabels + j]] = { key = KEYS[16 + nLabels + j], carried = false }
+for j = 1, tonumber(ARGV[15 + nLabels]) do
+  labelIndex[ARGV[15 + nLabels + j]] = { key = KEYS[17 + nLabels + j], carried = false }
 end
 -- The job joins the indexes of the labels it gains (all of them: `before` empty), and leaves those of the labels it loses.
 local function relabel(id, before)
@@ -104,7 +106,7 @@ local function relabel(id, before)
     had[label] = true
     if not labelIndex[label].carried then dropStale(labelIndex[label].key, labelsKey, label, { id }) end
   end
-  local live, gained = { dueKey, fdueKey, leaseKey, KEYS[15] }, {}
+  local live, gained = { dueKey, fdueKey, leaseKey, KEYS[16] }, {}
   for _, label in ipairs(newLabels) do
     if not had[label] then
       gained[#gained + 1] = { indexKey = labelIndex[label].key, labelsKey = labelsKey, label = label, ids = { id }, live = live }
@@ -117,8 +119,16 @@ end
 local plainDue = found ~= "" and rcall("ZSCORE", dueKey, found)
 local keyedDue = found ~= "" and not plainDue and rcall("ZSCORE", fdueKey, found)
 
--- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set.
+-- The job's new place: out of its old key's sets (by its stored record), into the new key's or the due set;
+-- its expiry first (the mark and the exp set before the id is due, as enqueue.lua writes them).
 local function schedule(id, due, oldRecord)
+  if ARGV[13] ~= "" then
+    rcall("HSET", confKey, "expiring", "1")
+    rcall("ZADD", KEYS[15], ARGV[13], id)
+  elseif oldRecord and string.find(oldRecord, '"expiresAt":', 1, true) then
+    -- Read as text, not decoded: a payload that holds the text costs one ZREM that finds nothing.
+    rcall("ZREM", KEYS[15], id)
+  end
   if keyedDue then
     unscheduleKeyed(oldRecord, tonumber(keyedDue), confKey, fschedKey, freadyKey, fkidxKey, id)
     if not keyed then rcall("ZREM", fdueKey, id) end

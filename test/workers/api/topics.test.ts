@@ -36,6 +36,7 @@ describe("topics", () => {
       paused: false,
       mode: "push",
       overflow: "reject",
+      keepExpired: false,
       url: "https://example.com/hook",
       timeoutMs: 5_000,
       signatureScheme: "delayline",
@@ -121,7 +122,7 @@ describe("pull consumers and dead letters", () => {
     const replayed = await call(env, "/v1/topics/work/claim", { body: { max: 10 } });
     expect(replayed.body.jobs.map((j: { id: string; attempt: number }) => [j.id, j.attempt])).toEqual([[ids[2], 1]]);
     expect((await call(env, "/v1/topics/work/dead", { method: "DELETE" })).body).toEqual({ purged: 1, nextCursor: null });
-    expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2, dropped: 0 });
+    expect((await call(env, "/v1/topics/work")).body.counters).toEqual({ dispatched: 5, succeeded: 1, retried: 1, dead: 2, dropped: 0, expired: 0 });
   });
 });
 

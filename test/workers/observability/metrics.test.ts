@@ -52,9 +52,9 @@ beforeAll(async () => {
 });
 
 const EXPECTED = {
-  [ok]: { dispatched: 7, succeeded: 7, retried: 0, dead: 0, dropped: 0 },
-  [flaky]: { dispatched: 10, succeeded: 5, retried: 5, dead: 0, dropped: 0 },
-  [doomed]: { dispatched: 11, succeeded: 0, retried: 6, dead: 5, dropped: 0 },
+  [ok]: { dispatched: 7, succeeded: 7, retried: 0, dead: 0, dropped: 0, expired: 0 },
+  [flaky]: { dispatched: 10, succeeded: 5, retried: 5, dead: 0, dropped: 0, expired: 0 },
+  [doomed]: { dispatched: 11, succeeded: 0, retried: 6, dead: 5, dropped: 0, expired: 0 },
 };
 
 type Sample = { name: string; labels: Record<string, string>; value: number };

@@ -166,7 +166,7 @@ describe("claim and settle", () => {
       },
     ]);
     const stats = await queue.topicStats("r");
-    expect(stats.counters).toEqual({ dispatched: 2, succeeded: 0, retried: 1, dead: 1, dropped: 0 });
+    expect(stats.counters).toEqual({ dispatched: 2, succeeded: 0, retried: 1, dead: 1, dropped: 0, expired: 0 });
     expect(stats).toMatchObject({ scheduled: 0, inflight: 0, dead: 1 });
   });
 

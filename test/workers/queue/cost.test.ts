@@ -133,6 +133,43 @@ it("an enqueue of a flow key's job into a topic capping its keys: below a reject
   report.keyCappedDropOldestEnqueueRequests = ring.requests / M;
 });
 
+it("jobs with an expiresAt: enqueue, claim + ack, and ending expired behind a paused topic, per job", { timeout: 120_000 }, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 1_000;
+  const now = Date.now();
+  const enqueue = await meter(async () => {
+    for (let i = 0; i < M; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => queue.enqueue({ topic: "ttl", payload: i + j, expiresAt: now + 3_600_000 })));
+    }
+  });
+  const drain = await meter(async () => {
+    for (;;) {
+      const { jobs } = await queue.claim("ttl", { max: CHUNK, leaseMs: 60_000 });
+      if (jobs.length === 0) return;
+      await queue.settle(
+        "ttl",
+        jobs.map((j) => ({ id: j.id, attempt: j.attempt, kind: "ack" as const })),
+      );
+    }
+  });
+  await queue.configureTopic("gone", { paused: true });
+  await queue.enqueueBatch(Array.from({ length: M }, (_, i) => ({ topic: "gone", payload: i, expiresAt: now + 1_000 })));
+  // The tick's claims once they passed: the first learns the topic's mark, the next two end 500 each.
+  const expire = await meter(async () => {
+    for (let i = 0; i < 3; i++) await queue.claim("gone", { max: CHUNK, leaseMs: 60_000, now: now + 2_000 });
+  });
+  expect((await queue.topicStats("gone")).counters.expired).toBe(M);
+  expect((await queue.topicStats("ttl")).counters).toMatchObject({ succeeded: M, expired: 0 });
+  report.expiringEnqueueCommands = enqueue.commands / M;
+  report.expiringClaimAndAckCommands = drain.commands / M;
+  report.expiredCommands = expire.commands / M;
+  report.expiredRequests = expire.requests / M;
+  // The pipeline's three commands, and the topic's mark and exp set (the first 50, registering the topic, take the script).
+  expect(enqueue.commands / M).toBeLessThanOrEqual(5.25);
+  // A claim of a topic with expiring jobs reads them (ZRANGE), checks its picks (ZMSCORE) and takes those it starts out (ZREM).
+  expect(drain.commands / M).toBeLessThanOrEqual(0.35);
+});
+
 it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   const backoff = normalizeBackoff({ type: "fixed", delay: 0 });

@@ -4,10 +4,13 @@
  * (maxKeyLength), and listing and bulk cancel by flow key. Random runs of
  * enqueues (some refused at a cap), claims, settles (ack, retry, dead),
  * reaped leases, cancels (by id, by ids, by due window and by key), reschedules, replays
- * and a dropOldest topic's drops for its own cap and its keys', each seeded
+ * and a dropOldest topic's drops for its own cap and its keys', and expiry
+ * (some jobs carry an expiresAt, one topic a maxLateness), each seeded
  * (a failure names its seed); after each, every job is read by id and the
  * index must hold exactly the scheduled jobs of each key at their due times,
- * and each topic's `dropped` counter the jobs its caps dropped.
+ * each topic's `dropped` counter the jobs its caps dropped and its `expired`
+ * counter the jobs that expired, and its exp set exactly its never-started
+ * scheduled jobs with an expiresAt.
  */
 import { describe, expect, it } from "vitest";
 import { FlowKeyFullError, TopicFullError } from "../../../src/queue/errors.js";
@@ -35,9 +38,10 @@ function random(seed: number) {
 type Run = { queue: ReturnType<typeof testQueue>["queue"]; redis: ReturnType<typeof testQueue>["redis"]; clock: { now: number }; jobs: Map<string, string> };
 
 /** A job of a random kind: a flow key (most), a priority only (the default lane), both, or neither. */
-function jobInput(r: ReturnType<typeof random>, topic: string): EnqueueInput {
+function jobInput(r: ReturnType<typeof random>, topic: string, now: number): EnqueueInput {
   const kind = r.int(6);
   const input: EnqueueInput = { topic, payload: r.int(1_000), delayMs: r.int(3) === 0 ? 0 : r.int(2_000) };
+  if (r.int(3) === 0) input.expiresAt = now + input.delayMs! + 1 + r.int(1_500);
   if (kind <= 3) input.flowKey = r.pick(KEYS);
   if (kind === 3 || kind === 4) input.priority = 1 + r.int(9);
   return input;
@@ -52,7 +56,7 @@ async function step(run: Run, r: ReturnType<typeof random>, inflight: Map<string
   if (op <= 2) {
     const n = 1 + (op === 2 ? r.int(5) : 0);
     try {
-      const made = await queue.enqueueBatch(Array.from({ length: n }, () => jobInput(r, topic)));
+      const made = await queue.enqueueBatch(Array.from({ length: n }, () => jobInput(r, topic, clock.now)));
       for (const m of made) jobs.set(m.id, m.topic);
     } catch (err) {
       // A cap refused the call: nothing of it was stored.
@@ -95,11 +99,15 @@ async function expectIndexExact(run: Run, seed: number) {
   for (const topic of TOPICS) {
     const expected: string[] = [];
     const perKey = new Map<string, number>();
+    const expiring: string[] = [];
     let dropped = 0;
+    let expired = 0;
     for (const [id, t] of jobs) {
       if (t !== topic) continue;
       const job = await queue.get(id);
       if (job?.state === "dropped") dropped++;
+      if (job?.state === "expired") expired++;
+      if (job?.state === "scheduled" && job.expiresAt !== undefined && job.history.length === 0) expiring.push(id);
       if (job?.state !== "scheduled" || job.flowKey === undefined) continue;
       expected.push(`${job.flowKey}\n${String(job.dueAt).padStart(15, "0")}\n${id}`);
       perKey.set(job.flowKey, (perKey.get(job.flowKey) ?? 0) + 1);
@@ -108,17 +116,20 @@ async function expectIndexExact(run: Run, seed: number) {
     expect(members.sort(), `seed ${seed}, topic ${topic}: the index`).toEqual(expected.sort());
     expect(await queue.flowKeyLengths(topic, KEYS), `seed ${seed}, topic ${topic}: each key's length`).toEqual(KEYS.map((k) => perKey.get(k) ?? 0));
     expect((await queue.topicStats(topic)).counters.dropped, `seed ${seed}, topic ${topic}: dropped`).toBe(dropped);
+    expect((await queue.topicStats(topic)).counters.expired, `seed ${seed}, topic ${topic}: expired`).toBe(expired);
+    const exp = await redis.zrange<string[]>(queue.keys.topic(topic).exp, 0, -1);
+    expect(exp.sort(), `seed ${seed}, topic ${topic}: the exp set`).toEqual(expiring.sort());
   }
 }
 
 describe("the flow keys' index", () => {
-  it("after random runs of enqueues, claims, settles, reaping, cancels, reschedules, replays and drops (a topic's, its keys'), holds exactly each key's scheduled jobs", {
+  it("after random runs of enqueues, claims, settles, reaping, cancels, reschedules, replays, drops (a topic's, its keys') and expiry, holds exactly each key's scheduled jobs", {
     timeout: 240_000,
   }, async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const clock = { now: T0 };
       const { queue, redis } = testQueue({ clock });
-      await queue.configureTopic("mix", { maxAttempts: 3, maxKeyLength: 6, flow: { parallelism: 2 } });
+      await queue.configureTopic("mix", { maxAttempts: 3, maxKeyLength: 6, maxLateness: 1_500, flow: { parallelism: 2 } });
       await queue.configureTopic("ring", { maxAttempts: 2, maxLength: RING_CAP, maxKeyLength: 3, overflow: "dropOldest" });
       await queue.setFlowKey("ring", "k1", { maxKeyLength: 2 });
       const run: Run = { queue, redis, clock, jobs: new Map() };
@@ -148,7 +159,32 @@ describe("the flow keys' index", () => {
       }
       await expectIndexExact(run, seed);
       for (const topic of TOPICS) expect(await redis.exists(queue.keys.topic(topic).flow.fkidx), `seed ${seed}`).toBe(0);
+      for (const topic of TOPICS) expect(await redis.exists(queue.keys.topic(topic).exp), `seed ${seed}`).toBe(0);
     }
+  });
+
+  it("keyed jobs that expire leave every flow set: fdue, fsched, fready and the keys' index", async () => {
+    const clock = { now: T0 };
+    const { queue, redis } = testQueue({ clock });
+    await queue.configureTopic("gone", { flow: { parallelism: 1 } });
+    await queue.enqueue({ topic: "gone", payload: 0, flowKey: "a" });
+    // Key a at its parallelism: its next job, due, waits for its turn (fready); key b's is not yet due (fsched).
+    const [running] = (await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs;
+    const made = await queue.enqueueBatch([
+      { topic: "gone", payload: 1, flowKey: "a", expiresAt: T0 + 1_000 },
+      { topic: "gone", payload: 2, flowKey: "b", delayMs: 5_000, expiresAt: T0 + 1_000 },
+      { topic: "gone", payload: 3, priority: 3, delayMs: 500, expiresAt: T0 + 1_000 },
+    ]);
+    expect((await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs).toEqual([]);
+    const f = queue.keys.topic("gone").flow;
+    expect(await redis.zcard(f.fready)).toBe(1);
+    clock.now = T0 + 2_000;
+    expect((await queue.claim("gone", { max: 10, leaseMs: 60_000 })).jobs).toEqual([]);
+    for (const m of made) expect((await queue.get(m.id))?.state).toBe("expired");
+    for (const key of [f.fdue, f.fsched, f.fready, f.fkidx, queue.keys.topic("gone").exp]) expect(await redis.zcard(key), key).toBe(0);
+    expect(await queue.flowKeyLengths("gone", ["a", "b"])).toEqual([0, 0]);
+    expect((await queue.topicStats("gone")).counters).toMatchObject({ expired: 3, dispatched: 1 });
+    expect((await queue.get(running!.id))?.state).toBe("inflight");
   });
 
   it("a purge drops the keyed jobs through their keys' index, and a deleted topic leaves none", async () => {

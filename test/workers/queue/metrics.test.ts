@@ -34,7 +34,7 @@ describe("metrics", () => {
     ];
     await queue.settle("m", outcomes);
     const { counters, metrics } = await queue.topicStats("m");
-    expect(counters).toEqual({ dispatched: 4, succeeded: 1, retried: 1, dead: 1, dropped: 0 });
+    expect(counters).toEqual({ dispatched: 4, succeeded: 1, retried: 1, dead: 1, dropped: 0, expired: 0 });
     expect(metrics.lateness.count).toBe(4);
     expect(metrics.lateness.sumMs).toBe(5 + 30 + 700_000);
     // 0 and 5 ms in the first bucket, 30 ms in ≤ 50, 700 s beyond the last bound.

@@ -58,7 +58,14 @@ describe("handler failure rates: retries and dead letters exactly as the ids say
     expect(report.outcomes).toEqual({ ack: expected.succeeded, retry: expected.retried, dead: expected.dead, stale: 0 });
     const stats = await d.queue.topicStats(topic);
     expect(stats).toMatchObject({ scheduled: 0, inflight: 0, dead: expected.dead });
-    expect(stats.counters).toEqual({ dispatched: want.length, succeeded: expected.succeeded, retried: expected.retried, dead: expected.dead, dropped: 0 });
+    expect(stats.counters).toEqual({
+      dispatched: want.length,
+      succeeded: expected.succeeded,
+      retried: expected.retried,
+      dead: expected.dead,
+      dropped: 0,
+      expired: 0,
+    });
     const dead = await d.queue.deadLetters(topic, { limit: 1_000 });
     expect(dead.entries.map((e) => e.id).sort()).toEqual([...deadIds].sort());
     for (const { id } of jobs) {

@@ -145,7 +145,8 @@ local function droppedMembers(t, metaOf)
 end
 
 -- A capped topic's drops, once the call's jobs are stored: each meta finished as "dropped" (with its
--- marker), into the done set, then off the schedule (due set, fdue, the keys' index), counted.
+-- marker), into the done set, then off the schedule (due set, fdue, the keys' index; the exp set of a topic
+-- marked "expiring": lib/expire.lua), counted.
 local function writeDrops(t, nowText, now)
   local ids, plain, keyed, members = {}, {}, {}, {}
   for _, id in ipairs(t.drop or {}) do ids[#ids + 1] = id end
@@ -179,5 +180,6 @@ local function writeDrops(t, nowText, now)
     for _, member in ipairs(droppedMembers(t, metaOf)) do members[#members + 1] = member end
   end
   if #members > 0 then redis.call("ZREM", t.fkidxKey, unpack(members)) end
+  if t.expiring and t.expKey then redis.call("ZREM", t.expKey, unpack(ids)) end
   redis.call("HINCRBY", t.metricsKey, "dropped", #ids)
 end

@@ -2,10 +2,11 @@
   claim-keyed: claim.lua's step 3 for a shaped topic (lib/flow.lua), kept in
   a file of its own for its size and included by claim.lua alone, at the
   place of that step: it reads claim.lua's locals as they stand there — the
-  counts and bases of its arguments (FIRST_ID, nd, nl, ne, np, nk, FK), the
+  counts and bases of its arguments (FIRST_ID, nd, nl, nx, ne, np, nk, FK), the
   topic's keys (dueKey, leaseKey, metricsKey, bucketKey and the flow keys),
   now, max, take, tokens (which it lowers by the jobs taken), rounds, fs,
-  leaseMs, REPLY_BUDGET, and the reply it fills (out, orphans).
+  leaseMs, REPLY_BUDGET, and the reply it fills (out, orphans); a job it would
+  start past its expiry it ends instead (lib/claim-expire.lua's lapses).
 ]]
 
 -- 3 (shaped). Serves the keys flow-read.lua named, in turn (see the header),
@@ -13,7 +14,7 @@
 -- short, and the earliest score left in the keyed sets (fsched's next due,
 -- fcal's next turn), or nil.
 local function claimKeyed()
-  local jobBase = FIRST_ID + nd + nl
+  local jobBase = FIRST_ID + nd + nl + nx
   local newlyBase = jobBase + 5 * ne
   local keyBase = newlyBase + 4 * np
   local FJ = FK + 9
@@ -178,7 +179,7 @@ local function claimKeyed()
   -- One read of the picks' records and metas; the reply stays within its byte budget (one job always goes).
   local cutShort, taken = false, 0
   local leaseArgs, metaPairs, gone, goneKeyed, goneReady, goneSched, goneIndexed = {}, {}, {}, {}, {}, {}, {}
-  local takenSched = {}
+  local takenSched, lapsed = {}, {}
   if #picks > 0 then
     local readKeys = {}
     for _, p in ipairs(picks) do
@@ -186,23 +187,29 @@ local function claimKeyed()
       readKeys[#readKeys + 1] = p.job.mk
     end
     local got = rcall("MGET", unpack(readKeys))
+    local expiries = expiriesOf(picks, function(p) return p.job.id end)
     local bytes = 0
     for i, p in ipairs(picks) do
       local job, record = p.job, got[2 * i - 1]
+      local meta = record and got[2 * i] and cjson.decode(got[2 * i]) or { a = 0 }
+      local ends = record and lapses(meta.a, now, job.due, expiries[i])
+      if record and not ends and taken > 0 and bytes + #record > REPLY_BUDGET then
+        cutShort = true
+        break
+      end
+      if ends then lapsed[#lapsed + 1] = { id = job.id, mk = job.mk, raw = got[2 * i] } end
       if record then
-        if taken > 0 and bytes + #record > REPLY_BUDGET then
-          cutShort = true
-          break
-        end
-        bytes = bytes + #record
-        local meta = got[2 * i] and cjson.decode(got[2 * i]) or { a = 0 }
         local attempt = meta.a + 1
-        meta.a, meta.d, meta.s = attempt, job.due, now
-        if job.source ~= "D" then meta.k, meta.p = job.key, job.priority end
-        leaseArgs[#leaseArgs + 1] = now + leaseMs
-        leaseArgs[#leaseArgs + 1] = job.id
-        metaPairs[#metaPairs + 1] = job.mk
-        metaPairs[#metaPairs + 1] = cjson.encode(meta)
+        if not ends then
+          bytes = bytes + #record
+          meta.a, meta.d, meta.s = attempt, job.due, now
+          if job.source ~= "D" then meta.k, meta.p = job.key, job.priority end
+          leaseArgs[#leaseArgs + 1] = now + leaseMs
+          leaseArgs[#leaseArgs + 1] = job.id
+          metaPairs[#metaPairs + 1] = job.mk
+          metaPairs[#metaPairs + 1] = cjson.encode(meta)
+        end
+        -- Started or expired, the job leaves its pending sets.
         if job.source == "D" then
           gone[#gone + 1] = job.id
         else
@@ -215,29 +222,35 @@ local function claimKeyed()
             goneReady[#goneReady + 1] = job.member
           end
         end
-        p.plan.taken = p.plan.taken + 1
-        taken = taken + 1
-        out[#out + 1] = job.id
-        out[#out + 1] = attempt
-        out[#out + 1] = job.due
-        out[#out + 1] = record
+        if not ends then
+          p.plan.taken = p.plan.taken + 1
+          taken = taken + 1
+          out[#out + 1] = job.id
+          out[#out + 1] = attempt
+          out[#out + 1] = job.due
+          out[#out + 1] = record
+        end
       else
         -- Left where it is: the caller moves it from the hash model, or drops it.
         orphans[#orphans + 1] = job.id
       end
     end
   end
-  if taken > 0 then
-    -- Writes first: the lease and the meta exist before the id leaves its set.
-    msetPairs(metaPairs)
-    rcall("ZADD", leaseKey, unpack(leaseArgs))
+  if taken > 0 or #lapsed > 0 then
+    -- Writes first: the lease and the meta (or the expired job's end) exist before the id leaves its set.
+    if taken > 0 then
+      msetPairs(metaPairs)
+      rcall("ZADD", leaseKey, unpack(leaseArgs))
+      startedNotExpiring(leaseArgs)
+    end
+    expireJobs(lapsed, ARGV[1], finishKeys, keepExpired)
     if #gone > 0 then rcall("ZREM", dueKey, unpack(gone)) end
     if #goneKeyed > 0 then rcall("ZREM", fdueKey, unpack(goneKeyed)) end
     if #goneReady > 0 then rcall("ZREM", freadyKey, unpack(goneReady)) end
     if #goneSched > 0 then rcall("ZREM", fschedKey, unpack(goneSched)) end
     if #goneIndexed > 0 then rcall("ZREM", fkidxKey, unpack(goneIndexed)) end
-    rcall("HINCRBY", metricsKey, "dispatched", taken)
-    if tokens then
+    if taken > 0 then rcall("HINCRBY", metricsKey, "dispatched", taken) end
+    if tokens and taken > 0 then
       tokens = tokens - taken
       rcall("HSET", bucketKey, "t", tostring(tokens), "ts", now)
     end

@@ -14,7 +14,7 @@ local DEAD_READ_BATCH = --[[LIMIT:LUA_READ_BATCH]]25
 
 --[[
   The dead letters among `ids` (in order; metaKeyOf(i) the meta key of the
-  i-th), as they are now: in the set `atKey` and their meta's state "dead".
+  i-th), as they are now: in the set `atKey` and their meta's state "dead" (or "expired": lib/expire.lua).
   Reads the metas DEAD_READ_BATCH at a time and stops once it has read
   `budget` bytes of them (always one batch). Picks the letters whose error
   holds `needle` (plain text; "" picks all). Returns the picked letters
@@ -46,7 +46,8 @@ local function pickDead(atKey, ids, metaKeyOf, budget, needle)
         if text then
           bytes = bytes + #text
           meta = cjson.decode(text)
-          if meta.st ~= "dead" then meta = nil end
+          -- An expired job kept as a letter (lib/expire.lua) is one too.
+          if meta.st ~= "dead" and meta.st ~= "expired" then meta = nil end
         end
       end
       if meta == nil then

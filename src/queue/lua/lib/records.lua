@@ -14,7 +14,12 @@
   expired before the attempt settled; written by the claim that reaped it) or
   "stale" (an attempt settled after its lease had expired and the job had
   moved on). A job dropped for its topic's maxLength (enqueue.lua) ends with a
-  marker {"n":0,"t":dropped ms,"o":"dropped"}. A job waiting for a retry that
+  marker {"n":0,"t":dropped ms,"o":"dropped"}. A job that expired before it
+  ever started (lib/expire.lua: its expiresAt, or its topic's maxLateness)
+  ends with a marker {"n":0,"t":expired ms,"o":"expired"}: the same outcome
+  name as a reaped lease's attempt, told apart by n, 0 for the marker and
+  the attempt's number (1 or more) for the lease; the job's state is then
+  "expired" too, which no attempt's end ever writes. A job waiting for a retry that
   an upsert replaced (upsert.lua) gets a marker {"n":0,"t":replaced ms,
   "o":"replaced","r":run} that opens a run, as a replay's does. A dead-letter replay adds a
   marker {"n":0,"t":replayed ms,
@@ -79,7 +84,7 @@ local function historyJson(history)
   return cjson.encode(history)
 end
 
--- A finished job's meta: its state ("succeeded", "cancelled", "dropped" or "dead"),
+-- A finished job's meta: its state ("succeeded", "cancelled", "dropped", "expired", "moved" or "dead"),
 -- attempts, last error, when it finished and its history. The record stays
 -- in its own key, untouched: finishing writes no byte of the payload.
 -- errorJson and histJson are JSON text ("null" for no error).
@@ -94,7 +99,7 @@ local function flowJsonOf(meta)
   return ',"k":' .. cjson.encode(meta.k) .. ',"p":' .. (tonumber(meta.p) or 0)
 end
 
--- A pending job's meta as a finished one, in `state` ("cancelled", "dropped"):
+-- A pending job's meta as a finished one, in `state` ("cancelled", "dropped", "expired"):
 -- raw is its live meta's JSON, or false before its first claim. Its attempts,
 -- last error and history are kept, with `entry` (a marker, or nil) added.
 local function finishPending(state, raw, nowText, entry)
