@@ -1,12 +1,11 @@
 /**
- * delayline's product limits and defaults, each written once. The settings
- * schema (src/env.ts), the API's zod schemas (src/producer), the queue and the
- * Lua scripts read them from here: scripts/build-lua.mjs puts the values into
- * the scripts where they say `--[[LIMIT:NAME]]<value>` (and refuses a build
- * whose written value differs), so Redis and the Worker cannot disagree.
+ * delayline's product limits and defaults, each written once. The settings schema (src/env.ts), the API's zod schemas
+ * (src/producer), the queue and the Lua scripts read them from here: scripts/build-lua.mjs puts the values into the
+ * scripts where they say `--[[LIMIT:NAME]]<value>` (and refuses a build whose written value differs), so Redis and
+ * the Worker cannot disagree.
  *
- * Plain values only: this module is imported by the Worker, the CLI and the
- * build (through tsx), and must stay free of imports.
+ * Plain values only: this module is imported by the Worker, the CLI and the build (through tsx), and must stay free
+ * of imports.
  */
 
 const DAY_MS = 86_400_000;
@@ -29,32 +28,28 @@ export const DEFAULT_DEAD_LIST_LIMIT = 50;
 export const LIST_PAGE_BYTES = 1_048_576;
 
 /**
- * A claim (tick, fan-out, drain or pull) stops taking jobs before the records
- * it returns would pass this many bytes (4 MiB; it always takes one): its
- * reply stays well inside Upstash's 10 MB cap on one command's reply, even
- * with a record of the largest payload on top. Jobs left stay due, untouched.
+ * A claim (tick, fan-out, drain or pull) stops taking jobs before the records it returns would pass this many bytes
+ * (4 MiB; it always takes one): its reply stays well inside Upstash's 10 MB cap on one command's reply, even with a
+ * record of the largest payload on top. Jobs left stay due, untouched.
  */
 export const CLAIM_REPLY_BUDGET_BYTES = 4 * 1024 * 1024;
 
 /**
- * A claim reads this many times as many due ids as it may take (claim.lua
- * takes the first still due, in due order): claims of one topic that run at
- * once (a tick's chunk beside its fan-out) each find jobs among their
- * candidates that the others did not take. Ids only, a few dozen bytes each;
- * only the records of the jobs taken are read.
+ * A claim reads this many times as many due ids as it may take (claim.lua takes the first still due, in due order):
+ * claims of one topic that run at once (a tick's chunk beside its fan-out) each find jobs among their candidates that
+ * the others did not take. Ids only, a few dozen bytes each; only the records of the jobs taken are read.
  */
 export const CLAIM_CANDIDATES = 5;
 
 /**
- * A flow key (a job's `flowKey`: the tenant, customer or host its topic's
- * per-key limits and turns go by) is at most this many UTF-8 bytes, and holds
- * no control character.
+ * A flow key (a job's `flowKey`: the tenant, customer or host its topic's per-key limits and turns go by) is at most
+ * this many UTF-8 bytes, and holds no control character.
  */
 export const FLOW_KEY_MAX_BYTES = 200;
 
 /**
- * A job key (an upsert's `jobKey`: a topic holds at most one pending job
- * under it, src/queue/upserts.ts) is at most this many UTF-8 bytes.
+ * A job key (an upsert's `jobKey`: a topic holds at most one pending job under it, src/queue/upserts.ts) is at most
+ * this many UTF-8 bytes.
  */
 export const JOB_KEY_MAX_BYTES = 200;
 
@@ -73,10 +68,9 @@ export const LABEL_TRIM_PROBES = 2;
 export const MAX_PRIORITY = 9;
 
 /**
- * The head start one level of priority gives a due job over the jobs of its
- * key (or of the topic's default lane) by default: a job of priority p starts
- * as if it were due p × this earlier, never before its own due time. A
- * topic's `flow.priorityStepMs` overrides it. Read by lua/lib/flow.lua too.
+ * The head start one level of priority gives a due job over the jobs of its key (or of the topic's default lane) by
+ * default: a job of priority p starts as if it were due p × this earlier, never before its own due time. A topic's
+ * `flow.priorityStepMs` overrides it. Read by lua/lib/flow.lua too.
  */
 export const DEFAULT_PRIORITY_STEP_MS = 10_000;
 
@@ -90,62 +84,52 @@ export const TOPIC_BUSIEST_KEYS = 10;
 export const MAX_FLOW_WEIGHT = 100;
 
 /**
- * Keyed jobs a claim moves from scheduled to waiting (fsched to fready, by
- * due time) in one call: newly due keyed jobs beyond it wait for the next
- * claim, which the topic's index score asks for at once. A key's turn is
- * stretched to fill a claim only when nothing is left unseen (fewer newly due
- * than this, fewer ready keys than the claim's size), so a flood of one key
- * that falls due at once cannot take whole claims while other keys' jobs,
- * due with it, wait behind it to be moved. Ids and keys only, some 80 bytes a
- * job.
+ * Keyed jobs a claim moves from scheduled to waiting (fsched to fready, by due time) in one call: newly due keyed
+ * jobs beyond it wait for the next claim, which the topic's index score asks for at once. A key's turn is stretched
+ * to fill a claim only when nothing is left unseen (fewer newly due than this, fewer ready keys than the claim's
+ * size), so a flood of one key that falls due at once cannot take whole claims while other keys' jobs, due with it,
+ * wait behind it to be moved. Ids and keys only, some 80 bytes a job.
  */
 export const FLOW_PROMOTE_BATCH = 2_000;
 
 /**
- * Keys a shaped topic's claim reads in turn order at least, however few jobs
- * it may take (a topic near its concurrency, a drain's free slots): a key
- * first in turn that its rate or limits hold back takes none, and a claim of
- * one job would take nothing while the next key could start one. A key read
- * costs the claim one command. Read by flow-read.lua only, through the build.
+ * Keys a shaped topic's claim reads in turn order at least, however few jobs it may take (a topic near its
+ * concurrency, a drain's free slots): a key first in turn that its rate or limits hold back takes none, and a claim
+ * of one job would take nothing while the next key could start one. A key read costs the claim one command. Read by
+ * flow-read.lua only, through the build.
  * @public
  */
 export const FLOW_KEYS_MIN = 8;
 
 /**
- * Flow keys' rate times (their GCRA theoretical arrival times) one claim
- * forgets once they have passed (a time past says no more than none): the
- * claims that start rate-limited keys' jobs, and those that find no key left
- * to serve, which keep the topic in the index until the last time passes.
- * Without it every key a rate ever limited would keep its time for good.
- * Read by lua/lib/flow.lua, through the build.
+ * Flow keys' rate times (their GCRA theoretical arrival times) one claim forgets once they have passed (a time past
+ * says no more than none): the claims that start rate-limited keys' jobs, and those that find no key left to serve,
+ * which keep the topic in the index until the last time passes. Without it every key a rate ever limited would keep
+ * its time for good. Read by lua/lib/flow.lua, through the build.
  */
 export const FLOW_RATE_FORGET_BATCH = 1_000;
 
 /**
- * Finished jobs (and dead letters past the cap) one sweep drops, with their
- * two keys each (sweep.lua): 500 keys in one call, about the Redis time of a
- * claim of the same jobs. A claim hands its caller a batch to sweep once this
- * many finished jobs are past the retention window, or fewer once the oldest
- * of them has waited SWEEP_SLACK_MS. Read by claim.lua only, through the build.
+ * Finished jobs (and dead letters past the cap) one sweep drops, with their two keys each (sweep.lua): 500 keys in
+ * one call, about the Redis time of a claim of the same jobs. A claim hands its caller a batch to sweep once this
+ * many finished jobs are past the retention window, or fewer once the oldest of them has waited SWEEP_SLACK_MS. Read
+ * by claim.lua only, through the build.
  * @public
  */
 export const SWEEP_BATCH = 250;
 
 /**
- * How long a finished job past the retention window may wait for a sweep
- * (1 min): a busy topic sweeps full batches, not each job as it expires,
- * and an idle topic is looked at for it once, this long after its oldest
- * finished job expired. Read by claim.lua and settle.lua (which score the topic for it), through the build.
+ * How long a finished job past the retention window may wait for a sweep (1 min): a busy topic sweeps full batches,
+ * not each job as it expires, and an idle topic is looked at for it once, this long after its oldest finished job
+ * expired. Read by claim.lua and settle.lua (which score the topic for it), through the build.
  * @public
  */
 export const SWEEP_SLACK_MS = 60_000;
 
 /**
- * The tick looks at a topic for its jobs' expiresAt (lua/lib/expire.lua) at
- * multiples of this: a paused topic whose jobs expire a few ms apart costs a
- * claim per grain, not one per job, and each still ends within a grain of
- * its expiresAt — well within a poll (TICK_POLL_MS, 1 s by default). Read by
- * claim.lua only, through the build.
+ * The tick looks at a topic for its jobs' expiresAt (lua/lib/expire.lua) at multiples of this: a paused topic whose
+ * jobs expire a few ms apart costs a claim per grain, not one per job, and each still ends within a grain of its
+ * expiresAt — well within a poll (TICK_POLL_MS, 1 s by default). Read by claim.lua only, through the build.
  * @public
  */
 export const EXPIRY_GRAIN_MS = 250;
@@ -163,9 +147,8 @@ export const BULK_CALL_BYTES = 1_048_576;
 export const DRY_RUN_IDS = 20;
 
 /**
- * Records (jobs or dead letters) a Lua script reads per HMGET while it walks
- * a bulk cancel, replay or purge: small enough that a call stops close to
- * its byte budget, large enough that the reads stay few.
+ * Records (jobs or dead letters) a Lua script reads per HMGET while it walks a bulk cancel, replay or purge: small
+ * enough that a call stops close to its byte budget, large enough that the reads stay few.
  */
 export const LUA_READ_BATCH = 25;
 
@@ -181,27 +164,24 @@ export const UPSTASH_REQUEST_BYTES = 10 * 1024 * 1024;
 export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
 
 /**
- * Largest MAX_PAYLOAD_BYTES or MAX_BODY_BYTES: JSON escaping can double a
- * value on the wire to Redis, so the rule is 2 × value + REQUEST_OVERHEAD_BYTES
- * ≤ UPSTASH_REQUEST_BYTES, i.e. 4.5 MiB. It also keeps a claim of one such job
+ * Largest MAX_PAYLOAD_BYTES or MAX_BODY_BYTES: JSON escaping can double a value on the wire to Redis, so the rule is
+ * 2 × value + REQUEST_OVERHEAD_BYTES ≤ UPSTASH_REQUEST_BYTES, i.e. 4.5 MiB. It also keeps a claim of one such job
  * inside the reply cap.
  */
 export const MAX_WIRE_VALUE_BYTES = (UPSTASH_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES) / 2;
 
 /**
- * Share of the Redis request limit (REDIS_MAX_REQUEST_BYTES, Upstash's
- * 10 MB) a call that carries caller-sized data may use, in percent: a batch
- * enqueue or a schedule write whose request (its JSON as the client sends it,
- * escapes included, counted in UTF-8 bytes) would pass it is refused with a
- * 413 before anything is sent (src/queue/request-size.ts). The 5% margin
- * keeps the default budget under 10 MB even read as 10,000,000 bytes, not
+ * Share of the Redis request limit (REDIS_MAX_REQUEST_BYTES, Upstash's 10 MB) a call that carries caller-sized data
+ * may use, in percent: a batch enqueue or a schedule write whose request (its JSON as the client sends it, escapes
+ * included, counted in UTF-8 bytes) would pass it is refused with a 413 before anything is sent
+ * (src/queue/request-size.ts). The 5% margin keeps the default budget under 10 MB even read as 10,000,000 bytes, not
  * 10 MiB as the bridge enforces it.
  */
 export const REQUEST_BUDGET_PERCENT = 95;
 
 /**
- * The request budget at Upstash's limit: {@link REQUEST_BUDGET_PERCENT} of
- * {@link UPSTASH_REQUEST_BYTES}, 9,961,472 bytes (9.5 MiB).
+ * The request budget at Upstash's limit: {@link REQUEST_BUDGET_PERCENT} of {@link UPSTASH_REQUEST_BYTES}, 9,961,472
+ * bytes (9.5 MiB).
  */
 export const REQUEST_BUDGET_BYTES = (UPSTASH_REQUEST_BYTES * REQUEST_BUDGET_PERCENT) / 100;
 
@@ -232,9 +212,8 @@ export const MAX_BURST = 100_000;
 export const MAX_CONCURRENCY = 10_000;
 
 /**
- * Largest `maxLength` (pending jobs: scheduled and waiting) a topic may set:
- * a topic's due set holds some 770,000 jobs under Upstash's 100 MB record cap
- * (bench/results/scale-1m.md), so a cap past a million could never be reached.
+ * Largest `maxLength` (pending jobs: scheduled and waiting) a topic may set: a topic's due set holds some 770,000
+ * jobs under Upstash's 100 MB record cap (bench/results/scale-1m.md), so a cap past a million could never be reached.
  */
 export const MAX_MAX_LENGTH = 1_000_000;
 
@@ -299,11 +278,9 @@ export const DEFAULT_PREFIX = "dl:{main}";
 export const DEFAULT_REDIS_TIMEOUT_MS = 5_000;
 
 /**
- * Longest a read across several shards (`/v1/stats`, `/v1/topics`,
- * `/healthz`) waits for one of them before it answers without it, with
- * `partial: true`; below REDIS_TIMEOUT_MS when that is set lower. `/metrics`
- * waits this long for each shard's tick, then walks its topics with no
- * deadline but its requests' own.
+ * Longest a read across several shards (`/v1/stats`, `/v1/topics`, `/healthz`) waits for one of them before it
+ * answers without it, with `partial: true`; below REDIS_TIMEOUT_MS when that is set lower. `/metrics` waits this long
+ * for each shard's tick, then walks its topics with no deadline but its requests' own.
  */
 export const SHARD_READ_DEADLINE_MS = 1_500;
 
@@ -336,9 +313,9 @@ export const DEFAULT_TICK_IDLE_PEEK_MS = 20_000;
 // ---- Schedules -----------------------------------------------------------------------
 
 /**
- * The latest instant a schedule may name or reach (9999-12-31T23:59:59.999Z): the last one ISO 8601 writes with
- * four year digits. A schedule's startAt and endAt must be no later; occurrences past it do not exist, so every time
- * a schedule shows (next run, next runs, last run) is a date every client can read.
+ * The latest instant a schedule may name or reach (9999-12-31T23:59:59.999Z): the last one ISO 8601 writes with four
+ * year digits. A schedule's startAt and endAt must be no later; occurrences past it do not exist, so every time a
+ * schedule shows (next run, next runs, last run) is a date every client can read.
  */
 export const LATEST_SCHEDULE_TIME_MS = 253_402_300_799_999;
 
@@ -398,11 +375,9 @@ export const DEFAULT_STATS_PAGE_LIMIT = 50;
 export const MAX_STATS_PAGE_LIMIT = 100;
 
 /**
- * Most topic-minutes of per-minute series one `GET /v1/stats` page holds: a
- * page ends after floor(this / minutes) topics (50 at minutes=60, 2 at
- * 1,440), so the HMGET replies it pipelines (≤ ~180 bytes a minute with
- * full histograms) stay under ~0.6 MB and its JSON (~175 bytes a minute
- * idle, ≤ ~250 busy) under ~1 MB.
+ * Most topic-minutes of per-minute series one `GET /v1/stats` page holds: a page ends after floor(this / minutes)
+ * topics (50 at minutes=60, 2 at 1,440), so the HMGET replies it pipelines (≤ ~180 bytes a minute with full
+ * histograms) stay under ~0.6 MB and its JSON (~175 bytes a minute idle, ≤ ~250 busy) under ~1 MB.
  */
 export const STATS_PAGE_SERIES_MINUTES = 3_000;
 

@@ -118,10 +118,9 @@ function initialDropWants(batch: PlannedBatch, dropping: string[], kindsOf: (top
 }
 
 /**
- * Each job's content key (undefined: none): for a job of a checked topic not
- * known to be without content dedup, whose script call then reads whether
- * the topic dedups by content. A job with an idempotency key gets one too:
- * the client gives every enqueue a key of its own.
+ * Each job's content key (undefined: none): for a job of a checked topic not known to be without content dedup, whose
+ * script call then reads whether the topic dedups by content. A job with an idempotency key gets one too: the client
+ * gives every enqueue a key of its own.
  */
 async function contentKeys(ctx: QueueContext, inputs: EnqueueInput[], checked: Set<string>, now: number): Promise<Array<string | undefined>> {
   const seen = registrations(ctx.keys.prefix);
@@ -230,9 +229,8 @@ export function recordOf(input: EnqueueInput): Omit<JobRecord, "createdAt"> {
 }
 
 /**
- * The script call's keys and arguments: the batch's, then each checked
- * topic's part with its candidates (enqueue-caps.ts).
- * Throws RequestTooLargeError past the request budget, before anything is sent.
+ * The script call's keys and arguments: the batch's, then each checked topic's part with its candidates
+ * (enqueue-caps.ts). Throws RequestTooLargeError past the request budget, before anything is sent.
  */
 function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[], candidates: Map<string, Candidates>, now: number) {
   const keys = [...batch.keys];
@@ -251,20 +249,15 @@ function scriptRequest(ctx: QueueContext, batch: PlannedBatch, checked: string[]
 }
 
 /**
- * The steady-traffic path: one job, no idempotency key and no label (a
- * labelled job's enqueue checks its labels' indexes, lua/lib/labels.lua), of a topic this
- * isolate registered and found uncapped (and, for a keyed job, knows to carry
- * the marks it needs: markedFor), in one request and no script: three
- * commands, four for a keyed job, five with a flow key (its key's index), two
- * more for a job with an expiry (its topic's mark and exp set). The
- * order makes it safe without one: the record exists before its id is due,
- * the id is due (a keyed job's: known by id, then in its key's scheduled set
- * and index) before the topic index hears of it, so a claim between two of
- * the commands either misses the job (and the index then still leads to it)
- * or takes it (and the index entry that follows is merely early, which costs
- * one empty claim). A keyed job needs its topic shaped, or plain claims would
- * not see it: the topic is, since this isolate learned so, as the marks are
- * never taken away (a deleted topic keeps them).
+ * The steady-traffic path: one job, no idempotency key and no label (a labelled job's enqueue checks its labels'
+ * indexes, lua/lib/labels.lua), of a topic this isolate registered and found uncapped (and, for a keyed job, knows to
+ * carry the marks it needs: markedFor), in one request and no script: three commands, four for a keyed job, five with
+ * a flow key (its key's index), two more for a job with an expiry (its topic's mark and exp set). The order makes it
+ * safe without one: the record exists before its id is due, the id is due (a keyed job's: known by id, then in its
+ * key's scheduled set and index) before the topic index hears of it, so a claim between two of the commands either
+ * misses the job (and the index then still leads to it) or takes it (and the index entry that follows is merely
+ * early, which costs one empty claim). A keyed job needs its topic shaped, or plain claims would not see it: the
+ * topic is, since this isolate learned so, as the marks are never taken away (a deleted topic keeps them).
  */
 async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: EnqueueInput): Promise<EnqueueResult> {
   const t = ctx.keys.topic(job.topic);
@@ -295,9 +288,8 @@ async function enqueuePipelined(ctx: QueueContext, job: PlannedJob, input: Enque
 }
 
 /**
- * Whether the job's topic is known to carry the marks the job needs (a keyed
- * job: shaped; one with a priority: prioritized too), which the pipeline does
- * not write: the script does (enqueue.lua), and no script takes them away.
+ * Whether the job's topic is known to carry the marks the job needs (a keyed job: shaped; one with a priority:
+ * prioritized too), which the pipeline does not write: the script does (enqueue.lua), and no script takes them away.
  */
 function markedFor(ctx: QueueContext, input: EnqueueInput): boolean {
   if (!isKeyed(input)) return true;

@@ -3,7 +3,7 @@ import { Keys } from "./keys.js";
 import * as lua from "./lua.generated.js";
 import { replies } from "./replies.js";
 import { runScript } from "./scripts.js";
-import type { TickStatus } from "./views.js";
+import type { TickStatus } from "./tick-views.js";
 
 /**
  * The tick's lock: one loop per deployment. Held with an owner token (SET NX

@@ -33,19 +33,15 @@ import type {
   ListPosition,
   NackFailure,
   Outcome,
-  PeekOptions,
-  PeekResult,
-  TickLook,
-  TickSleep,
   SeriesPoint,
   SettleOptions,
-  TickStatus,
   TopicPage,
   TopicPageOptions,
   TopicStats,
   UpsertInput,
   UpsertResult,
 } from "./views.js";
+import type { PeekOptions, PeekResult, TickLook, TickSleep, TickStatus } from "./tick-views.js";
 
 // The queue's entry: the Queue class, and under the names they have always
 // had here, its options, views, limits and errors. The work is done by one
@@ -57,6 +53,7 @@ export * from "./bounds.js";
 export type { QueueOptions } from "./context.js";
 export { RequestTooLargeError, TopicLimitError } from "./errors.js";
 export type * from "./views.js";
+export type * from "./tick-views.js";
 
 /**
  * delayline's queue: every state change of a job is one Lua script, so no

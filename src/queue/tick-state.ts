@@ -3,7 +3,7 @@ import type { QueueContext } from "./context.js";
 import * as lua from "./lua.generated.js";
 import { redisCall } from "./redis.js";
 import { replies, sleepMark } from "./replies.js";
-import type { PeekOptions, PeekResult, TickSleep, TickLook, TickStatus } from "./views.js";
+import type { PeekOptions, PeekResult, TickSleep, TickLook, TickStatus } from "./tick-views.js";
 
 // What the tick keeps in Redis beside the jobs: its poll of the topic index
 // (which renews its lock and carries its sleep mark, status and backlog

@@ -52,11 +52,10 @@ export interface UpsertInput extends Omit<EnqueueInput, "idempotencyKey" | "idem
   /** The job key, 1–{@link JOB_KEY_MAX_BYTES} UTF-8 bytes: a topic holds at most one pending job under it. */
   jobKey: string;
   /**
-   * What becomes of the key's pending job (scheduled, or waiting for a
-   * retry): "replace" gives it this job's record and due time, no later than
-   * `maxWaitMs` after it was first enqueued; "keepDue" gives it this job's
-   * record and keeps its due time; "ignore" leaves it as it is. A job in
-   * flight is never changed: a new one waits behind it. Default "replace".
+   * What becomes of the key's pending job (scheduled, or waiting for a retry): "replace" gives it this job's record
+   * and due time, no later than `maxWaitMs` after it was first enqueued; "keepDue" gives it this job's record and
+   * keeps its due time; "ignore" leaves it as it is. A job in flight is never changed: a new one waits behind it.
+   * Default "replace".
    */
   onConflict?: "replace" | "keepDue" | "ignore";
   /** How long after the pending job's first enqueue a "replace" may still put it off, ms. Default: no bound. */
@@ -115,9 +114,8 @@ export interface ClaimOptions {
   /** Default "push" (the tick). */
   mode?: ClaimMode;
   /**
-   * Push claims of a topic with neither a rate limit nor a concurrency
-   * limit also take jobs due up to this long from `now`, each leased from
-   * its due time; the caller starts each at its `dueAt`. Default 0.
+   * Push claims of a topic with neither a rate limit nor a concurrency limit also take jobs due up to this long from
+   * `now`, each leased from its due time; the caller starts each at its `dueAt`. Default 0.
    */
   leadMs?: number;
 }
@@ -139,17 +137,15 @@ export type Outcome = (
 export interface SettleOptions {
   now?: number;
   /**
-   * What the topic index learns: "retries" each retry's time (the tick's
-   * settles; the default), "due" the topic's earliest due job (a topic
-   * with a concurrency limit, whose freed slots let ready jobs start),
-   * "none" nothing (pull consumers: pull topics are not indexed).
+   * What the topic index learns: "retries" each retry's time (the tick's settles; the default), "due" the topic's
+   * earliest due job (a topic with a concurrency limit, whose freed slots let ready jobs start), "none" nothing (pull
+   * consumers: pull topics are not indexed).
    */
   index?: "retries" | "due" | "none";
   /**
-   * How long before its due time the caller's claims take a job (the tick's
-   * lead, TICK_LEAD_MS; 0 for a topic with limits, which no claim takes
-   * ahead): a topic the settle rescores by its earliest due job is scored
-   * this much before it. Default 0.
+   * How long before its due time the caller's claims take a job (the tick's lead, TICK_LEAD_MS; 0 for a topic with
+   * limits, which no claim takes ahead): a topic the settle rescores by its earliest due job is scored this much
+   * before it. Default 0.
    */
   leadMs?: number;
 }
@@ -162,9 +158,8 @@ export interface NackFailure {
 }
 
 /**
- * What became of a pull consumer's lease extension ({@link Queue.extend}):
- * the lease's new deadline; or "stale" (not leased at that attempt),
- * "not-found" (no such job) or "push" (its topic is push: the tick's lease).
+ * What became of a pull consumer's lease extension ({@link Queue.extend}): the lease's new deadline; or "stale" (not
+ * leased at that attempt), "not-found" (no such job) or "push" (its topic is push: the tick's lease).
  */
 export type LeaseExtension = { result: "extended"; leaseExpiresAt: number } | { result: "stale" | "not-found" | "push" };
 
@@ -244,10 +239,9 @@ export interface ListJobsOptions {
   /** Include payloads; a page then (and in a topic with labels) ends once its records pass {@link LIST_PAGE_BYTES}. Default false. */
   payload?: boolean;
   /**
-   * Only the jobs of this flow key. Scheduled: the key's range of the keys'
-   * index, exact, in due order. In flight: the lease set's page filtered by
-   * each job's meta (its key from its claim), so a page may hold fewer jobs
-   * than `limit`, even none, and still have a `next`. Default: every job.
+   * Only the jobs of this flow key. Scheduled: the key's range of the keys' index, exact, in due order. In flight:
+   * the lease set's page filtered by each job's meta (its key from its claim), so a page may hold fewer jobs than
+   * `limit`, even none, and still have a `next`. Default: every job.
    */
   flowKey?: string;
   /** Only the jobs carrying this label, in enqueue order: a page may hold fewer than `limit`, even none, and have a `next`. Default: every job. */
@@ -348,63 +342,4 @@ export interface SeriesPoint {
   metrics: MetricsSnapshot | null;
   /** The backlog the tick saw during the minute; null when no tick sampled it. */
   backlog: { scheduled: number; ready: number; inflight: number } | null;
-}
-
-/** What the running (or last) tick loop reports about itself. */
-export interface TickStatus {
-  /** The invocation's scheduled time (its minute), epoch ms. */
-  startedAt: number;
-  /** When this status was written, epoch ms. */
-  updatedAt: number;
-  rounds: number;
-  claimed: number;
-  subrequests: number;
-  budget: number;
-  /** Whether the loop looks only every TICK_IDLE_PEEK_MS. */
-  asleep: boolean;
-  /** Why the loop ended; null while it runs. */
-  ended: string | null;
-}
-
-/**
- * The tick's sleep mark (src/tick/sleep-mark.ts): "1" a loop sleeps and looks
- * every TICK_IDLE_PEEK_MS; "c" no loop runs and the next cron looks; null
- * the tick is awake (or has not said).
- */
-export type TickSleep = "1" | "c" | null;
-
-/** What a cron invocation's look (Queue.look) found. */
-export interface TickLook {
-  /** A loop holds the tick lock. */
-  lockHeld: boolean;
-  sleepMark: TickSleep;
-  /** The topic index's earliest score (a job, a retry, a lease's end, a schedule), or null when it is empty. */
-  earliestAt: number | null;
-}
-
-/** Options of {@link Queue.peek}, the tick's poll. */
-export interface PeekOptions {
-  now: number;
-  /** Most due topics to return. */
-  limit: number;
-  renewLock?: { token: string; ttlMs: number };
-  /** Set the sleep mark to "1" for this many ms, to "c" (no loop runs till the next cron), or clear it ("clear"); leave it when unset. */
-  sleepMark?: number | "c" | "clear";
-  /** Record the tick's status. */
-  status?: TickStatus;
-  /** Sample these topics' backlogs into the per-minute series for the minute holding `at` (epoch ms). */
-  sample?: { at: number; topics: string[] };
-  /** List what to sample next: the first this-many topics of the index and every parked (pull or paused) topic. */
-  listToSample?: number;
-}
-
-/** What the tick's poll found. */
-export interface PeekResult {
-  lockHeld: boolean;
-  due: Array<{ topic: string; at: number }>;
-  /** A schedule's next occurrence has come (see Schedules.fire). */
-  schedulesDue: boolean;
-  more: boolean;
-  nextAt: number | null;
-  toSample: string[];
 }

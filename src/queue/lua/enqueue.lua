@@ -1,55 +1,37 @@
 #!lua flags=allow-key-locking
 --[[
-  enqueue: stores jobs and schedules them, one or a batch in one atomic call.
-  A job with an idempotency key that was seen within the window is not stored
-  again; its existing id is returned instead — unless the topic was purged
-  since that job was made (the topic's purge mark, written by delete-topic.lua,
-  is later than the id's ULID time) and the job is gone: a purge frees its
-  keys, without deleting them one by one. A key of mode "finished" (flag "f")
-  holds only while its job lives — in its topic's due, fdue or lease set —
-  and expires after the job's delay plus the window; a repeat that finds the
-  job alive renews it to the window past the job's due time (or now, in
-  flight). A job it names that has ended (whatever its state) leaves the key
-  free, and the new job takes it. In a topic that dedups by content (its conf's
-  contentDedupMs), a job with a content key (flag "c") that its idempotency
-  key, if any, does not find repeated is a repeat of the job its content key
-  names within the topic's window (the content key is then claimed as an
-  idempotency key of mode window is), and its idempotency key then names that
-  job too, marked "=<id>", so a retry gets the same answer: a repeat by
-  content. Each topic's earliest new due
-  time lowers its score in the topic index (lib/index.lua). Topics flagged
-  "r" are registered; when that would take the registry past its cap,
-  nothing is written. A keyed job (flag "k": a flow key, a priority, or
-  both) goes to its topic's keyed sets instead of the due set
-  (lib/flow.lua), and marks its topic shaped (conf "shaped"), so its claims
-  serve keys in turn; one with a priority marks it "prioritized" too (which
-  tells a claim that a job not yet read may start before those read).
-  Neither mark is ever taken away (delete-topic.lua keeps them): a producer
-  that saw a topic marked sends its keyed jobs by a pipeline, unmarked.
+  enqueue: stores jobs and schedules them, one or a batch in one atomic call. A job with an idempotency key that
+  was seen within the window is not stored again; its existing id is returned instead — unless the topic was
+  purged since that job was made (the topic's purge mark, written by delete-topic.lua, is later than the id's ULID
+  time) and the job is gone: a purge frees its keys, without deleting them one by one. A key of mode "finished"
+  (flag "f") holds only while its job lives — in its topic's due, fdue or lease set — and expires after the job's
+  delay plus the window; a repeat that finds the job alive renews it to the window past the job's due time (or
+  now, in flight). A job it names that has ended (whatever its state) leaves the key free, and the new job takes
+  it. In a topic that dedups by content (its conf's contentDedupMs), a job with a content key (flag "c") that its
+  idempotency key, if any, does not find repeated is a repeat of the job its content key names within the topic's
+  window (the content key is then claimed as an idempotency key of mode window is), and its idempotency key then
+  names that job too, marked "=<id>", so a retry gets the same answer: a repeat by content. Each topic's earliest
+  new due time lowers its score in the topic index (lib/index.lua). Topics flagged "r" are registered; when that
+  would take the registry past its cap, nothing is written. A keyed job (flag "k": a flow key, a priority, or
+  both) goes to its topic's keyed sets instead of the due set (lib/flow.lua), and marks its topic shaped (conf
+  "shaped"), so its claims serve keys in turn; one with a priority marks it "prioritized" too (which tells a claim
+  that a job not yet read may start before those read). Neither mark is ever taken away (delete-topic.lua keeps
+  them): a producer that saw a topic marked sends its keyed jobs by a pipeline, unmarked.
 
-  Capped topics (lib/caps.lua): for each topic the caller names after the
-  jobs, its maxLength, maxKeyLength and overflow are read (its conf) and
-  checked against what the call adds (its new jobs: repeats of an
-  idempotency key add none) and the topic's pending jobs (lib/pending.lua:
-  its due set and keyed jobs), and each flow key's cap (its own
-  maxKeyLength, else the topic's; a topic whose keys set their own is
-  marked "keyCaps") against the key's pending jobs (its range of the keys'
-  index, fkidx), keys first, before anything is written. A "reject" topic
-  the jobs would take past a cap refuses the whole call; so does a
-  "dropOldest" topic to which the call adds more jobs than a cap. Otherwise
-  a "dropOldest" topic drops the key's oldest pending jobs (earliest due,
-  ties in id order) and its own oldest (never the call's own) until each
-  holds its cap, and at most as many as the call adds: each ends finished,
-  state "dropped", with a "dropped" marker in its history (lib/records.lua),
-  in the done set, and counts in the topic's "dropped" counter. A script
-  cannot touch keys it was not given, so the caller reads the ids of the
-  oldest pending jobs first (its candidates: the topic's, and each key's
-  index members) and passes them with their meta keys; the script drops the
-  oldest of those still pending (ZMSCORE:
-  a job enqueued since the read is newer than all of them, and kept like
-  the call's own), and when too few are left (other calls dropped or
-  claimed them meanwhile), nothing is written and the reply names how many
-  it drops.
+  Capped topics (lib/caps.lua): for each topic the caller names after the jobs, its maxLength, maxKeyLength and
+  overflow are read (its conf) and checked against what the call adds (its new jobs: repeats of an idempotency key
+  add none) and the topic's pending jobs (lib/pending.lua: its due set and keyed jobs), and each flow key's cap
+  (its own maxKeyLength, else the topic's; a topic whose keys set their own is marked "keyCaps") against the key's
+  pending jobs (its range of the keys' index, fkidx), keys first, before anything is written. A "reject" topic the
+  jobs would take past a cap refuses the whole call; so does a "dropOldest" topic to which the call adds more jobs
+  than a cap. Otherwise a "dropOldest" topic drops the key's oldest pending jobs (earliest due, ties in id order)
+  and its own oldest (never the call's own) until each holds its cap, and at most as many as the call adds: each
+  ends finished, state "dropped", with a "dropped" marker in its history (lib/records.lua), in the done set, and
+  counts in the topic's "dropped" counter. A script cannot touch keys it was not given, so the caller reads the
+  ids of the oldest pending jobs first (its candidates: the topic's, and each key's index members) and passes them
+  with their meta keys; the script drops the oldest of those still pending (ZMSCORE: a job enqueued since the read
+  is newer than all of them, and kept like the call's own), and when too few are left (other calls dropped or
+  claimed them meanwhile), nothing is written and the reply names how many it drops.
 
   KEYS[1]        topics set: topic registry
   KEYS[2]        topic index: zset topic -> when the tick should next look at it
