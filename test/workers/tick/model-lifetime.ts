@@ -1,6 +1,7 @@
 /**
- * A job's lifetime in the model-based tick test (issue 37): cancels and
- * upserts by job key, drawn into half the scenarios besides everything else.
+ * A job's lifetime in the model-based tick test (issue 37): cancels, upserts
+ * by job key and expiries, drawn into half the scenarios besides everything
+ * else.
  *
  * Cancels: a plain topic's job, cancelled at a time of its own (before it is
  * due, while it waits for a retry, in flight or after it ended). A cancel
@@ -18,6 +19,12 @@
  * replace stays within its maxWait of the job's first enqueue; a created
  * job's predecessor in the series had been claimed by then (one pending
  * job per key).
+ *
+ * Expiries: plain jobs with an expiresAt past their due time, and a topic
+ * with a maxLateness (model.ts checks them): a job that ended expired never
+ * started, and ended at or after its expiresAt or past its due time plus the
+ * maxLateness; a job that started was claimed before its expiresAt and
+ * within its maxLateness.
  */
 import fc from "fast-check";
 import type { UpsertResult } from "../../../src/queue/queue.js";
@@ -43,11 +50,17 @@ export interface LifetimePart {
   /** A plain topic's job (by index among them) cancelled at `at` ms after BASE. */
   cancels: Array<{ job: number; at: number }>;
   upserts: UpsertSeries[];
+  /** A plain topic's job (by index among them) enqueued with an expiresAt `ttl` ms after its enqueue (past its delay). */
+  expiries?: Array<{ job: number; ttl: number }>;
+  /** A plain topic (by index) with a maxLateness of `ms`. */
+  lateness?: { topic: number; ms: number };
 }
-/** The part as drawn: each cancel `after` ms after its job's batch (model.ts places it). */
+/** The part as drawn: each cancel `after` ms after its job's batch, each expiry `extra` ms past its job's delay (model.ts places them). */
 export interface LifetimeDraw {
   cancels: Array<{ job: number; after: number }>;
   upserts: UpsertSeries[];
+  expiries: Array<{ job: number; extra: number }>;
+  lateness: { topic: number; ms: number } | undefined;
 }
 
 /** What model.ts's checks need to know of a cancelled job. */
@@ -92,6 +105,15 @@ export function lifetimePartArb(span: number): fc.Arbitrary<LifetimeDraw> {
         }),
       { maxLength: 2 },
     ),
+    // Some expire before the tick could start them (a paused or limited topic, a sleeping tick), most do not.
+    expiries: fc.array(
+      fc.record({
+        job: fc.nat(40),
+        extra: fc.oneof(fc.integer({ min: 1, max: 500 }), fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 1, max: 120_000 })),
+      }),
+      { maxLength: 8 },
+    ),
+    lateness: fc.option(fc.record({ topic: fc.nat(3), ms: fc.constantFrom(100, 500, 2_000, 10_000) }), { nil: undefined }),
   });
 }
 

@@ -24,12 +24,14 @@
  * the attempts that hung, and after the run no key left in the calendar,
  * parked or in flight.
  *
- * Half the scenarios add cancels and upserts by job key (issue 37,
+ * Half the scenarios add cancels, upserts by job key and expiries (issue 37,
  * model-lifetime.ts): a cancelled job ends cancelled with no attempt after
  * its cancel; each job an upsert series created is delivered exactly once,
  * with the payload and due time of the last upsert that changed it, never
  * early, an ignored upsert's never, keepDue and maxWait held, and never two
- * of a key's jobs pending at once.
+ * of a key's jobs pending at once; a job with an expiresAt (or in a topic
+ * with a maxLateness) either started in time or ended expired, never
+ * started and not before its time.
  *
  * Half the scenarios deploy with the wake alarm, as wrangler.toml does: each
  * cron invocation looks first (cronTick), loops end when idle (sleep mark
@@ -85,7 +87,7 @@ const totals = { runs: 0, pushJobs: 0, pullJobs: 0, attempts: 0, invocations: 0,
 /** Runs with a shaped topic, and what they held. */
 const flowTotals = { runs: 0, jobs: 0, keyed: 0, keys: 0, prioritized: 0, hung: 0, keyPauses: 0 };
 /** Runs with cancels and upserts, and what they did. */
-const lifetimeTotals = { runs: 0, cancels: 0, cancelled: 0, series: 0, upserts: 0, created: 0 };
+const lifetimeTotals = { runs: 0, cancels: 0, cancelled: 0, series: 0, upserts: 0, created: 0, expiring: 0, lateBound: 0, expired: 0 };
 const knownHits = new Map<string, { runs: number; violations: number; example?: string }>();
 /** Runs with the wake alarm, by its fault, and what it did in them. */
 const alarmRuns = new Map<string, number>();
@@ -105,7 +107,7 @@ function account(r: RunResult, seed: number, index: number) {
   const l = r.stats.lifetime;
   if (l) {
     lifetimeTotals.runs++;
-    for (const k of ["cancels", "cancelled", "series", "upserts", "created"] as const) lifetimeTotals[k] += l[k];
+    for (const k of ["cancels", "cancelled", "series", "upserts", "created", "expiring", "lateBound", "expired"] as const) lifetimeTotals[k] += l[k];
   }
   const c = classify(r.violations, known);
   for (const [id, vs] of c.known) {
@@ -138,7 +140,8 @@ afterAll(() => {
   const lt = lifetimeTotals;
   console.log(
     `model: ${lt.runs} runs with cancels and upserts: ${lt.cancels} cancels sent (${lt.cancelled} cancelled a job), ` +
-      `${lt.series} upsert series, ${lt.upserts} upserts, ${lt.created} jobs created by them`,
+      `${lt.series} upsert series, ${lt.upserts} upserts, ${lt.created} jobs created by them; ${lt.expiring} jobs with an expiresAt and ` +
+      `${lt.lateBound} in a topic with a maxLateness, ${lt.expired} ended expired`,
   );
   for (const [id, h] of knownHits) console.log(`model: known bug ${id}: ${h.violations} violations in ${h.runs} runs, e.g. ${h.example}`);
 });

@@ -211,7 +211,7 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
               ...(flow?.pauses ?? []).map((p) => ({ ...p, at: p.at * spread, topic: shaped })),
             ],
             ...(flow ? { keyPauses: flow.keyPauses.map((p) => ({ topic: shaped, ...p, at: p.at * spread })) } : {}),
-            // Upserts go to push topics (a series drawn for a pull topic is dropped), cancels to the plain topics' jobs.
+            // Upserts go to push topics (a series drawn for a pull topic is dropped), cancels and expiries to the plain topics' jobs.
             ...(lifetime
               ? {
                   lifetime: {
@@ -220,9 +220,16 @@ export function scenarioArb(options: { maxSpanMs?: number; maxBatches?: number }
                       const job = c.job % Math.max(1, plain.length);
                       return plain.length === 0 ? [] : [{ job, at: plain[job]! + c.after }];
                     }),
+                    expiries: lifetime.expiries.flatMap((e) => {
+                      const plain = sc.batches.flatMap((b) => b.jobs);
+                      const job = e.job % Math.max(1, plain.length);
+                      return plain.length === 0 ? [] : [{ job, ttl: plain[job]!.delay + e.extra }];
+                    }),
+                    ...(lifetime.lateness ? { lateness: { ...lifetime.lateness, topic: lifetime.lateness.topic % sc.topics.length } } : {}),
                     upserts: lifetime.upserts
                       .map((u) => ({ topic: u.topic % sc.topics.length, steps: u.steps.map((st) => ({ ...st, at: st.at * spread })) }))
-                      .filter((u) => sc.topics[u.topic]!.mode === "push"),
+                      // Not into a topic with a maxLateness: a late upserted job expires, which the series' checks do not expect.
+                      .filter((u) => sc.topics[u.topic]!.mode === "push" && u.topic !== (lifetime.lateness?.topic ?? -1) % sc.topics.length),
                   },
                 }
               : {}),
@@ -261,6 +268,8 @@ interface JobModel {
   final?: JobSnapshot | null;
   /** A cancel the scenario sent it (model-lifetime.ts); the first that cancelled it, or the last. */
   cancel?: CancelRecord;
+  /** Its expiresAt, when the scenario gave it one (model-lifetime.ts). */
+  expiresAt?: number;
 }
 export interface Violation {
   kind: string;
@@ -325,6 +334,10 @@ interface LifetimeStats {
   series: number;
   upserts: number;
   created: number;
+  /** Jobs given an expiresAt, jobs in a topic with a maxLateness, and jobs that ended expired. */
+  expiring: number;
+  lateBound: number;
+  expired: number;
 }
 interface FlowStats {
   /** Its jobs, those with a flow key (the rest are in the default lane), the keys they used, and those with a priority. */
@@ -476,7 +489,7 @@ const HUNG_LEASE_MS = 60_000;
 /** When a claim reaped the lease of each attempt of `m` that hung, as its attempt history says. */
 function noteReaps(m: JobModel): void {
   for (const h of m.final?.history ?? []) {
-    if (h.outcome !== "expired" || h.startedAt === null || h.durationMs === null) continue;
+    if (h.outcome !== "expired" || h.attempt === 0 || h.startedAt === null || h.durationMs === null) continue;
     const rec = m.attempts.filter((a) => a.attempt === h.attempt).pop();
     if (rec) rec.reapedAt = h.startedAt + h.durationMs;
   }
@@ -546,6 +559,8 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       )
     : null;
   const plainJobs = jobs.filter((m) => !sc.topics[m.spec.topic]!.flow);
+  const ttlOf = new Map((sc.lifetime?.expiries ?? []).map((e) => [plainJobs[e.job]!, e.ttl]));
+  const lateness = sc.lifetime?.lateness;
 
   try {
     // Topics, and a recording handler for every one (a pull topic's records that it was pushed).
@@ -555,6 +570,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       if (t.burst !== undefined) patch.burst = t.burst;
       if (t.concurrency !== undefined) patch.concurrency = t.concurrency;
       if (t.flow) patch.flow = flowSettingsOf(t.flow);
+      if (lateness?.topic === i) patch.maxLateness = lateness.ms;
       await harness.configure(topics[i]!, patch);
       for (const k of t.flow?.keys ?? []) await harness.setFlowKey(topics[i]!, keyName(k.key), keySettingsOf(t.flow!, k.key));
       harness.handlers.define(topics[i]!, async (ctx) => {
@@ -609,6 +625,7 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       void clock.spawn(`batch ${bi}`, async () => {
         await clock.sleep(BASE + b.at - clock.now());
         const inputs = models.map((m) => ({
+          ...(ttlOf.has(m) ? { expiresAt: (m.expiresAt = clock.now() + ttlOf.get(m)!) } : {}),
           topic: m.topic,
           payload: { j: m.j },
           delayMs: m.spec.delay,
@@ -712,7 +729,17 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       }
       if (life && !life.done()) return false;
       const cancelled = jobs.filter((m) => m.cancel?.result === "cancelled").length;
-      return finalIds.size + cancelled + harness.trace.claims.reduce((n, c) => n + c.reaped.dead, 0) >= jobs.length + (life?.created() ?? 0);
+      // A job that may expire and never started is taken as ended two minutes past its time (the checks read its state).
+      const now = clock.now();
+      const expired = jobs.filter(
+        (m) =>
+          m.attempts.length === 0 &&
+          m.cancel?.result !== "cancelled" &&
+          ((m.expiresAt !== undefined && now > m.expiresAt + 120_000) ||
+            (lateness?.topic === m.spec.topic && m.dueAt !== undefined && now > m.dueAt + lateness.ms + 120_000)),
+      ).length;
+      const reaped = harness.trace.claims.reduce((n, c) => n + c.reaped.dead, 0);
+      return finalIds.size + cancelled + expired + reaped >= jobs.length + (life?.created() ?? 0);
     };
     ended = await clock.run({ stop: allFinal, until: cap });
     for (const m of jobs) if (m.id) m.final = await harness.get(m.id);
@@ -759,7 +786,14 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
     alarm: alarmStats(sc, harness.trace, jobs),
     flow: flowStats(sc, jobs),
     lifetime: life
-      ? { cancels: jobs.filter((m) => m.cancel).length, cancelled: jobs.filter((m) => m.cancel?.result === "cancelled").length, ...life.stats() }
+      ? {
+          cancels: jobs.filter((m) => m.cancel).length,
+          cancelled: jobs.filter((m) => m.cancel?.result === "cancelled").length,
+          ...life.stats(),
+          expiring: jobs.filter((m) => m.expiresAt !== undefined).length,
+          lateBound: jobs.filter((m) => sc.lifetime?.lateness?.topic === m.spec.topic).length,
+          expired: jobs.filter((m) => m.final?.state === "expired").length,
+        }
       : null,
   };
   const result: RunResult = {
@@ -968,7 +1002,7 @@ function leaseExpiryViolations(sc: Scenario, trace: Trace, jobs: JobModel[], top
   const v: Violation[] = [];
   const hung = (m: JobModel, attempt: number) => m.spec.plan[attempt - 1]?.k === "hang";
   for (const m of jobs) {
-    const expired = new Set((m.final?.history ?? []).filter((h) => h.outcome === "expired").map((h) => h.attempt));
+    const expired = new Set((m.final?.history ?? []).filter((h) => h.outcome === "expired" && h.attempt > 0).map((h) => h.attempt));
     for (const n of expired)
       if (!hung(m, n))
         v.push({ kind: "lease-expired", job: m.j, attempt: n, message: `job ${m.j} (${m.id}): the lease of attempt ${n}, which settled, expired` });
@@ -1002,6 +1036,7 @@ function check(
   const v: Violation[] = [];
   const trace = harness.trace;
   const bound = sc.pollMs + LATENESS_SLACK_MS;
+  const lateness = sc.lifetime?.lateness;
   const claimOf = new Map<string, { at: number; runner: string }>();
   for (const c of trace.claims) for (const j of c.jobs) claimOf.set(`${j.id}#${j.attempt}`, { at: c.at, runner: c.runner });
   // When each attempt's lease ended: settled, or (one that hung) reaped.
@@ -1131,7 +1166,36 @@ function check(
           at: a.start,
           message: `${label}: attempt ${a.attempt} started ${rel(a.start)}, after its cancel at ${rel(cancel.at)}`,
         });
+    } else if (f.state === "expired") {
+      const late = lateness?.topic === m.spec.topic ? lateness.ms : undefined;
+      const at = f.finishedAt ?? -Infinity;
+      if (atts.length > 0 || m.pushed.length > 0)
+        v.push({ kind: "expired-after-start", job: m.j, message: `${label}: ended expired after ${atts.length} attempts` });
+      if (!((m.expiresAt !== undefined && at >= m.expiresAt) || (late !== undefined && m.dueAt !== undefined && at > m.dueAt + late)))
+        v.push({
+          kind: "expired-early",
+          job: m.j,
+          at,
+          message: `${label}: expired at ${rel(at)}, due ${m.dueAt === undefined ? "?" : rel(m.dueAt)}, expiresAt ${m.expiresAt === undefined ? "none" : rel(m.expiresAt)}, maxLateness ${late ?? "none"}`,
+        });
     } else if (f.state === "succeeded" || f.state === "dead") {
+      // Started, it was claimed before its expiresAt and within its topic's maxLateness.
+      const first = claimOf.get(`${m.id}#1`);
+      const late = lateness?.topic === m.spec.topic ? lateness.ms : undefined;
+      if (first && m.expiresAt !== undefined && first.at >= m.expiresAt)
+        v.push({
+          kind: "started-after-expiry",
+          job: m.j,
+          at: first.at,
+          message: `${label}: attempt 1 claimed ${rel(first.at)}, at or after its expiresAt ${rel(m.expiresAt)}`,
+        });
+      if (first && late !== undefined && m.dueAt !== undefined && first.at > m.dueAt + late)
+        v.push({
+          kind: "started-past-lateness",
+          job: m.j,
+          at: first.at,
+          message: `${label}: attempt 1 claimed ${rel(first.at)}, past due ${rel(m.dueAt)} + maxLateness ${late} ms`,
+        });
       if (f.state !== expected.state || f.attempts !== expected.attempts || numbers.length !== expected.attempts) {
         v.push({
           kind: "final-state",
