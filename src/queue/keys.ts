@@ -60,8 +60,9 @@
  *                                   lease: enqueue.lua)
  *   <p>:t:<topic>:cdup:<h>   STRING job id whose content hashes to h (content-keys.ts), in a topic with contentDedupMs;
  *                                   expires after that window
- *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k (src/queue/lua/upsert.lua): checked against
- *                                   that job's state at each upsert, so a pointer its job left behind frees the key
+ *   <p>:t:<topic>:jobkey:<k> STRING id of the job upserted under job key k, then a line per label it carries
+ *                                   (src/queue/lua/upsert.lua): checked against that job's state at each upsert, so a
+ *                                   pointer its job left behind frees the key
  *   <p>:t:<topic>:purged     STRING ms of the topic's last purge: keys of jobs made before it and gone are free
  *                                   (enqueue.lua); expires after the idempotency window or MAX_CONTENT_DEDUP_MS, the
  *                                   longer, as every window and content key has (a "finished" key needs it not)

@@ -32,17 +32,20 @@ export async function upsert(ctx: QueueContext, input: UpsertInput): Promise<Ups
   if (seen.capOf(input.topic, now) !== "none") flags += "c";
   if (isKeyed(input)) flags += "k";
   const labels = [...new Set(input.labels)];
-  // Labels the key's pending job was found to carry (upsert.lua names those the call did not): their indexes go in the next call.
+  // Labels the key's pending job carries (its pointer lists them; upsert.lua names any it did not): their indexes go in the call.
   let carried: string[] = [];
   for (let round = 1; round <= UPSERT_ROUNDS; round++) {
     await ctx.ensureModel();
-    const found = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(pointer));
+    // The pointer: the key's job id, then a line per label it carries, whose indexes this call names at once.
+    const pointed = await redisCall({ name: "GET", repeatSafe: true }, () => ctx.redis.get<string>(pointer));
+    const [found = null, ...pointedLabels] = pointed === null ? [] : pointed.split("\n");
+    carried = [...new Set([...carried, ...pointedLabels])];
     const held = ctx.keys.job(found ?? id);
     const keys = [pointer, ctx.keys.topics, ctx.keys.topicIndex, t.due, t.lease, t.conf, t.flow.fdue, t.flow.fsched, t.flow.fready];
     keys.push(held.record, held.meta, ctx.keys.job(id).record, t.flow.fkidx, t.flow.fkeys, t.exp, t.deadAt, ctx.keys.labelSet(input.topic));
     const others = carried.filter((l) => !labels.includes(l));
     keys.push(...[...labels, ...others].map((l) => ctx.keys.labelIndex(input.topic, l)));
-    const args = [found ?? "", id, dueAt, replacedDue(found, dueAt, now, input.maxWaitMs), record, input.topic, onConflict, flags];
+    const args = [pointed ?? "", id, dueAt, replacedDue(found, dueAt, now, input.maxWaitMs), record, input.topic, onConflict, flags];
     const expiresAt = input.expiresAt === undefined ? "" : Math.round(input.expiresAt);
     args.push(input.flowKey ?? "", input.priority ?? 0, ctx.maxTopics, now, expiresAt, labels.length, ...labels, others.length, ...others);
     fitRequest(ctx.requestBudgetBytes, "job", lua.upsert, keys, args);

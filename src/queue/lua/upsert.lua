@@ -30,7 +30,8 @@
   name, nothing is written and the reply names the labels, which the caller
   passes in its next call.
 
-  KEYS[1]  the job key's pointer: string, the id of the job holding the key
+  KEYS[1]  the job key's pointer: string, the id of the job holding the key, then a line per label that job
+           carries (written when it is stored, and by a replacement that changes them)
   KEYS[2]  topics set: topic registry
   KEYS[3]  topic index: zset topic -> when the tick should next look at it (lib/index.lua)
   KEYS[4]  due zset       id -> due ms
@@ -48,7 +49,7 @@
   KEYS[17] the topic's label set (lib/labels.lua)
   KEYS[18..17+N] the index of each of the new job's labels, then KEYS[18+N..17+N+M] of each other label named
 
-  ARGV[1]  the id the caller found in the pointer ("" none)
+  ARGV[1]  the pointer as the caller found it ("" none): the job's id, then its labels, a line each
   ARGV[2]  the new job's id
   ARGV[3]  the new job's due time, epoch ms
   ARGV[4]  the due time of the job found, replaced: the new one's, no later than its first enqueue plus maxWait
@@ -69,7 +70,8 @@
              and which caps it has (0 none, 1 maxLength, 2 key caps, 3 both);
            { 2 replaced, id, due ms }; { 3 ignored, id, due ms };
            { 0 } the pointer names another job than the caller found (nothing written);
-           { 4 labels, then the labels of the job found } it carries labels whose index the caller did not name (nothing written);
+           { 4 labels, then the labels of the job found } it carries labels whose index the caller did not name (nothing written)
+             — only when its pointer does not list them: one written before pointers carried labels;
            { -1, topics registered, the cap } when registering the topic would pass the cap;
            { -2, topic, its pending jobs, its maxLength, 1 } when its maxLength refuses the job;
            { -4, topic, flow key, its pending jobs, its maxKeyLength, 1 } when its flow key's cap refuses it
@@ -83,11 +85,14 @@
 local rcall = redis.call
 local pointerKey, topicsKey, indexKey, dueKey, leaseKey, confKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local fdueKey, fschedKey, freadyKey, fkidxKey, fkeysKey = KEYS[7], KEYS[8], KEYS[9], KEYS[13], KEYS[14]
-local found, newId, topic, flags = ARGV[1], ARGV[2], ARGV[6], ARGV[8]
+-- The pointer as the caller found it: the job's id, then a line per label the job carries (so a caller names their
+-- indexes, and a replacement that drops labels needs no second call).
+local pointed = ARGV[1]
+local found, newId, topic, flags = string.match(pointed, "^[^\n]*"), ARGV[2], ARGV[6], ARGV[8]
 local keyed = string.find(flags, "k", 1, true) ~= nil
 local flowKey, priority = ARGV[9], tonumber(ARGV[10])
 
-if (rcall("GET", pointerKey) or "") ~= found then return { 0 } end
+if (rcall("GET", pointerKey) or "") ~= pointed then return { 0 } end
 
 -- Label -> its index key: the new job's labels (true), then the others the caller named (false).
 local labelsKey, labelIndex, newLabels = KEYS[17], {}, {}
@@ -99,6 +104,8 @@ end
 for j = 1, tonumber(ARGV[15 + nLabels]) do
   labelIndex[ARGV[15 + nLabels + j]] = { key = KEYS[17 + nLabels + j], carried = false }
 end
+-- What the pointer says after the id: the job's labels, a line each ("" none).
+local labelLines = #newLabels > 0 and ("\n" .. table.concat(newLabels, "\n")) or ""
 -- The job joins the indexes of the labels it gains (all of them: `before` empty), and leaves those of the labels it loses.
 local function relabel(id, before)
   local had = {}
@@ -167,6 +174,7 @@ if plainDue or keyedDue then
   if meta then rcall("SET", metaKey, replacedMeta(meta, tonumber(ARGV[12]))) end
   schedule(found, due, oldRecord)
   relabel(found, before)
+  if string.sub(pointed, #found + 1) ~= labelLines then rcall("SET", pointerKey, found .. labelLines) end
   return { 2, found, tonumber(due) }
 end
 
@@ -199,5 +207,5 @@ plainDue, keyedDue = false, false
 schedule(newId, ARGV[3])
 relabel(newId, {})
 if register then rcall("SADD", topicsKey, topic) end
-rcall("SET", pointerKey, newId)
+rcall("SET", pointerKey, newId .. labelLines)
 return reply

@@ -206,6 +206,29 @@ it("a failed attempt and dead-lettering, per job", { timeout: 120_000 }, async (
   ]);
 });
 
+it("an upsert that changes its pending job's labels is still the pointer's read and one script call: the pointer lists them", {
+  timeout: 120_000,
+}, async () => {
+  const queue = new Queue({ redis, prefix: freshPrefix("cost") });
+  const M = 50;
+  const upsertAll = (labels: string[]) =>
+    meter(async () => {
+      for (let i = 0; i < M; i++) await queue.upsert({ topic: "rel", jobKey: `k-${i}`, payload: i, delayMs: 60_000, labels });
+    });
+  await queue.upsert({ topic: "rel", jobKey: "first", payload: 0 });
+  expect((await upsertAll(["a", "b"])).requests / M).toBe(2);
+  // Both labels dropped for another: the script needs their indexes, which the pointer named.
+  const relabelled = await upsertAll(["c"]);
+  expect(relabelled.requests / M).toBe(2);
+  expect(relabelled.result).toBeUndefined();
+  expect((await queue.listJobs("rel", { state: "scheduled", label: "a", limit: 100 })).jobs).toEqual([]);
+  expect((await queue.listJobs("rel", { state: "scheduled", label: "c", limit: 100 })).jobs).toHaveLength(M);
+  // And back to none: the pointer says so too, and the next relabelling is one call again.
+  expect((await upsertAll([])).requests / M).toBe(2);
+  expect((await upsertAll(["d"])).requests / M).toBe(2);
+  expect((await queue.listJobs("rel", { state: "scheduled", label: "c", limit: 100 })).jobs).toEqual([]);
+});
+
 it("an upsert by job key, per path: a plain read of the pointer and one script call", { timeout: 120_000 }, async () => {
   const queue = new Queue({ redis, prefix: freshPrefix("cost") });
   const M = 200;

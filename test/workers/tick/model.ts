@@ -624,8 +624,9 @@ export async function runScenario(sc: Scenario): Promise<RunResult> {
       next += b.jobs.length;
       void clock.spawn(`batch ${bi}`, async () => {
         await clock.sleep(BASE + b.at - clock.now());
+        for (const m of models) if (ttlOf.has(m)) m.expiresAt = clock.now() + ttlOf.get(m)!;
         const inputs = models.map((m) => ({
-          ...(ttlOf.has(m) ? { expiresAt: (m.expiresAt = clock.now() + ttlOf.get(m)!) } : {}),
+          ...(m.expiresAt === undefined ? {} : { expiresAt: m.expiresAt }),
           topic: m.topic,
           payload: { j: m.j },
           delayMs: m.spec.delay,
