@@ -4,6 +4,7 @@ import { deadCommands } from "./commands/dead.js";
 import { flowKeyCommands } from "./commands/flow-keys.js";
 import { jobCommands } from "./commands/jobs.js";
 import { listenCommand } from "./commands/listen.js";
+import { pullCommands } from "./commands/pull.js";
 import { scheduleCommands } from "./commands/schedules.js";
 import { shardCommands } from "./commands/shards.js";
 import { statusCommand } from "./commands/status.js";
@@ -33,6 +34,7 @@ export function buildProgram(io: Io): Command {
 
   statusCommand(program, io);
   jobCommands(program, io);
+  pullCommands(program, io);
   topicCommands(program, io);
   flowKeyCommands(program, io);
   scheduleCommands(program, io);

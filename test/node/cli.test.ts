@@ -363,6 +363,28 @@ it("expiry: enqueue and upsert --ttl and --expires-at, topics set --max-lateness
   await dl.topics.delete(topic, { purge: true });
 });
 
+it("pull consumers: claim, extend, ack and nack a pull topic's jobs; a stale attempt exits 1 with the API's 409", { timeout: 60_000 }, async () => {
+  await json(["topics", "set", "cli-pull", "--mode", "pull", "--max-attempts", "1"]);
+  const a = await json(["enqueue", "cli-pull", '{"n":1}']);
+  const b = await json(["enqueue", "cli-pull", '{"n":2}']);
+  const claimed = (await json(["claim", "cli-pull", "--max", "2", "--lease-ms", "30000"])).jobs as Array<{ id: string; attempt: number }>;
+  expect(claimed.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+  expect(claimed.map((j) => j.attempt)).toEqual([1, 1]);
+  const extended = await json(["extend", a.id, "--attempt", "1", "--lease-ms", "600000"]);
+  expect(extended).toMatchObject({ id: a.id, attempt: 1 });
+  expect(Date.parse(extended.leaseExpiresAt)).toBeGreaterThan(Date.now() + 500_000);
+  expect((await dl.jobs.get(a.id))!.leaseExpiresAt).toBe(extended.leaseExpiresAt);
+  const stale = await cli(["extend", a.id, "--attempt", "2", "--lease-ms", "60000"]);
+  expect(stale.code).toBe(1);
+  expect(stale.stderr).toContain("[409 Conflict]");
+  expect((await cli(["ack", a.id, "--attempt", "1"])).stdout).toBe(`acked ${a.id} (attempt 1)\n`);
+  expect(await json(["nack", b.id, "--attempt", "1", "--error", "broken", "--permanent"])).toEqual({ id: b.id, attempt: 1, state: "dead" });
+  expect((await dl.jobs.get(a.id))!.state).toBe("succeeded");
+  expect(await dl.jobs.get(b.id)).toMatchObject({ state: "dead", lastError: "broken" });
+  expect((await cli(["claim", "cli-pull"])).stdout).toContain("(no due jobs in cli-pull)");
+  await dl.topics.delete("cli-pull", { purge: true });
+});
+
 it("flow keys: enqueue --flow-key and --priority, topics set --flow, and flow-keys set, show, list, pause, resume and delete", {
   timeout: 60_000,
 }, async () => {
@@ -581,6 +603,8 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
           : /^ids?$/.test(name)
             ? "cli-leak.01ARZ3NDEKTSV4RRFFQ69G5FAV"
             : "cli-leak";
+    // Required options that take a number (a pull consumer's attempt and lease).
+    const numericSamples: Record<string, string> = { "--attempt": "1", "--lease-ms": "60000" };
     const urlOptions: string[] = [];
     const runs: Array<{ args: string[]; run: Run }> = [];
     for (const { path, command } of leafCommands()) {
@@ -590,7 +614,7 @@ it("the API token reaches no host but the Worker's: every command, with a receiv
         if (takesUrl(option)) {
           urlOptions.push(`${path} ${option.long}`);
           args.push(option.long!, `${receiver.url}/${path.replace(" ", "-")}${option.long}`);
-        } else if (option.mandatory) args.push(option.long!, "cli-leak");
+        } else if (option.mandatory) args.push(option.long!, numericSamples[option.long!] ?? "cli-leak");
       }
       args.push(...(extra[path] ?? []));
       // A command that keeps running (one that listens) is stopped after 30 s; what it sent until then counts.
