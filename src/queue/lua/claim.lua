@@ -257,7 +257,8 @@ elseif take > 0 and nd + #rescheduled > 0 then
       return x.order < y.order
     end)
   end
-  for j = #picks, take + 1, -1 do picks[j] = nil end
+  local expiries
+  picks, expiries = picksToRead(picks, take)
   for _, p in ipairs(picks) do
     readKeys[#readKeys + 1] = p.rk
     readKeys[#readKeys + 1] = p.mk
@@ -267,7 +268,6 @@ elseif take > 0 and nd + #rescheduled > 0 then
   if #picks > 0 then
     -- One read of the records and metas, as ever: a claim costs no more commands for its budget.
     local got = rcall("MGET", unpack(readKeys))
-    local expiries = expiriesOf(picks, function(p) return p.id end)
     for i, p in ipairs(picks) do
       local id, mk = p.id, p.mk
       local record = got[2 * i - 1]
@@ -280,6 +280,9 @@ elseif take > 0 and nd + #rescheduled > 0 then
       elseif lapses(meta.a, start, p.due, expiries[i]) then
         lapsed[#lapsed + 1] = { id = id, mk = mk, raw = got[2 * i] }
         lapsedIds[#lapsedIds + 1] = id
+      elseif #leaseArgs / 2 >= take then
+        -- Read as one that might lapse, but it had attempts: the claim is full, and it stays due, untouched.
+        break
       else
         -- The reply stays within the budget, save a lone job larger than it; the rest stay due, untouched.
         if #leaseArgs > 0 and bytes + #record > REPLY_BUDGET then

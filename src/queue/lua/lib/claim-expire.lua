@@ -88,3 +88,21 @@ local function lapses(attempts, start, due, at)
   at = at and tonumber(at) or nil
   return (at ~= nil and start >= at) or tooLate(start, due, maxLateness)
 end
+
+-- The due picks (in due order) a plain claim reads, and their expiries: the first `take`, but a topic whose jobs may
+-- expire also reads, past `take`, the picks that may lapse (whether they do is their attempts' say), so an expired
+-- job takes no slot from one due behind it; the claim stops once it has taken `take`.
+local function picksToRead(picks, take)
+  if not (expiring or maxLateness) then
+    for j = #picks, take + 1, -1 do picks[j] = nil end
+    return picks, {}
+  end
+  local all, kept, expiries, sure = expiriesOf(picks, function(p) return p.id end), {}, {}, 0
+  for i, p in ipairs(picks) do
+    if sure >= take then break end
+    kept[#kept + 1] = p
+    expiries[#kept] = all[i]
+    if not lapses(0, math.max(now, p.due), p.due, all[i]) then sure = sure + 1 end
+  end
+  return kept, expiries
+end
