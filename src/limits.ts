@@ -202,6 +202,12 @@ export const MAX_DELAY_MS = MAX_DELAY_DAYS * DAY_MS;
 /** Longest topic name: it is part of every job id and several Redis keys, and must fit a URL path segment comfortably. */
 export const TOPIC_NAME_MAX_LENGTH = 64;
 
+/** Longest subscription name: with its topic's, the name of the topic its deliveries are jobs of (`<topic>@<name>`). */
+export const SUBSCRIPTION_NAME_MAX_LENGTH = 32;
+
+/** Longest job id: `<shard>~<topic>@<derived name>.<ULID>` at the longest of each part. */
+export const JOB_ID_MAX_LENGTH = 32 + 1 + TOPIC_NAME_MAX_LENGTH + 1 + SUBSCRIPTION_NAME_MAX_LENGTH + 1 + 26;
+
 /** Highest `ratePerSec` (jobs a second) a topic may set; a topic that needs more sets no rate. */
 export const MAX_RATE_PER_SEC = 10_000;
 

@@ -4,7 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { DEFAULT_DEAD_LIST_LIMIT, MAX_LIST_LIMIT } from "../limits.js";
 
 import { History, JobBody } from "./job-schemas.js";
-import { Delay, DryRun, DryRunAnswer, Instant, JobId, Label, QueryFlag, QueryInstant, TopicName } from "./schema-parts.js";
+import { Delay, DryRun, DryRunAnswer, Instant, JobId, Label, QueryFlag, QueryInstant, TopicName, CURSOR_MAX_LENGTH } from "./schema-parts.js";
 import { WebhookHeadersBody } from "./webhook-headers.js";
 
 export const DeadEntryView = z
@@ -40,7 +40,7 @@ export const ReplayBody = z
       description:
         'Spread the replayed jobs at random over this long after their due time (e.g. "10m"), so a large replay does not reach a recovering endpoint at once',
     }),
-    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
+    cursor: z.string().max(CURSOR_MAX_LENGTH).optional().openapi({ description: "nextCursor of the previous call (all or a filter): goes on from there" }),
     dryRun: DryRun,
     // The edits: each replayed job gets the same. Checked as an enqueue checks its fields.
     payload: JobBody.shape.payload.openapi({ description: "Replace each replayed job's payload (any JSON value, null included)" }),
@@ -90,7 +90,7 @@ export const ReplayResult = z
 
 export const DeadQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_DEAD_LIST_LIMIT),
-  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  cursor: z.string().max(CURSOR_MAX_LENGTH).optional().openapi({ description: "nextCursor of the previous page" }),
   failedFrom: QueryInstant.optional(),
   failedTo: QueryInstant.optional(),
   label: LabelFilter,
@@ -101,7 +101,7 @@ export const PurgeQuery = z.object({
   failedTo: QueryInstant.optional(),
   error: ErrorText.optional(),
   label: LabelFilter,
-  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
+  cursor: z.string().max(CURSOR_MAX_LENGTH).optional().openapi({ description: "nextCursor of the previous call: goes on from there" }),
   dryRun: QueryFlag.openapi({
     description: "true: change nothing, and answer what this very call would purge (its count, first ids and nextCursor), by reads alone",
   }),

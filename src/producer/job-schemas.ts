@@ -36,6 +36,7 @@ import {
   QueryInstant,
   TargetBody,
   TopicName,
+  CURSOR_MAX_LENGTH,
 } from "./schema-parts.js";
 
 export const JobBody = z
@@ -233,7 +234,7 @@ export const ListQuery = z.object({
   from: QueryInstant.optional().openapi({ description: "Earliest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   to: QueryInstant.optional().openapi({ description: "Latest due time (scheduled), lease deadline (inflight) or failed time (dead) listed" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
-  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  cursor: z.string().max(CURSOR_MAX_LENGTH).optional().openapi({ description: "nextCursor of the previous page" }),
   payload: QueryFlag.openapi({
     description: "Include payloads (a page then, and in a topic with labelled jobs, also ends once the records it read pass about 1 MB)",
   }),
@@ -290,7 +291,11 @@ export const BulkCancelBody = z
       description:
         "Only the scheduled jobs carrying this label (in enqueue order: a walk of the label's index), within dueFrom/dueTo when given; inflight then counts the labelled jobs in flight the call passed. Not with flowKey",
     }),
-    cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
+    cursor: z
+      .string()
+      .max(CURSOR_MAX_LENGTH)
+      .optional()
+      .openapi({ description: "nextCursor of the previous call (a window, a flow key or all): goes on from there" }),
     dryRun: DryRun,
   })
   .strict()

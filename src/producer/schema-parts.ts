@@ -4,7 +4,7 @@
 // (job-, topic-, dead-, stats-, schedule-schemas.ts); schemas.ts gathers them.
 import { z } from "@hono/zod-openapi";
 import { isConnectionHeader } from "../handlers/headers.js";
-import { TOPIC_NAME_PATTERN } from "../queue/ids.js";
+import { TOPIC_NAME_PATTERN, TOPIC_REF_PATTERN } from "../queue/ids.js";
 import { parseDuration } from "../queue/policy/duration.js";
 import { PROBLEM_TYPES } from "./problem.js";
 import {
@@ -19,6 +19,7 @@ import {
   MAX_DELAY_MS,
   TOPIC_NAME_MAX_LENGTH,
   DRY_RUN_IDS,
+  JOB_ID_MAX_LENGTH,
 } from "../limits.js";
 
 export const TopicName = z
@@ -26,10 +27,21 @@ export const TopicName = z
   .regex(TOPIC_NAME_PATTERN, `1–${TOPIC_NAME_MAX_LENGTH} characters of A–Z a–z 0–9 . _ -, but not . or ..`)
   .openapi({ example: "emails" });
 
-export const JobId = z
-  .string()
-  .max(124)
-  .openapi({ example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR", description: "`<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>` on another" });
+/** A topic, or a topic derived from one (`<topic>@<subscription>`, `<topic>@_callbacks`): where the API reads or manages a topic. */
+export const TopicRef = z.string().regex(TOPIC_REF_PATTERN, "a topic name, or <topic>@<subscription> or <topic>@_callbacks").openapi({ example: "emails" });
+
+/**
+ * Longest cursor of a job or dead-letter listing or walk: base64 of a
+ * letter, a score and the last job id, at the longest id (a derived
+ * topic's on another shard).
+ */
+export const CURSOR_MAX_LENGTH = 256;
+
+export const JobId = z.string().max(JOB_ID_MAX_LENGTH).openapi({
+  example: "emails.01JD8X3Q5T4W9Y7ZC2B6N0M1KR",
+  description:
+    "`<topic>.<ULID>` on the main shard, `<shard>~<topic>.<ULID>` on another; `<topic>` may be a derived one: `emails@audit.<ULID>` (a subscription's delivery of job `emails.<ULID>`), `emails@_callbacks.<ULID>` (a callback)",
+});
 
 /** A flag in a query string: "true" or "false" (the default); parsed to a boolean. */
 export const QueryFlag = z

@@ -2,7 +2,7 @@
 // histograms and minute series.
 import { z } from "@hono/zod-openapi";
 
-import { partialFields, TopicName } from "./schema-parts.js";
+import { partialFields, TopicRef } from "./schema-parts.js";
 import { Counters, FlowKeyCountsView } from "./topic-schemas.js";
 
 const HistogramView = z
@@ -74,7 +74,7 @@ export const StatsView = z
     ...partialFields,
     topics: z.array(
       z.object({
-        topic: TopicName,
+        topic: TopicRef,
         mode: z.enum(["push", "pull"]),
         paused: z.boolean(),
         scheduled: z.number().int(),

@@ -1,4 +1,4 @@
-import { TOPIC_NAME_MAX_LENGTH } from "../limits.js";
+import { TOPIC_REF_PATTERN } from "../queue/ids.js";
 
 /**
  * The cursor of a topic listing (`GET /v1/topics`, `GET /v1/stats`): opaque
@@ -9,8 +9,6 @@ export function encodeTopicCursor(lastTopic: string): string {
   return btoa(`t:${lastTopic}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-const NAME = new RegExp(`^t:([A-Za-z0-9._-]{1,${TOPIC_NAME_MAX_LENGTH}})$`);
-
 /** The topic name a cursor holds, or a reason it is not one this API gave. */
 export function decodeTopicCursor(text: string): { after: string } | { refused: string } {
   let plain: string;
@@ -19,6 +17,6 @@ export function decodeTopicCursor(text: string): { after: string } | { refused: 
   } catch {
     return { refused: "not a cursor this API gave" };
   }
-  const m = NAME.exec(plain);
-  return m ? { after: m[1]! } : { refused: "not a cursor of a topic listing" };
+  const name = plain.startsWith("t:") ? plain.slice(2) : "";
+  return TOPIC_REF_PATTERN.test(name) ? { after: name } : { refused: "not a cursor of a topic listing" };
 }

@@ -22,7 +22,7 @@ import {
   MIN_TIMEOUT_MS,
 } from "../limits.js";
 
-import { BackoffBody, Delay, FlowKey, partialFields, TopicName } from "./schema-parts.js";
+import { BackoffBody, Delay, FlowKey, partialFields, TopicName, TopicRef } from "./schema-parts.js";
 
 const SigningSecret = z.string().min(MIN_SECRET_LENGTH).max(256);
 
@@ -235,7 +235,12 @@ const FlowKeysView = z
 
 export const TopicView = z
   .object({
-    topic: TopicName,
+    topic: TopicRef,
+    kind: z.enum(["topic", "subscription", "callbacks"]).openapi({
+      description:
+        "topic: jobs are enqueued to it; subscription: `<parent>@<name>`, the deliveries of the parent's subscription `name`; callbacks: `<parent>@_callbacks`, the callbacks of the parent's jobs",
+    }),
+    parent: TopicName.nullable().openapi({ description: "the topic a subscription's or callbacks' topic was derived from; null for a topic" }),
     settings: z.object({
       ratePerSec: z.number().optional(),
       burst: z.number().optional(),

@@ -1,3 +1,5 @@
+import { rootOf } from "./ids.js";
+
 /**
  * Which shard holds a topic: its pin when it has one, else rendezvous
  * (highest random weight) hashing — every shard's weight for the topic is a
@@ -29,8 +31,14 @@ export function placementWeight(shard: string, topic: string): number {
   return h >>> 0;
 }
 
-/** The shard a topic lives on: its pin, else the shard of highest weight (a tie, which needs equal 32-bit weights, goes to the name that sorts first). */
-export function placeTopic(topic: string, shards: readonly string[], pins: Readonly<Record<string, string>> = {}): string {
+/**
+ * The shard a topic lives on: its pin, else the shard of highest weight (a
+ * tie, which needs equal 32-bit weights, goes to the name that sorts first).
+ * A derived topic (`<topic>@<name>`) lives with its root, whose settle and
+ * enqueue scripts write its jobs.
+ */
+export function placeTopic(derivedOrRoot: string, shards: readonly string[], pins: Readonly<Record<string, string>> = {}): string {
+  const topic = rootOf(derivedOrRoot);
   const pinned = pins[topic];
   if (pinned !== undefined) return pinned;
   if (shards.length === 1) return shards[0]!;

@@ -1,6 +1,7 @@
 import { Semaphore, type SubrequestBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
 import { RoomCount } from "./room-count.js";
+import { RootSigning } from "./root-signing.js";
 import { startChunk, type ChunkOptions, type ChunkReport, type StartedChunk } from "./run-chunk.js";
 import type { Log } from "./settle.js";
 
@@ -47,6 +48,8 @@ export class ChunksInFlight {
   private ended: EndedChunk[] = [];
   private looks: number[] = [];
   private readonly topicLooks = new Map<string, number>();
+  /** Derived topics' chunks sign as their roots: each root read once while this runs. */
+  private readonly rootSigning = new RootSigning();
   private waiters: Array<() => void> = [];
   private jobsHere = 0;
 
@@ -111,6 +114,7 @@ export class ChunksInFlight {
         fetch: this.o.fetch,
         overall: this.o.overall,
         log: this.o.log,
+        rootSigning: this.rootSigning,
         ...this.hooksOf(topic, count),
       });
     } catch (err) {

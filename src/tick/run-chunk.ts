@@ -8,6 +8,7 @@ import { ChunkTail } from "./chunk-tail.js";
 import { dispatchChunk, handlerSlots } from "./dispatch.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
+import { RootSigning } from "./root-signing.js";
 import { jsonLog, settleChunk, type Log } from "./settle.js";
 
 /** What one chunk did, and when its topic wants the tick again. */
@@ -52,6 +53,8 @@ export interface ChunkOptions {
   onTail?: (backlog: boolean) => boolean;
   /** The topic's handler slots for `size` of them, shared with its other chunks in this invocation. Default: the chunk's own. */
   topicSlots?: (size: number) => Semaphore;
+  /** Where a derived topic's chunk learns its root's signing, shared by a loop's chunks. Default: one of the chunk's own (a read per chunk). */
+  rootSigning?: RootSigning;
 }
 
 /** A chunk whose claim has come back: what it took, and its delivery and settle still running. */
@@ -110,6 +113,7 @@ export async function startChunk(o: ChunkOptions): Promise<StartedChunk> {
   // The claim's other requests (its candidates' read, a sweep) count once they are known.
   if (claim.requests > 1) budget.spend(claim.requests - 1);
   report.claimed = claim.jobs.length;
+  if (claim.topic && claim.jobs.length > 0) claim.topic = await (o.rootSigning ?? new RootSigning()).of(o.queue, o.topic, claim.topic, () => budget.spend());
   // Full, or cut short by the reply's byte budget: either way more are takeable now.
   report.more = claim.jobs.length === take || claim.heldBy === "bytes";
   report.nextDueAt = claim.nextDueAt;

@@ -44,6 +44,14 @@ describe("placement of topics over shards", () => {
     expect(placeTopic(t, ["main"], { [t]: "main" })).toBe("main");
   });
 
+  it("a derived topic lives with its root, pinned or hashed", () => {
+    const shards = ["main", "b", "c"];
+    for (const t of topics.slice(0, 200)) {
+      expect(placeTopic(`${t}@billing`, shards)).toBe(placeTopic(t, shards));
+      expect(placeTopic(`${t}@_callbacks`, shards, { [t]: "c" })).toBe("c");
+    }
+  });
+
   it("the plan of adding a shard lists exactly the topics that would move, and its pins keep every one where it is", () => {
     const plan = planShardAdd(topics, ["main", "b", "c"], "d", { "topic-0": "b" });
     expect(plan.moves.length).toBe(

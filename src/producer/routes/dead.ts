@@ -11,9 +11,9 @@ import { DeadEntryView, DeadQuery, PurgeQuery, PurgeResult, ReplayBody, ReplayRe
 import { changesOf, replayEdited } from "../replay-edits.js";
 import { checkPayloadAndTarget } from "./jobs.js";
 import { historyView } from "../job-schemas.js";
-import { iso, JobId, TopicName } from "../schema-parts.js";
+import { iso, JobId, TopicRef } from "../schema-parts.js";
 
-const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+const TopicParam = z.object({ topic: TopicRef.openapi({ param: { name: "topic", in: "path" } }) });
 const LetterParam = TopicParam.extend({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
 
 /** The position a request's cursor holds (422 when it is not one of this topic's dead letters). */

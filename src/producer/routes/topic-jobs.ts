@@ -5,9 +5,9 @@ import { invalid } from "../problem.js";
 import { DRY_RUN_IDS } from "../../limits.js";
 import { topicOfJobId } from "../../queue/ids.js";
 import { BulkCancelBody, BulkCancelResult, JobPage, ListQuery } from "../job-schemas.js";
-import { iso, TopicName } from "../schema-parts.js";
+import { iso, TopicRef } from "../schema-parts.js";
 
-const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+const TopicParam = z.object({ topic: TopicRef.openapi({ param: { name: "topic", in: "path" } }) });
 
 /** A topic's jobs as a set: listed page by page, cancelled in bulk. */
 export const topicJobs = router()

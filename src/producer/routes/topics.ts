@@ -6,18 +6,20 @@ import { json, problemResponses, router, shardReadDeadline, topicQueue, wakeSoon
 import { listTopicsAcrossShards, readPageTopics } from "../../queue/shard-listing.js";
 import { forbiddenTarget } from "../../handlers/ssrf.js";
 import { ApiProblem, invalid } from "../problem.js";
+import { lineageOf, refuseDerivedSettings, refuseSubscriptionTopic } from "../derived-topics.js";
+import { derivedNameOf, rootOf } from "../../queue/ids.js";
 import { forgetWebhookSecret } from "../webhook-secrets.js";
 import { ClaimBody, ClaimedView } from "../job-schemas.js";
-import { iso, partialOf, TopicName } from "../schema-parts.js";
+import { iso, partialOf, TopicRef } from "../schema-parts.js";
 import { TopicList, topicPageQuery, TopicSettingsBody, TopicView } from "../topic-schemas.js";
 import { decodeTopicCursor, encodeTopicCursor } from "../topic-cursor.js";
 import { DEFAULT_TOPIC_PAGE_LIMIT, MAX_TOPIC_PAGE_LIMIT, TOPIC_BUSIEST_KEYS } from "../../limits.js";
 
-const TopicParam = z.object({ topic: TopicName.openapi({ param: { name: "topic", in: "path" } }) });
+const TopicParam = z.object({ topic: TopicRef.openapi({ param: { name: "topic", in: "path" } }) });
 
 function view({ metrics: _histograms, ...s }: TopicStats) {
   // Histograms are shown by /v1/stats and /metrics.
-  return { ...s, oldestReadyDueAt: s.oldestReadyDueAt === null ? null : iso(s.oldestReadyDueAt) };
+  return { ...s, ...lineageOf(s.topic), oldestReadyDueAt: s.oldestReadyDueAt === null ? null : iso(s.oldestReadyDueAt) };
 }
 
 const pauseRoute = (paused: boolean) =>
@@ -90,6 +92,7 @@ export const topics = router()
     async (c) => {
       const { topic } = c.req.valid("param");
       const body = c.req.valid("json");
+      refuseDerivedSettings(topic, body);
       const refused = body.url ? forbiddenTarget(body.url, c.get("settings").allowPrivateTargets) : null;
       if (refused) throw invalid("body", [{ path: "url", message: refused }]);
       const { backoff, ...rest } = body;
@@ -120,13 +123,14 @@ export const topics = router()
       responses: {
         200: {
           description: "Deleted",
-          ...json(z.object({ topic: TopicName, deleted: z.literal(true), purged: z.object({ scheduled: z.number().int(), dead: z.number().int() }) })),
+          ...json(z.object({ topic: TopicRef, deleted: z.literal(true), purged: z.object({ scheduled: z.number().int(), dead: z.number().int() }) })),
         },
         ...problemResponses([401, 409, 422, 503]),
       },
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
+      refuseSubscriptionTopic(topic, "delete");
       const purge = c.req.valid("query").purge === "true";
       const r = await topicQueue(c, topic).deleteTopic(topic, { purge });
       if (r.result === "inflight") {
@@ -171,6 +175,8 @@ export const topics = router()
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
+      if (derivedNameOf(topic) !== null)
+        throw new ApiProblem(409, `topic ${topic} is derived from ${rootOf(topic)}: its jobs are pushed, never claimed over HTTP`);
       // An empty body is not validated: its defaults are the schema's all the same.
       const { max, leaseMs } = ClaimBody.parse(c.req.valid("json") ?? {});
       const { jobs, heldBy } = await topicQueue(c, topic).claim(topic, { max, leaseMs, mode: "pull" });

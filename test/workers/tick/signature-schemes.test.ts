@@ -76,6 +76,25 @@ describe("signature schemes on the wire", () => {
     expect(new Webhook(secret).verify(got!.body, got!.headers)).toBe("x");
   });
 
+  it("a derived topic without a secret of its own signs as its root (secrets, previous ones and scheme); one with its own signs with its own", async () => {
+    const [rootSecret, rootOld, own] = [whsec(8), whsec(9), "own-signing-secret-0123456789"];
+    const clock = new VirtualClock(T0);
+    const d = tickDeployment({ TICK_POLL_MS: "100", SIGNING_SECRET: "deployment-secret-0123456789" }, clock);
+    const root = uniqueTopic("root");
+    await d.queue.configureTopic(root, { signatureScheme: "standard", signingSecret: rootSecret, previousSigningSecrets: [rootOld] });
+    await d.queue.configureTopic(`${root}@own`, { signingSecret: own });
+    const asRoot = await d.queue.enqueue({ topic: `${root}@_callbacks`, payload: { n: 1 }, runAt: T0, target: { url: `${receiver()}/${root}/as-root` } });
+    const asOwn = await d.queue.enqueue({ topic: `${root}@own`, payload: { n: 2 }, runAt: T0, target: { url: `${receiver()}/${root}/own` } });
+    await d.tick({ scheduledTime: T0 - 20_000, clock, windowMs: 30_000 });
+    expect([(await d.queue.get(asRoot.id))!.state, (await d.queue.get(asOwn.id))!.state]).toEqual(["succeeded", "succeeded"]);
+    const [signedAsRoot] = await deliveries(`/${root}/as-root`);
+    expect(signedAsRoot!.headers["webhook-id"]).toBe(asRoot.id);
+    for (const secret of [rootSecret, rootOld]) expect(new Webhook(secret).verify(signedAsRoot!.body, signedAsRoot!.headers)).toEqual({ n: 1 });
+    const [signedOwn] = await deliveries(`/${root}/own`);
+    expect(await new Receiver({ currentSecret: own, scheme: "delayline" }).verifyRequest(signedOwn!.headers, signedOwn!.body)).toBe(true);
+    expect(await new Receiver({ currentSecret: rootSecret }).verifyRequest(signedOwn!.headers, signedOwn!.body)).toBe(false);
+  });
+
   it("delayline, rotating: one t= and a v1= per secret, the current one first; either secret alone verifies", async () => {
     const [old, next] = ["old-signing-secret-0123456789", "new-signing-secret-0123456789"];
     const clock = new VirtualClock(T0);
